@@ -1,0 +1,193 @@
+"""Measuring: interleaved hyperfine rounds over cells (a cell is a variant, plus parameters such as
+k for a burst).
+
+Every round runs every cell once, in an order drawn from a seeded generator, so baseline and
+candidate alternate through the whole measurement and never run as all-A-then-all-B. hyperfine does
+the timing (``-N``, warmup, prepare, cleanup, ``--export-json``); this module keeps every run's
+time, exit code and round, stops a hanging call with a timeout, and reports a failing run with its
+round and exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchbench import command
+from patchbench.config import Scenario
+from patchbench.errors import BenchmarkError, ConfigError
+
+# Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
+TIMEOUT_SLACK = 10.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    variant: str
+    params: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        extra = " ".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.variant} {extra}".strip()
+
+    def param(self, name: str) -> str | None:
+        return dict(self.params).get(name)
+
+
+@dataclass
+class Samples:
+    times: list[float] = field(default_factory=list)
+    user: list[float] = field(default_factory=list)
+    system: list[float] = field(default_factory=list)
+    exit_codes: list[int] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    hyperfine: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "times": self.times,
+            "user": self.user,
+            "system": self.system,
+            "exit_codes": self.exit_codes,
+            "rounds": self.rounds,
+            "hyperfine": self.hyperfine,
+        }
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What to run for one cell, with placeholders already filled in."""
+
+    command: list[str]
+    setup: list[list[str]] = field(default_factory=list)
+    teardown: list[list[str]] = field(default_factory=list)
+    prepare: str | None = None
+    cleanup: str | None = None
+    env: Mapping[str, str] | None = None
+
+
+def schedule(cells: Sequence[Cell], rounds: int, seed: int) -> list[list[Cell]]:
+    """A seeded, balanced order: each round is a fresh permutation of all cells."""
+    rng = random.Random(seed)
+    order = []
+    for _ in range(rounds):
+        r = list(cells)
+        rng.shuffle(r)
+        order.append(r)
+    return order
+
+
+def fill(template: str, values: Mapping[str, str], where: str) -> str:
+    try:
+        return template.format_map(values)
+    except KeyError as exc:
+        raise ConfigError(
+            f"{where}: unknown placeholder {{{exc.args[0]}}} in {template!r}",
+            hint="available: " + ", ".join("{" + k + "}" for k in sorted(values)),
+        ) from None
+
+
+def fill_argv(argv: Sequence[str], values: Mapping[str, str], where: str) -> list[str]:
+    return [fill(a, values, where) for a in argv]
+
+
+def hyperfine(
+    inv: Invocation, *, runs: int, warmup: int, per_run_timeout: float, export: Path, log: Path,
+    name: str,
+) -> dict[str, Any]:
+    """One hyperfine call (no shell, failures recorded rather than fatal); returns its result."""
+    argv = [
+        "hyperfine", "-N", "-i", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
+        "--export-json", str(export), "--command-name", name,
+    ]
+    if inv.prepare:
+        argv += ["--prepare", inv.prepare]
+    if inv.cleanup:
+        argv += ["--cleanup", inv.cleanup]
+    argv.append(shlex.join(inv.command))
+    timeout = (runs + warmup) * per_run_timeout + TIMEOUT_SLACK
+    try:
+        command.run(argv, log=log, timeout=timeout, env=inv.env, error=BenchmarkError, what=name)
+    except BenchmarkError as exc:
+        if "timed out" in exc.message:
+            raise BenchmarkError(
+                f"{name}: the benchmark command hung; stopped after {timeout:g} s",
+                hint="raise the scenario's 'timeout' (seconds per run) if it is legitimately slow",
+                detail=exc.detail,
+            ) from None
+        raise
+    data = json.loads(export.read_text())
+    result: dict[str, Any] = data["results"][0]
+    return result
+
+
+Expander = Callable[[Cell], Invocation]
+
+
+def measure(
+    scenario: Scenario,
+    cells: Sequence[Cell],
+    expand: Expander,
+    *,
+    seed: int,
+    workdir: Path,
+    on_round: Callable[[int, Cell, dict[str, Any]], None] | None = None,
+) -> tuple[dict[Cell, Samples], list[list[str]]]:
+    """Run ``scenario`` over ``cells`` in interleaved rounds; return samples and the order used."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    order = schedule(cells, scenario.rounds, seed)
+    per_round = scenario.runs // scenario.rounds
+    samples = {c: Samples() for c in cells}
+    warmed: set[Cell] = set()
+    log = workdir / f"{scenario.name}.hyperfine.log"
+    for r, round_cells in enumerate(order, 1):
+        for cell in round_cells:
+            inv = expand(cell)
+            name = f"{scenario.name} {cell.label} round {r}/{scenario.rounds}"
+            warmup = scenario.warmup if cell not in warmed else min(1, scenario.warmup)
+            warmed.add(cell)
+            slug = cell.label.replace(" ", "_").replace("=", "")
+            export = workdir / f"{scenario.name}.{slug}.r{r}.json"
+            for argv in inv.setup:
+                command.run(argv, env=inv.env, timeout=scenario.timeout + TIMEOUT_SLACK,
+                            error=BenchmarkError, what=f"{name}: setup")
+            try:
+                result = hyperfine(inv, runs=per_round, warmup=warmup,
+                                   per_run_timeout=scenario.timeout, export=export, log=log,
+                                   name=name)
+            finally:
+                for argv in inv.teardown:
+                    command.run(argv, env=inv.env, timeout=scenario.timeout + TIMEOUT_SLACK,
+                                check=False, what=f"{name}: teardown")
+            s = samples[cell]
+            codes = [int(c) if c is not None else -1 for c in result.get("exit_codes", [])]
+            s.times.extend(result["times"])
+            s.exit_codes.extend(codes)
+            s.rounds.extend([r] * len(result["times"]))
+            s.user.extend(result.get("user_times", []) or [])
+            s.system.extend(result.get("system_times", []) or [])
+            s.hyperfine.append(result)
+            failed = [c for c in codes if c != 0]
+            if failed:
+                raise BenchmarkError(
+                    f"{name}: {len(failed)} of {len(codes)} runs failed "
+                    f"(exit codes {sorted(set(failed))})",
+                    hint="run the command by hand (invoke compare NAME --dry-run prints it)",
+                    detail=f"command: {shlex.join(inv.command)}\nhyperfine JSON: {export}",
+                )
+            if on_round:
+                on_round(r, cell, result)
+    return samples, [[c.label for c in rc] for rc in order]
+
+
+def progress(r: int, cell: Cell, result: dict[str, Any]) -> None:
+    med = result.get("median") or 0.0
+    print(f"patchbench:   {cell.label:<28} round {r}: median {med * 1000:8.2f} ms",
+          file=sys.stderr, flush=True)

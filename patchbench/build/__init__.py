@@ -1,0 +1,231 @@
+"""Builds: one pinned commit, one patch series per variant, one toolchain, a cache keyed by
+(commit, series content, overlay content, toolchain fingerprint, recipe).
+
+A build happens in a temporary directory and is renamed into place, then stamped; an entry without
+its stamp is an interrupted build and is removed, never used. Backends (where the recipe runs) are
+modules behind the small ``Backend`` protocol, registered in ``BACKENDS``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from patchbench import patching, source, toolchain
+from patchbench.build import docker as docker_backend
+from patchbench.build import host as host_backend
+from patchbench.config import BuildRecipe, Project, Target
+from patchbench.errors import BuildError, ToolchainError
+from patchbench.patching import Overlay, Series, sha256_file
+from patchbench.atomic import write_json_atomic
+
+MANIFEST_SCHEMA = 1
+STAMP = "COMPLETE"
+
+
+class Backend(Protocol):
+    def run_recipe(
+        self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str
+    ) -> None: ...
+
+
+BACKENDS: dict[str, Backend] = {
+    "host": host_backend.HostBackend(),
+    "docker": docker_backend.DockerBackend(),
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str  # "baseline" or the candidate's name
+    series: tuple[str, ...]
+
+
+@dataclass
+class Built:
+    variant: Variant
+    path: Path  # the stamped build directory
+    manifest: dict[str, Any]
+    cached: bool
+
+    @property
+    def bin(self) -> Path:
+        return self.path / "bin"
+
+
+@dataclass
+class BuildPlan:
+    """Everything shared by the variants of one target: checkout, env and fingerprint."""
+
+    project: Project
+    target_name: str
+    target: Target
+    checkout: source.Checkout
+    builds: Path
+    overlays: list[Overlay] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def prepare(
+        cls,
+        project: Project,
+        target_name: str,
+        checkout: source.Checkout,
+        builds: Path,
+        overlays: list[Overlay],
+    ) -> BuildPlan:
+        target = project.target(target_name)
+        env = toolchain.build_env(target, checkout.commit_epoch())
+        fp = toolchain.fingerprint(target, env)
+        return cls(project, target_name, target, checkout, builds, overlays, env, fp)
+
+    def key(self, series: list[Series]) -> str:
+        material = {
+            "commit": self.checkout.commit,
+            "series": [s.digest for s in series],
+            "overlays": [o.digest for o in self.overlays],
+            "fingerprint": self.fingerprint,
+            "recipe": self.target.build.model_dump(mode="json"),
+            "toolchain": self.target.toolchain.model_dump(mode="json"),
+        }
+        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _progress(msg: str) -> None:
+    print(f"patchbench: {msg}", file=sys.stderr, flush=True)
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
+def build_variant(plan: BuildPlan, variant: Variant) -> Built:
+    series = [patching.load_series(plan.project.root, name) for name in variant.series]
+    key = plan.key(series)
+    final = plan.builds / "artifacts" / plan.target_name / key[:20]
+    if (final / STAMP).is_file():
+        return Built(variant, final, _load_manifest(final), cached=True)
+    with source.locked(plan.builds, f"build-{key[:20]}"):
+        if (final / STAMP).is_file():  # built by another process while we waited
+            return Built(variant, final, _load_manifest(final), cached=True)
+        if final.exists():  # an interrupted build: never taken as cached
+            shutil.rmtree(final)
+        return _build(plan, variant, series, key, final)
+
+
+def _load_manifest(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((path / "manifest.json").read_text())
+    return data
+
+
+def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, final: Path) -> Built:
+    tmp_root = plan.builds / "tmp"
+    tmp_root.mkdir(parents=True, exist_ok=True)
+    logs = plan.builds / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log = logs / f"{plan.target_name}-{variant.name}-{key[:12]}.log"
+    log.write_text("")
+    label = f"{plan.target_name}/{variant.name}"
+    _progress(f"building {label} at {plan.checkout.commit[:12]} (log: {_rel(log, plan.project.root)})")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"{key[:12]}-", dir=tmp_root) as tmp_s:
+        tmp = Path(tmp_s)
+        tree = tmp / "src"
+        out = tmp / "out"
+        source.add_worktree(plan.checkout, tree, plan.builds)
+        try:
+            epoch = plan.checkout.commit_epoch()
+            patching.apply_series(tree, series, epoch)
+            patching.apply_overlays(tree, plan.overlays, epoch)
+            head = source.run_git(["rev-parse", "HEAD"], cwd=tree).stdout.strip()
+            fp = dict(plan.fingerprint)
+            hashes = toolchain.source_hashes(tree)
+            if hashes:
+                fp["sources"] = hashes
+            backend = BACKENDS[plan.target.build.backend]
+            backend.run_recipe(tree, plan.target.build, plan.env, log, f"build {label}")
+            (out / "bin").mkdir(parents=True)
+            artifacts: dict[str, dict[str, Any]] = {}
+            for rel in plan.target.build.artifacts:
+                src = tree / rel
+                if not src.is_file():
+                    raise BuildError(
+                        f"build {label}: the recipe did not produce {rel}",
+                        detail=f"(full log: {log})",
+                    )
+                dest = out / "bin" / Path(rel).name
+                shutil.copy2(src, dest)
+                artifacts[Path(rel).name] = {
+                    "path": rel, "sha256": sha256_file(dest), "bytes": dest.stat().st_size,
+                }
+        finally:
+            source.remove_worktree(plan.checkout, tree, plan.builds)
+        manifest = {
+            "schema_version": MANIFEST_SCHEMA,
+            "target": plan.target_name,
+            "url": plan.target.url,
+            "fetched_from": "--source override" if plan.checkout.overridden else "url",
+            "ref": plan.checkout.ref,
+            "commit": plan.checkout.commit,
+            "built_commit": head,
+            "variant": variant.name,
+            "series": [
+                {"name": s.name, "digest": s.digest,
+                 "patches": [{"file": p.path.name, "sha256": p.sha256} for p in s.patches]}
+                for s in series
+            ],
+            "overlays": [{"name": o.name, "sha256": o.digest, "files": list(o.files)}
+                         for o in plan.overlays],
+            "fingerprint": fp,
+            "recipe": {
+                "backend": plan.target.build.backend,
+                "commands": plan.target.build.commands,
+                "env": plan.target.build.env,
+            },
+            "cache_key": key,
+            "duration_s": round(time.monotonic() - started, 3),
+            "artifacts": artifacts,
+            "log": _rel(log, plan.project.root),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        write_json_atomic(out / "manifest.json", manifest)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(out, final)
+    (final / STAMP).write_text(key + "\n")  # written last: the build is complete
+    _progress(f"built {label} in {manifest['duration_s']:.1f} s")
+    return Built(variant, final, manifest, cached=False)
+
+
+def check_same_toolchain(builds: list[Built]) -> None:
+    """Refuse a comparison whose builds used different toolchains, naming the keys that differ."""
+    first = builds[0]
+    for other in builds[1:]:
+        diff = toolchain.differing_keys(
+            first.manifest["fingerprint"], other.manifest["fingerprint"]
+        )
+        if diff:
+            raise ToolchainError(
+                f"{first.variant.name} and {other.variant.name} were built with different "
+                f"toolchains; differing keys: {', '.join(diff)}",
+                hint="rebuild both with the toolchain pinned in matrix.yaml",
+            )
+
+
+def identical_artifacts(a: Built, b: Built) -> list[str]:
+    return [
+        name
+        for name, info in a.manifest["artifacts"].items()
+        if b.manifest["artifacts"].get(name, {}).get("sha256") == info["sha256"]
+    ]

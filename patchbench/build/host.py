@@ -1,0 +1,23 @@
+"""The host backend: the recipe's commands run directly on this machine, in the patched tree,
+with the allowlisted environment."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from patchbench import command
+from patchbench.config import BuildRecipe
+from patchbench.errors import BuildError
+
+
+class HostBackend:
+    def run_recipe(
+        self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str
+    ) -> None:
+        deadline = time.monotonic() + recipe.timeout
+        for argv in recipe.commands:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise BuildError(f"{what}: timed out after {recipe.timeout:g} s", detail=f"(log: {log})")
+            command.run(argv, cwd=tree, env=env, log=log, timeout=remaining, error=BuildError, what=what)

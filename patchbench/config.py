@@ -1,0 +1,381 @@
+"""matrix.yaml -> typed, validated, frozen objects.
+
+An unknown key, a wrong type, a missing file or a path leaving the repository stops the run with
+one message naming the file, the key path, the line and, where it helps, "did you mean ...".
+YAML is read with ``safe_load`` only: a ``!!python/object`` tag is an error, never code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from patchbench.errors import ConfigError
+
+SCHEMA_VERSION = 1
+NAME_RE = r"^[a-z0-9][a-z0-9._-]*$"
+Name = Annotated[str, Field(pattern=NAME_RE)]
+REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GoToolchain(_Model):
+    """A pinned Go toolchain. ``download: true`` lets the go command fetch exactly that version
+    through the Go module proxy (GOTOOLCHAIN=go<version>); otherwise the go on PATH must already be
+    that version, and any other one is refused."""
+
+    kind: Literal["go"]
+    version: Annotated[str, Field(pattern=r"^1\.\d+(\.\d+)?((rc|beta)\d+)?$")]
+    download: bool = False
+    cgo: bool = False
+    # Extra commands whose output goes into the fingerprint (C compiler, libseccomp, ...).
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict)
+
+
+class SwiftToolchain(_Model):
+    """Swift/Xcode on macOS; the fingerprint comes from ``swift --version`` and
+    ``xcodebuild -version``."""
+
+    kind: Literal["swift"]
+    version: str
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict)
+
+
+Toolchain = Annotated[GoToolchain | SwiftToolchain, Field(discriminator="kind")]
+
+
+class BuildRecipe(_Model):
+    backend: Literal["host", "docker"] = "host"
+    commands: list[list[str]] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    artifacts: list[str] = Field(min_length=1)
+    timeout: float = Field(default=1800.0, gt=0)
+    image: str | None = None  # docker backend: an image pinned by digest
+
+    @field_validator("artifacts")
+    @classmethod
+    def _relative(cls, value: list[str]) -> list[str]:
+        for item in value:
+            _check_relative(item, "artifact")
+        return value
+
+    @model_validator(mode="after")
+    def _docker_needs_image(self) -> BuildRecipe:
+        if self.backend == "docker" and not self.image:
+            raise ValueError("the docker backend needs 'image', pinned by digest (name@sha256:...)")
+        if self.image and "@sha256:" not in self.image:
+            raise ValueError("'image' must be pinned by digest (name@sha256:...)")
+        return self
+
+
+class Target(_Model):
+    description: str = ""
+    url: str
+    ref: str
+    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+    toolchain: Toolchain
+    build: BuildRecipe
+    requires: list[Literal["linux", "macos", "apple-silicon", "root", "cgroups"]] = Field(
+        default_factory=list
+    )
+    tools: list[str] = Field(default_factory=list)  # run-time tools needed, e.g. busybox
+    runtime: Literal["runc", "apple-container"] | None = None
+
+
+class Rate(_Model):
+    """Report count/time as a rate as well (e.g. 2000 records per run -> lines/s)."""
+
+    count: int = Field(gt=0)
+    unit: str
+
+
+class Scenario(_Model):
+    name: Name
+    kind: Literal["command", "burst", "stress"] = "command"
+    description: str = ""
+    command: list[str] = Field(default_factory=list)
+    setup: list[list[str]] = Field(default_factory=list)
+    teardown: list[list[str]] = Field(default_factory=list)
+    prepare: str | None = None
+    cleanup: str | None = None
+    warmup: int = Field(default=3, ge=0)
+    runs: int = Field(default=30, ge=1)
+    rounds: int = Field(default=5, ge=1)
+    timeout: float = Field(default=60.0, gt=0)  # seconds per single run of the command
+    rate: Rate | None = None
+    # burst
+    k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    # stress
+    instances: int = Field(default=8, ge=1)
+    delay: tuple[float, float] = (0.0, 1.2)
+    actions: list[Literal["delete", "stop", "sigterm", "sigint"]] = Field(default_factory=list)
+    # a check command run once per variant after measuring (exit 0 = pass); its stdout is kept
+    verify: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _shape(self) -> Scenario:
+        if self.kind in ("command", "burst") and not self.command:
+            raise ValueError(f"a {self.kind} scenario needs 'command'")
+        if self.kind == "burst" and not self.k:
+            raise ValueError("a burst scenario needs 'k', a list of instance counts")
+        if self.kind == "stress" and not self.actions:
+            raise ValueError("a stress scenario needs 'actions' (delete, stop, sigterm, sigint)")
+        if self.runs % self.rounds:
+            raise ValueError(
+                f"runs ({self.runs}) must be a multiple of rounds ({self.rounds}) so that every "
+                "round runs each variant equally often"
+            )
+        return self
+
+
+class Comparison(_Model):
+    description: str = ""
+    target: Name
+    baseline: list[Name] = Field(default_factory=list)
+    candidates: dict[Name, list[Name]] = Field(min_length=1)
+    overlays: list[Name] = Field(default_factory=list)
+    scenarios: list[Scenario] = Field(min_length=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    min_effect: float = Field(default=0.02, ge=0, lt=1)
+    seed: int | None = None
+    rootfs: str | None = None  # runc: a directory or tarball; default: a busybox rootfs
+
+    @model_validator(mode="after")
+    def _unique(self) -> Comparison:
+        names = [s.name for s in self.scenarios]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"scenario names must be unique; repeated: {', '.join(dupes)}")
+        if "baseline" in self.candidates:
+            raise ValueError("'baseline' is reserved; name the candidate after its patch")
+        return self
+
+
+class Matrix(_Model):
+    version: Literal[1]
+    targets: dict[Name, Target]
+    comparisons: dict[Name, Comparison]
+
+    @model_validator(mode="after")
+    def _refs(self) -> Matrix:
+        for name, comp in self.comparisons.items():
+            if comp.target not in self.targets:
+                raise ValueError(
+                    f"comparison {name!r} names target {comp.target!r}, which is not defined"
+                    + _suggest(comp.target, self.targets)
+                )
+        return self
+
+
+def _check_relative(path: str, what: str) -> None:
+    p = Path(path)
+    if p.is_absolute() or ".." in p.parts:
+        raise ValueError(f"{what} path {path!r} must stay inside the tree (relative, no '..')")
+
+
+def _suggest(word: str, choices: Any) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+class Project:
+    """The loaded matrix plus where it came from (the repository root holds patches/, overlays/)."""
+
+    def __init__(self, matrix: Matrix, path: Path):
+        self.matrix = matrix
+        self.path = path
+        self.root = path.parent
+
+    def target(self, name: str) -> Target:
+        if name not in self.matrix.targets:
+            raise ConfigError(
+                f"no target {name!r} in {self.path}" + _suggest(name, self.matrix.targets),
+                hint="invoke list shows the targets and comparisons",
+            )
+        return self.matrix.targets[name]
+
+    def comparison(self, name: str) -> Comparison:
+        if name not in self.matrix.comparisons:
+            raise ConfigError(
+                f"no comparison {name!r} in {self.path}" + _suggest(name, self.matrix.comparisons),
+                hint="invoke list shows the comparisons",
+            )
+        return self.matrix.comparisons[name]
+
+    def series_dir(self, name: str) -> Path:
+        return self.root / "patches" / name
+
+    def overlay_dir(self, name: str) -> Path:
+        return self.root / "overlays" / name
+
+    def all_series(self) -> list[str]:
+        found = {p.parent.name for p in (self.root / "patches").glob("*/series")}
+        for comp in self.matrix.comparisons.values():
+            found.update(comp.baseline)
+            for series in comp.candidates.values():
+                found.update(series)
+        return sorted(found)
+
+
+def _line_index(text: str) -> dict[tuple[str, ...], int]:
+    """Map each key path of the YAML document to its 1-based line, for error messages."""
+    index: dict[tuple[str, ...], int] = {}
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return index
+
+    def walk(node: yaml.Node, path: tuple[str, ...]) -> None:
+        index.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                kpath = (*path, str(key.value))
+                index[kpath] = key.start_mark.line + 1
+                walk(value, kpath)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, (*path, str(i)))
+
+    if root is not None:
+        walk(root, ())
+    return index
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The field names valid at ``loc`` (for 'did you mean' on an unknown key)."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return []
+            current = field.annotation
+        else:
+            args = getattr(current, "__args__", ())
+            # dict[str, X] -> X ; list[X] -> X ; unions: the first model among them
+            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+            if models:
+                current = models[0]
+            elif args:
+                current = args[-1]
+            else:
+                return []
+            if isinstance(current, type) and issubclass(current, BaseModel):
+                continue
+            inner = getattr(current, "__args__", ())
+            models = [a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)]
+            current = models[0] if models else current
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _format_validation(err: ValidationError, path: Path, text: str) -> ConfigError:
+    lines = _line_index(text)
+    messages = []
+    for item in err.errors():
+        loc = tuple(str(p) for p in item["loc"] if not str(p).startswith("function-"))
+        loc = tuple(p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "go", "swift"))
+        line = None
+        for cut in range(len(loc), -1, -1):
+            if loc[:cut] in lines:
+                line = lines[loc[:cut]]
+                break
+        where = ".".join(loc) or "(top level)"
+        msg = item["msg"]
+        if item["type"] == "extra_forbidden":
+            msg = "unknown key" + _suggest(loc[-1], _fields_at(Matrix, tuple(item["loc"])))
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        messages.append(f"{path}:{line or '?'}: {where}: {msg}")
+    first, *rest = messages
+    return ConfigError(
+        first,
+        hint="see the comments in matrix.yaml for every key",
+        detail="\n".join(rest) if rest else None,
+    )
+
+
+def load(path: Path) -> Project:
+    """Load and validate ``path``; also check that every named patch series and overlay exists."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"{mark.line + 1}" if mark is not None else "?"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(
+            f"{path}:{line}: not valid YAML: {problem}",
+            hint="only plain YAML is accepted (no !!python tags or other custom types)",
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
+    try:
+        matrix = Matrix.model_validate(data)
+    except ValidationError as exc:
+        raise _format_validation(exc, path, text) from None
+    project = Project(matrix, path)
+    lines = _line_index(text)
+    for cname, comp in matrix.comparisons.items():
+        named = [("baseline", s) for s in comp.baseline] + [
+            (f"candidates.{cand}", s) for cand, series in comp.candidates.items() for s in series
+        ]
+        for key, series in named:
+            if not (project.series_dir(series) / "series").is_file():
+                line = lines.get(("comparisons", cname, *key.split(".")), "?")
+                raise ConfigError(
+                    f"{path}:{line}: comparisons.{cname}.{key}: patch series {series!r} has no "
+                    f"file patches/{series}/series" + _suggest(series, project.all_series()),
+                )
+        for overlay in comp.overlays:
+            if not project.overlay_dir(overlay).is_dir():
+                line = lines.get(("comparisons", cname, "overlays"), "?")
+                raise ConfigError(
+                    f"{path}:{line}: comparisons.{cname}.overlays: no directory overlays/{overlay}"
+                )
+        if comp.rootfs is not None:
+            _check_repo_path(project, comp.rootfs, f"comparisons.{cname}.rootfs", lines)
+    return project
+
+
+def _check_repo_path(
+    project: Project, value: str, key: str, lines: dict[tuple[str, ...], int]
+) -> None:
+    p = Path(value)
+    if p.is_absolute():
+        return  # an explicit path of the user's machine, given on purpose
+    resolved = (project.root / p).resolve()
+    if not resolved.is_relative_to(project.root.resolve()):
+        line = lines.get(tuple(key.split(".")), "?")
+        raise ConfigError(f"{project.path}:{line}: {key}: {value!r} leaves the repository")
+
+
+def parse_source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[str, str]:
+    """``--source TARGET=PATH_OR_URL`` (repeatable) over ``PATCHBENCH_SOURCE_<TARGET>``."""
+    out: dict[str, str] = {}
+    for key, value in environ.items():
+        if key.startswith("PATCHBENCH_SOURCE_") and value:
+            out[key[len("PATCHBENCH_SOURCE_") :].lower().replace("_", "-")] = value
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not re.match(NAME_RE, name) or not value:
+            raise ConfigError(
+                f"--source {pair!r}: expected TARGET=PATH_OR_URL", hint="e.g. --source runc=/src/runc"
+            )
+        out[name] = value
+    return out

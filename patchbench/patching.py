@@ -1,0 +1,266 @@
+"""Patch series and overlays.
+
+A series is ``patches/<name>/series``: one patch file name per line (``#`` starts a comment), each
+a ``git format-patch`` file whose commit message carries a DEP-3 header (Description or Subject,
+Author or Origin, Forwarded). It is applied with ``git am`` as commits, so version strings show the
+patched commit and never "-dirty". Application is all or nothing.
+
+An overlay is ``overlays/<name>/``: files that are added identically to every variant of a
+comparison (measuring code upstream lacks) and committed after the patches. It may only add files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from patchbench.errors import PatchError, SourceError
+from patchbench.source import IDENTITY, SNAPSHOT_DATE, run_git
+
+DEP3_DESCRIPTION = ("Description", "Subject")
+DEP3_AUTHOR = ("Author", "Origin", "From")
+DEP3_FORWARDED = ("Forwarded",)
+
+
+@dataclass(frozen=True)
+class Patch:
+    path: Path
+    sha256: str
+    files: tuple[str, ...]
+    subject: str
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    patches: tuple[Patch, ...]
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256(self.name.encode())
+        for p in self.patches:
+            h.update(p.path.name.encode() + b"\0" + p.sha256.encode())
+        return h.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _unsafe(path: str) -> bool:
+    p = PurePosixPath(path)
+    return (
+        path.startswith("/")
+        or ".." in p.parts
+        or (len(p.parts) > 0 and p.parts[0] == ".git")
+        or "\\" in path
+    )
+
+
+_PATH_LINES = (
+    re.compile(r"^diff --git a/(?P<a>\S+) b/(?P<b>\S+)$"),
+    re.compile(r"^--- (?:a/)?(?P<a>\S+)"),
+    re.compile(r"^\+\+\+ (?:b/)?(?P<a>\S+)"),
+    re.compile(r"^(?:rename|copy) (?:from|to) (?P<a>.+)$"),
+)
+
+
+def parse_patch(path: Path, series: str) -> Patch:
+    """Check one patch file: format-patch form, DEP-3 header, and no path leaving the tree."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PatchError(f"series {series!r}: cannot read {path.name}: {exc}") from None
+    if not text.startswith("From ") or "\nSubject: " not in text or "\ndiff --git " not in text:
+        raise PatchError(
+            f"series {series!r}: {path.name} is not in git format-patch form",
+            hint="make it with: git format-patch -1 --zero-commit --no-signature",
+        )
+    header, _, body = text.partition("\ndiff --git ")
+    fields = {m.group(1) for m in re.finditer(r"^([A-Z][A-Za-z-]+): ", header, re.M)}
+    for group in (DEP3_DESCRIPTION, DEP3_AUTHOR, DEP3_FORWARDED):
+        if not fields.intersection(group):
+            raise PatchError(
+                f"series {series!r}: {path.name} lacks a DEP-3 {' or '.join(group)} field",
+                hint="put Description:, Author: or Origin:, and Forwarded: in the commit message",
+            )
+    files: list[str] = []
+    in_diff = False
+    for raw in ("diff --git " + body).splitlines():
+        if raw.startswith("diff --git "):
+            in_diff = True
+        if raw.startswith("@@"):
+            in_diff = False
+        if not in_diff:
+            continue
+        if raw.startswith(("new file mode 120000", "new mode 120000")):
+            raise PatchError(
+                f"series {series!r}: {path.name} creates a symbolic link; refused",
+                hint="symlinks could point outside the tree",
+            )
+        for rx in _PATH_LINES:
+            m = rx.match(raw)
+            if not m:
+                continue
+            for name in m.groupdict().values():
+                if name == "/dev/null":
+                    continue
+                if _unsafe(name):
+                    raise PatchError(
+                        f"series {series!r}: {path.name} writes {name!r}, outside the tree; refused "
+                        "before anything was written",
+                    )
+                if rx is _PATH_LINES[0]:
+                    files.append(name)
+    subject = re.search(r"^Subject: (.*)$", header, re.M)
+    return Patch(path, sha256_file(path), tuple(files), subject.group(1) if subject else "")
+
+
+def load_series(root: Path, name: str) -> Series:
+    series_file = root / "patches" / name / "series"
+    if not series_file.is_file():
+        raise PatchError(f"no patch series {name!r} (expected {series_file})")
+    patches: list[Patch] = []
+    seen: set[str] = set()
+    for lineno, raw in enumerate(series_file.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"patches/{name}/series:{lineno}"
+        if len(line.split()) != 1 or "/" in line or line in (".", ".."):
+            raise PatchError(f"{where}: expected one patch file name per line, got {raw!r}")
+        if line in seen:
+            raise PatchError(f"{where}: {line} is listed twice")
+        seen.add(line)
+        path = series_file.parent / line
+        if not path.is_file():
+            raise PatchError(f"{where}: {line} does not exist in patches/{name}/")
+        patches.append(parse_patch(path, name))
+    if not patches:
+        raise PatchError(f"patches/{name}/series lists no patches")
+    return Series(name, tuple(patches))
+
+
+def _failure_detail(worktree: Path, patch: Patch) -> str:
+    """Name the file and hunk that do not apply (from ``git apply --check``)."""
+    res = run_git(["apply", "--check", "--verbose", str(patch.path)], cwd=worktree, check=False)
+    output = res.stdout + res.stderr
+    m = re.search(r"error: patch failed: (?P<file>.+):(?P<line>\d+)", output)
+    if not m:
+        return output.strip().splitlines()[-1] if output.strip() else "git am failed"
+    file, line = m.group("file"), int(m.group("line"))
+    hunk_no, header = _find_hunk(patch.path.read_text(), file, line)
+    where = f"hunk #{hunk_no} ({header})" if hunk_no else f"line {line}"
+    return f"{file}: {where} does not apply"
+
+
+def _find_hunk(text: str, file: str, line: int) -> tuple[int, str]:
+    current = None
+    count = 0
+    for raw in text.splitlines():
+        m = re.match(r"^diff --git a/(\S+) b/", raw)
+        if m:
+            current = m.group(1)
+            count = 0
+            continue
+        h = re.match(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@", raw)
+        if h and current == file:
+            count += 1
+            if int(h.group(1)) == line:
+                return count, raw.split(" @@")[0] + " @@"
+    return 0, ""
+
+
+def apply_series(worktree: Path, series: list[Series], date_epoch: int) -> list[str]:
+    """Apply every series as commits. On failure, abort and raise; the caller removes the
+    worktree. Commit identity and dates are fixed, so the patched commit is reproducible."""
+    env = {**IDENTITY, "GIT_COMMITTER_DATE": f"@{date_epoch} +0000"}
+    applied: list[str] = []
+    for s in series:
+        for patch in s.patches:
+            res = run_git(
+                ["am", "-q", "--no-3way", "--committer-date-is-author-date", str(patch.path)],
+                cwd=worktree, env=env, check=False,
+            )
+            if res.returncode != 0:
+                run_git(["am", "--abort"], cwd=worktree, check=False)
+                detail = _failure_detail(worktree, patch)
+                raise PatchError(
+                    f"series {s.name!r}, patch {patch.path.name}: {detail}",
+                    hint="rebase the patch on the pinned commit (invoke patch --check lists all)",
+                    detail=(res.stdout + res.stderr).strip() or None,
+                )
+            applied.append(patch.path.name)
+    return applied
+
+
+# --- overlays -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Overlay:
+    name: str
+    root: Path
+    files: tuple[str, ...]
+    digest: str
+
+
+def load_overlay(root: Path, name: str) -> Overlay:
+    base = root / "overlays" / name
+    if not base.is_dir():
+        raise PatchError(f"no overlay {name!r} (expected overlays/{name}/)")
+    files: list[str] = []
+    h = hashlib.sha256(name.encode())
+    for path in sorted(p for p in base.rglob("*") if p.is_file() or p.is_symlink()):
+        if path.is_symlink():
+            raise PatchError(f"overlay {name!r}: {path.relative_to(base)} is a symlink; refused")
+        rel = path.relative_to(base).as_posix()
+        files.append(rel)
+        h.update(rel.encode() + b"\0" + sha256_file(path).encode())
+    if not files:
+        raise PatchError(f"overlay {name!r} has no files")
+    return Overlay(name, base, tuple(files), h.hexdigest())
+
+
+def apply_overlays(worktree: Path, overlays: list[Overlay], date_epoch: int) -> None:
+    """Copy overlay files in (never over an upstream file) and commit them."""
+    if not overlays:
+        return
+    for ov in overlays:
+        for rel in ov.files:
+            dest = worktree / rel
+            if dest.exists() or dest.is_symlink():
+                raise PatchError(
+                    f"overlay {ov.name!r}: {rel} already exists in the tree; overlays may only add "
+                    "files, so that the measured difference comes from the patch alone",
+                )
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ov.root / rel, dest)
+    date = f"@{date_epoch} +0000"
+    env = {**IDENTITY, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    names = ", ".join(o.name for o in overlays)
+    run_git(["add", "-A"], cwd=worktree, env=env, error=SourceError)
+    run_git(
+        ["commit", "-q", "--no-gpg-sign", "--no-verify", "-m", f"patchbench overlay: {names}"],
+        cwd=worktree, env=env, error=SourceError,
+    )
+
+
+__all__ = [
+    "SNAPSHOT_DATE",
+    "Overlay",
+    "Patch",
+    "Series",
+    "apply_overlays",
+    "apply_series",
+    "load_overlay",
+    "load_series",
+    "parse_patch",
+]

@@ -1,0 +1,83 @@
+"""Runtime targets: what a comparison needs around the measured binaries (an OCI bundle and a
+state root for runc, the container service for apple/container). Each runtime is one module behind
+the ``Runtime`` protocol, registered in ``RUNTIMES``; a target without one measures plain commands.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Protocol
+
+from patchbench.config import Comparison, Project, Target
+from patchbench.errors import RequirementError
+
+
+class Runtime(Protocol):
+    name: str
+
+    def check(self, project: Project, comparison: Comparison, target: Target) -> None:
+        """Raise RequirementError, before anything is built, when the machine cannot run it."""
+
+    def prepare(self, workdir: Path, project: Project, comparison: Comparison, dry_run: bool) -> None:
+        """Create what the scenarios need (bundle, state root) and clean what a killed earlier
+        run left behind."""
+
+    def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
+        """Placeholders for a variant's commands, e.g. {runc}, {root}, {bundle}, {id}."""
+
+    def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
+        """What is left behind (containers, state, cgroups); empty when clean."""
+
+    def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
+        """Remove every instance this run started; return what had to be removed."""
+
+
+def check_requirements(target: Target) -> None:
+    """The target's declared requirements (linux, macos, apple-silicon, root, cgroups, tools)."""
+    system = platform.system()
+    missing: list[str] = []
+    hints: list[str] = []
+    for req in target.requires:
+        if req == "linux" and system != "Linux":
+            missing.append("Linux")
+        elif req == "macos" and system != "Darwin":
+            missing.append("macOS")
+            hints.append("run it on a Mac (macOS 15 or newer)")
+        elif req == "apple-silicon" and not (system == "Darwin" and platform.machine() == "arm64"):
+            missing.append("Apple silicon")
+        elif req == "root" and os.geteuid() != 0:
+            missing.append("root")
+            hints.append("run it as root, e.g. sudo -E invoke compare ...")
+        elif req == "cgroups" and not Path("/sys/fs/cgroup").is_dir():
+            missing.append("cgroups (/sys/fs/cgroup)")
+    from patchbench import command
+
+    for tool in target.tools:
+        try:
+            command.which(tool)
+        except RequirementError as exc:
+            missing.append(tool)
+            if exc.hint:
+                hints.append(exc.hint)
+    if missing:
+        raise RequirementError(
+            "this comparison needs " + ", ".join(missing) + f"; this machine is {system} "
+            f"{platform.machine()}" + (" as root" if os.geteuid() == 0 else ""),
+            hint="; ".join(dict.fromkeys(hints)) or None,
+        )
+
+
+def get(name: str | None) -> Runtime | None:
+    if name is None:
+        return None
+    if name == "runc":
+        from patchbench.runtimes.runc import RuncRuntime
+
+        return RuncRuntime()
+    if name == "apple-container":
+        from patchbench.runtimes.apple_container import AppleContainerRuntime
+
+        return AppleContainerRuntime()
+    raise RequirementError(f"unknown runtime {name!r}")

@@ -1,0 +1,260 @@
+"""Upstream sources: a locked, atomically written cache of pinned commits under builds/sources/.
+
+- The ref is resolved first (``git ls-remote``); when it now points somewhere other than the pinned
+  commit, the run stops naming the ref and both SHAs, and the cache is left untouched.
+- Once the pinned commit is cached it is used without touching the network.
+- A fetch goes into a temporary repository and only a verified result is moved or fetched into
+  the cache; the pinned ref is written last and is the completion stamp.
+- A local directory that is not a git repository (the bundled demo) is snapshotted into a
+  deterministic commit, so it can be pinned like any upstream.
+- No hooks run from any repository; inherited GIT_* variables are dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+from filelock import FileLock
+
+from patchbench import command
+from patchbench.errors import CommandError, SourceError
+
+PIN_PREFIX = "refs/patchbench/pinned/"
+SNAPSHOT_DATE = "2026-01-01T00:00:00+00:00"
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "patchbench",
+    "GIT_AUTHOR_EMAIL": "patchbench@localhost",
+    "GIT_COMMITTER_NAME": "patchbench",
+    "GIT_COMMITTER_EMAIL": "patchbench@localhost",
+}
+GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false"]
+
+
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_git(
+    args: list[str],
+    *,
+    cwd: Path | None = None,
+    timeout: float = 600.0,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    error: type[SourceError] | None = None,
+    what: str | None = None,
+) -> command.Result:
+    kwargs = {"error": error} if error is not None else {}
+    return command.run(
+        ["git", *GIT_CONFIG, *args],
+        cwd=cwd,
+        timeout=timeout,
+        env=git_env(env),
+        check=check,
+        what=what,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A pinned commit available in the local cache."""
+
+    target: str
+    repo: Path  # the bare cache repository
+    commit: str
+    ref: str
+    from_cache: bool
+    overridden: bool  # fetched from a --source override rather than the matrix URL
+
+    def commit_epoch(self) -> int:
+        return int(git.Repo(self.repo).commit(self.commit).committed_date)
+
+
+def cache_dir(builds: Path) -> Path:
+    return builds / "sources"
+
+
+@contextlib.contextmanager
+def locked(builds: Path, name: str, timeout: float = 3600.0) -> Iterator[None]:
+    """An exclusive lock shared by every patchbench process using this builds/ directory."""
+    locks = builds / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks / f"{name}.lock"), timeout=timeout):
+        yield
+
+
+def _pin_exists(repo: Path, commit: str) -> bool:
+    r = git.Repo(repo)
+    try:
+        return bool(r.git.rev_parse("--verify", "--quiet", f"{PIN_PREFIX}{commit}^{{commit}}"))
+    except git.exc.GitCommandError:
+        return False
+
+
+def snapshot_directory(src: Path, dest: Path, ref: str) -> str:
+    """Commit the files of ``src`` (not a git repository) into a new repository at ``dest`` with a
+    fixed identity and date, tag it ``ref``, and return the commit. The same files always give the
+    same commit, so the demo can be pinned in matrix.yaml."""
+    shutil.copytree(src, dest, symlinks=True)
+    env = {**IDENTITY, "GIT_AUTHOR_DATE": SNAPSHOT_DATE, "GIT_COMMITTER_DATE": SNAPSHOT_DATE}
+    run_git(["init", "-q", "-b", "main"], cwd=dest, env=env)
+    run_git(["add", "-A"], cwd=dest, env=env)
+    run_git(["commit", "-q", "--no-gpg-sign", "-m", f"snapshot of {src.name}"], cwd=dest, env=env)
+    run_git(["tag", ref], cwd=dest, env=env)
+    return run_git(["rev-parse", "HEAD"], cwd=dest).stdout.strip()
+
+
+def _resolve_remote(url: str, ref: str, target: str) -> str | None:
+    """The commit ``ref`` points to at ``url`` (peeled), or None if the ref does not exist."""
+    try:
+        out = run_git(
+            ["ls-remote", url, ref, f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"],
+            timeout=120,
+            error=SourceError,
+            what=f"resolve {target} ref {ref!r} at {url}",
+        ).stdout
+    except SourceError as exc:
+        raise SourceError(
+            f"cannot reach the source of {target!r} ({url})",
+            hint=f"point it at a local git directory: --source {target}=/path/to/{target} "
+            f"or PATCHBENCH_SOURCE_{target.upper().replace('-', '_')}=/path/to/{target}",
+            detail=exc.detail,
+        ) from None
+    refs: dict[str, str] = {}
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        refs[name] = sha
+    for name in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
+        if name in refs:
+            return refs[name]
+    return None
+
+
+def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overridden: bool) -> Checkout:
+    """Make ``commit`` available in the cache, refusing a ref that no longer points at it."""
+    cache = cache_dir(builds) / f"{target}.git"
+    if _pin_exists_safe(cache, commit):
+        return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden)
+    with locked(builds, f"source-{target}"):
+        if _pin_exists_safe(cache, commit):  # another process finished it while we waited
+            return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{target}-", dir=cache.parent) as tmp_s:
+            tmp = Path(tmp_s)
+            fetch_url = url
+            local = Path(url)
+            if local.is_dir() and not _is_git_dir(local):
+                fetch_url = str(tmp / "snapshot")
+                snapshot_directory(local, Path(fetch_url), ref)
+            resolved = _resolve_remote(fetch_url, ref, target)
+            if resolved is None:
+                raise SourceError(
+                    f"{target}: ref {ref!r} does not exist at {url}",
+                    hint="check 'ref' in matrix.yaml, or pass --source with a copy that has it",
+                )
+            if resolved != commit:
+                raise SourceError(
+                    f"{target}: ref {ref!r} now points at {resolved}, but matrix.yaml pins {commit}",
+                    hint="the tag moved upstream; check the new commit before updating the pin "
+                    "(the cache was left untouched)",
+                )
+            incoming = tmp / "incoming.git"
+            git.Repo.init(incoming, bare=True)
+            _fetch_into(incoming, fetch_url, ref, commit, target)
+            if not (cache / "HEAD").exists():
+                shutil.rmtree(cache, ignore_errors=True)
+                os.replace(incoming, cache)
+            else:
+                run_git(
+                    ["fetch", "-q", "--no-tags", str(incoming),
+                     f"+refs/patchbench/*:refs/patchbench/*", f"+refs/tags/*:refs/tags/*"],
+                    cwd=cache, error=SourceError, what=f"store {target}@{commit[:12]} in the cache",
+                )
+            # Written last: the pin is the stamp that says this commit is completely cached.
+            run_git(["update-ref", f"{PIN_PREFIX}{commit}", commit], cwd=cache)
+    return Checkout(target, cache, commit, ref, from_cache=False, overridden=overridden)
+
+
+def _pin_exists_safe(cache: Path, commit: str) -> bool:
+    if not (cache / "HEAD").exists():
+        return False
+    try:
+        return _pin_exists(cache, commit)
+    except git.exc.GitError:
+        return False
+
+
+def _is_git_dir(path: Path) -> bool:
+    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+
+
+def _fetch_into(repo: Path, url: str, ref: str, commit: str, target: str) -> None:
+    """Fetch the ref (as a tag when it is one, so ``git describe`` works) and the commit."""
+    refspecs = [f"+refs/tags/{ref}:refs/tags/{ref}"]
+    for depth in (["--depth=1"], []):  # shallow first, full as the fallback
+        try:
+            run_git(
+                ["fetch", "-q", "--no-tags", *depth, _as_url(url), *refspecs],
+                cwd=repo, timeout=1800, error=SourceError, what=f"fetch {target} {ref}",
+            )
+            break
+        except SourceError:
+            refspecs = [f"+{commit}:refs/patchbench/fetched/{commit}"]
+            try:
+                run_git(
+                    ["fetch", "-q", "--no-tags", *depth, _as_url(url), *refspecs],
+                    cwd=repo, timeout=1800, error=SourceError, what=f"fetch {target} {commit}",
+                )
+                break
+            except SourceError:
+                if depth:
+                    continue
+                raise
+    try:
+        run_git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=repo, error=SourceError)
+    except (SourceError, CommandError):
+        raise SourceError(
+            f"{target}: commit {commit} is missing from {url}",
+            hint="check 'commit' in matrix.yaml, or point --source at a copy that has it",
+        ) from None
+
+
+def _as_url(url: str) -> str:
+    """Local paths go through file:// so that --depth is honoured."""
+    p = Path(url)
+    if p.exists():
+        return p.resolve().as_uri()
+    return url
+
+
+# --- worktrees ----------------------------------------------------------------------------
+
+
+def add_worktree(checkout: Checkout, path: Path, builds: Path) -> None:
+    with locked(builds, f"source-{checkout.target}"):
+        run_git(
+            ["worktree", "add", "-q", "--detach", str(path), checkout.commit],
+            cwd=checkout.repo,
+            error=SourceError,
+            what=f"create a worktree of {checkout.target}@{checkout.commit[:12]}",
+        )
+
+
+def remove_worktree(checkout: Checkout, path: Path, builds: Path) -> None:
+    with locked(builds, f"source-{checkout.target}"):
+        run_git(["worktree", "remove", "--force", str(path)], cwd=checkout.repo, check=False)
+        shutil.rmtree(path, ignore_errors=True)
+        run_git(["worktree", "prune"], cwd=checkout.repo, check=False)

@@ -1,0 +1,121 @@
+"""Statistics for A/B samples: summaries, ratio of medians with a bootstrap CI, Mann-Whitney U,
+and a verdict that says "no significant difference" when that is the truth."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+NOISY_CV = 0.10
+BOOTSTRAP = 10_000
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    mean: float
+    stdev: float
+    min: float
+    max: float
+
+    @property
+    def cv(self) -> float:
+        return self.stdev / self.mean if self.mean else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.cv >= NOISY_CV
+
+
+def summarize(samples: Sequence[float]) -> Summary:
+    a = np.asarray(samples, dtype=float)
+    if a.size == 0:
+        raise ValueError("no samples")
+    return Summary(
+        n=int(a.size),
+        median=float(np.median(a)),
+        mean=float(a.mean()),
+        stdev=float(a.std(ddof=1)) if a.size > 1 else 0.0,
+        min=float(a.min()),
+        max=float(a.max()),
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``speedup`` = median(baseline) / median(candidate): above 1 means the candidate is faster."""
+
+    speedup: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    verdict: str  # "faster" | "slower" | "no significant difference"
+    alpha: float
+    min_effect: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def bootstrap_ratio_ci(
+    base: Sequence[float], cand: Sequence[float], *, seed: int, level: float = 0.95,
+    resamples: int = BOOTSTRAP,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap CI of median(base)/median(cand); None when too few samples."""
+    a = np.asarray(base, dtype=float)
+    b = np.asarray(cand, dtype=float)
+    if a.size < 3 or b.size < 3:
+        return None
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, 4_000_000 // max(a.size, b.size)))
+    ratios = []
+    done = 0
+    while done < resamples:
+        n = min(chunk, resamples - done)
+        ma = np.median(a[rng.integers(0, a.size, (n, a.size))], axis=1)
+        mb = np.median(b[rng.integers(0, b.size, (n, b.size))], axis=1)
+        ratios.append(ma / mb)
+        done += n
+    r = np.concatenate(ratios)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(r, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def compare(
+    base: Sequence[float], cand: Sequence[float], *, alpha: float = 0.05, min_effect: float = 0.02,
+    seed: int = 0,
+) -> Comparison:
+    sb, sc = summarize(base), summarize(cand)
+    speedup = sb.median / sc.median if sc.median else float("inf")
+    ci = bootstrap_ratio_ci(base, cand, seed=seed)
+    p: float | None = None
+    if len(base) >= 3 and len(cand) >= 3:
+        p = float(sps.mannwhitneyu(base, cand, alternative="two-sided").pvalue)
+    verdict = "no significant difference"
+    if p is not None and p < alpha and abs(speedup - 1.0) >= min_effect:
+        # the CI must also exclude 1 for a verdict, when there is one
+        if ci is None or not (ci[0] <= 1.0 <= ci[1]):
+            verdict = "faster" if speedup > 1 else "slower"
+    return Comparison(
+        speedup=speedup,
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+        p_value=p,
+        verdict=verdict,
+        alpha=alpha,
+        min_effect=min_effect,
+    )
+
+
+def slope(ks: Sequence[float], values: Sequence[float]) -> float:
+    """Least-squares slope of values against k (seconds per extra instance)."""
+    if len(set(ks)) < 2:
+        return float("nan")
+    fit = np.polyfit(np.asarray(ks, dtype=float), np.asarray(values, dtype=float), 1)
+    return float(fit[0])
