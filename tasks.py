@@ -12,9 +12,10 @@ Every task takes --source TARGET=PATH_OR_URL (repeatable; or PATCHBENCH_SOURCE_<
 
 from __future__ import annotations
 
-from invoke import task
+from invoke import Context, task
 
 from patchbench import cli
+from patchbench.pipeline import Options
 
 COMMON = {
     "source": "TARGET=PATH_OR_URL: use a local git directory or another URL (repeatable)",
@@ -23,72 +24,89 @@ COMMON = {
     "reports": "where run folders are saved (default: reports/)",
     "verbose": "print every external command",
 }
-
-
-def _opts(source, matrix, builds, reports, verbose, **kw):  # type: ignore[no-untyped-def]
-    return cli.options(sources=source or [], matrix=matrix, builds=builds, reports=reports,
-                       verbose=verbose, **kw)
-
-
-@task(positional=["name"], iterable=["source", "scenario"], help={
+COMPARE_HELP = {
     **COMMON,
     "aa": "compare the baseline with itself (the noise floor)",
     "dry_run": "print every command the comparison would run, and stop",
-    "seed": "seed of the interleaving order (default: from matrix.yaml, else random; recorded)",
+    "seed": "seed of the interleaving order (default: matrix.yaml's, else random; recorded)",
     "runs": "override the runs per cell of every scenario",
     "rounds": "override the number of interleaved rounds",
     "warmup": "override the warmup runs",
     "scenario": "run only this scenario (repeatable)",
-})
-def compare(c, name, source=None, aa=False, dry_run=False, seed=None, runs=None,  # type: ignore[no-untyped-def]
-            rounds=None, warmup=None, scenario=None, matrix=None, builds=None, reports=None,
-            verbose=False):
+}
+
+
+def _opts(source: list[str] | None, matrix: str | None, builds: str | None,
+          reports: str | None, verbose: bool, **kw: object) -> Options:
+    return cli.options(sources=source or [], matrix=matrix, builds=builds, reports=reports,
+                       verbose=verbose, **kw)
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value not in (None, "") else None
+
+
+@task(positional=["name"], iterable=["source", "scenario"], help=COMPARE_HELP)
+def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = False,
+            dry_run: bool = False, seed: str | None = None, runs: str | None = None,
+            rounds: str | None = None, warmup: str | None = None,
+            scenario: list[str] | None = None, matrix: str | None = None,
+            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Fetch, patch, build baseline and candidates, measure interleaved, print and save."""
-    cli.guarded(lambda: cli.do_compare(_opts(
-        source, matrix, builds, reports, verbose, aa=aa, dry_run=dry_run,
-        seed=int(seed) if seed is not None else None, runs=int(runs) if runs else None,
-        rounds=int(rounds) if rounds else None,
-        warmup=int(warmup) if warmup is not None else None, only=scenario or []), name))
+    opts = _opts(source, matrix, builds, reports, verbose, aa=aa, dry_run=dry_run,
+                 seed=_int(seed), runs=_int(runs), rounds=_int(rounds), warmup=_int(warmup),
+                 only=scenario or [])
+    cli.guarded(lambda: cli.do_compare(opts, name))
 
 
 @task(iterable=["source"], help={**COMMON, "patch": "build the baseline and this patch series",
                                  "target": "build only this target's baseline"})
-def build(c, patch=None, target=None, source=None, matrix=None, builds=None, reports=None,  # type: ignore[no-untyped-def]
-          verbose=False):
+def build(c: Context, patch: str | None = None, target: str | None = None,
+          source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
+          reports: str | None = None, verbose: bool = False) -> None:
     """Build the baseline and a patch series from one pinned commit (cached)."""
-    cli.guarded(lambda: cli.do_build(_opts(source, matrix, builds, reports, verbose), patch, target))
+    opts = _opts(source, matrix, builds, reports, verbose)
+    cli.guarded(lambda: cli.do_build(opts, patch, target))
 
 
-@task(iterable=["source", "series"], help={**COMMON, "check": "apply every series to its pinned commit",
-                                           "series": "only this series (repeatable)"})
-def patch(c, check=False, series=None, source=None, matrix=None, builds=None, reports=None,  # type: ignore[no-untyped-def]
-          verbose=False):
+@task(iterable=["source", "series"],
+      help={**COMMON, "check": "apply every series to its pinned commit (the default action)",
+            "series": "only this series (repeatable)"})
+def patch(c: Context, check: bool = True, series: list[str] | None = None,
+          source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
+          reports: str | None = None, verbose: bool = False) -> None:
     """Check that patch series apply (all or nothing) to their pinned commits."""
-    cli.guarded(lambda: cli.do_patch_check(_opts(source, matrix, builds, reports, verbose),
-                                           series or []))
+    opts = _opts(source, matrix, builds, reports, verbose)
+    cli.guarded(lambda: cli.do_patch_check(opts, series or []))
 
 
-@task(iterable=["source"], help=COMMON)
-def fetch(c, target, source=None, matrix=None, builds=None, reports=None, verbose=False):  # type: ignore[no-untyped-def]
+@task(positional=["target"], iterable=["source"], help=COMMON)
+def fetch(c: Context, target: str, source: list[str] | None = None, matrix: str | None = None,
+          builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Fetch a target's pinned commit into the cache (refusing a moved ref)."""
-    cli.guarded(lambda: cli.do_fetch(_opts(source, matrix, builds, reports, verbose), target))
+    opts = _opts(source, matrix, builds, reports, verbose)
+    cli.guarded(lambda: cli.do_fetch(opts, target))
 
 
 @task(name="list", iterable=["source"], help=COMMON)
-def list_(c, source=None, matrix=None, builds=None, reports=None, verbose=False):  # type: ignore[no-untyped-def]
+def list_(c: Context, source: list[str] | None = None, matrix: str | None = None,
+          builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """List targets and comparisons."""
-    cli.guarded(lambda: cli.do_list(_opts(source, matrix, builds, reports, verbose)))
+    opts = _opts(source, matrix, builds, reports, verbose)
+    cli.guarded(lambda: cli.do_list(opts))
 
 
-@task(positional=["run_dir"], iterable=["source"], help={**COMMON, "comparison": "the newest run of this comparison"})
-def report(c, run_dir=None, comparison=None, source=None, matrix=None, builds=None, reports=None,  # type: ignore[no-untyped-def]
-           verbose=False):
+@task(positional=["run_dir"], iterable=["source"],
+      help={**COMMON, "comparison": "the newest run of this comparison"})
+def report(c: Context, run_dir: str | None = None, comparison: str | None = None,
+           source: list[str] | None = None, matrix: str | None = None,
+           builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Print a saved run's report (default: the newest run)."""
-    cli.guarded(lambda: cli.do_report(_opts(source, matrix, builds, reports, verbose), run_dir,
-                                      comparison))
+    opts = _opts(source, matrix, builds, reports, verbose)
+    cli.guarded(lambda: cli.do_report(opts, run_dir, comparison))
 
 
 @task
-def test(c):  # type: ignore[no-untyped-def]
-    """Run the test suite (same as: python -m pytest)."""
+def test(c: Context) -> None:
+    """Run the test suite (the same as: python -m pytest)."""
     c.run("python -m pytest -q", pty=False)

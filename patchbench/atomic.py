@@ -3,6 +3,7 @@ An interrupted write leaves the old file (or none), never half of a new one."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -20,10 +21,8 @@ def write_text_atomic(path: Path, text: str) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from tabulate import tabulate
 
 from patchbench import command, config, pipeline, report
+from patchbench.build import Variant
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,9 +76,7 @@ def do_build(opts: pipeline.Options, patch: str | None, target: str | None) -> i
         names = [target] if target else list(project.matrix.targets)
         built = []
         for name in names:
-            built += pipeline.build_variants(
-                project, opts, name, [pipeline.build.Variant("baseline", ())], []
-            )
+            built += pipeline.build_variants(project, opts, name, [Variant("baseline", ())], [])
     rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
              "cached" if b.cached else f"built in {b.manifest['duration_s']:.1f} s",
              ", ".join(f"{k} {v['sha256'][:12]}" for k, v in b.manifest["artifacts"].items()),

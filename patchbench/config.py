@@ -24,7 +24,7 @@ REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 class GoToolchain(_Model):
@@ -113,10 +113,16 @@ class Scenario(_Model):
     rate: Rate | None = None
     # burst
     k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
-    # stress
+    # stress: each round launches `instances` copies of `launch` ({i} is the instance, {round} the
+    # round), waits a random delay, applies one of `actions` to all of them (a command from `kill`
+    # per instance, or a signal sent to the launched process), then checks with `list` and `fresh`.
     instances: int = Field(default=8, ge=1)
     delay: tuple[float, float] = (0.0, 1.2)
     actions: list[Literal["delete", "stop", "sigterm", "sigint"]] = Field(default_factory=list)
+    launch: list[str] = Field(default_factory=list)
+    kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict)
+    list_cmd: list[str] = Field(default_factory=list, alias="list")
+    fresh: list[str] = Field(default_factory=list)
     # a check command run once per variant after measuring (exit 0 = pass); its stdout is kept
     verify: list[str] = Field(default_factory=list)
 
@@ -126,8 +132,14 @@ class Scenario(_Model):
             raise ValueError(f"a {self.kind} scenario needs 'command'")
         if self.kind == "burst" and not self.k:
             raise ValueError("a burst scenario needs 'k', a list of instance counts")
-        if self.kind == "stress" and not self.actions:
-            raise ValueError("a stress scenario needs 'actions' (delete, stop, sigterm, sigint)")
+        if self.kind == "stress":
+            if not self.actions or not self.launch or not self.list_cmd or not self.fresh:
+                raise ValueError("a stress scenario needs 'actions', 'launch', 'list' and 'fresh'")
+            missing = [a for a in self.actions if a in ("delete", "stop") and a not in self.kill]
+            if missing:
+                raise ValueError(f"actions {missing} need a command under 'kill'")
+            if self.delay[0] < 0 or self.delay[1] < self.delay[0]:
+                raise ValueError("'delay' must be [low, high] seconds with 0 <= low <= high")
         if self.runs % self.rounds:
             raise ValueError(
                 f"runs ({self.runs}) must be a multiple of rounds ({self.rounds}) so that every "
@@ -163,16 +175,6 @@ class Matrix(_Model):
     version: Literal[1]
     targets: dict[Name, Target]
     comparisons: dict[Name, Comparison]
-
-    @model_validator(mode="after")
-    def _refs(self) -> Matrix:
-        for name, comp in self.comparisons.items():
-            if comp.target not in self.targets:
-                raise ValueError(
-                    f"comparison {name!r} names target {comp.target!r}, which is not defined"
-                    + _suggest(comp.target, self.targets)
-                )
-        return self
 
 
 def _check_relative(path: str, what: str) -> None:
@@ -317,10 +319,10 @@ def load(path: Path) -> Project:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = f"{mark.line + 1}" if mark is not None else "?"
+        where = f"{mark.line + 1}" if mark is not None else "?"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(
-            f"{path}:{line}: not valid YAML: {problem}",
+            f"{path}:{where}: not valid YAML: {problem}",
             hint="only plain YAML is accepted (no !!python tags or other custom types)",
         ) from None
     if not isinstance(data, dict):
@@ -331,7 +333,14 @@ def load(path: Path) -> Project:
         raise _format_validation(exc, path, text) from None
     project = Project(matrix, path)
     lines = _line_index(text)
+    existing = [s for s in project.all_series() if (project.series_dir(s) / "series").is_file()]
     for cname, comp in matrix.comparisons.items():
+        if comp.target not in matrix.targets:
+            line = lines.get(("comparisons", cname, "target"), "?")
+            raise ConfigError(
+                f"{path}:{line}: comparisons.{cname}.target: names target {comp.target!r}, "
+                "which is not defined" + _suggest(comp.target, matrix.targets),
+            )
         named = [("baseline", s) for s in comp.baseline] + [
             (f"candidates.{cand}", s) for cand, series in comp.candidates.items() for s in series
         ]
@@ -340,7 +349,7 @@ def load(path: Path) -> Project:
                 line = lines.get(("comparisons", cname, *key.split(".")), "?")
                 raise ConfigError(
                     f"{path}:{line}: comparisons.{cname}.{key}: patch series {series!r} has no "
-                    f"file patches/{series}/series" + _suggest(series, project.all_series()),
+                    f"file patches/{series}/series" + _suggest(series, existing),
                 )
         for overlay in comp.overlays:
             if not project.overlay_dir(overlay).is_dir():

@@ -16,7 +16,7 @@ from typing import Any
 from patchbench import bench, build, config, patching, report, runtimes, source, stats
 from patchbench.bench import Cell, Invocation, Samples
 from patchbench.config import Comparison, Project, Scenario
-from patchbench.errors import PatchbenchError, PatchError, SourceError
+from patchbench.errors import PatchbenchError, PatchError, RequirementError, SourceError
 from patchbench.machine import machine_info
 
 
@@ -73,7 +73,9 @@ def _looks_remote(url: str) -> bool:
 # --- patch --check ----------------------------------------------------------------------
 
 
-def patch_check(project: Project, opts: Options, names: list[str]) -> list[tuple[str, str, str]]:
+def patch_check(
+    project: Project, opts: Options, names: list[str], checkout: source.Checkout | None = None,
+) -> list[tuple[str, str, str]]:
     """Apply each series to a throwaway worktree of its target's pinned commit.
     Returns (series, target, result) rows; raises PatchError listing every failure."""
     wanted = names or project.all_series()
@@ -95,7 +97,8 @@ def patch_check(project: Project, opts: Options, names: list[str]) -> list[tuple
             if target_name == "-":
                 rows.append((name, "-", "not used by any comparison"))
                 continue
-            checkout = fetch(project, opts, target_name)
+            if checkout is None or checkout.target != target_name:
+                checkout = fetch(project, opts, target_name)
             tmp = opts.builds / "tmp" / f"check-{name}-{secrets.token_hex(4)}"
             tmp.parent.mkdir(parents=True, exist_ok=True)
             source.add_worktree(checkout, tmp, opts.builds)
@@ -141,15 +144,11 @@ def target_for_series(project: Project, series: str) -> tuple[str, Comparison | 
 
 def build_variants(
     project: Project, opts: Options, target_name: str, variants: list[build.Variant],
-    overlays: list[str],
+    overlays: list[str], checkout: source.Checkout | None = None,
 ) -> list[build.Built]:
-    target = project.target(target_name)
     # fetch and check the patches first: they can run anywhere, even where the build cannot
-    checkout = fetch(project, opts, target_name)
-    for v in variants:
-        for s in v.series:
-            patching.load_series(project.root, s)
-    runtimes.check_requirements(target)
+    checkout = checkout or fetch(project, opts, target_name)
+    check_machine(project, opts, target_name, variants, checkout, None)
     ovs = [patching.load_overlay(project.root, o) for o in overlays]
     plan = build.BuildPlan.prepare(project, target_name, checkout, opts.builds, ovs)
     built = [build.build_variant(plan, v) for v in variants]
@@ -161,6 +160,34 @@ def build_variants(
             say(f"warning: {other.variant.name} is byte-identical to baseline for "
                 f"{', '.join(same)}: the patch changed nothing that was built")
     return built
+
+
+def check_machine(
+    project: Project, opts: Options, target_name: str, variants: list[build.Variant],
+    checkout: source.Checkout, comp: Comparison | None,
+) -> None:
+    """Stop before building when this machine cannot build or run the target; the fetch is done
+    by then, and the patch series are checked against the pinned commit first, so the message
+    says what was verified here."""
+    target = project.target(target_name)
+    series = sorted({s for v in variants for s in v.series})
+    for name in series:
+        patching.load_series(project.root, name)
+    try:
+        runtimes.check_requirements(target)
+        runtime = runtimes.get(target.runtime)
+        if runtime is not None and comp is not None:
+            runtime.check(project, comp, target)
+    except RequirementError as exc:
+        checked = ""
+        if series:
+            patch_check(project, opts, series, checkout=checkout)
+            checked = f"; the series {', '.join(series)} apply to {checkout.commit[:12]}"
+        raise RequirementError(
+            f"{target_name}: fetched {target.ref} ({checkout.commit[:12]}){checked}; but building "
+            f"and measuring stop here: {exc.message}",
+            hint=exc.hint,
+        ) from None
 
 
 def build_for_patch(project: Project, opts: Options, series: str) -> list[build.Built]:
@@ -202,16 +229,11 @@ def compare(project: Project, opts: Options, name: str) -> tuple[dict[str, Any],
         print_plan(project, opts, name, comp, variants, scenarios)
         return {}, None
     # what can run anywhere comes first: fetch and patch check; then the machine's requirements
-    fetch(project, opts, comp.target)
-    for v in variants:
-        for s in v.series:
-            patching.load_series(project.root, s)
-    runtimes.check_requirements(target)
-    if runtime is not None:
-        runtime.check(project, comp, target)
+    checkout = fetch(project, opts, comp.target)
+    check_machine(project, opts, comp.target, variants, checkout, comp)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     seed = opts.seed if opts.seed is not None else (comp.seed or secrets.randbelow(2**31))
-    built = build_variants(project, opts, comp.target, variants, comp.overlays)
+    built = build_variants(project, opts, comp.target, variants, comp.overlays, checkout)
     if opts.aa:
         baseline = built[0]
         twin = build.Built(build.Variant("baseline-again", baseline.variant.series),
@@ -242,24 +264,43 @@ def compare(project: Project, opts: Options, name: str) -> tuple[dict[str, Any],
     }
     extra_files: dict[str, Path] = {}
     if runtime is not None:
-        runtime.prepare(workdir, project, comp, dry_run=False)
+        runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin)
     try:
         for i, sc in enumerate(scenarios):
             say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} rounds")
-            ctx = ScenarioContext(project, comp, sc, built, runtime, workdir, seed + i)
+            ctx = ScenarioContext(project, comp, sc, built, runtime, workdir, seed + i,
+                                  opts.builds)
             out = run_scenario(ctx, extra_files)
             results["scenarios"].append(out)
             results["warnings"].extend(out.pop("warnings", []))
     finally:
         if runtime is not None:
-            left = []
+            teardown: dict[str, Any] = {}
             for b in built:
-                left += runtime.cleanup(b.variant.name, b.bin)
-            if left:
-                results["warnings"].append("cleaned up after the run: " + "; ".join(left))
+                removed = runtime.cleanup(b.variant.name, b.bin)
+                teardown[b.variant.name] = {
+                    "removed_at_teardown": removed,
+                    "left_after_teardown": runtime.leftovers(b.variant.name, b.bin),
+                }
+            results["teardown"] = teardown
     results["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    results = redact(results, {str(workdir): "<run>", str(opts.builds): "<builds>",
+                               str(project.root): "<project>"})
     run_dir = report.save_run(opts.reports, name, results, extra_files)
     return results, run_dir
+
+
+def redact(obj: Any, paths: dict[str, str]) -> Any:
+    """Replace this machine's paths in every string, so saved reports can be committed."""
+    if isinstance(obj, str):
+        for path, name in paths.items():
+            obj = obj.replace(path, name)
+        return obj
+    if isinstance(obj, dict):
+        return {k: redact(v, paths) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact(v, paths) for v in obj]
+    return obj
 
 
 def _tool_versions(built: list[build.Built]) -> dict[str, list[str]]:
@@ -275,6 +316,7 @@ class ScenarioContext:
     runtime: runtimes.Runtime | None
     workdir: Path
     seed: int
+    builds: Path
 
     def values(self, b: build.Built, cell: Cell) -> dict[str, str]:
         v = {"bin": str(b.bin), "work": str(self.workdir), "variant": b.variant.name,
@@ -283,6 +325,7 @@ class ScenarioContext:
             v.setdefault(art.replace("-", "_").replace(".", "_"), str(b.bin / art))
         if self.runtime is not None:
             v.update(self.runtime.placeholders(b.variant.name, b.bin))
+        v.update({"i": "{i}", "round": "{round}"})  # filled per instance by burst and stress
         v.update(dict(cell.params))
         return v
 
@@ -418,8 +461,16 @@ def print_plan(project: Project, opts: Options, name: str, comp: Comparison,
                                   {"artifacts": {Path(a).name: {} for a in
                                                  target.build.artifacts}}, False)
                       for v in variants]
-        ctx = ScenarioContext(project, comp, sc, fake_built, runtime, fake, 0)
+        ctx = ScenarioContext(project, comp, sc, fake_built, runtime, fake, 0, opts.builds)
         for b in fake_built:
+            if sc.kind == "stress":
+                vals = ctx.values(b, Cell(b.variant.name))
+                for label, argv in [("launch", sc.launch), *[(f"kill/{a}", c) for a, c in
+                                                             sc.kill.items()],
+                                    ("list", sc.list_cmd), ("fresh", sc.fresh)]:
+                    p(f"  [{b.variant.name}] {label + ':':<9} "
+                      f"{shlex.join(bench.fill_argv(argv, vals, sc.name))}")
+                continue
             params = (("k", str(sc.k[0])),) if sc.k else ()
             inv = ctx.expand(Cell(b.variant.name, params))
             for a in inv.setup:

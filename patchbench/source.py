@@ -180,7 +180,7 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
             else:
                 run_git(
                     ["fetch", "-q", "--no-tags", str(incoming),
-                     f"+refs/patchbench/*:refs/patchbench/*", f"+refs/tags/*:refs/tags/*"],
+                     "+refs/patchbench/*:refs/patchbench/*", "+refs/tags/*:refs/tags/*"],
                     cwd=cache, error=SourceError, what=f"store {target}@{commit[:12]} in the cache",
                 )
             # Written last: the pin is the stamp that says this commit is completely cached.

@@ -98,10 +98,10 @@ def compare(
     if len(base) >= 3 and len(cand) >= 3:
         p = float(sps.mannwhitneyu(base, cand, alternative="two-sided").pvalue)
     verdict = "no significant difference"
-    if p is not None and p < alpha and abs(speedup - 1.0) >= min_effect:
-        # the CI must also exclude 1 for a verdict, when there is one
-        if ci is None or not (ci[0] <= 1.0 <= ci[1]):
-            verdict = "faster" if speedup > 1 else "slower"
+    significant = p is not None and p < alpha and abs(speedup - 1.0) >= min_effect
+    # the CI must also exclude 1 for a verdict, when there is one
+    if significant and (ci is None or not (ci[0] <= 1.0 <= ci[1])):
+        verdict = "faster" if speedup > 1 else "slower"
     return Comparison(
         speedup=speedup,
         ci_low=ci[0] if ci else None,

@@ -3,6 +3,7 @@ patched tree mounted at /src. The container has a unique name and is always remo
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from pathlib import Path
 from typing import Any
@@ -63,10 +64,8 @@ class DockerBackend:
                 tail = "\n".join(output.rstrip().splitlines()[-25:])
                 raise BuildError(f"{what}: exited with code {code}", detail=f"{tail}\n(full log: {log})")
         finally:
-            try:
+            with contextlib.suppress(Exception):  # best effort; the name is unique
                 container.remove(force=True)
-            except Exception:  # noqa: S110 - best effort; the name is unique
-                pass
 
 
 def _sh_quote(arg: str) -> str:

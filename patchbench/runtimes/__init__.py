@@ -20,9 +20,12 @@ class Runtime(Protocol):
     def check(self, project: Project, comparison: Comparison, target: Target) -> None:
         """Raise RequirementError, before anything is built, when the machine cannot run it."""
 
-    def prepare(self, workdir: Path, project: Project, comparison: Comparison, dry_run: bool) -> None:
+    def prepare(
+        self, workdir: Path, project: Project, comparison: Comparison, dry_run: bool,
+        bin_dir: Path | None = None,
+    ) -> None:
         """Create what the scenarios need (bundle, state root) and clean what a killed earlier
-        run left behind."""
+        run left behind; ``bin_dir`` holds the baseline's artifacts."""
 
     def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
         """Placeholders for a variant's commands, e.g. {runc}, {root}, {bundle}, {id}."""

@@ -1,0 +1,3 @@
+module patchbench/launcher
+
+go 1.21

@@ -1,0 +1,65 @@
+"""apple/container as a runtime target (Swift, macOS 15+ on Apple silicon).
+
+On any other machine, everything that can run here does (fetch, patch check, the plan), and the
+build or measurement stops with one clear message: it needs macOS on Apple silicon.
+"""
+
+from __future__ import annotations
+
+import platform
+import secrets
+from pathlib import Path
+
+from patchbench.config import Comparison, Project, Target
+from patchbench.errors import RequirementError
+
+IMAGE = "docker.io/library/alpine:3.20"
+
+
+def on_apple_silicon() -> bool:
+    return platform.system() == "Darwin" and platform.machine() == "arm64"
+
+
+class AppleContainerRuntime:
+    name = "apple-container"
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(3)
+        self.workdir: Path | None = None
+
+    def check(self, project: Project, comparison: Comparison, target: Target) -> None:
+        if not on_apple_silicon():
+            raise RequirementError(
+                f"apple/container needs macOS 15 or newer on Apple silicon; this machine is "
+                f"{platform.system()} {platform.machine()}",
+                hint="the fetch and the patch check ran; run `invoke compare per-vm-lock` on a Mac "
+                "(see README: apple/container on a Mac)",
+            )
+
+    def prepare(
+        self, workdir: Path, project: Project, comparison: Comparison, dry_run: bool,
+        bin_dir: Path | None = None,
+    ) -> None:
+        self.workdir = workdir
+
+    def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
+        return {
+            "container": str(bin_dir / "container"),
+            "image": IMAGE,
+            "id": f"pb-{self.token}-{variant}",
+        }
+
+    def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
+        return []
+
+    def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
+        return []
+
+    def plan_notes(self) -> list[str]:
+        return [
+            "needs macOS 15+ on Apple silicon with Xcode 26; both builds use one Swift toolchain "
+            "(fingerprint: swift --version, xcodebuild -version)",
+            "each variant's container-apiserver is started with `bin/container system start` from "
+            "its own install root before measuring, and stopped after",
+            f"pull the image once before measuring: container image pull {IMAGE}",
+        ]

@@ -1,0 +1,275 @@
+"""runc as a runtime target: OCI bundles, a state root per run, teardown and stale-state cleanup.
+
+- Bundles: the rootfs comes from a directory or a tarball the user names (``rootfs:`` in the
+  comparison), or by default a minimal busybox rootfs made from the host's static busybox. The
+  config is made with ``runc spec`` and adjusted (no terminal; the process args per bundle).
+- Every container gets an id starting with the run's own prefix, and lives under the run's own
+  state directory (``runc --root``).
+- Teardown deletes every container the run started and checks that ``runc list`` is empty and no
+  cgroup of theirs remains. A new run first removes what a killed earlier run left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import platform
+import secrets
+import shutil
+import tarfile
+from pathlib import Path
+
+from patchbench import command
+from patchbench.config import Comparison, Project, Target
+from patchbench.errors import BenchmarkError, RequirementError
+
+BUSYBOX_APPLETS = ("sh", "true", "false", "sleep", "echo", "cat", "ls")
+ID_PREFIX = "pb"
+STATE_DIRNAME = "runc-state"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+# Bundles: name -> the process args of its config.json
+# bundle_trap: the container handles SIGTERM and SIGINT itself (exit 143 / 130), so a signal that
+# runc forwards shows in runc's exit code, and one that runc loses leaves the container running.
+BUNDLES = {
+    "bundle": ["true"],
+    "bundle_sleep": ["sleep", "1000000"],
+    "bundle_trap": ["sh", "-c", "trap 'exit 143' TERM; trap 'exit 130' INT; sleep 3 & wait"],
+}
+
+
+def find_busybox() -> Path:
+    for cand in ("busybox",):
+        found = shutil.which(cand)
+        if found:
+            return Path(found)
+    raise RequirementError(
+        "no busybox to make the default rootfs from",
+        hint="apt-get install busybox-static, or set 'rootfs:' in the comparison to a directory "
+        "or tarball",
+    )
+
+
+def is_static(binary: Path) -> bool:
+    """True when the ELF has no program interpreter (statically linked)."""
+    with open(binary, "rb") as f:
+        head = f.read(64)
+        if head[:4] != b"\x7fELF":
+            return False
+        is64 = head[4] == 2
+        f.seek(0)
+        data = f.read(1 << 20)
+    # PT_INTERP is program header type 3; scanning the headers needs offsets:
+    import struct
+
+    if is64:
+        phoff, = struct.unpack_from("<Q", data, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    else:
+        phoff, = struct.unpack_from("<I", data, 0x1C)
+        phentsize, phnum = struct.unpack_from("<HH", data, 0x2A)
+    for i in range(phnum):
+        ptype, = struct.unpack_from("<I", data, phoff + i * phentsize)
+        if ptype == 3:
+            return False
+    return True
+
+
+def make_rootfs(dest: Path, spec: str | None, project_root: Path) -> str:
+    """Create the rootfs at ``dest``; return a description of where it came from."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    if spec is None:
+        busybox = find_busybox()
+        if not is_static(busybox.resolve()):
+            raise RequirementError(
+                f"{busybox} is dynamically linked; the default rootfs needs a static busybox",
+                hint="apt-get install busybox-static",
+            )
+        (dest / "bin").mkdir(parents=True)
+        for d in ("proc", "sys", "dev", "tmp", "etc"):
+            (dest / d).mkdir()
+        shutil.copy2(busybox.resolve(), dest / "bin" / "busybox")
+        for applet in BUSYBOX_APPLETS:
+            os.symlink("busybox", dest / "bin" / applet)
+        return "busybox (static, from the host)"
+    src = Path(spec) if Path(spec).is_absolute() else project_root / spec
+    if src.is_dir():
+        shutil.copytree(src, dest, symlinks=True)
+        return f"directory {spec}"
+    if src.is_file():
+        dest.mkdir(parents=True)
+        with tarfile.open(src) as tar:
+            tar.extractall(dest, filter="tar")
+        return f"tarball {spec}"
+    raise RequirementError(f"rootfs {spec!r} is neither a directory nor a tarball")
+
+
+def write_config(runc: Path, bundle: Path, args: list[str]) -> None:
+    """``runc spec`` then: no terminal, the given args, a read-only rootfs."""
+    cfg = bundle / "config.json"
+    if cfg.exists():
+        cfg.unlink()
+    command.run([runc, "spec"], cwd=bundle, timeout=30, error=BenchmarkError, what="runc spec")
+    data = json.loads(cfg.read_text())
+    data["process"]["terminal"] = False
+    data["process"]["args"] = args
+    data["root"]["readonly"] = True
+    data["hostname"] = "patchbench"
+    cfg.write_text(json.dumps(data, indent=2))
+
+
+def make_bundles(workdir: Path, runc: Path, rootfs_spec: str | None, project_root: Path) -> str:
+    rootfs = workdir / "rootfs"
+    origin = make_rootfs(rootfs, rootfs_spec, project_root)
+    for name, args in BUNDLES.items():
+        b = workdir / name
+        b.mkdir(parents=True, exist_ok=True)
+        link = b / "rootfs"
+        if link.exists() or link.is_symlink():
+            link.unlink()
+        os.symlink(os.path.relpath(rootfs, b), link)
+        write_config(runc, b, args)
+    return origin
+
+
+def list_containers(runc: Path, root: Path) -> list[str]:
+    if not root.exists():
+        return []
+    res = command.run([runc, "--root", root, "list", "-q"], timeout=30, check=False)
+    return [line.strip() for line in res.stdout.splitlines() if line.strip()]
+
+
+def cgroups_of(prefix: str, base: Path = CGROUP_ROOT) -> list[Path]:
+    """Cgroup directories (v1 controllers or v2) whose name starts with ``prefix``."""
+    found: set[Path] = set()
+    for pattern in (f"{prefix}*", f"*/{prefix}*", f"*/*/{prefix}*"):
+        for p in glob.glob(str(base / pattern)):
+            if os.path.isdir(p):
+                found.add(Path(p))
+    return sorted(found)
+
+
+def remove_cgroup(path: Path) -> None:
+    # children first; a cgroup directory is removed with rmdir
+    for child in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):
+            child.rmdir()
+    with contextlib.suppress(OSError):
+        path.rmdir()
+
+
+def purge(runc: Path, root: Path, prefix: str, cgroup_base: Path = CGROUP_ROOT) -> list[str]:
+    """Delete every container under ``root`` and every cgroup named ``prefix*``; return what was
+    found and removed."""
+    removed: list[str] = []
+    for cid in list_containers(runc, root):
+        command.run([runc, "--root", root, "kill", cid, "KILL"], timeout=30, check=False)
+        command.run([runc, "--root", root, "delete", "-f", cid], timeout=60, check=False)
+        removed.append(f"container {cid}")
+    for cg in cgroups_of(prefix, cgroup_base):
+        remove_cgroup(cg)
+        removed.append(f"cgroup {cg}")
+    return removed
+
+
+class RuncRuntime:
+    name = "runc"
+
+    def __init__(self, cgroup_base: Path = CGROUP_ROOT):
+        self.cgroup_base = cgroup_base
+        self.token = secrets.token_hex(3)
+        self.workdir: Path | None = None
+        self.rootfs_origin = ""
+
+    @property
+    def prefix(self) -> str:
+        return f"{ID_PREFIX}-{self.token}"
+
+    def check(self, project: Project, comparison: Comparison, target: Target) -> None:
+        problems, hints = [], []
+        if platform.system() != "Linux":
+            problems.append("Linux")
+        if os.geteuid() != 0:
+            problems.append("root")
+            hints.append("run as root: sudo -E invoke compare ...")
+        if not (self.cgroup_base.is_dir() and any(self.cgroup_base.iterdir())):
+            problems.append("cgroups mounted at /sys/fs/cgroup")
+        if comparison.rootfs is None:
+            try:
+                find_busybox()
+            except RequirementError as exc:
+                problems.append("busybox")
+                hints.append(exc.hint or "")
+        if problems:
+            raise RequirementError(
+                "runc comparisons need " + ", ".join(problems),
+                hint="; ".join(h for h in hints if h) or None,
+            )
+
+    def state_root(self, variant: str) -> Path:
+        assert self.workdir is not None
+        return self.workdir / STATE_DIRNAME / variant
+
+    def prepare(
+        self, workdir: Path, project: Project, comparison: Comparison, dry_run: bool,
+        bin_dir: Path | None = None,
+    ) -> None:
+        self.workdir = workdir
+        if dry_run or bin_dir is None:
+            return
+        runc = bin_dir / "runc"
+        stale = self.clean_stale(workdir.parent, runc)
+        if stale:
+            print("patchbench: removed what a killed earlier run left: " + "; ".join(stale))
+        self.rootfs_origin = make_bundles(workdir, runc, comparison.rootfs, project.root)
+
+    def clean_stale(self, runs_dir: Path, runc: Path) -> list[str]:
+        """Containers, cgroups and state a killed earlier run left under builds/runs/."""
+        removed: list[str] = []
+        for root in sorted(runs_dir.glob(f"*/{STATE_DIRNAME}/*")):
+            if self.workdir is not None and self.workdir in root.parents:
+                continue
+            removed += purge(runc, root, "\0never", self.cgroup_base)
+            shutil.rmtree(root, ignore_errors=True)
+        for cg in cgroups_of(f"{ID_PREFIX}-", self.cgroup_base):
+            if not cg.name.startswith(self.prefix):
+                remove_cgroup(cg)
+                removed.append(f"cgroup {cg}")
+        return removed
+
+    def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
+        wd = self.workdir or Path("<run>")
+        return {
+            "runc": str(bin_dir / "runc"),
+            "root": str(self.state_root(variant)) if self.workdir else f"{wd}/{STATE_DIRNAME}/{variant}",
+            "bundle": str(wd / "bundle"),
+            "bundle_sleep": str(wd / "bundle_sleep"),
+            "bundle_trap": str(wd / "bundle_trap"),
+            "id": f"{self.prefix}-{variant}",
+        }
+
+    def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
+        left = [f"container {c}" for c in list_containers(bin_dir / "runc", self.state_root(variant))]
+        left += [f"cgroup {p}" for p in cgroups_of(f"{self.prefix}-{variant}", self.cgroup_base)]
+        return left
+
+    def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
+        if self.workdir is None:
+            return []
+        removed = purge(bin_dir / "runc", self.state_root(variant), f"{self.prefix}-{variant}",
+                        self.cgroup_base)
+        left = self.leftovers(variant, bin_dir)
+        if left:
+            raise BenchmarkError(f"could not remove {', '.join(left)} after the run")
+        return removed
+
+    def plan_notes(self) -> list[str]:
+        return [
+            "bundles: rootfs from busybox (or 'rootfs:'), config from `runc spec`, no terminal",
+            f"every container id starts with {ID_PREFIX}-<run token>-<variant>; state lives in "
+            f"<run>/{STATE_DIRNAME}/<variant> (runc --root)",
+            "before: remove what a killed earlier run left; after: delete every container, "
+            "check `runc list` is empty and no cgroup named after the run remains",
+        ]
