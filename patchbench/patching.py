@@ -64,10 +64,11 @@ def _unsafe(path: str) -> bool:
     )
 
 
+# Whole names, spaces included (git ends a ---/+++ name that has a space with a tab).
 _PATH_LINES = (
-    re.compile(r"^diff --git a/(?P<a>\S+) b/(?P<b>\S+)$"),
-    re.compile(r"^--- (?:a/)?(?P<a>\S+)"),
-    re.compile(r"^\+\+\+ (?:b/)?(?P<a>\S+)"),
+    re.compile(r"^diff --git a/(?P<a>.+) b/(?P<b>.+)$"),
+    re.compile(r"^--- (?:a/)?(?P<a>.+?)\t?$"),
+    re.compile(r"^\+\+\+ (?:b/)?(?P<a>.+?)\t?$"),
     re.compile(r"^(?:rename|copy) (?:from|to) (?P<a>.+)$"),
 )
 
@@ -190,7 +191,8 @@ def apply_series(worktree: Path, series: list[Series], date_epoch: int) -> list[
                 cwd=worktree, env=env, check=False,
             )
             if res.returncode != 0:
-                run_git(["am", "--abort"], cwd=worktree, check=False)
+                # with the identity: aborting writes a reflog entry, and fails without one
+                run_git(["am", "--abort"], cwd=worktree, env=env, check=False)
                 detail = _failure_detail(worktree, patch)
                 raise PatchError(
                     f"series {s.name!r}, patch {patch.path.name}: {detail}",

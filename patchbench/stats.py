@@ -3,12 +3,12 @@ and a verdict that says "no significant difference" when that is the truth."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 NOISY_CV = 0.10
 BOOTSTRAP = 10_000
@@ -87,6 +87,39 @@ def bootstrap_ratio_ci(
     return float(low), float(high)
 
 
+def _ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average ranks (1-based) of ``x`` and the sizes of its groups of ties."""
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    boundaries = np.concatenate(([True], xs[1:] != xs[:-1], [True]))
+    starts = np.flatnonzero(boundaries)
+    counts = np.diff(starts)
+    avg = starts[:-1] + (counts + 1) / 2.0  # average 1-based rank of each group
+    ranks = np.empty(x.size, dtype=float)
+    ranks[order] = np.repeat(avg, counts)
+    return ranks, counts
+
+
+def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney U test: normal approximation with tie correction and
+    continuity correction (scipy's ``method="asymptotic"``; checked against scipy in the tests).
+    Written with numpy because importing scipy.stats costs about a second at every start."""
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    n1, n2 = x.size, y.size
+    ranks, ties = _ranks(np.concatenate([x, y]))
+    u1 = ranks[:n1].sum() - n1 * (n1 + 1) / 2.0
+    mu = n1 * n2 / 2.0
+    n = n1 + n2
+    tie_term = float((ties**3 - ties).sum())
+    sigma = math.sqrt(n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1))))
+    if sigma == 0:
+        return 1.0
+    u = max(u1, n1 * n2 - u1)
+    z = (u - mu - 0.5) / sigma
+    return float(min(1.0, math.erfc(z / math.sqrt(2.0))))
+
+
 def compare(
     base: Sequence[float], cand: Sequence[float], *, alpha: float = 0.05, min_effect: float = 0.02,
     seed: int = 0,
@@ -96,7 +129,7 @@ def compare(
     ci = bootstrap_ratio_ci(base, cand, seed=seed)
     p: float | None = None
     if len(base) >= 3 and len(cand) >= 3:
-        p = float(sps.mannwhitneyu(base, cand, alternative="two-sided").pvalue)
+        p = mann_whitney_u(base, cand)
     verdict = "no significant difference"
     significant = p is not None and p < alpha and abs(speedup - 1.0) >= min_effect
     # the CI must also exclude 1 for a verdict, when there is one

@@ -14,6 +14,7 @@ import json
 import random
 import shlex
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ class Samples:
     exit_codes: list[int] = field(default_factory=list)
     rounds: list[int] = field(default_factory=list)
     hyperfine: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0  # wall time spent in hyperfine (and setup/teardown) for this cell
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +60,7 @@ class Samples:
             "exit_codes": self.exit_codes,
             "rounds": self.rounds,
             "hyperfine": self.hyperfine,
+            "seconds": self.seconds,
         }
 
 
@@ -155,9 +158,12 @@ def measure(
             warmed.add(cell)
             slug = cell.label.replace(" ", "_").replace("=", "")
             export = workdir / f"{scenario.name}.{slug}.r{r}.json"
+            t0 = time.monotonic()
+            # setup and teardown write to the log, never to a pipe: a detached container that
+            # inherits a pipe would hold it open long after its launcher returned
             for argv in inv.setup:
                 command.run(argv, env=inv.env, timeout=scenario.timeout + TIMEOUT_SLACK,
-                            error=BenchmarkError, what=f"{name}: setup")
+                            error=BenchmarkError, what=f"{name}: setup", log=log)
             try:
                 result = hyperfine(inv, runs=per_round, warmup=warmup,
                                    per_run_timeout=scenario.timeout, export=export, log=log,
@@ -165,8 +171,9 @@ def measure(
             finally:
                 for argv in inv.teardown:
                     command.run(argv, env=inv.env, timeout=scenario.timeout + TIMEOUT_SLACK,
-                                check=False, what=f"{name}: teardown")
+                                check=False, what=f"{name}: teardown", log=log)
             s = samples[cell]
+            s.seconds += time.monotonic() - t0
             codes = [int(c) if c is not None else -1 for c in result.get("exit_codes", [])]
             s.times.extend(result["times"])
             s.exit_codes.extend(codes)

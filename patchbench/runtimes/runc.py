@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
 import platform
@@ -29,6 +28,7 @@ BUSYBOX_APPLETS = ("sh", "true", "false", "sleep", "echo", "cat", "ls")
 ID_PREFIX = "pb"
 STATE_DIRNAME = "runc-state"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+MAX_CGROUP_DEPTH = 6  # v1 controllers may nest the parent cgroup (memory/process_api/<id>/...)
 # Bundles: name -> the process args of its config.json
 # bundle_trap: the container handles SIGTERM and SIGINT itself (exit 143 / 130), so a signal that
 # runc forwards shows in runc's exit code, and one that runc loses leaves the container running.
@@ -106,8 +106,8 @@ def make_rootfs(dest: Path, spec: str | None, project_root: Path) -> str:
     raise RequirementError(f"rootfs {spec!r} is neither a directory nor a tarball")
 
 
-def write_config(runc: Path, bundle: Path, args: list[str]) -> None:
-    """``runc spec`` then: no terminal, the given args, a read-only rootfs."""
+def write_config(runc: Path, bundle: Path, args: list[str], rootfs: Path) -> None:
+    """``runc spec`` then: no terminal, the given args, the shared rootfs (read-only)."""
     cfg = bundle / "config.json"
     if cfg.exists():
         cfg.unlink()
@@ -115,7 +115,7 @@ def write_config(runc: Path, bundle: Path, args: list[str]) -> None:
     data = json.loads(cfg.read_text())
     data["process"]["terminal"] = False
     data["process"]["args"] = args
-    data["root"]["readonly"] = True
+    data["root"] = {"path": str(rootfs.resolve()), "readonly": True}
     data["hostname"] = "patchbench"
     cfg.write_text(json.dumps(data, indent=2))
 
@@ -126,11 +126,7 @@ def make_bundles(workdir: Path, runc: Path, rootfs_spec: str | None, project_roo
     for name, args in BUNDLES.items():
         b = workdir / name
         b.mkdir(parents=True, exist_ok=True)
-        link = b / "rootfs"
-        if link.exists() or link.is_symlink():
-            link.unlink()
-        os.symlink(os.path.relpath(rootfs, b), link)
-        write_config(runc, b, args)
+        write_config(runc, b, args, rootfs)
     return origin
 
 
@@ -143,11 +139,17 @@ def list_containers(runc: Path, root: Path) -> list[str]:
 
 def cgroups_of(prefix: str, base: Path = CGROUP_ROOT) -> list[Path]:
     """Cgroup directories (v1 controllers or v2) whose name starts with ``prefix``."""
-    found: set[Path] = set()
-    for pattern in (f"{prefix}*", f"*/{prefix}*", f"*/*/{prefix}*"):
-        for p in glob.glob(str(base / pattern)):
-            if os.path.isdir(p):
-                found.add(Path(p))
+    found: list[Path] = []
+    base_depth = len(base.parts)
+    for dirpath, dirnames, _ in os.walk(base):
+        depth = len(Path(dirpath).parts) - base_depth
+        keep = []
+        for d in dirnames:
+            if d.startswith(prefix):
+                found.append(Path(dirpath) / d)
+            elif depth < MAX_CGROUP_DEPTH:
+                keep.append(d)
+        dirnames[:] = keep
     return sorted(found)
 
 

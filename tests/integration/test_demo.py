@@ -1,0 +1,170 @@
+"""The bundled demo, end to end, on the repository's own matrix.yaml (builds and reports in
+temporary directories, fewer runs): the fix is faster, an A/A run is not, results.json holds the
+raw data with this machine's paths redacted, and run folders appear whole or not at all."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import patchbench
+from patchbench import pipeline, report
+from tests.support import assert_nothing_left, invoke
+
+pytestmark = pytest.mark.integration
+
+# patchbench is a namespace package (no __init__.py): its __file__ is None, its __path__ is set
+ROOT = Path(next(iter(patchbench.__path__))).resolve().parent
+RUNS, ROUNDS = 10, 2
+
+
+def options(base: Path, **kw: Any) -> pipeline.Options:
+    return pipeline.Options(root=ROOT, matrix=ROOT / "matrix.yaml", builds=base / "builds",
+                            reports=base / "reports", runs=RUNS, rounds=ROUNDS, warmup=1,
+                            seed=7, **kw)
+
+
+@pytest.fixture(scope="module")
+def demo_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("demo")
+
+
+@pytest.fixture(scope="module")
+def demo_run(demo_base: Path) -> tuple[dict[str, Any], Path]:
+    opts = options(demo_base)
+    results, run_dir = pipeline.compare(pipeline.load(opts), opts, "demo")
+    assert run_dir is not None
+    return results, run_dir
+
+
+def strings(obj: Any) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield str(k)
+            yield from strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from strings(v)
+
+
+def test_the_fix_is_faster(demo_run: tuple[dict[str, Any], Path]) -> None:
+    results, _ = demo_run
+    (sc,) = results["scenarios"]
+    assert sc["name"] == "start-8"
+    (comp,) = sc["comparisons"]
+    assert comp["candidate_variant"] == "per-sandbox-lock"
+    assert comp["verdict"] == "faster"
+    assert comp["speedup"] > 2
+    assert comp["ci_low"] > 1
+
+
+def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
+                                         demo_base: Path) -> None:
+    _, run_dir = demo_run
+    saved = json.loads((run_dir / "results.json").read_text())
+    assert saved == report.load_run(run_dir)
+    assert saved["schema_version"] == report.RESULTS_SCHEMA == 1
+    assert saved["comparison"] == "demo" and saved["aa"] is False and saved["seed"] == 7
+    assert saved["commit"] == "d43fc88e35d5f75debf78106f2c3ebe3b4b13c57"
+    (sc,) = saved["scenarios"]
+    assert (sc["runs"], sc["rounds"]) == (RUNS, ROUNDS)
+    assert len(sc["order"]) == ROUNDS
+    for cell in sc["cells"]:
+        samples = cell["samples"]
+        assert len(samples["times"]) == RUNS
+        assert all(isinstance(t, float) and t > 0 for t in samples["times"])
+        assert samples["exit_codes"] == [0] * RUNS
+        assert sorted(set(samples["rounds"])) == list(range(1, ROUNDS + 1))
+        assert len(samples["hyperfine"]) == ROUNDS
+        assert cell["summary"]["n"] == RUNS
+    for variant in ("baseline", "per-sandbox-lock"):
+        assert sc["verify"][variant]["passed"] is True
+        assert json.loads(sc["verify"][variant]["output"]) == {"started": 32, "booted": 32}
+    machine = saved["machine"]
+    for key in ("cpu_model", "cpu_count", "kernel", "load_avg", "memory_bytes", "tools"):
+        assert key in machine
+    assert machine["tools"]["hyperfine"].startswith("hyperfine ")
+    builds = saved["builds"]
+    assert sorted(builds) == ["baseline", "per-sandbox-lock"]
+    shas = set()
+    for variant, man in builds.items():
+        art = man["artifacts"]["slowstart"]
+        assert re.fullmatch(r"[0-9a-f]{64}", art["sha256"])
+        shas.add(art["sha256"])
+        binary = (demo_base / "builds" / "artifacts" / "demo" / man["cache_key"][:20] / "bin"
+                  / "slowstart")
+        assert hashlib.sha256(binary.read_bytes()).hexdigest() == art["sha256"]
+        assert json.loads((run_dir / f"manifest-{variant}.json").read_text()) == man
+        assert man["variant"] == variant
+    assert len(shas) == 2
+
+
+def test_no_path_of_this_machine_is_saved(demo_run: tuple[dict[str, Any], Path],
+                                          demo_base: Path) -> None:
+    results, run_dir = demo_run
+    builds = str(demo_base / "builds")
+    for s in strings(results):
+        assert builds not in s
+        assert str(demo_base) not in s
+    for f in run_dir.iterdir():
+        text = f.read_text()
+        assert builds not in text, f
+        assert str(ROOT) not in text, f
+    # the redacted placeholders are there instead
+    assert any("<builds>/artifacts/demo/" in s for s in strings(results))
+
+
+def test_the_run_folder_is_complete_and_nothing_partial_is_left(
+    demo_run: tuple[dict[str, Any], Path], demo_base: Path
+) -> None:
+    _, run_dir = demo_run
+    reports = demo_base / "reports"
+    assert run_dir.parent == reports / "demo"
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "machine.json", "manifest-baseline.json", "manifest-per-sandbox-lock.json",
+        "report.md", "results.json"]
+    assert [p for p in reports.rglob("*") if ".partial" in p.name or p.name.startswith(".")] == []
+    md = (run_dir / "report.md").read_text()
+    assert md.startswith("# demo: ")
+    assert "start-8" in md and "faster" in md
+    assert_nothing_left(demo_base / "builds", demo_base / "builds" / "sources" / "demo.git")
+
+
+def test_an_aa_run_finds_no_difference(demo_run: tuple[dict[str, Any], Path],
+                                       demo_base: Path) -> None:
+    opts = options(demo_base, aa=True)
+    results, run_dir = pipeline.compare(pipeline.load(opts), opts, "demo")
+    assert run_dir is not None and run_dir != demo_run[1]
+    assert results["aa"] is True
+    assert sorted(results["builds"]) == ["baseline", "baseline-again"]
+    assert results["builds"]["baseline"] == results["builds"]["baseline-again"]
+    (sc,) = results["scenarios"]
+    (comp,) = sc["comparisons"]
+    assert comp["candidate_variant"] == "baseline-again"
+    assert comp["ci_low"] <= 1.0 <= comp["ci_high"] or \
+        comp["verdict"] == "no significant difference"
+    assert [p for p in (demo_base / "reports").rglob("*") if ".partial" in p.name] == []
+
+
+def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
+                                        demo_base: Path) -> None:
+    res = invoke("compare", "demo", "--runs", "4", "--rounds", "2", "--warmup", "0",
+                 "--seed", "1", "--builds", str(demo_base / "builds"),
+                 "--reports", str(demo_base / "cli-reports"), cwd=demo_base)
+    assert res.returncode == 0, res.stderr
+    assert "start-8" in res.stdout and "per-sandbox-lock" in res.stdout
+    assert "patchbench: demo: cached d43fc88e35d5" in res.stderr  # the module's earlier fetch
+    assert "patchbench: building" not in res.stderr  # and its builds
+    saved = re.search(r"^saved: (.+)$", res.stdout, re.M)
+    assert saved is not None
+    run_dir = Path(saved.group(1))
+    assert run_dir.parent == demo_base / "cli-reports" / "demo"
+    assert report.load_run(run_dir)["scenarios"][0]["runs"] == 4

@@ -1,0 +1,105 @@
+"""Measuring with the real hyperfine: failing runs name their round and exit code, a hanging
+command is stopped and leaves no process, and a failed comparison saves no report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchbench import bench, pipeline
+from patchbench.bench import Cell, Invocation
+from patchbench.config import Scenario
+from patchbench.errors import BenchmarkError
+from tests.support import Project, assert_nothing_left, processes_with
+
+pytestmark = pytest.mark.integration
+
+
+def scenario(**kw: Any) -> Scenario:
+    data: dict[str, Any] = {"name": "s", "command": ["x"], "runs": 4, "rounds": 2, "warmup": 0,
+                            "timeout": 10}
+    data.update(kw)
+    return Scenario.model_validate(data)
+
+
+def counting_script(counter: Path, fail_on: int, code: int) -> list[str]:
+    """A command that exits with ``code`` on its ``fail_on``-th run only."""
+    return ["sh", "-c", f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); "
+                        f"echo $n > {counter}; if [ $n -eq {fail_on} ]; then exit {code}; fi"]
+
+
+def test_measure_keeps_every_run(tmp_path: Path) -> None:
+    cells = [Cell("a"), Cell("b")]
+
+    def expand(cell: Cell) -> Invocation:
+        return Invocation(command=["true"] if cell.variant == "a" else ["sleep", "0.01"])
+
+    samples, order = bench.measure(scenario(), cells, expand, seed=5, workdir=tmp_path)
+    assert order == [[c.label for c in r] for r in bench.schedule(cells, 2, 5)]
+    for c in cells:
+        assert len(samples[c].times) == 4
+        assert samples[c].exit_codes == [0, 0, 0, 0]
+        assert samples[c].rounds == [1, 1, 2, 2]
+    assert min(samples[Cell("b")].times) >= 0.009
+    assert len(list(tmp_path.glob("s.*.r*.json"))) == 4
+
+
+def test_a_command_failing_on_some_runs(tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    inv = Invocation(command=counting_script(counter, fail_on=3, code=7))
+    with pytest.raises(BenchmarkError) as info:
+        bench.measure(scenario(), [Cell("baseline")], lambda c: inv, seed=1, workdir=tmp_path)
+    err = info.value
+    assert err.exit_code == 15
+    assert err.message == "s baseline round 2/2: 1 of 2 runs failed (exit codes [7])"
+    assert err.detail is not None and "hyperfine JSON: " in err.detail
+    assert counter.read_text().strip() == "4"  # hyperfine ran the round to its end
+
+
+def test_a_hanging_command_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "TIMEOUT_SLACK", 1.0)
+    marker = "59.8765"
+    torn_down = tmp_path / "torn-down"
+    inv = Invocation(command=["sleep", marker], teardown=[["touch", str(torn_down)]])
+    started = time.monotonic()
+    with pytest.raises(BenchmarkError) as info:
+        bench.measure(scenario(runs=1, rounds=1, timeout=1), [Cell("baseline")],
+                      lambda c: inv, seed=1, workdir=tmp_path)
+    elapsed = time.monotonic() - started
+    assert info.value.message == "s baseline round 1/1: the benchmark command hung; " \
+                                 "stopped after 2 s"
+    assert elapsed < 30
+    assert torn_down.exists()  # teardown still ran
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marker) == []
+
+
+def test_a_failing_comparison_saves_no_report(project: Project) -> None:
+    project.write(scenarios=[{"name": "fails", "command": ["sh", "-c", "exit 2"], "runs": 2,
+                              "rounds": 1, "warmup": 0, "timeout": 5}])
+    with pytest.raises(BenchmarkError, match=r"round 1/1: 2 of 2 runs failed \(exit codes \[2\]\)"):
+        pipeline.compare(project.load(), project.options(seed=1), "fx")
+    assert not project.reports.exists()
+    assert_nothing_left(project.builds, project.cache)
+
+
+def test_a_fixture_comparison_end_to_end(project: Project) -> None:
+    results, run_dir = pipeline.compare(project.load(), project.options(seed=3), "fx")
+    assert run_dir is not None and run_dir.parent == project.reports / "fx"
+    (sc,) = results["scenarios"]
+    assert [c["variant"] for c in sc["cells"]] == ["baseline", "greet"]
+    for c in sc["cells"]:
+        assert len(c["samples"]["times"]) == 4
+        assert c["samples"]["exit_codes"] == [0] * 4
+    (comp,) = sc["comparisons"]
+    assert comp["baseline"] == "baseline" and comp["candidate"] == "greet"
+    assert 0 < comp["ci_low"] <= comp["ci_high"]
+    assert comp["p_value"] is not None
+    assert results["seed"] == 3
+    assert [p.name for p in project.reports.rglob("*") if "partial" in p.name] == []
+    assert_nothing_left(project.builds, project.cache)

@@ -1,0 +1,138 @@
+"""The interleaved schedule and measure() without starting hyperfine (a fake stands in)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchbench import bench
+from patchbench.bench import Cell, Invocation
+from patchbench.config import Scenario
+from patchbench.errors import BenchmarkError, ConfigError
+
+CELLS = [Cell("baseline"), Cell("a"), Cell("b"), Cell("c", (("k", "4"),))]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 12345])
+def test_schedule_is_deterministic_for_a_seed(seed: int) -> None:
+    assert bench.schedule(CELLS, 6, seed) == bench.schedule(CELLS, 6, seed)
+
+
+def test_schedule_depends_on_the_seed() -> None:
+    orders = {tuple(tuple(c.label for c in r) for r in bench.schedule(CELLS, 6, s))
+              for s in range(10)}
+    assert len(orders) == 10
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_round_runs_every_cell_exactly_once(seed: int) -> None:
+    rounds = bench.schedule(CELLS, 5, seed)
+    assert len(rounds) == 5
+    for r in rounds:
+        assert Counter(r) == Counter(CELLS)
+
+
+def test_schedule_interleaves() -> None:
+    """Over many rounds, the baseline is not always first (never all-A-then-all-B)."""
+    firsts = {r[0] for r in bench.schedule(CELLS[:2], 20, seed=3)}
+    assert firsts == set(CELLS[:2])
+
+
+def test_cell_labels() -> None:
+    assert Cell("baseline").label == "baseline"
+    assert Cell("fix", (("k", "8"),)).label == "fix k=8"
+    assert Cell("fix", (("k", "8"),)).param("k") == "8"
+    assert Cell("fix").param("k") is None
+
+
+def test_fill_placeholders() -> None:
+    assert bench.fill_argv(["{bin}/x", "-n", "{k}"], {"bin": "/b", "k": "3"}, "s") == \
+        ["/b/x", "-n", "3"]
+
+
+def test_fill_unknown_placeholder() -> None:
+    with pytest.raises(ConfigError) as info:
+        bench.fill("{runc} run", {"bin": "/b", "work": "/w"}, "scenario s")
+    assert "unknown placeholder {runc}" in info.value.message
+    assert info.value.hint == "available: {bin}, {work}"
+
+
+class FakeHyperfine:
+    """Stands in for bench.hyperfine: records calls, returns chosen times and exit codes."""
+
+    def __init__(self, fail_at: tuple[str, int] | None = None, code: int = 1):
+        self.calls: list[dict[str, Any]] = []
+        self.fail_at = fail_at
+        self.code = code
+
+    def __call__(self, inv: Invocation, *, runs: int, warmup: int, per_run_timeout: float,
+                 export: Path, log: Path, name: str) -> dict[str, Any]:
+        self.calls.append({"cmd": inv.command, "runs": runs, "warmup": warmup, "name": name,
+                           "timeout": per_run_timeout, "export": export})
+        rnd = int(name.rsplit("round ", 1)[1].split("/")[0])
+        variant = inv.command[0]
+        codes = [0] * runs
+        if self.fail_at == (variant, rnd):
+            codes[-1] = self.code
+        base = 0.2 if variant == "baseline" else 0.1
+        return {"times": [base + 0.001 * i for i in range(runs)], "exit_codes": codes,
+                "median": base}
+
+
+def scenario(**kw: Any) -> Scenario:
+    data: dict[str, Any] = {"name": "s", "command": ["x"], "runs": 6, "rounds": 3, "warmup": 2,
+                            "timeout": 7}
+    data.update(kw)
+    return Scenario.model_validate(data)
+
+
+def expand(cell: Cell) -> Invocation:
+    return Invocation(command=[cell.variant])
+
+
+def test_measure_interleaves_and_keeps_every_sample(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeHyperfine()
+    monkeypatch.setattr(bench, "hyperfine", fake)
+    cells = [Cell("baseline"), Cell("fix")]
+    samples, order = bench.measure(scenario(), cells, expand, seed=11, workdir=tmp_path / "w")
+    assert order == [[c.label for c in r] for r in bench.schedule(cells, 3, 11)]
+    assert [c["cmd"][0] for c in fake.calls] == [label for r in order for label in r]
+    for cell in cells:
+        s = samples[cell]
+        assert len(s.times) == 6
+        assert s.rounds == [1, 1, 2, 2, 3, 3]
+        assert s.exit_codes == [0] * 6
+        assert len(s.hyperfine) == 3
+    # each call runs runs/rounds; full warmup the first time a cell runs, then one run
+    assert {c["runs"] for c in fake.calls} == {2}
+    first = {}
+    for c in fake.calls:
+        first.setdefault(c["cmd"][0], c)
+    assert all(first[v]["warmup"] == 2 for v in ("baseline", "fix"))
+    assert [c["warmup"] for c in fake.calls if c is not first[c["cmd"][0]]] == [1] * 4
+    assert {c["timeout"] for c in fake.calls} == {7}
+    assert len({c["export"] for c in fake.calls}) == 6
+
+
+def test_a_failing_run_names_round_and_exit_code(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "hyperfine", FakeHyperfine(fail_at=("fix", 2), code=3))
+    with pytest.raises(BenchmarkError) as info:
+        bench.measure(scenario(), [Cell("baseline"), Cell("fix")], expand, seed=1,
+                      workdir=tmp_path)
+    assert info.value.message == "s fix round 2/3: 1 of 2 runs failed (exit codes [3])"
+    assert info.value.exit_code == 15
+
+
+def test_a_run_without_exit_code_counts_as_failed(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def killed(inv: Invocation, **kw: Any) -> dict[str, Any]:
+        return {"times": [0.1, 0.1], "exit_codes": [0, None]}
+
+    monkeypatch.setattr(bench, "hyperfine", killed)
+    with pytest.raises(BenchmarkError, match=r"round 1/3: 1 of 2 runs failed \(exit codes \[-1\]\)"):
+        bench.measure(scenario(), [Cell("baseline")], expand, seed=1, workdir=tmp_path)

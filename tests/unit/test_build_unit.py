@@ -1,0 +1,184 @@
+"""Builds without building: the toolchain check, the fingerprint comparison, the environment,
+the cache key, and what build_variant does with a cached or an unstamped directory."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchbench import build, command, toolchain
+from patchbench.build import Built, Variant
+from patchbench.config import Target
+from patchbench.errors import ToolchainError
+
+FP: dict[str, Any] = {
+    "kind": "go", "version": "go1.22.1", "platform": "linux/amd64",
+    "go_sha256": "a" * 64, "compile_sha256": "b" * 64, "link_sha256": "c" * 64,
+    "goenv": {"GOOS": "linux", "GOARCH": "amd64", "CGO_ENABLED": "0"},
+    "env": {"GOFLAGS": "-trimpath", "TZ": "UTC"}, "extra": {},
+}
+
+
+def built(name: str, fp: dict[str, Any]) -> Built:
+    return Built(Variant(name, ()), Path("/nowhere") / name, {"fingerprint": fp}, cached=True)
+
+
+def test_same_toolchain_passes() -> None:
+    other = copy.deepcopy(FP)
+    other["sources"] = {"go.sum_sha256": "d" * 64}  # per-tree hashes are recorded, not compared
+    build.check_same_toolchain([built("baseline", FP), built("fix", other)])
+
+
+def test_different_toolchains_are_refused_naming_the_keys() -> None:
+    other = copy.deepcopy(FP)
+    other["version"] = "go1.22.2"
+    other["compile_sha256"] = "e" * 64
+    other["goenv"]["GOAMD64"] = "v3"
+    with pytest.raises(ToolchainError) as info:
+        build.check_same_toolchain([built("baseline", FP), built("fix", FP), built("x", other)])
+    err = info.value
+    assert err.exit_code == 13
+    assert "baseline and x were built with different toolchains" in err.message
+    assert err.message.endswith("differing keys: compile_sha256, goenv.GOAMD64, version")
+
+
+def test_differing_keys_nested_and_missing() -> None:
+    a = {"x": 1, "n": {"a": 1, "b": 2}, "sources": {"q": 1}}
+    b = {"x": 1, "n": {"a": 1, "b": 3}, "y": 0, "sources": {"q": 2}}
+    assert toolchain.differing_keys(a, b) == ["n.b", "y"]
+
+
+def target(version: str = "1.22.1", download: bool = False, **build_kw: Any) -> Target:
+    return Target.model_validate({
+        "url": "/x", "ref": "v1", "commit": "0" * 40,
+        "toolchain": {"kind": "go", "version": version, "download": download},
+        "build": {"commands": [["go", "build", "."]], "artifacts": ["hello"], **build_kw},
+    })
+
+
+class FakeGo:
+    """command.run standing in for the go command."""
+
+    def __init__(self, version_line: str):
+        self.version_line = version_line
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: list[str], **kw: Any) -> command.Result:
+        self.calls.append(list(argv))
+        return command.Result(tuple(argv), 0, self.version_line + "\n", "", 0.0)
+
+
+def test_a_pinned_go_that_is_not_installed_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeGo("go version go1.21.0 linux/amd64")
+    monkeypatch.setattr(command, "run", fake)
+    t = target("1.22.1")
+    env = toolchain.build_env(t, 0)
+    with pytest.raises(ToolchainError) as info:
+        toolchain.fingerprint(t, env)
+    assert "pins Go 1.22.1" in info.value.message
+    assert "go1.21.0" in info.value.message
+    assert fake.calls == [["go", "version"]]  # refused before anything else ran
+
+
+def test_build_env_is_an_allowlist(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    monkeypatch.setenv("GOPATH", "/gp")
+    monkeypatch.setenv("GOFLAGS", "-mod=mod")
+    env = toolchain.build_env(target(env={"EXTRA": "1"}), 1700000000)
+    assert "SECRET_TOKEN" not in env
+    assert env["GOPATH"] == "/gp"
+    assert env["GOFLAGS"] == "-trimpath"
+    assert env["GOTOOLCHAIN"] == "local"
+    assert env["CGO_ENABLED"] == "0"
+    assert env["SOURCE_DATE_EPOCH"] == "1700000000"
+    assert env["EXTRA"] == "1"
+    assert toolchain.build_env(target(download=True), 0)["GOTOOLCHAIN"] == "go1.22.1"
+    recorded = toolchain.recorded_env(env, target(env={"EXTRA": "1"}))
+    assert "GOPATH" not in recorded and "PATH" not in recorded and "HOME" not in recorded
+    assert recorded["EXTRA"] == "1"
+
+
+def test_recipe_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        target(timeout=0)
+
+
+# --- build_variant's cache logic, with _build faked ------------------------------------------
+
+
+class FakeSeries:
+    def __init__(self, name: str, digest: str):
+        self.name = name
+        self.digest = digest
+
+
+def make_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> build.BuildPlan:
+    digests = {"fix": "1" * 64}
+    monkeypatch.setattr(build.patching, "load_series",
+                        lambda root, name: FakeSeries(name, digests[name]))
+
+    class FakeProject:
+        root = tmp_path
+
+    class FakeCheckout:
+        commit = "f" * 40
+
+    return build.BuildPlan(FakeProject(), "hello", target(), FakeCheckout(),  # type: ignore[arg-type]
+                           tmp_path / "builds", [], {}, dict(FP))
+
+
+def fake_build(calls: list[str]):  # type: ignore[no-untyped-def]
+    def _build(plan: build.BuildPlan, variant: Variant, series: list[Any], key: str,
+               final: Path) -> Built:
+        calls.append(key)
+        assert not final.exists(), "an unstamped directory must be removed before building"
+        (final / "bin").mkdir(parents=True)
+        (final / "manifest.json").write_text(json.dumps({"cache_key": key}))
+        (final / build.STAMP).write_text(key + "\n")
+        return Built(variant, final, {"cache_key": key}, cached=False)
+
+    return _build
+
+
+def test_cache_hit_and_unstamped_directory(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = make_plan(tmp_path, monkeypatch)
+    calls: list[str] = []
+    monkeypatch.setattr(build, "_build", fake_build(calls))
+    v = Variant("fix", ("fix",))
+    key = plan.key([FakeSeries("fix", "1" * 64)])  # type: ignore[list-item]
+    final = plan.builds / "artifacts" / "hello" / key[:20]
+    # an interrupted build: the directory exists, without its stamp
+    (final / "bin").mkdir(parents=True)
+    (final / "bin" / "hello").write_text("half written")
+    (final / "manifest.json").write_text("{}")
+    first = build.build_variant(plan, v)
+    assert calls == [key]
+    assert not first.cached
+    assert first.path == final
+    assert not (final / "bin" / "hello").exists()
+    second = build.build_variant(plan, v)
+    assert second.cached
+    assert second.path == final
+    assert second.manifest == {"cache_key": key}
+    assert calls == [key]
+
+
+def test_the_key_changes_with_each_input(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = make_plan(tmp_path, monkeypatch)
+    s = [FakeSeries("fix", "1" * 64)]
+    key = plan.key(s)  # type: ignore[arg-type]
+    assert key == plan.key(s)  # type: ignore[arg-type]
+    assert plan.key([]) != key
+    assert plan.key([FakeSeries("fix", "2" * 64)]) != key  # type: ignore[list-item]
+    other_fp = dict(FP, version="go1.22.2")
+    assert build.BuildPlan(plan.project, "hello", plan.target, plan.checkout, plan.builds, [],
+                           {}, other_fp).key(s) != key  # type: ignore[arg-type]
+    other_target = target(env={"X": "1"})
+    assert build.BuildPlan(plan.project, "hello", other_target, plan.checkout, plan.builds,
+                           [], {}, dict(FP)).key(s) != key  # type: ignore[arg-type]

@@ -1,0 +1,128 @@
+"""Run folders: written atomically, loaded with a schema check, rendered; paths redacted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchbench import pipeline, report
+from patchbench.errors import ReportError
+
+
+def results() -> dict[str, Any]:
+    fp = {"kind": "go", "version": "go1.22.1"}
+    man = {"built_commit": "a" * 40, "series": [], "fingerprint": fp,
+           "artifacts": {"hello": {"path": "hello", "sha256": "b" * 64, "bytes": 10}}}
+    cell = {"n": 4, "median": 0.2, "mean": 0.2, "stdev": 0.01, "min": 0.19, "max": 0.21,
+            "cv": 0.05, "noisy": False}
+    return {
+        "schema_version": report.RESULTS_SCHEMA, "comparison": "fx", "description": "d",
+        "target": "hello", "url": "/u", "ref": "v1", "commit": "a" * 40, "aa": False,
+        "seed": 1, "settings": {"alpha": 0.05, "min_effect": 0.02},
+        "started_at": "s", "finished_at": "f",
+        "machine": {"cpu_model": "cpu", "cpu_count": 2, "kernel": "k", "load_avg": [0.1] * 3},
+        "builds": {"baseline": man, "greet": {**man, "series": [{"name": "greet"}]}},
+        "scenarios": [{
+            "name": "run", "kind": "command", "description": "", "command": "hello",
+            "runs": 4, "rounds": 2, "warmup": 0, "rate": None,
+            "cells": [{"label": "baseline", "summary": cell},
+                      {"label": "greet", "summary": {**cell, "median": 0.1}}],
+            "comparisons": [{"baseline": "baseline", "candidate": "greet",
+                             "candidate_variant": "greet", "params": "", "speedup": 2.0,
+                             "ci_low": 1.9, "ci_high": 2.1, "p_value": 0.001,
+                             "verdict": "faster"}],
+        }],
+        "warnings": ["w1"],
+    }
+
+
+def test_save_run_writes_a_complete_folder(tmp_path: Path) -> None:
+    run = report.save_run(tmp_path, "fx", results(), {})
+    assert run.parent == tmp_path / "fx"
+    assert sorted(p.name for p in run.iterdir()) == [
+        "machine.json", "manifest-baseline.json", "manifest-greet.json", "report.md",
+        "results.json"]
+    data = report.load_run(run)
+    assert data["run_dir"] == f"fx/{run.name}"
+    assert report.latest_run(tmp_path, "fx") == run
+    assert [p.name for p in (tmp_path / "fx").iterdir()] == [run.name]
+
+
+def test_two_runs_in_one_second_get_two_folders(tmp_path: Path) -> None:
+    a = report.save_run(tmp_path, "fx", results(), {})
+    b = report.save_run(tmp_path, "fx", results(), {})
+    assert a != b
+    assert (a / "results.json").is_file() and (b / "results.json").is_file()
+
+
+def test_a_failed_write_leaves_no_partial_folder(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(results: dict[str, Any]) -> str:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(report, "render_markdown", boom)
+    with pytest.raises(OSError, match="disk full"):
+        report.save_run(tmp_path, "fx", results(), {})
+    assert list((tmp_path / "fx").iterdir()) == []
+
+
+def test_an_interrupted_write_leaves_no_partial_folder(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    real = report.write_json_atomic
+    calls = []
+
+    def interrupted(path: Path, data: Any) -> None:
+        calls.append(path.name)
+        if path.name.startswith("manifest-"):
+            raise KeyboardInterrupt
+        real(path, data)
+
+    monkeypatch.setattr(report, "write_json_atomic", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        report.save_run(tmp_path, "fx", results(), {})
+    assert "results.json" in calls
+    assert list((tmp_path / "fx").iterdir()) == []
+
+
+def test_load_run_refuses_another_schema(tmp_path: Path) -> None:
+    (tmp_path / "results.json").write_text(json.dumps({"schema_version": 99}))
+    with pytest.raises(ReportError, match="schema 99"):
+        report.load_run(tmp_path)
+    (tmp_path / "results.json").write_text("{not json")
+    with pytest.raises(ReportError, match="cannot read"):
+        report.load_run(tmp_path)
+
+
+def test_latest_run_without_runs(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="no saved runs"):
+        report.latest_run(tmp_path, "fx")
+
+
+def test_markdown_and_table() -> None:
+    md = report.render_markdown(results())
+    assert md.startswith("# fx: d")
+    assert "2.00× [1.90, 2.10]" in md
+    assert "faster" in md
+    assert "- w1" in md
+    table = report.summary_table(results())
+    assert "200.00 ms" in table and "100.00 ms" in table
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (None, "-"), (float("nan"), "-"), (1.5, "1.500 s"), (0.0123, "12.30 ms"),
+    (0.0000123, "12.3 µs"),
+])
+def test_fmt_time(seconds: float | None, text: str) -> None:
+    assert report.fmt_time(seconds) == text
+
+
+def test_redact_replaces_paths_everywhere() -> None:
+    data = {"a": "/tmp/b/runs/x/file", "l": ["/tmp/b/artifacts/h", 3, None],
+            "n": {"k": "run /tmp/b/runs/x and /proj/p"}}
+    out = pipeline.redact(data, {"/tmp/b/runs/x": "<run>", "/tmp/b": "<builds>",
+                                 "/proj": "<project>"})
+    assert out == {"a": "<run>/file", "l": ["<builds>/artifacts/h", 3, None],
+                   "n": {"k": "run <run> and <project>/p"}}
