@@ -61,7 +61,12 @@ def do_compare(opts: pipeline.Options, name: str) -> int:
     if run_dir is None:
         return 0
     print()
-    print(report.summary_table(results))
+    if any(sc.get("comparisons") for sc in results["scenarios"]):
+        print(report.summary_table(results))
+    for sc in results["scenarios"]:
+        for extra in sc.get("markdown", []):
+            if not extra.startswith("!["):
+                print(f"\n{sc['name']}:\n{extra}")
     for w in results["warnings"]:
         print(f"warning: {w}")
     print(f"\nsaved: {run_dir}")

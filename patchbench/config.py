@@ -59,6 +59,9 @@ class BuildRecipe(_Model):
     artifacts: list[str] = Field(min_length=1)
     timeout: float = Field(default=1800.0, gt=0)
     image: str | None = None  # docker backend: an image pinned by digest
+    # run after the build, from the artifacts directory; its output goes into the manifest
+    # (e.g. [runc, --version], to show the patched commit and that it is not "-dirty")
+    version: list[str] = Field(default_factory=list)
 
     @field_validator("artifacts")
     @classmethod
@@ -123,6 +126,8 @@ class Scenario(_Model):
     kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict)
     list_cmd: list[str] = Field(default_factory=list, alias="list")
     fresh: list[str] = Field(default_factory=list)
+    # names for exit codes of the launched command, shown in the stress report
+    exit_labels: dict[int, str] = Field(default_factory=dict)
     # a check command run once per variant after measuring (exit 0 = pass); its stdout is kept
     verify: list[str] = Field(default_factory=list)
 
@@ -230,9 +235,11 @@ class Project:
         return sorted(found)
 
 
-def _line_index(text: str) -> dict[tuple[str, ...], int]:
-    """Map each key path of the YAML document to its 1-based line, for error messages."""
+def _line_index(text: str, path: Path | None = None) -> dict[tuple[str, ...], int]:
+    """Map each key path of the YAML document to its 1-based line, for error messages; with
+    ``path``, a key given twice in one mapping is an error."""
     index: dict[tuple[str, ...], int] = {}
+    duplicates: list[tuple[tuple[str, ...], int, int]] = []
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
@@ -243,6 +250,8 @@ def _line_index(text: str) -> dict[tuple[str, ...], int]:
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 kpath = (*path, str(key.value))
+                if kpath in index and kpath != path:
+                    duplicates.append((kpath, index[kpath], key.start_mark.line + 1))
                 index[kpath] = key.start_mark.line + 1
                 walk(value, kpath)
         elif isinstance(node, yaml.SequenceNode):
@@ -251,6 +260,12 @@ def _line_index(text: str) -> dict[tuple[str, ...], int]:
 
     if root is not None:
         walk(root, ())
+    if duplicates and path is not None:
+        kpath, first, again = duplicates[0]
+        raise ConfigError(
+            f"{path}:{again}: {'.'.join(kpath)}: duplicate key (first set on line {first}); YAML "
+            "would silently keep only the last one",
+        )
     return index
 
 
@@ -327,6 +342,7 @@ def load(path: Path) -> Project:
         ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
+    _line_index(text, path)  # refuses duplicate keys
     try:
         matrix = Matrix.model_validate(data)
     except ValidationError as exc:

@@ -179,26 +179,62 @@ def _find_hunk(text: str, file: str, line: int) -> tuple[int, str]:
     return 0, ""
 
 
+def commit_index(worktree: Path, message: str, env: dict[str, str]) -> str:
+    """Commit the index on top of HEAD and move HEAD there. Like ``git commit``, except that
+    blobs missing from the object store (a source snapshot without its largest files, checked out
+    sparse) do not stop it: the tree is written with --missing-ok."""
+    tree = run_git(["write-tree", "--missing-ok"], cwd=worktree, error=PatchError).stdout.strip()
+    head = run_git(["rev-parse", "HEAD"], cwd=worktree, error=PatchError).stdout.strip()
+    commit = run_git(["commit-tree", tree, "-p", head, "-F", "-"], cwd=worktree, env=env,
+                     error=PatchError, input=message).stdout.strip()
+    run_git(["update-ref", "--no-deref", "-m", "patchbench", "HEAD", commit], cwd=worktree,
+            env=env, error=PatchError)
+    return commit
+
+
+def _mailinfo(worktree: Path, patch: Patch) -> tuple[dict[str, str], str, Path]:
+    """Split a format-patch file with ``git mailinfo``: headers, commit message, and the diff."""
+    scratch = Path(run_git(["rev-parse", "--git-dir"], cwd=worktree).stdout.strip())
+    if not scratch.is_absolute():
+        scratch = worktree / scratch
+    msg, diff = scratch / "patchbench-msg", scratch / "patchbench-diff"
+    res = run_git(["mailinfo", "-k", str(msg), str(diff)], cwd=worktree, error=PatchError,
+                  input=patch.path.read_text())
+    info = {}
+    for line in res.stdout.splitlines():
+        key, _, value = line.partition(": ")
+        info[key] = value
+    body = msg.read_text().strip()
+    subject = re.sub(r"^\[PATCH[^\]]*\]\s*", "", info.get("Subject", ""))
+    return info, subject + ("\n\n" + body if body else "") + "\n", diff
+
+
 def apply_series(worktree: Path, series: list[Series], date_epoch: int) -> list[str]:
-    """Apply every series as commits. On failure, abort and raise; the caller removes the
-    worktree. Commit identity and dates are fixed, so the patched commit is reproducible."""
-    env = {**IDENTITY, "GIT_COMMITTER_DATE": f"@{date_epoch} +0000"}
+    """Apply every series as commits, patch by patch: ``git apply --index`` (all or nothing per
+    patch, no .rej files) then a commit with the patch's author and date, so version strings show
+    the patched commit and never "-dirty". On failure the index and files are reset to HEAD and
+    PatchError names the series, patch, file and hunk; the caller removes the worktree. The
+    committer and dates are fixed, so the patched commit is reproducible."""
+    del date_epoch  # the commit dates come from the patches themselves
     applied: list[str] = []
     for s in series:
         for patch in s.patches:
-            res = run_git(
-                ["am", "-q", "--no-3way", "--committer-date-is-author-date", str(patch.path)],
-                cwd=worktree, env=env, check=False,
-            )
+            info, message, diff = _mailinfo(worktree, patch)
+            res = run_git(["apply", "--index", "--whitespace=nowarn", str(diff)], cwd=worktree,
+                          check=False)
             if res.returncode != 0:
-                # with the identity: aborting writes a reflog entry, and fails without one
-                run_git(["am", "--abort"], cwd=worktree, env=env, check=False)
+                run_git(["reset", "-q", "--hard"], cwd=worktree, check=False)
                 detail = _failure_detail(worktree, patch)
                 raise PatchError(
                     f"series {s.name!r}, patch {patch.path.name}: {detail}",
                     hint="rebase the patch on the pinned commit (invoke patch --check lists all)",
                     detail=(res.stdout + res.stderr).strip() or None,
                 )
+            date = info.get("Date", "")
+            env = {**IDENTITY, "GIT_AUTHOR_NAME": info.get("Author", "unknown"),
+                   "GIT_AUTHOR_EMAIL": info.get("Email", ""), "GIT_AUTHOR_DATE": date,
+                   "GIT_COMMITTER_DATE": date}
+            commit_index(worktree, message, env)
             applied.append(patch.path.name)
     return applied
 
@@ -248,11 +284,9 @@ def apply_overlays(worktree: Path, overlays: list[Overlay], date_epoch: int) -> 
     date = f"@{date_epoch} +0000"
     env = {**IDENTITY, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
     names = ", ".join(o.name for o in overlays)
-    run_git(["add", "-A"], cwd=worktree, env=env, error=SourceError)
-    run_git(
-        ["commit", "-q", "--no-gpg-sign", "--no-verify", "-m", f"patchbench overlay: {names}"],
-        cwd=worktree, env=env, error=SourceError,
-    )
+    run_git(["add", "--", *sorted({rel for o in overlays for rel in o.files})], cwd=worktree,
+            env=env, error=SourceError)
+    commit_index(worktree, f"patchbench overlay: {names}\n", env)
 
 
 __all__ = [

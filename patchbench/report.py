@@ -125,9 +125,10 @@ def render_markdown(results: dict[str, Any]) -> str:
         lines += [f"## Scenario `{sc['name']}` ({sc['kind']})", ""]
         if sc.get("description"):
             lines += [sc["description"], ""]
-        lines += [f"Command: `{sc['command']}`", "",
-                  f"{sc['runs']} runs per cell in {sc['rounds']} interleaved rounds, warmup "
-                  f"{sc['warmup']}.", "", detail_table(sc), ""]
+        lines += [f"Command: `{sc['command']}`", ""]
+        if sc["cells"]:
+            lines += [f"{sc['runs']} runs per cell in {sc['rounds']} interleaved rounds, warmup "
+                      f"{sc['warmup']}.", "", detail_table(sc), ""]
         for extra in sc.get("markdown", []):
             lines += [extra, ""]
     if results.get("warnings"):

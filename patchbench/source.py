@@ -24,7 +24,7 @@ import git
 from filelock import FileLock
 
 from patchbench import command
-from patchbench.errors import CommandError, SourceError
+from patchbench.errors import CommandError, PatchbenchError, SourceError
 
 PIN_PREFIX = "refs/patchbench/pinned/"
 SNAPSHOT_DATE = "2026-01-01T00:00:00+00:00"
@@ -53,18 +53,14 @@ def run_git(
     timeout: float = 600.0,
     env: dict[str, str] | None = None,
     check: bool = True,
-    error: type[SourceError] | None = None,
+    error: type[PatchbenchError] = SourceError,
     what: str | None = None,
+    input: str | None = None,
 ) -> command.Result:
-    kwargs = {"error": error} if error is not None else {}
+    """git through the one command wrapper: no hooks, no inherited GIT_* variables."""
     return command.run(
-        ["git", *GIT_CONFIG, *args],
-        cwd=cwd,
-        timeout=timeout,
-        env=git_env(env),
-        check=check,
-        what=what,
-        **kwargs,  # type: ignore[arg-type]
+        ["git", *GIT_CONFIG, *args], cwd=cwd, timeout=timeout, env=git_env(env), check=check,
+        what=what, error=error, input=input,
     )
 
 
@@ -80,7 +76,8 @@ class Checkout:
     overridden: bool  # fetched from a --source override rather than the matrix URL
 
     def commit_epoch(self) -> int:
-        return int(git.Repo(self.repo).commit(self.commit).committed_date)
+        out = run_git(["show", "-s", "--format=%ct", self.commit], cwd=self.repo).stdout
+        return int(out.strip())
 
 
 def cache_dir(builds: Path) -> Path:
@@ -97,11 +94,9 @@ def locked(builds: Path, name: str, timeout: float = 3600.0) -> Iterator[None]:
 
 
 def _pin_exists(repo: Path, commit: str) -> bool:
-    r = git.Repo(repo)
-    try:
-        return bool(r.git.rev_parse("--verify", "--quiet", f"{PIN_PREFIX}{commit}^{{commit}}"))
-    except git.exc.GitCommandError:
-        return False
+    res = run_git(["rev-parse", "--verify", "--quiet", f"{PIN_PREFIX}{commit}^{{commit}}"],
+                  cwd=repo, check=False)
+    return res.returncode == 0
 
 
 def snapshot_directory(src: Path, dest: Path, ref: str) -> str:
@@ -173,28 +168,38 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
                 )
             incoming = tmp / "incoming.git"
             git.Repo.init(incoming, bare=True)
-            _fetch_into(incoming, fetch_url, ref, commit, target)
+            try:
+                _fetch_into(incoming, fetch_url, ref, commit, target)
+            except SourceError:
+                if not (Path(fetch_url).is_dir() and _is_git_dir(Path(fetch_url))):
+                    raise
+                # A local snapshot that lacks some blobs cannot be packed for a fetch; copy its
+                # object store instead, as `git clone --local` does (dropping failed attempts).
+                for junk in (incoming / "objects" / "pack").glob("tmp_*"):
+                    junk.unlink()
+                _copy_local(Path(fetch_url), incoming, ref, resolved_ref_object(fetch_url, ref))
+                run_git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=incoming, error=SourceError,
+                        what=f"{target}: find commit {commit} in {url}")
             if not (cache / "HEAD").exists():
                 shutil.rmtree(cache, ignore_errors=True)
                 os.replace(incoming, cache)
             else:
-                run_git(
-                    ["fetch", "-q", "--no-tags", str(incoming),
-                     "+refs/patchbench/*:refs/patchbench/*", "+refs/tags/*:refs/tags/*"],
-                    cwd=cache, error=SourceError, what=f"store {target}@{commit[:12]} in the cache",
-                )
+                try:
+                    run_git(
+                        ["fetch", "-q", "--no-tags", str(incoming),
+                         "+refs/patchbench/*:refs/patchbench/*", "+refs/tags/*:refs/tags/*"],
+                        cwd=cache, error=SourceError,
+                        what=f"store {target}@{commit[:12]} in the cache",
+                    )
+                except SourceError:
+                    _copy_local(incoming, cache, ref, resolved_ref_object(str(incoming), ref))
             # Written last: the pin is the stamp that says this commit is completely cached.
             run_git(["update-ref", f"{PIN_PREFIX}{commit}", commit], cwd=cache)
     return Checkout(target, cache, commit, ref, from_cache=False, overridden=overridden)
 
 
 def _pin_exists_safe(cache: Path, commit: str) -> bool:
-    if not (cache / "HEAD").exists():
-        return False
-    try:
-        return _pin_exists(cache, commit)
-    except git.exc.GitError:
-        return False
+    return (cache / "HEAD").exists() and _pin_exists(cache, commit)
 
 
 def _is_git_dir(path: Path) -> bool:
@@ -232,6 +237,26 @@ def _fetch_into(repo: Path, url: str, ref: str, commit: str, target: str) -> Non
         ) from None
 
 
+def resolved_ref_object(url: str, ref: str) -> str:
+    """The object (annotated tag or commit) ``refs/tags/<ref>`` names in a local repository."""
+    return run_git(["rev-parse", "--verify", f"refs/tags/{ref}"], cwd=Path(url),
+                   error=SourceError).stdout.strip()
+
+
+def _copy_local(src: Path, dest: Path, ref: str, tag_object: str) -> None:
+    common = Path(run_git(["rev-parse", "--git-common-dir"], cwd=src).stdout.strip())
+    if not common.is_absolute():
+        common = src / common
+    objects = common / "objects"
+    for item in objects.rglob("*"):
+        if item.is_file() and item.parent.name != "info" and not item.name.startswith("tmp_"):
+            target = dest / "objects" / item.relative_to(objects)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():
+                shutil.copy2(item, target)
+    run_git(["update-ref", f"refs/tags/{ref}", tag_object], cwd=dest, error=SourceError)
+
+
 def _as_url(url: str) -> str:
     """Local paths go through file:// so that --depth is honoured."""
     p = Path(url)
@@ -243,14 +268,39 @@ def _as_url(url: str) -> str:
 # --- worktrees ----------------------------------------------------------------------------
 
 
-def add_worktree(checkout: Checkout, path: Path, builds: Path) -> None:
+def missing_blobs(repo: Path, commit: str) -> list[str]:
+    """Paths of ``commit`` whose blobs are not in the object store (a source snapshot that left
+    out its largest files)."""
+    listing = run_git(["ls-tree", "-r", "-z", commit], cwd=repo, error=SourceError).stdout
+    entries = []
+    for item in listing.split("\0"):
+        if not item:
+            continue
+        meta, _, path = item.partition("\t")
+        _mode, kind, sha = meta.split()
+        if kind == "blob":
+            entries.append((sha, path))
+    if not entries:
+        return []
+    check = run_git(["cat-file", "--batch-check"], cwd=repo, error=SourceError,
+                    input="\n".join(sha for sha, _ in entries) + "\n").stdout
+    gone = {line.split()[0] for line in check.splitlines() if line.endswith(" missing")}
+    return [path for sha, path in entries if sha in gone]
+
+
+def add_worktree(checkout: Checkout, path: Path, builds: Path) -> list[str]:
+    """A fresh worktree at the pinned commit. Files whose blobs the cache lacks are left out
+    (sparse checkout) and returned, so the manifest can say so; everything else is checked out."""
+    what = f"create a worktree of {checkout.target}@{checkout.commit[:12]}"
     with locked(builds, f"source-{checkout.target}"):
-        run_git(
-            ["worktree", "add", "-q", "--detach", str(path), checkout.commit],
-            cwd=checkout.repo,
-            error=SourceError,
-            what=f"create a worktree of {checkout.target}@{checkout.commit[:12]}",
-        )
+        run_git(["worktree", "add", "-q", "--no-checkout", "--detach", str(path), checkout.commit],
+                cwd=checkout.repo, error=SourceError, what=what)
+    missing = missing_blobs(path, checkout.commit)
+    if missing:
+        run_git(["sparse-checkout", "set", "--no-cone", "/*", *[f"!/{m}" for m in missing]],
+                cwd=path, error=SourceError, what=what)
+    run_git(["reset", "-q", "--hard", checkout.commit], cwd=path, error=SourceError, what=what)
+    return missing
 
 
 def remove_worktree(checkout: Checkout, path: Path, builds: Path) -> None:

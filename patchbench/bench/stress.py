@@ -34,10 +34,12 @@ if TYPE_CHECKING:
 SIGNALS = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT}
 
 
-def classify(action: str, code: int | None) -> str:
+def classify(action: str, code: int | None, labels: dict[int, str] | None = None) -> str:
     """What a launched command's exit says about the action applied to it."""
     if code is None:
         return "hang"
+    if labels and code in labels:
+        return f"{labels[code]} ({code})"
     if action in SIGNALS:
         signum = int(SIGNALS[action])
         if code == 128 + signum:
@@ -112,7 +114,7 @@ def run_round(
         "action": action,
         "delay_s": round(delay, 4),
         "exit_codes": codes,
-        "outcomes": dict(Counter(classify(action, c) for c in codes)),
+        "outcomes": dict(Counter(classify(action, c, sc.exit_labels) for c in codes)),
         "kill_errors": kill_errors,
         "hangs": sum(c is None for c in codes) + kill_hangs + int(listing_hang),
         "leftovers": leftovers,

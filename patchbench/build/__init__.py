@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchbench import patching, source, toolchain
+from patchbench import command, patching, source, toolchain
 from patchbench.atomic import write_json_atomic
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
@@ -170,6 +170,15 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                 artifacts[Path(rel).name] = {
                     "path": rel, "sha256": sha256_file(dest), "bytes": dest.stat().st_size,
                 }
+            version_output = None
+            if plan.target.build.version:
+                argv = plan.target.build.version
+                res = command.run([str(out / "bin" / argv[0]), *argv[1:]], timeout=60,
+                                  error=BuildError, what=f"{label}: {' '.join(argv)}")
+                version_output = res.stdout.strip()
+                if "dirty" in version_output:
+                    raise BuildError(f"{label}: the built version says it is dirty: "
+                                     f"{version_output.splitlines()[0]!r}")
         finally:
             source.remove_worktree(plan.checkout, tree, plan.builds)
         manifest = {
@@ -197,6 +206,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             "cache_key": key,
             "duration_s": round(time.monotonic() - started, 3),
             "artifacts": artifacts,
+            "version_output": version_output,
             "log": _rel(log, plan.project.root),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }

@@ -10,6 +10,7 @@ import platform
 import secrets
 from pathlib import Path
 
+from patchbench import command
 from patchbench.config import Comparison, Project, Target
 from patchbench.errors import RequirementError
 
@@ -49,11 +50,24 @@ class AppleContainerRuntime:
             "id": f"pb-{self.token}-{variant}",
         }
 
+    def _listed(self, variant: str, bin_dir: Path) -> list[str]:
+        if not on_apple_silicon():
+            return []  # nothing can have been started here
+        res = command.run([bin_dir / "container", "list", "--all", "--quiet"], timeout=60,
+                          check=False)
+        prefix = f"pb-{self.token}-{variant}"
+        return [x for x in res.stdout.split() if x.startswith(prefix)]
+
     def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
-        return []
+        return [f"container {c}" for c in self._listed(variant, bin_dir)]
 
     def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
-        return []
+        removed = []
+        for cid in self._listed(variant, bin_dir):
+            command.run([bin_dir / "container", "delete", "--force", cid], timeout=120,
+                        check=False)
+            removed.append(f"container {cid}")
+        return removed
 
     def plan_notes(self) -> list[str]:
         return [
