@@ -2,7 +2,7 @@
 
 A series is ``patches/<name>/series``: one patch file name per line (``#`` starts a comment), each
 a ``git format-patch`` file whose commit message carries a DEP-3 header (Description or Subject,
-Author or Origin, Forwarded). It is applied with ``git am`` as commits, so version strings show the
+Author or Origin, Forwarded). It is applied patch by patch as commits, so version strings show the
 patched commit and never "-dirty". Application is all or nothing.
 
 An overlay is ``overlays/<name>/``: files that are added identically to every variant of a
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from patchbench.errors import PatchError, SourceError
+from patchbench.files import sha256_file
 from patchbench.source import IDENTITY, SNAPSHOT_DATE, run_git
 
 DEP3_DESCRIPTION = ("Description", "Subject")
@@ -46,12 +47,6 @@ class Series:
         return h.hexdigest()
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _unsafe(path: str) -> bool:
@@ -155,7 +150,7 @@ def _failure_detail(worktree: Path, patch: Patch) -> str:
     output = res.stdout + res.stderr
     m = re.search(r"error: patch failed: (?P<file>.+):(?P<line>\d+)", output)
     if not m:
-        return output.strip().splitlines()[-1] if output.strip() else "git am failed"
+        return output.strip().splitlines()[-1] if output.strip() else "git apply failed"
     file, line = m.group("file"), int(m.group("line"))
     hunk_no, header = _find_hunk(patch.path.read_text(), file, line)
     where = f"hunk #{hunk_no} ({header})" if hunk_no else f"line {line}"

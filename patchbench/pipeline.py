@@ -317,10 +317,12 @@ class ScenarioContext:
     workdir: Path
     seed: int
     builds: Path
+    # names instances when no runtime does ({id}); stress counts listed names with this prefix
+    token: str = field(default_factory=lambda: secrets.token_hex(3))
 
     def values(self, b: build.Built, cell: Cell) -> dict[str, str]:
         v = {"bin": str(b.bin), "work": str(self.workdir), "variant": b.variant.name,
-             "project": str(self.project.root)}
+             "project": str(self.project.root), "id": f"pb-{self.token}-{b.variant.name}"}
         for art in b.manifest["artifacts"]:
             v.setdefault(art.replace("-", "_").replace(".", "_"), str(b.bin / art))
         if self.runtime is not None:
@@ -442,7 +444,7 @@ def print_plan(project: Project, opts: Options, name: str, comp: Comparison,
     p(f"toolchain {tc.kind} {tc.version}" + (" (downloaded through the module proxy)"
       if getattr(tc, "download", False) else ""))
     for v in variants:
-        p(f"variant {v.name}: worktree at {target.commit[:12]}, git am "
+        p(f"variant {v.name}: worktree at {target.commit[:12]}, apply as commits "
           + (" ".join(f"patches/{s}/" for s in v.series) or "(no patches)")
           + (f", overlays {', '.join(comp.overlays)}" if comp.overlays else ""))
         for argv in target.build.commands:

@@ -13,8 +13,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from patchbench.atomic import write_json_atomic, write_text_atomic
 from patchbench.errors import ReportError
+from patchbench.files import write_json_atomic, write_text_atomic
 
 RESULTS_SCHEMA = 1
 # Every change of the results.json format gets a line here and a new version.

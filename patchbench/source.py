@@ -208,25 +208,17 @@ def _is_git_dir(path: Path) -> bool:
 
 def _fetch_into(repo: Path, url: str, ref: str, commit: str, target: str) -> None:
     """Fetch the ref (as a tag when it is one, so ``git describe`` works) and the commit."""
-    refspecs = [f"+refs/tags/{ref}:refs/tags/{ref}"]
-    for depth in (["--depth=1"], []):  # shallow first, full as the fallback
+    tag = f"+refs/tags/{ref}:refs/tags/{ref}"
+    by_sha = f"+{commit}:refs/patchbench/fetched/{commit}"
+    # shallow first, full as the fallback; the tag when it is one, else the commit itself
+    attempts = [(["--depth=1"], tag), (["--depth=1"], by_sha), ([], tag), ([], by_sha)]
+    for n, (depth, refspec) in enumerate(attempts, 1):
         try:
-            run_git(
-                ["fetch", "-q", "--no-tags", *depth, _as_url(url), *refspecs],
-                cwd=repo, timeout=1800, error=SourceError, what=f"fetch {target} {ref}",
-            )
+            run_git(["fetch", "-q", "--no-tags", *depth, _as_url(url), refspec], cwd=repo,
+                    timeout=1800, error=SourceError, what=f"fetch {target} {ref}")
             break
         except SourceError:
-            refspecs = [f"+{commit}:refs/patchbench/fetched/{commit}"]
-            try:
-                run_git(
-                    ["fetch", "-q", "--no-tags", *depth, _as_url(url), *refspecs],
-                    cwd=repo, timeout=1800, error=SourceError, what=f"fetch {target} {commit}",
-                )
-                break
-            except SourceError:
-                if depth:
-                    continue
+            if n == len(attempts):
                 raise
     try:
         run_git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=repo, error=SourceError)

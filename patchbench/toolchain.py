@@ -7,7 +7,6 @@ no path of the machine, so manifests can be committed and compared across runs.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -18,6 +17,7 @@ from typing import Any
 from patchbench import command
 from patchbench.config import GoToolchain, SwiftToolchain, Target
 from patchbench.errors import RequirementError, ToolchainError
+from patchbench.files import sha256_file
 
 # Passed through from the caller's environment when set; values of path-like ones are not
 # recorded in the fingerprint (they differ between machines but do not change the output).
@@ -50,12 +50,6 @@ def recorded_env(env: dict[str, str], target: Target) -> dict[str, str]:
     return {k: env[k] for k in sorted(keys) if k in env}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def fingerprint(target: Target, env: dict[str, str], cwd: Path | None = None) -> dict[str, Any]:
@@ -98,9 +92,9 @@ def _go_fingerprint(
         "kind": "go",
         "version": f"go{m.group(1)}",
         "platform": f"{m.group(2)}/{m.group(3)}",
-        "go_sha256": _sha256(Path(goenv["GOROOT"]) / "bin" / "go"),
-        "compile_sha256": _sha256(Path(goenv["GOTOOLDIR"]) / "compile"),
-        "link_sha256": _sha256(Path(goenv["GOTOOLDIR"]) / "link"),
+        "go_sha256": sha256_file(Path(goenv["GOROOT"]) / "bin" / "go"),
+        "compile_sha256": sha256_file(Path(goenv["GOTOOLDIR"]) / "compile"),
+        "link_sha256": sha256_file(Path(goenv["GOTOOLDIR"]) / "link"),
         "goenv": {k: v for k, v in goenv.items() if k not in ("GOROOT", "GOTOOLDIR") and v},
         "env": recorded_env(env, target),
     }
@@ -108,7 +102,7 @@ def _go_fingerprint(
     if tc.cgo:
         cc = goenv.get("CC") or "cc"
         extra["cc"] = command.run([cc, "--version"], env=env, timeout=60).stdout.splitlines()[0]
-        extra["cc_sha256"] = _sha256(Path(command.which(cc)).resolve())
+        extra["cc_sha256"] = sha256_file(Path(command.which(cc)).resolve())
     for name, argv in tc.fingerprint.items():
         extra[name] = command.run(
             argv, env=env, timeout=60, error=ToolchainError, what=f"toolchain fingerprint {name}"
@@ -123,7 +117,7 @@ def source_hashes(tree: Path) -> dict[str, str]:
     """Hashes of the dependency lock files of a patched tree (recorded, not compared: a patch may
     legitimately change them)."""
     return {
-        f"{name}_sha256": _sha256(tree / name)
+        f"{name}_sha256": sha256_file(tree / name)
         for name in ("go.sum", "Package.resolved")
         if (tree / name).is_file()
     }

@@ -97,7 +97,7 @@ def run(ctx: ScenarioContext, extra_files: dict[str, Path]) -> dict[str, Any]:
         v: stats.slope(sc.k, [medians[(v, k)] for k in sc.k]) for v in variants
     }
     out["launcher_overhead"] = {
-        k: stats.summarize(over[Cell(OVERHEAD_VARIANT, (("k", str(k)),))].times).median
+        str(k): stats.summarize(over[Cell(OVERHEAD_VARIANT, (("k", str(k)),))].times).median
         for k in sc.k
     }
     base_k1 = medians.get((variants[0], min(sc.k)))
@@ -146,7 +146,7 @@ def seed_table(out: dict[str, Any], variants: list[str]) -> str:
             row.append(fmt_time(cells[f"{v} k={k}"]["summary"]["median"]))
         for v in variants[1:]:
             row.append(fmt_ratio(comps[f"{v} k={k}"]))
-        row.append(fmt_time(out["launcher_overhead"][k]))
+        row.append(fmt_time(out["launcher_overhead"][str(k)]))
         rows.append(row)
     headers = ["k at once", *variants, *[f"speedup {v} [95% CI]" for v in variants[1:]],
                "launcher overhead"]

@@ -54,7 +54,10 @@ def classify(action: str, code: int | None, labels: dict[int, str] | None = None
 
 def run_round(
     ctx: ScenarioContext, b: Built, rnd: int, rng: random.Random, log: Path,
+    seen: set[str] | None = None,
 ) -> dict[str, Any]:
+    """One round for one build. ``seen`` holds leftovers already reported (where nothing could
+    clean them up), so that each is counted once."""
     sc = ctx.scenario
     cell = Cell(b.variant.name)
     values = {**ctx.values(b, cell), "round": str(rnd)}
@@ -95,12 +98,17 @@ def run_round(
     except CommandError:
         listing_hang = True
     list_latency = time.monotonic() - t0
-    prefix = values.get("id", "")
-    leftovers = [x for x in listed if x.startswith(prefix)]
+    prefix = values["id"] + "-"
     if ctx.runtime is not None:
-        leftovers = sorted(set(leftovers) | set(ctx.runtime.leftovers(b.variant.name, b.bin)))
+        # the runtime looks deeper than the listing (state, cgroups) and can clean up
+        leftovers = ctx.runtime.leftovers(b.variant.name, b.bin)
         if leftovers:
             ctx.runtime.cleanup(b.variant.name, b.bin)
+    else:
+        leftovers = [f"instance {x}" for x in listed if x.startswith(prefix)]
+    if seen is not None:
+        leftovers = [x for x in leftovers if x not in seen]
+        seen.update(leftovers)
     fresh_ok = False
     try:
         fresh = command.run(argv_for(sc.fresh, sc.instances), timeout=sc.timeout, check=False,
@@ -131,10 +139,11 @@ def run(ctx: ScenarioContext, extra_files: dict[str, Path]) -> dict[str, Any]:
     order = bench.schedule([Cell(b.variant.name) for b in ctx.built], sc.rounds, ctx.seed)
     log = ctx.workdir / f"{sc.name}.stress.log"
     rounds: list[dict[str, Any]] = []
+    seen: dict[str, set[str]] = {b.variant.name: set() for b in ctx.built}
     for r, cells in enumerate(order, 1):
         for cell in cells:
             b = next(x for x in ctx.built if x.variant.name == cell.variant)
-            res = run_round(ctx, b, r, rng, log)
+            res = run_round(ctx, b, r, rng, log, seen[b.variant.name])
             rounds.append(res)
             print(f"patchbench:   {cell.variant:<24} round {r}: {res['action']:<7} after "
                   f"{res['delay_s']:.2f} s: {res['outcomes']} leftovers {len(res['leftovers'])}"

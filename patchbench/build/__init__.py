@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from patchbench import command, patching, source, toolchain
-from patchbench.atomic import write_json_atomic
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
 from patchbench.config import BuildRecipe, Project, Target
 from patchbench.errors import BuildError, ToolchainError
-from patchbench.patching import Overlay, Series, sha256_file
+from patchbench.files import sha256_file, write_json_atomic
+from patchbench.patching import Overlay, Series
 
 MANIFEST_SCHEMA = 1
 STAMP = "COMPLETE"

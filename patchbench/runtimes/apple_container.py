@@ -55,7 +55,7 @@ class AppleContainerRuntime:
             return []  # nothing can have been started here
         res = command.run([bin_dir / "container", "list", "--all", "--quiet"], timeout=60,
                           check=False)
-        prefix = f"pb-{self.token}-{variant}"
+        prefix = f"pb-{self.token}-{variant}-"
         return [x for x in res.stdout.split() if x.startswith(prefix)]
 
     def leftovers(self, variant: str, bin_dir: Path) -> list[str]:

@@ -100,8 +100,12 @@ def make_rootfs(dest: Path, spec: str | None, project_root: Path) -> str:
         return f"directory {spec}"
     if src.is_file():
         dest.mkdir(parents=True)
-        with tarfile.open(src) as tar:
-            tar.extractall(dest, filter="tar")
+        try:
+            with tarfile.open(src) as tar:
+                tar.extractall(dest, filter="tar")
+        except (tarfile.TarError, OSError) as exc:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise RequirementError(f"rootfs tarball {spec!r} cannot be used: {exc}") from None
         return f"tarball {spec}"
     raise RequirementError(f"rootfs {spec!r} is neither a directory nor a tarball")
 
@@ -176,6 +180,20 @@ def purge(runc: Path, root: Path, prefix: str, cgroup_base: Path = CGROUP_ROOT) 
     return removed
 
 
+def _alive(run_dir: Path) -> bool:
+    """Whether the patchbench process that owns ``run_dir`` (named ...-<pid>) still runs."""
+    pid = run_dir.name.rsplit("-", 1)[-1]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class RuncRuntime:
     name = "runc"
 
@@ -231,14 +249,18 @@ class RuncRuntime:
         """Containers, cgroups and state a killed earlier run left under builds/runs/."""
         removed: list[str] = []
         for root in sorted(runs_dir.glob(f"*/{STATE_DIRNAME}/*")):
-            if self.workdir is not None and self.workdir in root.parents:
+            run_dir = root.parent.parent
+            if (self.workdir is not None and self.workdir in root.parents) or _alive(run_dir):
                 continue
+            # the tokens of the dead run, from its containers' ids (pb-<token>-<variant>-...)
+            tokens = {cid.split("-")[1] for cid in list_containers(runc, root)
+                      if cid.startswith(f"{ID_PREFIX}-") and cid.count("-") >= 2}
             removed += purge(runc, root, "\0never", self.cgroup_base)
+            for token in sorted(tokens):
+                for cg in cgroups_of(f"{ID_PREFIX}-{token}-", self.cgroup_base):
+                    remove_cgroup(cg)
+                    removed.append(f"cgroup {cg}")
             shutil.rmtree(root, ignore_errors=True)
-        for cg in cgroups_of(f"{ID_PREFIX}-", self.cgroup_base):
-            if not cg.name.startswith(self.prefix):
-                remove_cgroup(cg)
-                removed.append(f"cgroup {cg}")
         return removed
 
     def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
@@ -254,13 +276,13 @@ class RuncRuntime:
 
     def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
         left = [f"container {c}" for c in list_containers(bin_dir / "runc", self.state_root(variant))]
-        left += [f"cgroup {p}" for p in cgroups_of(f"{self.prefix}-{variant}", self.cgroup_base)]
+        left += [f"cgroup {p}" for p in cgroups_of(f"{self.prefix}-{variant}-", self.cgroup_base)]
         return left
 
     def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
         if self.workdir is None:
             return []
-        removed = purge(bin_dir / "runc", self.state_root(variant), f"{self.prefix}-{variant}",
+        removed = purge(bin_dir / "runc", self.state_root(variant), f"{self.prefix}-{variant}-",
                         self.cgroup_base)
         left = self.leftovers(variant, bin_dir)
         if left:

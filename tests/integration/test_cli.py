@@ -39,7 +39,7 @@ def test_dry_run_of_the_demo_prints_the_plan_and_builds_nothing(tmp_path: Path) 
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert out.count("build (host): go build -o slowstart .") == 2
-    assert "variant per-sandbox-lock: worktree at d43fc88e35d5, git am " \
+    assert "variant per-sandbox-lock: worktree at d43fc88e35d5, apply as commits " \
            "patches/per-sandbox-lock/" in out
     for variant in ("baseline", "per-sandbox-lock"):
         assert (f"[{variant}] measure:  '{builds}/artifacts/demo/<{variant}>/bin/slowstart' "

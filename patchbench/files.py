@@ -1,9 +1,10 @@
-"""Atomic file writes: write a temporary file in the same directory, fsync, rename into place.
-An interrupted write leaves the old file (or none), never half of a new one."""
+"""File helpers: atomic writes (a temporary file in the same directory, fsync, rename into place,
+so an interrupted write leaves the old file or none, never half of a new one) and hashing."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -29,3 +30,11 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
