@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from patchbench.errors import ConfigError
 
 SCHEMA_VERSION = 1
+# yaml.safe_load's loader, in C when PyYAML was built with libyaml; both refuse !!python tags
+SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 NAME_RE = r"^[a-z0-9][a-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_RE)]
 REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
@@ -241,7 +243,7 @@ def _line_index(text: str, path: Path | None = None) -> dict[tuple[str, ...], in
     index: dict[tuple[str, ...], int] = {}
     duplicates: list[tuple[tuple[str, ...], int, int]] = []
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=SAFE_LOADER)
     except yaml.YAMLError:
         return index
 
@@ -298,8 +300,9 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return []
 
 
-def _format_validation(err: ValidationError, path: Path, text: str) -> ConfigError:
-    lines = _line_index(text)
+def _format_validation(
+    err: ValidationError, path: Path, text: str, lines: dict[tuple[str, ...], int]
+) -> ConfigError:
     messages = []
     for item in err.errors():
         loc = tuple(str(p) for p in item["loc"] if not str(p).startswith("function-"))
@@ -331,7 +334,7 @@ def load(path: Path) -> Project:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=SAFE_LOADER)  # the safe loader only (libyaml's when built)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{mark.line + 1}" if mark is not None else "?"
@@ -342,13 +345,12 @@ def load(path: Path) -> Project:
         ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
-    _line_index(text, path)  # refuses duplicate keys
+    lines = _line_index(text, path)  # also refuses duplicate keys
     try:
         matrix = Matrix.model_validate(data)
     except ValidationError as exc:
-        raise _format_validation(exc, path, text) from None
+        raise _format_validation(exc, path, text, lines) from None
     project = Project(matrix, path)
-    lines = _line_index(text)
     existing = [s for s in project.all_series() if (project.series_dir(s) / "series").is_file()]
     for cname, comp in matrix.comparisons.items():
         if comp.target not in matrix.targets:

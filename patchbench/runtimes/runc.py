@@ -275,9 +275,18 @@ class RuncRuntime:
         }
 
     def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
-        left = [f"container {c}" for c in list_containers(bin_dir / "runc", self.state_root(variant))]
-        left += [f"cgroup {p}" for p in cgroups_of(f"{self.prefix}-{variant}-", self.cgroup_base)]
-        return left
+        """One entry per container left behind, saying what remains of it (state kept by runc,
+        cgroup directories), e.g. "pb-…-s14-0 (state, 10 cgroups)"."""
+        state = set(list_containers(bin_dir / "runc", self.state_root(variant)))
+        groups: dict[str, int] = {}
+        for cg in cgroups_of(f"{self.prefix}-{variant}-", self.cgroup_base):
+            groups[cg.name] = groups.get(cg.name, 0) + 1
+        out = []
+        for cid in sorted(state | set(groups)):
+            parts = (["state"] if cid in state else []) + (
+                [f"{groups[cid]} cgroup{'s' if groups[cid] > 1 else ''}"] if cid in groups else [])
+            out.append(f"{cid} ({', '.join(parts)})")
+        return out
 
     def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
         if self.workdir is None:

@@ -246,3 +246,24 @@ def test_source_overrides_from_environment_and_flags() -> None:
 def test_malformed_source_override(pair: str) -> None:
     with pytest.raises(ConfigError, match="TARGET=PATH_OR_URL"):
         config.parse_source_overrides([pair], {})
+
+
+def test_a_duplicate_key_is_refused_naming_both_lines(root: Path) -> None:
+    # YAML itself keeps the last of two equal keys without a word; a pinned commit given twice
+    # must not silently become the second one
+    text = BASE.replace(
+        "    ref: v1\n", "    ref: v1\n    commit: fedcba9876543210fedcba9876543210fedcba98\n"
+    )
+    err = load_error(root, text)
+    first = line_of("ref: v1") + 1
+    assert err.message == (
+        f"{root / 'matrix.yaml'}:{first + 1}: targets.hello.commit: duplicate key (first set on "
+        f"line {first}); YAML would silently keep only the last one"
+    )
+
+
+def test_the_same_key_in_different_mappings_is_fine(root: Path) -> None:
+    second = BASE[BASE.index("  hello:"):BASE.index("comparisons:")].replace("hello:", "other:", 1)
+    text = BASE.replace("comparisons:", second + "comparisons:")
+    project = config.load(write(root, text))
+    assert set(project.matrix.targets) == {"hello", "other"}

@@ -349,7 +349,9 @@ def test_cleanup_removes_every_container_and_cgroup(tmp_path: Path) -> None:
     unrelated = cg / "memory" / "user.slice"
     for d in (nested / "sub" / "subsub", flat, candidate, unrelated):
         d.mkdir(parents=True)
-    assert len(rt.leftovers("baseline", exe.parent)) == 4
+    # one entry per container, saying what is left of it
+    assert rt.leftovers("baseline", exe.parent) == [
+        f"{mine}-exec (state, 1 cgroup)", f"{mine}-run (state, 1 cgroup)"]
     log.write_text("")
 
     removed = rt.cleanup("baseline", exe.parent)
@@ -384,7 +386,7 @@ def test_cleanup_reports_what_it_could_not_remove(tmp_path: Path) -> None:
     (stuck / "cgroup.procs").write_text("4242\n")  # a busy cgroup: rmdir fails
     with pytest.raises(BenchmarkError) as info:
         rt.cleanup("baseline", exe.parent)
-    assert info.value.message == f"could not remove cgroup {stuck} after the run"
+    assert info.value.message == f"could not remove {stuck.name} (1 cgroup) after the run"
 
 
 def test_clean_stale_removes_what_an_earlier_run_left(tmp_path: Path) -> None:
