@@ -33,6 +33,8 @@ COMPARE_HELP = {
     "rounds": "override the number of interleaved rounds",
     "warmup": "override the warmup runs",
     "scenario": "run only this scenario (repeatable)",
+    "gate": "exit 4 if a candidate is significantly slower, fails its verify check, or hangs or "
+            "leaves something behind in stress rounds (an A/B gate for CI)",
 }
 
 
@@ -50,12 +52,12 @@ def _int(value: str | None) -> int | None:
 def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = False,
             dry_run: bool = False, seed: str | None = None, runs: str | None = None,
             rounds: str | None = None, warmup: str | None = None,
-            scenario: list[str] | None = None, matrix: str | None = None,
+            scenario: list[str] | None = None, gate: bool = False, matrix: str | None = None,
             builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Fetch, patch, build baseline and candidates, measure interleaved, print and save."""
     opts = _opts(source, matrix, builds, reports, verbose, aa=aa, dry_run=dry_run,
                  seed=_int(seed), runs=_int(runs), rounds=_int(rounds), warmup=_int(warmup),
-                 only=scenario or [])
+                 only=scenario or [], gate=gate)
     cli.guarded(lambda: cli.do_compare(opts, name))
 
 

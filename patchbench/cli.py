@@ -17,6 +17,7 @@ from patchbench.build import Variant
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
 
 ROOT = Path(__file__).resolve().parent.parent
+GATE_FAILED_EXIT_CODE = 4
 
 
 def options(
@@ -70,6 +71,12 @@ def do_compare(opts: pipeline.Options, name: str) -> int:
     for w in results["warnings"]:
         print(f"warning: {w}")
     print(f"\nsaved: {run_dir}")
+    if opts.gate:
+        failed = pipeline.gate_failures(results)
+        if failed:
+            print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))
+            return GATE_FAILED_EXIT_CODE
+        print("gate: passed (no candidate slower, every check passed)")
     return 0
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchbench import bench, build, config, patching, report, runtimes, source, stats
+from patchbench import __version__, bench, build, config, patching, report, runtimes, source, stats
 from patchbench.bench import Cell, Invocation, Samples
 from patchbench.config import Comparison, Project, Scenario
 from patchbench.errors import PatchbenchError, PatchError, RequirementError, SourceError
@@ -34,6 +34,7 @@ class Options:
     rounds: int | None = None
     warmup: int | None = None
     only: list[str] = field(default_factory=list)  # scenario names
+    gate: bool = False  # exit non-zero when a candidate is slower or not correct
 
 
 def say(msg: str) -> None:
@@ -146,9 +147,12 @@ def build_variants(
     project: Project, opts: Options, target_name: str, variants: list[build.Variant],
     overlays: list[str], checkout: source.Checkout | None = None,
 ) -> list[build.Built]:
-    # fetch and check the patches first: they can run anywhere, even where the build cannot
-    checkout = checkout or fetch(project, opts, target_name)
-    check_machine(project, opts, target_name, variants, checkout, None)
+    """Build every variant from one checkout with one toolchain. Without ``checkout``, fetch and
+    check the machine first (a caller passing one has done both)."""
+    if checkout is None:
+        # fetch and check the patches first: they run anywhere, even where the build cannot
+        checkout = fetch(project, opts, target_name)
+        check_machine(project, opts, target_name, variants, checkout, None)
     ovs = [patching.load_overlay(project.root, o) for o in overlays]
     plan = build.BuildPlan.prepare(project, target_name, checkout, opts.builds, ovs)
     built = [build.build_variant(plan, v) for v in variants]
@@ -242,11 +246,11 @@ def compare(project: Project, opts: Options, name: str) -> tuple[dict[str, Any],
     workdir = opts.builds / "runs" / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     workdir.mkdir(parents=True, exist_ok=True)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
-    machine = machine_info(_tool_versions(built))
+    machine = machine_info()
     results: dict[str, Any] = {
         "schema_version": report.RESULTS_SCHEMA,
         "schema_history": report.SCHEMA_HISTORY,
-        "tool": "patchbench 0.1.0",
+        "tool": f"patchbench {__version__}",
         "comparison": name,
         "description": comp.description,
         "target": comp.target,
@@ -301,10 +305,6 @@ def redact(obj: Any, paths: dict[str, str]) -> Any:
     if isinstance(obj, list):
         return [redact(v, paths) for v in obj]
     return obj
-
-
-def _tool_versions(built: list[build.Built]) -> dict[str, list[str]]:
-    return {}
 
 
 @dataclass
@@ -388,6 +388,26 @@ def run_scenario(ctx: ScenarioContext, extra_files: dict[str, Path]) -> dict[str
     if sc.verify:
         out["verify"] = run_verify(ctx, cells)
         out["markdown"] = [verify_markdown(out["verify"])]
+        out["warnings"] += [f"{sc.name} {v}: the verify check FAILED (exit {r['exit_code']})"
+                            for v, r in out["verify"].items() if not r["passed"]]
+    return out
+
+
+def gate_failures(results: dict[str, Any]) -> list[str]:
+    """What fails an A/B gate: a candidate significantly slower, a failed verify check, or a
+    candidate whose stress rounds hung, left something behind or could not run a fresh one."""
+    out = []
+    for sc in results["scenarios"]:
+        for c in sc.get("comparisons", []):
+            if c["verdict"] == "slower":
+                out.append(f"{sc['name']} {c['candidate']}: slower ({c['speedup']:.2f}×)")
+        for variant, v in sc.get("verify", {}).items():
+            if not v["passed"]:
+                out.append(f"{sc['name']} {variant}: verify failed (exit {v['exit_code']})")
+        for variant, pb in sc.get("per_build", {}).items():
+            if variant != "baseline" and (pb["hangs"] or pb["leftovers"] or pb["fresh_failures"]):
+                out.append(f"{sc['name']} {variant}: {pb['hangs']} hangs, {pb['leftovers']} "
+                           f"leftovers, {pb['fresh_failures']} failed fresh runs")
     return out
 
 
