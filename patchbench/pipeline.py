@@ -345,13 +345,15 @@ class ScenarioContext:
         )
 
 
-def cell_result(cell: Cell, samples: Samples) -> dict[str, Any]:
+def cell_result(cell: Cell, samples: Samples, seed: int = 0) -> dict[str, Any]:
     summ = stats.summarize(samples.times)
+    ci = stats.median_ci(samples.times, seed=seed)
     return {
         "variant": cell.variant,
         "params": dict(cell.params),
         "label": cell.label,
-        "summary": {**summ.__dict__, "cv": summ.cv, "noisy": summ.noisy},
+        "summary": {**summ.__dict__, "cv": summ.cv, "noisy": summ.noisy,
+                    "median_ci": list(ci) if ci else None},
         "samples": samples.as_dict(),
     }
 
@@ -381,7 +383,7 @@ def run_scenario(ctx: ScenarioContext, extra_files: dict[str, Path]) -> dict[str
                                    on_round=bench.progress)
     out = scenario_header(sc)
     out["order"] = order
-    out["cells"] = [cell_result(c, samples[c]) for c in cells]
+    out["cells"] = [cell_result(c, samples[c], ctx.seed) for c in cells]
     out["comparisons"] = [compare_cells(cells[0], c, samples, ctx.comparison, ctx.seed)
                           for c in cells[1:]]
     out["warnings"] = noisy_warnings(sc.name, out["cells"])

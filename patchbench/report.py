@@ -79,17 +79,30 @@ def summary_table(results: dict[str, Any], fmt: str = "simple") -> str:
                     disable_numparse=True)
 
 
+def fmt_ci(ci: list[float] | None) -> str:
+    return f"[{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else "-"
+
+
 def detail_table(sc: dict[str, Any], fmt: str = "github") -> str:
+    rate = sc.get("rate")
     rows = []
     for c in sc["cells"]:
         s = c["summary"]
-        rows.append([
-            c["label"], s["n"], fmt_time(s["median"]),
+        row = [
+            c["label"], s["n"], fmt_time(s["median"]), fmt_ci(s.get("median_ci")),
             f"{fmt_time(s['mean'])} ± {fmt_time(s['stdev'])}", fmt_time(s["min"]),
-            fmt_time(s["max"]), "noisy" if s.get("noisy") else "",
-        ])
-    return tabulate(rows, headers=["cell", "n", "median", "mean ± σ", "min", "max", ""],
-                    tablefmt=fmt, disable_numparse=True)
+            fmt_time(s["max"]),
+        ]
+        if rate:
+            ci = s.get("median_ci")
+            row.append(f"{rate['count'] / s['median']:,.0f}"
+                       + (f" [{rate['count'] / ci[1]:,.0f}, {rate['count'] / ci[0]:,.0f}]"
+                          if ci else ""))
+        rows.append([*row, "noisy" if s.get("noisy") else ""])
+    headers = ["cell", "n", "median", "95% CI of median", "mean ± σ", "min", "max"]
+    if rate:
+        headers.append(f"{rate['unit']} [95% CI]")
+    return tabulate(rows, headers=[*headers, ""], tablefmt=fmt, disable_numparse=True)
 
 
 def render_markdown(results: dict[str, Any]) -> str:

@@ -62,6 +62,25 @@ class Comparison:
         return asdict(self)
 
 
+def median_ci(samples: Sequence[float], *, seed: int, level: float = 0.95,
+              resamples: int = BOOTSTRAP) -> tuple[float, float] | None:
+    """Percentile bootstrap CI of the median; None when there are too few samples."""
+    a = np.asarray(samples, dtype=float)
+    if a.size < 3:
+        return None
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, 4_000_000 // a.size))
+    meds = []
+    done = 0
+    while done < resamples:
+        n = min(chunk, resamples - done)
+        meds.append(np.median(a[rng.integers(0, a.size, (n, a.size))], axis=1))
+        done += n
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(np.concatenate(meds), [tail, 100 - tail])
+    return float(low), float(high)
+
+
 def bootstrap_ratio_ci(
     base: Sequence[float], cand: Sequence[float], *, seed: int, level: float = 0.95,
     resamples: int = BOOTSTRAP,

@@ -84,7 +84,7 @@ def run(ctx: ScenarioContext, extra_files: dict[str, Path]) -> dict[str, Any]:
     out = scenario_header(sc)
     out["k"] = sc.k
     out["order"] = order
-    out["cells"] = [cell_result(c, samples[c]) for c in cells]
+    out["cells"] = [cell_result(c, samples[c], ctx.seed) for c in cells]
     for c, res in zip(cells, out["cells"], strict=True):
         res["instances"] = _instances(lat_file(c))
     out["comparisons"] = [

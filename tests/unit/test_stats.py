@@ -121,3 +121,17 @@ def test_as_dict_round_trips() -> None:
 def test_slope() -> None:
     assert stats.slope([1, 2, 4], [0.02, 0.04, 0.08]) == pytest.approx(0.02)
     assert math.isnan(stats.slope([2, 2], [0.1, 0.2]))
+
+
+def test_median_ci_brackets_the_sample_median_and_narrows_with_more_data() -> None:
+    rng = np.random.default_rng(7)
+    small = [float(x) for x in rng.normal(10.0, 1.0, 30)]
+    large = [float(x) for x in rng.normal(10.0, 1.0, 3000)]
+    ci_small = stats.median_ci(small, seed=1)
+    ci_large = stats.median_ci(large, seed=1)
+    assert ci_small is not None and ci_large is not None
+    assert ci_small[0] <= float(np.median(small)) <= ci_small[1]
+    assert ci_large[0] <= float(np.median(large)) <= ci_large[1]
+    assert ci_large[1] - ci_large[0] < ci_small[1] - ci_small[0]
+    assert stats.median_ci([1.0, 2.0], seed=1) is None
+    assert stats.median_ci(small, seed=3) == stats.median_ci(small, seed=3)
