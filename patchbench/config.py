@@ -102,6 +102,13 @@ class Rate(_Model):
     unit: str
 
 
+class Phase(_Model):
+    """One step of an instance's start, timed on its own (burst scenarios with ``phases``)."""
+
+    name: Name
+    command: list[str] = Field(min_length=1)
+
+
 class Scenario(_Model):
     name: Name
     kind: Literal["command", "burst", "stress"] = "command"
@@ -118,6 +125,12 @@ class Scenario(_Model):
     rate: Rate | None = None
     # burst
     k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    # burst: after timing, launch k instances whose start is split into phases run one after the
+    # other ({i} is the instance, {k} the count), `phase_runs` times for each k in `phase_k`, and
+    # report each phase's median (for targets that cannot report phases from their own logs)
+    phases: list[Phase] = Field(default_factory=list)
+    phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    phase_runs: int = Field(default=3, ge=1)
     # stress: each round launches `instances` copies of `launch` ({i} is the instance, {round} the
     # round), waits a random delay, applies one of `actions` to all of them (a command from `kill`
     # per instance, or a signal sent to the launched process), then checks with `list` and `fresh`.
@@ -139,6 +152,8 @@ class Scenario(_Model):
             raise ValueError(f"a {self.kind} scenario needs 'command'")
         if self.kind == "burst" and not self.k:
             raise ValueError("a burst scenario needs 'k', a list of instance counts")
+        if self.phases and (self.kind != "burst" or not self.phase_k):
+            raise ValueError("'phases' belong to a burst scenario, with 'phase_k'")
         if self.kind == "stress":
             if not self.actions or not self.launch or not self.list_cmd or not self.fresh:
                 raise ValueError("a stress scenario needs 'actions', 'launch', 'list' and 'fresh'")

@@ -113,7 +113,62 @@ def run(ctx: ScenarioContext, extra_files: dict[str, Path]) -> dict[str, Any]:
     extra_files[chart.name] = chart
     out["chart"] = chart.name
     out["markdown"] = [seed_table(out, variants), f"![time against k]({chart.name})"]
+    if sc.phases:
+        out["phases"] = measure_phases(ctx, exe, variants)
+        out["markdown"].append(phase_table(out["phases"], [p.name for p in sc.phases]))
     return out
+
+
+def measure_phases(ctx: ScenarioContext, exe: Path, variants: list[str]
+                   ) -> dict[str, dict[str, dict[str, Any]]]:
+    """Launch k instances whose start is split into the scenario's phases (run one after the
+    other per instance), ``phase_runs`` times per (build, k) in a seeded shuffled order; return,
+    per build and k, each phase's median over every instance and run, and the raw durations."""
+    sc = ctx.scenario
+    cells = [Cell(v, (("k", str(k)),)) for v in variants for k in sc.phase_k]
+    order = bench.schedule(cells, sc.phase_runs, ctx.seed + 1)
+    log = ctx.workdir / f"{sc.name}.phases.log"
+    raw: dict[Cell, list[list[float]]] = {c: [] for c in cells}
+    for r, round_cells in enumerate(order, 1):
+        for cell in round_cells:
+            b = next(x for x in ctx.built if x.variant.name == cell.variant)
+            values = {**ctx.values(b, cell), "round": str(r)}
+            argv: list[str] = []
+            for phase in sc.phases:
+                argv += ["--then", *bench.fill_argv(phase.command, values, sc.name)]
+            out_file = ctx.workdir / f"{sc.name}.phases.{cell.variant}.k{cell.param('k')}.r{r}.json"
+            k = cell.param("k") or "1"
+            command.run([exe, "-k", k, "-o", out_file, "--", *argv[1:]], log=log,
+                        timeout=sc.timeout * len(sc.phases) + 30, error=BenchmarkError,
+                        what=f"{sc.name} phases {cell.label} run {r}")
+            rec = json.loads(out_file.read_text().splitlines()[-1])
+            raw[cell] += rec["phases"]
+            print(f"patchbench:   phases {cell.label:<24} run {r}: done", flush=True)
+    result: dict[str, dict[str, dict[str, Any]]] = {}
+    for cell, rows in raw.items():
+        per_phase = {p.name: [row[n] for row in rows if len(row) > n]
+                     for n, p in enumerate(sc.phases)}
+        result.setdefault(cell.variant, {})[cell.param("k") or "1"] = {
+            "median": {name: stats.summarize(v).median for name, v in per_phase.items() if v},
+            "total_median": stats.summarize([sum(row) for row in rows]).median,
+            "durations": rows,
+        }
+    return result
+
+
+def phase_table(phases: dict[str, dict[str, dict[str, Any]]], names: list[str]) -> str:
+    from tabulate import tabulate
+
+    from patchbench.report import fmt_time
+
+    rows = []
+    for variant, per_k in phases.items():
+        for k, res in per_k.items():
+            rows.append([variant, k, *[fmt_time(res["median"].get(n)) for n in names],
+                         fmt_time(res["total_median"])])
+    return ("Median phase times (every instance of every run):\n\n"
+            + tabulate(rows, headers=["build", "k", *names, "total"], tablefmt="github",
+                       disable_numparse=True))
 
 
 def _instances(path: Path) -> dict[str, Any]:

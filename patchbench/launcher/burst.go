@@ -1,11 +1,13 @@
 // burst starts k copies of a command at one moment and waits for all of them.
 //
-//	burst -k K [-o FILE] -- CMD [ARGS...]
+//	burst -k K [-o FILE] -- CMD [ARGS...] [--then CMD [ARGS...]]...
 //
-// Every argument's "{i}" is replaced by the instance index (0..k-1). The children are created
-// first, then released together by closing one pipe, so no instance waits for another to
-// finish launching. Each instance's latency (release to exit) and exit code are appended to FILE
-// as one JSON line. The exit code is 0 only if every instance exited 0.
+// Every argument's "{i}" is replaced by the instance index (0..k-1). All k instances are
+// released together (goroutines blocked on one channel), so no instance waits for another to
+// finish launching. With --then, an instance runs its commands one after the other (phases) and
+// stops at the first that fails. Each instance's latency (release to the end of its last command),
+// the duration of each phase and its exit code are appended to FILE as one JSON line. The exit
+// code is 0 only if every instance exited 0.
 package main
 
 import (
@@ -21,10 +23,42 @@ import (
 )
 
 type record struct {
-	K         int       `json:"k"`
-	Wall      float64   `json:"wall"`
-	Latencies []float64 `json:"latencies"`
-	ExitCodes []int     `json:"exit_codes"`
+	K         int         `json:"k"`
+	Wall      float64     `json:"wall"`
+	Latencies []float64   `json:"latencies"`
+	ExitCodes []int       `json:"exit_codes"`
+	Phases    [][]float64 `json:"phases"`
+}
+
+// split cuts the argument list at every "--then" into the phases' commands.
+func split(args []string) [][]string {
+	var out [][]string
+	cur := []string{}
+	for _, a := range args {
+		if a == "--then" {
+			out = append(out, cur)
+			cur = []string{}
+			continue
+		}
+		cur = append(cur, a)
+	}
+	return append(out, cur)
+}
+
+func run(argv []string) (float64, int) {
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Stdout = os.Stdout
+	c.Stderr = os.Stderr
+	t0 := time.Now()
+	err := c.Run()
+	d := time.Since(t0).Seconds()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return d, ee.ExitCode()
+		}
+		return d, -1
+	}
+	return d, 0
 }
 
 func main() {
@@ -36,40 +70,41 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: burst -k K [-o FILE] -- CMD [ARGS...]")
 		os.Exit(2)
 	}
-	cmds := make([]*exec.Cmd, *k)
-	for i := range cmds {
-		argv := make([]string, len(args))
-		for j, a := range args {
-			argv[j] = strings.ReplaceAll(a, "{i}", strconv.Itoa(i))
+	phases := split(args)
+	for _, p := range phases {
+		if len(p) == 0 {
+			fmt.Fprintln(os.Stderr, "burst: empty command around --then")
+			os.Exit(2)
 		}
-		cmds[i] = exec.Command(argv[0], argv[1:]...)
-		cmds[i].Stdout = os.Stdout
-		cmds[i].Stderr = os.Stderr
 	}
-	rec := record{K: *k, Latencies: make([]float64, *k), ExitCodes: make([]int, *k)}
+	rec := record{K: *k, Latencies: make([]float64, *k), ExitCodes: make([]int, *k),
+		Phases: make([][]float64, *k)}
 	release := make(chan struct{})
 	var ready, done sync.WaitGroup
 	ready.Add(*k)
 	done.Add(*k)
-	start := time.Now()
-	for i, c := range cmds {
-		go func(i int, c *exec.Cmd) {
+	for i := 0; i < *k; i++ {
+		go func(i int) {
 			defer done.Done()
 			ready.Done()
 			<-release
-			t0 := time.Now()
-			err := c.Run()
-			rec.Latencies[i] = time.Since(t0).Seconds()
-			if err != nil {
-				rec.ExitCodes[i] = -1
-				if ee, ok := err.(*exec.ExitError); ok {
-					rec.ExitCodes[i] = ee.ExitCode()
+			for _, p := range phases {
+				argv := make([]string, len(p))
+				for j, a := range p {
+					argv[j] = strings.ReplaceAll(a, "{i}", strconv.Itoa(i))
+				}
+				d, code := run(argv)
+				rec.Phases[i] = append(rec.Phases[i], d)
+				rec.Latencies[i] += d
+				if code != 0 {
+					rec.ExitCodes[i] = code
+					return
 				}
 			}
-		}(i, c)
+		}(i)
 	}
 	ready.Wait()
-	start = time.Now()
+	start := time.Now()
 	close(release)
 	done.Wait()
 	rec.Wall = time.Since(start).Seconds()

@@ -107,3 +107,42 @@ def test_a_burst_scan(burst_run: tuple[dict[str, Any], Path], project: Project) 
     # the launcher was built once into builds/tools
     tools = list((project.builds / "tools").glob("burst-*"))
     assert len(tools) == 1 and tools[0].is_file()
+
+
+@pytest.mark.integration
+def test_phases_are_timed_one_after_the_other_per_instance(project: Project) -> None:
+    project.write(scenarios=[{
+        "name": "burst", "kind": "burst", "command": ["true"], "k": [1, 2], "runs": 2,
+        "rounds": 2, "warmup": 0, "timeout": 10,
+        "phases": [
+            {"name": "boot", "command": ["sleep", "0.05"]},
+            {"name": "run", "command": ["sh", "-c", "sleep 0.15; test -n '{i}{k}{round}'"]},
+        ],
+        "phase_k": [1, 4], "phase_runs": 2,
+    }])
+    results, run_dir = pipeline.compare(project.load(), project.options(seed=3), "fx")
+    assert run_dir is not None
+    (sc,) = results["scenarios"]
+    for variant in ("baseline", "greet"):
+        for k in ("1", "4"):
+            res = sc["phases"][variant][k]
+            # every instance of every run, each with both phases
+            assert len(res["durations"]) == int(k) * 2
+            assert all(len(row) == 2 for row in res["durations"])
+            assert 0.045 < res["median"]["boot"] < 0.15
+            assert 0.145 < res["median"]["run"] < 0.3
+            assert res["total_median"] == pytest.approx(
+                res["median"]["boot"] + res["median"]["run"], abs=0.05)
+    text = (run_dir / "report.md").read_text()
+    assert "| build" in text and "| boot" in text and "Median phase times" in text
+
+
+def test_phases_belong_to_a_burst_scenario(project: Project) -> None:
+    from patchbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="'phases' belong to a burst scenario"):
+        project.write(scenarios=[{
+            "name": "run", "command": ["true"], "runs": 2, "rounds": 2,
+            "phases": [{"name": "boot", "command": ["true"]}], "phase_k": [1],
+        }])
+        project.load()
