@@ -58,6 +58,7 @@ class BuildRecipe(_Model):
     backend: Literal["host", "docker"] = "host"
     commands: list[list[str]] = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
+    # files, or directories when the path ends in "/" (copied whole, e.g. an install root)
     artifacts: list[str] = Field(min_length=1)
     timeout: float = Field(default=1800.0, gt=0)
     image: str | None = None  # docker backend: an image pinned by digest

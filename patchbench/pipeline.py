@@ -489,9 +489,11 @@ def print_plan(project: Project, opts: Options, name: str, comp: Comparison,
         for b in fake_built:
             if sc.kind == "stress":
                 vals = ctx.values(b, Cell(b.variant.name))
-                for label, argv in [("launch", sc.launch), *[(f"kill/{a}", c) for a, c in
-                                                             sc.kill.items()],
-                                    ("list", sc.list_cmd), ("fresh", sc.fresh)]:
+                steps = [*[("setup", a) for a in sc.setup], ("launch", sc.launch),
+                         *[(f"kill/{a}", c) for a, c in sc.kill.items()],
+                         ("list", sc.list_cmd), ("fresh", sc.fresh),
+                         *[("teardown", a) for a in sc.teardown]]
+                for label, argv in steps:
                     p(f"  [{b.variant.name}] {label + ':':<9} "
                       f"{shlex.join(bench.fill_argv(argv, vals, sc.name))}")
                 continue

@@ -19,13 +19,14 @@ import shlex
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patchbench import bench, command, stats
 from patchbench.bench import Cell
 from patchbench.command import Background
-from patchbench.errors import CommandError
+from patchbench.errors import BenchmarkError, CommandError
 
 if TYPE_CHECKING:
     from patchbench.build import Built
@@ -68,6 +69,22 @@ def run_round(
 
     action = rng.choice(sc.actions)
     delay = rng.uniform(*sc.delay)
+    for argv in sc.setup:  # e.g. start this build's own service
+        command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+                    error=BenchmarkError, what=f"{where} {b.variant.name}: setup")
+    try:
+        return _round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for)
+    finally:
+        for argv in sc.teardown:
+            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+                        check=False, what=f"{where} {b.variant.name}: teardown")
+
+
+def _round(
+    ctx: ScenarioContext, b: Built, rnd: int, values: dict[str, str], where: str, action: str,
+    delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
+) -> dict[str, Any]:
+    sc = ctx.scenario
     procs = [Background(argv_for(sc.launch, i), log=log) for i in range(sc.instances)]
     kill_errors = 0
     kill_hangs = 0

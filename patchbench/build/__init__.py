@@ -160,16 +160,20 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             artifacts: dict[str, dict[str, Any]] = {}
             for rel in plan.target.build.artifacts:
                 src = tree / rel
-                if not src.is_file():
+                is_dir = rel.endswith("/")
+                if not (src.is_dir() if is_dir else src.is_file()):
                     raise BuildError(
                         f"build {label}: the recipe did not produce {rel}",
                         detail=f"(full log: {log})",
                     )
                 dest = out / "bin" / Path(rel).name
-                shutil.copy2(src, dest)
-                artifacts[Path(rel).name] = {
-                    "path": rel, "sha256": sha256_file(dest), "bytes": dest.stat().st_size,
-                }
+                if is_dir:  # a whole directory (an install root), hashed file by file
+                    shutil.copytree(src, dest, symlinks=True)
+                    digest, size = tree_digest(dest)
+                else:
+                    shutil.copy2(src, dest)
+                    digest, size = sha256_file(dest), dest.stat().st_size
+                artifacts[Path(rel).name] = {"path": rel, "sha256": digest, "bytes": size}
             version_output = None
             if plan.target.build.version:
                 argv = plan.target.build.version
@@ -216,6 +220,20 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
     (final / STAMP).write_text(key + "\n")  # written last: the build is complete
     _progress(f"built {label} in {manifest['duration_s']:.1f} s")
     return Built(variant, final, manifest, cached=False)
+
+
+def tree_digest(root: Path) -> tuple[str, int]:
+    """sha256 over the sorted relative paths and contents of a directory, and its total size."""
+    h = hashlib.sha256()
+    size = 0
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            h.update(f"{rel}\0link:{os.readlink(path)}\n".encode())
+            continue
+        h.update(f"{rel}\0{sha256_file(path)}\n".encode())
+        size += path.stat().st_size
+    return h.hexdigest(), size
 
 
 def check_same_toolchain(builds: list[Built]) -> None:

@@ -44,8 +44,10 @@ class AppleContainerRuntime:
         self.workdir = workdir
 
     def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
+        # the build's install root is kept whole (bin/ and libexec/ with the plugins), so that
+        # each variant's `container` finds its own apiserver and plugins
         return {
-            "container": str(bin_dir / "container"),
+            "container": str(bin_dir / "bin" / "container"),
             "image": IMAGE,
             "id": f"pb-{self.token}-{variant}",
         }
@@ -73,7 +75,8 @@ class AppleContainerRuntime:
         return [
             "needs macOS 15+ on Apple silicon with Xcode 26; both builds use one Swift toolchain "
             "(fingerprint: swift --version, xcodebuild -version)",
-            "each variant's container-apiserver is started with `bin/container system start` from "
-            "its own install root before measuring, and stopped after",
+            "each build is kept as a whole install root (bin/, libexec/ with the plugins); the "
+            "scenarios' setup starts that build's own service (`container system start`) around "
+            "its runs and the teardown stops it, since only one can run at a time",
             f"pull the image once before measuring: container image pull {IMAGE}",
         ]

@@ -141,3 +141,22 @@ def test_an_unstamped_build_directory_is_rebuilt(project: Project) -> None:
     assert (again.path / build.STAMP).is_file()
     assert run_binary(again) == "hello, patched\nbye\n"
     assert_nothing_left(project.builds, project.cache)
+
+
+@pytest.mark.integration
+def test_a_directory_artifact_is_kept_whole_and_hashed(project: Project) -> None:
+    from patchbench.build import tree_digest
+    from tests.support import matrix_data, write_matrix
+
+    data = matrix_data(project.upstream, project.go_version, commands=[
+        ["go", "build", "-o", "root/bin/hello", "."],
+        ["sh", "-c", "mkdir -p root/libexec && echo x > root/libexec/p"]])
+    data["targets"][TARGET]["build"]["artifacts"] = ["root/"]
+    data["comparisons"]["fx"]["scenarios"][0]["command"] = ["{bin}/root/bin/hello"]
+    write_matrix(project.root, data)
+    opts = project.options()
+    (b,) = pipeline.build_variants(project.load(), opts, TARGET, [Variant("baseline", ())], [])
+    assert (b.bin / "root" / "bin" / "hello").is_file()
+    assert (b.bin / "root" / "libexec" / "p").read_text() == "x\n"
+    art = b.manifest["artifacts"]["root"]
+    assert art["path"] == "root/" and art["sha256"] == tree_digest(b.bin / "root")[0]

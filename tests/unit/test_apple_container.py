@@ -82,7 +82,8 @@ def test_runtime_lookup_and_placeholders(tmp_path: Path) -> None:
     rt = runtimes.get("apple-container")
     assert isinstance(rt, AppleContainerRuntime)
     ph = rt.placeholders("per-vm-lock", tmp_path / "bin")
-    assert ph["container"] == str(tmp_path / "bin" / "container")
+    # the build's install root is kept whole: <artifacts>/bin/bin/container
+    assert ph["container"] == str(tmp_path / "bin" / "bin" / "container")
     assert ph["image"] == apple_container.IMAGE
     assert re.fullmatch(r"pb-[0-9a-f]{6}-per-vm-lock", ph["id"])
     assert rt.leftovers("per-vm-lock", tmp_path) == [] and rt.cleanup("x", tmp_path) == []
@@ -187,7 +188,7 @@ def test_a_dry_run_of_the_fixture_prints_the_plan(project: Project) -> None:
            "timeout 60 s per run, k = [1, 8]" in out
     for v in ("baseline", "greet"):
         m = re.search(rf"\[{v}\] measure:  '?{re.escape(str(project.builds))}/artifacts/{TARGET}/"
-                      rf"<{v}>/bin/container'? run --rm --name '?pb-[0-9a-f]{{6}}-{v}-k1-\{{i\}}'? "
+                      rf"<{v}>/bin/bin/container'? run --rm --name '?pb-[0-9a-f]{{6}}-{v}-k1-\{{i\}}'? "
                       rf"docker.io/library/alpine:3.20 true", out)
         assert m, out
     assert "note: needs macOS 15+ on Apple silicon" in out
