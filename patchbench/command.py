@@ -137,8 +137,9 @@ def run(
             )
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            proc.communicate()
-            seconds = time.monotonic() - started
+            # a process that left the group (a detached container) may still hold the pipes
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=5)
             raise error(
                 f"{label}: timed out after {timeout:g} s and was killed",
                 hint="raise the timeout in matrix.yaml if this step is legitimately slow",
