@@ -135,3 +135,13 @@ def test_median_ci_brackets_the_sample_median_and_narrows_with_more_data() -> No
     assert ci_large[1] - ci_large[0] < ci_small[1] - ci_small[0]
     assert stats.median_ci([1.0, 2.0], seed=1) is None
     assert stats.median_ci(small, seed=3) == stats.median_ci(small, seed=3)
+
+
+def test_mann_whitney_u_matches_scipy_asymptotic() -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(11)
+    for _ in range(100):
+        a = [round(float(x), 1) for x in rng.normal(0.0, 1.0, int(rng.integers(3, 60)))]
+        b = [round(float(x), 1) for x in rng.normal(0.3, 1.0, int(rng.integers(3, 60)))]
+        expected = scipy_stats.mannwhitneyu(a, b, method="asymptotic").pvalue
+        assert stats.mann_whitney_u(a, b) == pytest.approx(float(expected), abs=1e-9)
