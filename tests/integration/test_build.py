@@ -149,14 +149,14 @@ def test_a_directory_artifact_is_kept_whole_and_hashed(project: Project) -> None
     from tests.support import matrix_data, write_matrix
 
     data = matrix_data(project.upstream, project.go_version, commands=[
-        ["go", "build", "-o", "root/bin/hello", "."],
-        ["sh", "-c", "mkdir -p root/libexec && echo x > root/libexec/p"]])
-    data["targets"][TARGET]["build"]["artifacts"] = ["root/"]
-    data["comparisons"]["fx"]["scenarios"][0]["command"] = ["{bin}/root/bin/hello"]
+        ["go", "build", "-o", "install/bin/hello", "."],
+        ["sh", "-c", "mkdir -p install/libexec && echo x > install/libexec/p"]])
+    data["targets"][TARGET]["build"]["artifacts"] = ["install/"]
+    data["comparisons"]["fx"]["scenarios"][0]["command"] = ["{bin}/install/bin/hello"]
     write_matrix(project.root, data)
     opts = project.options()
     (b,) = pipeline.build_variants(project.load(), opts, TARGET, [Variant("baseline", ())], [])
-    assert (b.bin / "root" / "bin" / "hello").is_file()
-    assert (b.bin / "root" / "libexec" / "p").read_text() == "x\n"
-    art = b.manifest["artifacts"]["root"]
-    assert art["path"] == "root/" and art["sha256"] == tree_digest(b.bin / "root")[0]
+    assert (b.bin / "install" / "bin" / "hello").is_file()
+    assert (b.bin / "install" / "libexec" / "p").read_text() == "x\n"
+    art = b.manifest["artifacts"]["install"]
+    assert art["path"] == "install/" and art["sha256"] == tree_digest(b.bin / "install")[0]
