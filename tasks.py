@@ -15,6 +15,7 @@ from __future__ import annotations
 from invoke import Context, task
 
 from patchbench import cli
+from patchbench.errors import ConfigError
 from patchbench.pipeline import Options
 
 COMMON = {
@@ -44,8 +45,13 @@ def _opts(source: list[str] | None, matrix: str | None, builds: str | None,
                        verbose=verbose, **kw)
 
 
-def _int(value: str | None) -> int | None:
-    return int(value) if value not in (None, "") else None
+def _int(value: str | None, name: str) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except ValueError:
+        raise ConfigError(f"--{name} {value!r}: expected a whole number") from None
 
 
 @task(positional=["name"], iterable=["source", "scenario"], help=COMPARE_HELP)
@@ -55,10 +61,10 @@ def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = F
             scenario: list[str] | None = None, gate: bool = False, matrix: str | None = None,
             builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Fetch, patch, build baseline and candidates, measure interleaved, print and save."""
-    opts = _opts(source, matrix, builds, reports, verbose, aa=aa, dry_run=dry_run,
-                 seed=_int(seed), runs=_int(runs), rounds=_int(rounds), warmup=_int(warmup),
-                 only=scenario or [], gate=gate)
-    cli.guarded(lambda: cli.do_compare(opts, name))
+    cli.guarded(lambda: cli.do_compare(_opts(
+        source, matrix, builds, reports, verbose, aa=aa, dry_run=dry_run, seed=_int(seed, "seed"),
+        runs=_int(runs, "runs"), rounds=_int(rounds, "rounds"), warmup=_int(warmup, "warmup"),
+        only=scenario or [], gate=gate), name))
 
 
 @task(iterable=["source"], help={**COMMON, "patch": "build the baseline and this patch series",
@@ -67,8 +73,7 @@ def build(c: Context, patch: str | None = None, target: str | None = None,
           source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
           reports: str | None = None, verbose: bool = False) -> None:
     """Build the baseline and a patch series from one pinned commit (cached)."""
-    opts = _opts(source, matrix, builds, reports, verbose)
-    cli.guarded(lambda: cli.do_build(opts, patch, target))
+    cli.guarded(lambda: cli.do_build(_opts(source, matrix, builds, reports, verbose), patch, target))
 
 
 @task(iterable=["source", "series"],
@@ -78,24 +83,21 @@ def patch(c: Context, check: bool = True, series: list[str] | None = None,
           source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
           reports: str | None = None, verbose: bool = False) -> None:
     """Check that patch series apply (all or nothing) to their pinned commits."""
-    opts = _opts(source, matrix, builds, reports, verbose)
-    cli.guarded(lambda: cli.do_patch_check(opts, series or []))
+    cli.guarded(lambda: cli.do_patch_check(_opts(source, matrix, builds, reports, verbose), series or []))
 
 
 @task(positional=["target"], iterable=["source"], help=COMMON)
 def fetch(c: Context, target: str, source: list[str] | None = None, matrix: str | None = None,
           builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Fetch a target's pinned commit into the cache (refusing a moved ref)."""
-    opts = _opts(source, matrix, builds, reports, verbose)
-    cli.guarded(lambda: cli.do_fetch(opts, target))
+    cli.guarded(lambda: cli.do_fetch(_opts(source, matrix, builds, reports, verbose), target))
 
 
 @task(name="list", iterable=["source"], help=COMMON)
 def list_(c: Context, source: list[str] | None = None, matrix: str | None = None,
           builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """List targets and comparisons."""
-    opts = _opts(source, matrix, builds, reports, verbose)
-    cli.guarded(lambda: cli.do_list(opts))
+    cli.guarded(lambda: cli.do_list(_opts(source, matrix, builds, reports, verbose)))
 
 
 @task(positional=["run_dir"], iterable=["source"],
@@ -104,8 +106,7 @@ def report(c: Context, run_dir: str | None = None, comparison: str | None = None
            source: list[str] | None = None, matrix: str | None = None,
            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Print a saved run's report (default: the newest run)."""
-    opts = _opts(source, matrix, builds, reports, verbose)
-    cli.guarded(lambda: cli.do_report(opts, run_dir, comparison))
+    cli.guarded(lambda: cli.do_report(_opts(source, matrix, builds, reports, verbose), run_dir, comparison))
 
 
 @task

@@ -4,6 +4,7 @@ errors are caught and turned into one line and an exit code."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterable
@@ -38,8 +39,16 @@ def options(
     )
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def guarded(fn: Callable[[], int | None]) -> None:
-    """Run ``fn``; the only place errors are caught. Exit codes: see patchbench.errors."""
+    """Run ``fn``; the only place errors are caught. Exit codes: see patchbench.errors.
+    SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) unwind like Ctrl-C, so every
+    ``finally`` runs: child process groups are killed and nothing half-written is kept."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
     try:
         code = fn() or 0
     except PatchbenchError as exc:

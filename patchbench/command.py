@@ -78,15 +78,16 @@ def tail(text: str, lines: int = TAIL_LINES) -> str:
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace: float = 2.0) -> None:
-    """SIGTERM the process group, then SIGKILL what is left after ``grace`` seconds."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """SIGTERM the process group, give it ``grace`` seconds, then SIGKILL whatever is left of the
+    group (its leader may have exited while children that ignore SIGTERM still run)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
 
 
 def run(
@@ -122,15 +123,18 @@ def run(
             logf.write(f"  (in {cwd})\n".encode())
         logf.flush()
     try:
-        proc = subprocess.Popen(
-            args,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=logf if logf is not None else subprocess.PIPE,
-            stderr=subprocess.STDOUT if logf is not None else subprocess.PIPE,
-            start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                args,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=logf if logf is not None else subprocess.PIPE,
+                stderr=subprocess.STDOUT if logf is not None else subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise error(f"{label}: could not start: {exc.strerror or exc}") from None
         try:
             out_b, err_b = proc.communicate(
                 input=input.encode() if input is not None else None, timeout=timeout

@@ -21,8 +21,8 @@ from patchbench.errors import PatchError, SourceError
 from patchbench.files import sha256_file
 from patchbench.source import IDENTITY, SNAPSHOT_DATE, run_git
 
-DEP3_DESCRIPTION = ("Description", "Subject")
-DEP3_AUTHOR = ("Author", "Origin", "From")
+DEP3_DESCRIPTION = ("Description",)
+DEP3_AUTHOR = ("Author", "Origin")
 DEP3_FORWARDED = ("Forwarded",)
 
 
@@ -80,7 +80,10 @@ def parse_patch(path: Path, series: str) -> Patch:
             hint="make it with: git format-patch -1 --zero-commit --no-signature",
         )
     header, _, body = text.partition("\ndiff --git ")
-    fields = {m.group(1) for m in re.finditer(r"^([A-Z][A-Za-z-]+): ", header, re.M)}
+    # DEP-3 fields live in the commit message, after the mail headers (whose From: and Subject:
+    # would otherwise always satisfy "Author" and "Description")
+    message = header.split("\n\n", 1)[1] if "\n\n" in header else ""
+    fields = {m.group(1) for m in re.finditer(r"^([A-Z][A-Za-z-]+): ", message, re.M)}
     for group in (DEP3_DESCRIPTION, DEP3_AUTHOR, DEP3_FORWARDED):
         if not fields.intersection(group):
             raise PatchError(

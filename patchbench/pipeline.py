@@ -6,17 +6,24 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from patchbench import __version__, bench, build, config, patching, report, runtimes, source, stats
 from patchbench.bench import Cell, Invocation, Samples
 from patchbench.config import Comparison, Project, Scenario
-from patchbench.errors import PatchbenchError, PatchError, RequirementError, SourceError
+from patchbench.errors import (
+    ConfigError,
+    PatchbenchError,
+    PatchError,
+    RequirementError,
+    SourceError,
+)
 from patchbench.machine import machine_info
 
 
@@ -216,8 +223,12 @@ def _scenario(sc: Scenario, opts: Options) -> Scenario:
         return sc
     rounds = changes.get("rounds", sc.rounds)
     runs = changes.get("runs", sc.runs)
-    changes["runs"] = max(rounds, runs - runs % rounds)
-    return sc.model_copy(update=changes)
+    if rounds >= 1 and runs >= 1:
+        changes["runs"] = max(rounds, runs - runs % rounds)
+    try:  # validated like the matrix: --rounds 0 is refused, not a division by zero
+        return Scenario.model_validate({**sc.model_dump(), **changes})
+    except ValidationError as exc:
+        raise ConfigError(f"--runs/--rounds/--warmup: {exc.errors()[0]['msg']}") from None
 
 
 def compare(project: Project, opts: Options, name: str) -> tuple[dict[str, Any], Path | None]:
@@ -236,7 +247,7 @@ def compare(project: Project, opts: Options, name: str) -> tuple[dict[str, Any],
     checkout = fetch(project, opts, comp.target)
     check_machine(project, opts, comp.target, variants, checkout, comp)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    seed = opts.seed if opts.seed is not None else (comp.seed or secrets.randbelow(2**31))
+    seed = next(s for s in (opts.seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
     built = build_variants(project, opts, comp.target, variants, comp.overlays, checkout)
     if opts.aa:
         baseline = built[0]
@@ -322,7 +333,7 @@ class ScenarioContext:
 
     def values(self, b: build.Built, cell: Cell) -> dict[str, str]:
         v = {"bin": str(b.bin), "work": str(self.workdir), "variant": b.variant.name,
-             "project": str(self.project.root), "id": f"pb-{self.token}-{b.variant.name}"}
+             "project": str(self.project.root), "id": f"pb-{self.token}-{b.variant.name}+"}
         for art in b.manifest["artifacts"]:
             v.setdefault(art.replace("-", "_").replace(".", "_"), str(b.bin / art))
         if self.runtime is not None:
@@ -436,9 +447,15 @@ def run_verify(ctx: ScenarioContext, cells: list[Cell]) -> dict[str, Any]:
     for cell in cells:
         b = next(x for x in ctx.built if x.variant.name == cell.variant)
         argv = bench.fill_argv(ctx.scenario.verify, ctx.values(b, cell), ctx.scenario.name)
-        res = command.run(argv, timeout=ctx.scenario.timeout * 10, check=False)
+        try:
+            res = command.run(argv, timeout=ctx.scenario.timeout * 10, check=False)
+        except PatchbenchError as exc:  # a hung or unstartable check is a failed check, kept
+            out[cell.variant] = {"command": shlex.join(argv), "exit_code": None, "passed": False,
+                                 "output": exc.message}
+            continue
         out[cell.variant] = {"command": shlex.join(argv), "exit_code": res.returncode,
-                             "passed": res.returncode == 0, "output": res.stdout.strip()[-2000:]}
+                             "passed": res.returncode == 0,
+                             "output": (res.stdout.strip() or res.stderr.strip())[-2000:]}
     return out
 
 
@@ -518,6 +535,3 @@ def print_plan(project: Project, opts: Options, name: str, comp: Comparison,
     p(f"report  {opts.reports / name}/<UTC time>/ (report.md, results.json, manifests)")
 
 
-def clean(opts: Options) -> None:
-    if opts.builds.exists():
-        shutil.rmtree(opts.builds)

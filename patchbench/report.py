@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -160,9 +161,8 @@ def save_run(reports: Path, comparison: str, results: dict[str, Any],
     while final.exists():
         n += 1
         final = parent / f"{stamp}-{n}"
-    tmp = parent / f".{final.name}.partial"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=parent))
+    os.chmod(tmp, 0o755)  # mkdtemp makes 0700; reports are meant to be shared
     try:
         results["run_dir"] = f"{comparison}/{final.name}"
         write_json_atomic(tmp / "results.json", results)

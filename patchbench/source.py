@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import git
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from patchbench import command
 from patchbench.errors import CommandError, PatchbenchError, SourceError
@@ -41,6 +41,8 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["GIT_CONFIG_NOSYSTEM"] = "1"
+    # no user config either (autocrlf, signing, hooks): the same input gives the same commit
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
     if extra:
         env.update(extra)
     return env
@@ -89,8 +91,18 @@ def locked(builds: Path, name: str, timeout: float = 3600.0) -> Iterator[None]:
     """An exclusive lock shared by every patchbench process using this builds/ directory."""
     locks = builds / "locks"
     locks.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(locks / f"{name}.lock"), timeout=timeout):
+    try:
+        lock = FileLock(str(locks / f"{name}.lock"), timeout=timeout)
+        lock.acquire()
+    except Timeout:
+        raise SourceError(
+            f"another patchbench process has held {locks / name}.lock for {timeout:g} s",
+            hint="wait for it to finish, or remove the lock file if no such process runs",
+        ) from None
+    try:
         yield
+    finally:
+        lock.release()
 
 
 def _pin_exists(repo: Path, commit: str) -> bool:
@@ -287,11 +299,16 @@ def add_worktree(checkout: Checkout, path: Path, builds: Path) -> list[str]:
     with locked(builds, f"source-{checkout.target}"):
         run_git(["worktree", "add", "-q", "--no-checkout", "--detach", str(path), checkout.commit],
                 cwd=checkout.repo, error=SourceError, what=what)
-    missing = missing_blobs(path, checkout.commit)
-    if missing:
-        run_git(["sparse-checkout", "set", "--no-cone", "/*", *[f"!/{m}" for m in missing]],
-                cwd=path, error=SourceError, what=what)
-    run_git(["reset", "-q", "--hard", checkout.commit], cwd=path, error=SourceError, what=what)
+    try:
+        missing = missing_blobs(path, checkout.commit)
+        if missing:
+            run_git(["sparse-checkout", "set", "--no-cone", "/*", *[f"!/{m}" for m in missing]],
+                    cwd=path, error=SourceError, what=what)
+        run_git(["reset", "-q", "--hard", checkout.commit], cwd=path, error=SourceError,
+                what=what)
+    except BaseException:
+        remove_worktree(checkout, path, builds)
+        raise
     return missing
 
 

@@ -145,7 +145,7 @@ def compare(
 ) -> Comparison:
     sb, sc = summarize(base), summarize(cand)
     speedup = sb.median / sc.median if sc.median else float("inf")
-    ci = bootstrap_ratio_ci(base, cand, seed=seed)
+    ci = bootstrap_ratio_ci(base, cand, seed=seed, level=1 - alpha)
     p: float | None = None
     if len(base) >= 3 and len(cand) >= 3:
         p = mann_whitney_u(base, cand)

@@ -95,6 +95,11 @@ def fill(template: str, values: Mapping[str, str], where: str) -> str:
             f"{where}: unknown placeholder {{{exc.args[0]}}} in {template!r}",
             hint="available: " + ", ".join("{" + k + "}" for k in sorted(values)),
         ) from None
+    except (ValueError, IndexError):
+        raise ConfigError(
+            f"{where}: {template!r} has a brace that is not a placeholder",
+            hint="write a literal { or } as {{ or }}",
+        ) from None
 
 
 def fill_argv(argv: Sequence[str], values: Mapping[str, str], where: str) -> list[str]:

@@ -54,11 +54,12 @@ def classify(action: str, code: int | None, labels: dict[int, str] | None = None
 
 
 def run_round(
-    ctx: ScenarioContext, b: Built, rnd: int, rng: random.Random, log: Path,
+    ctx: ScenarioContext, b: Built, rnd: int, draw: tuple[str, float], log: Path,
     seen: set[str] | None = None,
 ) -> dict[str, Any]:
-    """One round for one build. ``seen`` holds leftovers already reported (where nothing could
-    clean them up), so that each is counted once."""
+    """One round for one build, with the round's (action, delay), which every build shares.
+    ``seen`` holds leftovers already reported (where nothing could clean them up), so that each
+    is counted once."""
     sc = ctx.scenario
     cell = Cell(b.variant.name)
     values = {**ctx.values(b, cell), "round": str(rnd)}
@@ -67,8 +68,7 @@ def run_round(
     def argv_for(template: list[str], i: int) -> list[str]:
         return [a.replace("{i}", str(i)) for a in bench.fill_argv(template, values, where)]
 
-    action = rng.choice(sc.actions)
-    delay = rng.uniform(*sc.delay)
+    action, delay = draw
     for argv in sc.setup:  # e.g. start this build's own service
         command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                     error=BenchmarkError, what=f"{where} {b.variant.name}: setup")
@@ -85,10 +85,12 @@ def _round(
     delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
 ) -> dict[str, Any]:
     sc = ctx.scenario
-    procs = [Background(argv_for(sc.launch, i), log=log) for i in range(sc.instances)]
+    procs: list[Background] = []
     kill_errors = 0
     kill_hangs = 0
     try:
+        for i in range(sc.instances):
+            procs.append(Background(argv_for(sc.launch, i), log=log))
         time.sleep(delay)
         for i, proc in enumerate(procs):
             if action in SIGNALS:
@@ -158,9 +160,12 @@ def run(ctx: ScenarioContext, extra_files: dict[str, Path]) -> dict[str, Any]:
     rounds: list[dict[str, Any]] = []
     seen: dict[str, set[str]] = {b.variant.name: set() for b in ctx.built}
     for r, cells in enumerate(order, 1):
+        # one action and one delay per round, the same for every build, so that their counts
+        # compare like with like
+        draw = (rng.choice(sc.actions), rng.uniform(*sc.delay))
         for cell in cells:
             b = next(x for x in ctx.built if x.variant.name == cell.variant)
-            res = run_round(ctx, b, r, rng, log, seen[b.variant.name])
+            res = run_round(ctx, b, r, draw, log, seen[b.variant.name])
             rounds.append(res)
             print(f"patchbench:   {cell.variant:<24} round {r}: {res['action']:<7} after "
                   f"{res['delay_s']:.2f} s: {res['outcomes']} leftovers {len(res['leftovers'])}"

@@ -104,7 +104,7 @@ def test_stress_rounds(stress_run: tuple[dict[str, Any], Path], project: Project
     (planted,) = [rd for rd in leaky["rounds_detail"] if rd["leftovers"]]
     assert (planted["variant"], planted["round"]) == (CAND, 2)
     (name,) = planted["leftovers"]
-    assert name.startswith("instance pb-") and name.endswith(f"-{CAND}-2-0-orphan")
+    assert name.startswith("instance pb-") and name.endswith(f"-{CAND}+-2-0-orphan")
     # the baseline listed it after the candidate's round, and did not take it for its own
     assert [rd["variant"] for rd in leaky["rounds_detail"][2:]] == [CAND, "baseline"]
     assert f"leaky {CAND}: 1 leftovers, 0 hangs, 0 failed fresh runs" in results["warnings"]
@@ -139,5 +139,5 @@ def test_a_stress_dry_run_shows_the_instance_names(project: Project,
     out = capsys.readouterr().out
     for v in ("baseline", CAND):
         assert f"[{v}] launch:" in out
-        assert f"-{v}-{{round}}-{{i}}" in out
+        assert f"-{v}+-{{round}}-{{i}}" in out
     assert not project.builds.exists()
