@@ -68,17 +68,23 @@ def median_ci(samples: Sequence[float], *, seed: int, level: float = 0.95,
     a = np.asarray(samples, dtype=float)
     if a.size < 3:
         return None
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, 4_000_000 // a.size))
-    meds = []
+    meds = _resampled_medians(a, np.random.default_rng(seed), resamples)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(meds, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _resampled_medians(a: np.ndarray, rng: np.random.Generator, resamples: int,
+                       chunk: int | None = None) -> np.ndarray:
+    """Medians of ``resamples`` bootstrap resamples of ``a``, in chunks of bounded memory."""
+    chunk = chunk or max(1, min(resamples, 4_000_000 // a.size))
+    out = []
     done = 0
     while done < resamples:
         n = min(chunk, resamples - done)
-        meds.append(np.median(a[rng.integers(0, a.size, (n, a.size))], axis=1))
+        out.append(np.median(a[rng.integers(0, a.size, (n, a.size))], axis=1))
         done += n
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(np.concatenate(meds), [tail, 100 - tail])
-    return float(low), float(high)
+    return np.concatenate(out)
 
 
 def bootstrap_ratio_ci(
@@ -91,14 +97,13 @@ def bootstrap_ratio_ci(
     if a.size < 3 or b.size < 3:
         return None
     rng = np.random.default_rng(seed)
+    # chunk by chunk, a then b, so that a seed gives the same CI as in earlier saved reports
     chunk = max(1, min(resamples, 4_000_000 // max(a.size, b.size)))
     ratios = []
     done = 0
     while done < resamples:
         n = min(chunk, resamples - done)
-        ma = np.median(a[rng.integers(0, a.size, (n, a.size))], axis=1)
-        mb = np.median(b[rng.integers(0, b.size, (n, b.size))], axis=1)
-        ratios.append(ma / mb)
+        ratios.append(_resampled_medians(a, rng, n, chunk) / _resampled_medians(b, rng, n, chunk))
         done += n
     r = np.concatenate(ratios)
     tail = (1 - level) / 2 * 100
