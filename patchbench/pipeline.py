@@ -408,12 +408,17 @@ def run_scenario(ctx: ScenarioContext, extra_files: dict[str, Path]) -> dict[str
 
 def gate_failures(results: dict[str, Any]) -> list[str]:
     """What fails an A/B gate: a candidate significantly slower, a failed verify check, or a
-    candidate whose stress rounds hung, left something behind or could not run a fresh one."""
+    candidate whose stress rounds hung, left something behind or could not run a fresh one.
+    "Slower" is judged with Holm-adjusted p-values over every comparison of the run (a burst scan
+    makes one per k), so that more comparisons do not mean more false alarms."""
     out = []
+    comps = [(sc, c) for sc in results["scenarios"] for c in sc.get("comparisons", [])]
+    adjusted = stats.holm([c["p_value"] if c["p_value"] is not None else 1.0 for _, c in comps])
+    for (sc, c), p_adj in zip(comps, adjusted, strict=True):
+        if c["verdict"] == "slower" and p_adj < c["alpha"]:
+            out.append(f"{sc['name']} {c['candidate']}: slower ({c['speedup']:.2f}×, "
+                       f"Holm-adjusted p {p_adj:.2g})")
     for sc in results["scenarios"]:
-        for c in sc.get("comparisons", []):
-            if c["verdict"] == "slower":
-                out.append(f"{sc['name']} {c['candidate']}: slower ({c['speedup']:.2f}×)")
         for variant, v in sc.get("verify", {}).items():
             if not v["passed"]:
                 out.append(f"{sc['name']} {variant}: verify failed (exit {v['exit_code']})")

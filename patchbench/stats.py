@@ -170,6 +170,19 @@ def compare(
     )
 
 
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values (same order as given): for deciding on several
+    comparisons at once without inflating the chance of a false alarm."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
 def slope(ks: Sequence[float], values: Sequence[float]) -> float:
     """Least-squares slope of values against k (seconds per extra instance)."""
     if len(set(ks)) < 2:

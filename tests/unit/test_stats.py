@@ -145,3 +145,9 @@ def test_mann_whitney_u_matches_scipy_asymptotic() -> None:
         b = [round(float(x), 1) for x in rng.normal(0.3, 1.0, int(rng.integers(3, 60)))]
         expected = scipy_stats.mannwhitneyu(a, b, method="asymptotic").pvalue
         assert stats.mann_whitney_u(a, b) == pytest.approx(float(expected), abs=1e-9)
+
+
+def test_holm_adjusted_p_values() -> None:
+    assert stats.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert stats.holm([]) == []
