@@ -51,6 +51,11 @@ class Result:
     seconds: float
 
 
+def say(msg: str) -> None:
+    """Progress and warnings for the person at the terminal (stderr; stdout is for results)."""
+    print(f"patchbench: {msg}", file=sys.stderr, flush=True)
+
+
 def set_verbose(flag: bool) -> None:
     global VERBOSE
     VERBOSE = flag
@@ -193,7 +198,6 @@ class Background:
         args = [str(a) for a in argv]
         args[0] = which(args[0])
         self.argv = tuple(args)
-        self.started = time.monotonic()
         if VERBOSE:
             print(f"+ {quote(args)} &", file=sys.stderr, flush=True)
         self._logf: IO[bytes] | None = open(log, "ab") if log is not None else None  # noqa: SIM115

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from patchbench import __version__, bench, build, config, patching, report, runtimes, source, stats
+from patchbench import __version__, bench, build, command, config, patching, report, runtimes, source, stats
 from patchbench.bench import Cell, Invocation, Samples
 from patchbench.config import Comparison, Project, Scenario
 from patchbench.errors import (
@@ -44,8 +43,7 @@ class Options:
     gate: bool = False  # exit non-zero when a candidate is slower or not correct
 
 
-def say(msg: str) -> None:
-    print(f"patchbench: {msg}", file=sys.stderr, flush=True)
+say = command.say
 
 
 def load(opts: Options) -> Project:
@@ -446,7 +444,6 @@ def noisy_warnings(name: str, cells: list[dict[str, Any]]) -> list[str]:
 
 def run_verify(ctx: ScenarioContext, cells: list[Cell]) -> dict[str, Any]:
     """Run the scenario's check once per variant; a failing check is a finding, kept and shown."""
-    from patchbench import command
 
     out: dict[str, Any] = {}
     for cell in cells:

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -100,10 +99,6 @@ class BuildPlan:
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def _progress(msg: str) -> None:
-    print(f"patchbench: {msg}", file=sys.stderr, flush=True)
-
-
 def _rel(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
@@ -138,7 +133,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
     log = logs / f"{plan.target_name}-{variant.name}-{key[:12]}.log"
     log.write_text("")
     label = f"{plan.target_name}/{variant.name}"
-    _progress(f"building {label} at {plan.checkout.commit[:12]} (log: {_rel(log, plan.project.root)})")
+    command.say(f"building {label} at {plan.checkout.commit[:12]} (log: {_rel(log, plan.project.root)})")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"{key[:12]}-", dir=tmp_root) as tmp_s:
         tmp = Path(tmp_s)
@@ -218,7 +213,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
         final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(out, final)
     (final / STAMP).write_text(key + "\n")  # written last: the build is complete
-    _progress(f"built {label} in {manifest['duration_s']:.1f} s")
+    command.say(f"built {label} in {manifest['duration_s']:.1f} s")
     return Built(variant, final, manifest, cached=False)
 
 
