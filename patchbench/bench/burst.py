@@ -30,8 +30,8 @@ OVERHEAD_VARIANT = "launcher-overhead"
 def launcher(builds: Path) -> Path:
     """Build (once, cached by content) the burst launcher; return its path."""
     h = hashlib.sha256()
-    for name in ("burst.go", "go.mod"):
-        h.update((LAUNCHER_SRC / name).read_bytes())
+    for path in sorted([*LAUNCHER_SRC.glob("*.go"), LAUNCHER_SRC / "go.mod"]):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
     h.update(command.run(["go", "version"], timeout=120).stdout.encode())
     dest = builds / "tools" / f"burst-{h.hexdigest()[:16]}"
     if dest.is_file():

@@ -1,6 +1,6 @@
 // burst starts k copies of a command at one moment and waits for all of them.
 //
-//	burst -k K [-o FILE] -- CMD [ARGS...] [--then CMD [ARGS...]]...
+//	burst -k K [-o FILE] [-deadline DUR [-evidence DIR]] -- CMD [ARGS...] [--then CMD [ARGS...]]...
 //
 // Every argument's "{i}" is replaced by the instance index (0..k-1). All k instances are
 // released together (goroutines blocked on one channel), so no instance waits for another to
@@ -8,6 +8,10 @@
 // stops at the first that fails. Each instance's latency (release to the end of its last command),
 // the duration of each phase and its exit code are appended to FILE as one JSON line. The exit
 // code is 0 only if every instance exited 0.
+//
+// With -deadline DUR (e.g. 5s), every command runs in its own process group and gets DUR; one
+// still running then is a hang: its evidence is saved into DIR before its group is killed, and
+// the launcher exits with 124 (see deadline.go). Without -deadline nothing changes.
 package main
 
 import (
@@ -16,9 +20,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -28,6 +34,7 @@ type record struct {
 	Latencies []float64   `json:"latencies"`
 	ExitCodes []int       `json:"exit_codes"`
 	Phases    [][]float64 `json:"phases"`
+	Hung      []bool      `json:"hung,omitempty"` // with -deadline: which instances passed it
 }
 
 // split cuts the argument list at every "--then" into the phases' commands.
@@ -64,6 +71,8 @@ func run(argv []string) (float64, int) {
 func main() {
 	k := flag.Int("k", 1, "instances to launch at once")
 	out := flag.String("o", "", "append one JSON line with per-instance latencies to this file")
+	deadline := flag.Duration("deadline", 0, "each command's deadline (0: none); a command past it is a hang")
+	evidence := flag.String("evidence", "", "with -deadline: save each hang's evidence into this directory")
 	flag.Parse()
 	args := flag.Args()
 	if len(args) == 0 || *k < 1 {
@@ -79,6 +88,17 @@ func main() {
 	}
 	rec := record{K: *k, Latencies: make([]float64, *k), ExitCodes: make([]int, *k),
 		Phases: make([][]float64, *k)}
+	if *deadline > 0 {
+		rec.Hung = make([]bool, *k)
+		// the commands are in process groups of their own: take them along when told to stop
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		go func() {
+			sig := <-stop
+			killGroups()
+			os.Exit(128 + int(sig.(syscall.Signal)))
+		}()
+	}
 	release := make(chan struct{})
 	var ready, done sync.WaitGroup
 	ready.Add(*k)
@@ -93,7 +113,15 @@ func main() {
 				for j, a := range p {
 					argv[j] = strings.ReplaceAll(a, "{i}", strconv.Itoa(i))
 				}
-				d, code := run(argv)
+				var d float64
+				var code int
+				if *deadline > 0 {
+					var hung bool
+					d, code, hung = runDeadline(argv, i, *deadline, *evidence)
+					rec.Hung[i] = hung
+				} else {
+					d, code = run(argv)
+				}
 				rec.Phases[i] = append(rec.Phases[i], d)
 				rec.Latencies[i] += d
 				if code != 0 {
@@ -108,10 +136,13 @@ func main() {
 	close(release)
 	done.Wait()
 	rec.Wall = time.Since(start).Seconds()
-	failed := 0
-	for _, code := range rec.ExitCodes {
+	failed, hung := 0, 0
+	for i, code := range rec.ExitCodes {
 		if code != 0 {
 			failed++
+		}
+		if rec.Hung != nil && rec.Hung[i] {
+			hung++
 		}
 	}
 	if *out != "" {
@@ -121,6 +152,10 @@ func main() {
 			f.Write(append(line, '\n'))
 			f.Close()
 		}
+	}
+	if hung > 0 {
+		fmt.Fprintf(os.Stderr, "burst: %d of %d instances hung (passed the %s deadline)\n", hung, *k, *deadline)
+		os.Exit(HangExitCode)
 	}
 	if failed > 0 {
 		fmt.Fprintf(os.Stderr, "burst: %d of %d instances failed\n", failed, *k)
