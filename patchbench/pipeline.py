@@ -69,6 +69,10 @@ def fetch(project: Project, opts: Options, target_name: str) -> source.Checkout:
         opts.builds, target_name, url, target.ref, target.commit, overridden=bool(override)
     )
     say(f"{target_name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
+    from patchbench import series_ref  # upstream commits that series name by reference
+
+    series_ref.ensure_commits(checkout, series_ref.commits_for_series(
+        project.root, series_ref.series_of_target(project, target_name)), opts.builds)
     return checkout
 
 
