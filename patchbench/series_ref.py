@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING
 
 from patchbench import command
 from patchbench.errors import CommandError, ConfigError, PatchError, SourceError
-from patchbench.source import Checkout, locked, run_git
+from patchbench.gitutil import run_git
+from patchbench.source import Checkout, locked
 
 if TYPE_CHECKING:
     from patchbench.config import Project

@@ -95,6 +95,7 @@ func main() {
 		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		go func() {
 			sig := <-stop
+			stopping.Store(true)
 			killGroups()
 			os.Exit(128 + int(sig.(syscall.Signal)))
 		}()
@@ -135,6 +136,9 @@ func main() {
 	start := time.Now()
 	close(release)
 	done.Wait()
+	if stopping.Load() {
+		select {} // the signal handler exits
+	}
 	rec.Wall = time.Since(start).Seconds()
 	failed, hung := 0, 0
 	for i, code := range rec.ExitCodes {

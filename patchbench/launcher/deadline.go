@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -263,6 +264,10 @@ func track(pgid int, on bool) {
 		delete(groups.pgids, pgid)
 	}
 }
+
+// stopping is set once the launcher was told to stop: from then on, it exits by the signal's code
+// only, never by what its killed commands returned.
+var stopping atomic.Bool
 
 // killGroups SIGKILLs every running command's process group (the launcher is stopping).
 func killGroups() {

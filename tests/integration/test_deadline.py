@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from patchbench import hangs
-from patchbench.bench import burst
+from patchbench import launcher as launcher_tool
+from patchbench.layout import Layout
 from tests.support import processes_with
 
 pytestmark = pytest.mark.integration
@@ -23,7 +24,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def launcher(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return burst.launcher(tmp_path_factory.mktemp("launcher-builds"))
+    base = tmp_path_factory.mktemp("launcher")
+    return launcher_tool.build(Layout(base / "builds", base / "reports"))
 
 
 def run(launcher: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
