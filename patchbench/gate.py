@@ -8,12 +8,12 @@ of a candidate in stress rounds) through its ``gate``."""
 from __future__ import annotations
 
 from patchbench import scenarios, stats
-from patchbench.results import Results, StressResult
+from patchbench.results import Results, SoakResult, StressResult
 
 
 def failures(results: Results) -> list[str]:
     out = []
-    comps = [(sc, c) for sc in results.scenarios if not isinstance(sc, StressResult)
+    comps = [(sc, c) for sc in results.scenarios if not isinstance(sc, StressResult | SoakResult)
              for c in sc.comparisons]
     adjusted = stats.holm([c.p_value if c.p_value is not None else 1.0 for _, c in comps])
     for (sc, c), p_adj in zip(comps, adjusted, strict=True):

@@ -97,21 +97,23 @@ class Evidence(BaseModel):
         return bool(self.zombies_under_sleepers())
 
 
+def load_evidence_file(path: Path) -> Evidence:
+    """One evidence file, as the launcher wrote it."""
+    try:
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "schema" in data:
+            data["schema_"] = data.pop("schema")
+        return Evidence.model_validate({**data, "file": path.name})
+    except (OSError, ValueError, ValidationError) as exc:
+        raise ReportError(f"hang evidence {path.name} cannot be read: {exc}".splitlines()[0],
+                          detail=str(path)) from None
+
+
 def load_evidence(directory: Path) -> list[Evidence]:
     """Every hang's evidence in ``directory`` (none when it does not exist), oldest first."""
     if not directory.is_dir():
         return []
-    out = []
-    for path in sorted(directory.glob(EVIDENCE_GLOB)):
-        try:
-            data = json.loads(path.read_text())
-            if isinstance(data, dict) and "schema" in data:
-                data["schema_"] = data.pop("schema")
-            ev = Evidence.model_validate({**data, "file": path.name})
-        except (OSError, ValueError, ValidationError) as exc:
-            raise ReportError(f"hang evidence {path.name} cannot be read: {exc}".splitlines()[0],
-                              detail=str(path)) from None
-        out.append(ev)
+    out = [load_evidence_file(p) for p in sorted(directory.glob(EVIDENCE_GLOB))]
     return sorted(out, key=lambda e: (e.time, e.instance))
 
 
@@ -261,5 +263,6 @@ __all__ = [
     "describe",
     "gate_failures",
     "load_evidence",
+    "load_evidence_file",
     "signal_names",
 ]

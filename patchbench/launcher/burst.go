@@ -1,6 +1,6 @@
 // burst starts k copies of a command at one moment and waits for all of them.
 //
-//	burst -k K [-o FILE] [-deadline DUR [-evidence DIR]] -- CMD [ARGS...] [--then CMD [ARGS...]]...
+//	burst -k K [-o FILE] [-deadline DUR [-evidence DIR] [-n N]] -- CMD [ARGS...] [--then CMD [ARGS...]]...
 //
 // Every argument's "{i}" is replaced by the instance index (0..k-1). All k instances are
 // released together (goroutines blocked on one channel), so no instance waits for another to
@@ -11,7 +11,10 @@
 //
 // With -deadline DUR (e.g. 5s), every command runs in its own process group and gets DUR; one
 // still running then is a hang: its evidence is saved into DIR before its group is killed, and
-// the launcher exits with 124 (see deadline.go). Without -deadline nothing changes.
+// the launcher exits with 124 (see deadline.go). With -n N the k instances are launched N times,
+// one after the other ("{rep}" in an argument is the repetition, 0..N-1), one JSON line each. The
+// launcher is then a child subreaper: a process that outlives its command is reparented to it,
+// recorded as escaped, and killed. Without -deadline nothing changes.
 package main
 
 import (
@@ -35,6 +38,10 @@ type record struct {
 	ExitCodes []int       `json:"exit_codes"`
 	Phases    [][]float64 `json:"phases"`
 	Hung      []bool      `json:"hung,omitempty"` // with -deadline: which instances passed it
+	Rep       int         `json:"rep"`            // the repetition (-n)
+	// with -deadline: processes that outlived their command (reparented to the launcher, which
+	// is a child subreaper), as "pid comm: cmdline"; they were killed
+	Escaped []string `json:"escaped,omitempty"`
 }
 
 // split cuts the argument list at every "--then" into the phases' commands.
@@ -72,6 +79,7 @@ func main() {
 	k := flag.Int("k", 1, "instances to launch at once")
 	out := flag.String("o", "", "append one JSON line with per-instance latencies to this file")
 	deadline := flag.Duration("deadline", 0, "each command's deadline (0: none); a command past it is a hang")
+	reps := flag.Int("n", 1, "with -deadline: launch the k instances this many times, one after the other")
 	evidence := flag.String("evidence", "", "with -deadline: save each hang's evidence into this directory")
 	flag.Parse()
 	args := flag.Args()
@@ -86,10 +94,11 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	rec := record{K: *k, Latencies: make([]float64, *k), ExitCodes: make([]int, *k),
-		Phases: make([][]float64, *k)}
+	if *reps < 1 || (*reps > 1 && *deadline <= 0) {
+		fmt.Fprintln(os.Stderr, "burst: -n needs -deadline, and at least 1")
+		os.Exit(2)
+	}
 	if *deadline > 0 {
-		rec.Hung = make([]bool, *k)
 		// the commands are in process groups of their own: take them along when told to stop
 		stop := make(chan os.Signal, 1)
 		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
@@ -99,12 +108,50 @@ func main() {
 			killGroups()
 			os.Exit(128 + int(sig.(syscall.Signal)))
 		}()
+		becomeSubreaper()
+	}
+	failed, hung := 0, 0
+	for rep := 0; rep < *reps; rep++ {
+		rec := once(phases, *k, rep, *deadline, *evidence)
+		for i, code := range rec.ExitCodes {
+			if code != 0 {
+				failed++
+			}
+			if rec.Hung != nil && rec.Hung[i] {
+				hung++
+			}
+		}
+		if *out != "" {
+			f, err := os.OpenFile(*out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err == nil {
+				line, _ := json.Marshal(rec)
+				f.Write(append(line, '\n'))
+				f.Close()
+			}
+		}
+	}
+	if hung > 0 {
+		fmt.Fprintf(os.Stderr, "burst: %d of %d runs hung (passed the %s deadline)\n", hung, *k**reps, *deadline)
+		os.Exit(HangExitCode)
+	}
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "burst: %d of %d runs failed\n", failed, *k**reps)
+		os.Exit(1)
+	}
+}
+
+// once launches the k instances together (repetition rep) and waits for all of them.
+func once(phases [][]string, k, rep int, deadline time.Duration, evidence string) record {
+	rec := record{K: k, Rep: rep, Latencies: make([]float64, k), ExitCodes: make([]int, k),
+		Phases: make([][]float64, k)}
+	if deadline > 0 {
+		rec.Hung = make([]bool, k)
 	}
 	release := make(chan struct{})
 	var ready, done sync.WaitGroup
-	ready.Add(*k)
-	done.Add(*k)
-	for i := 0; i < *k; i++ {
+	ready.Add(k)
+	done.Add(k)
+	for i := 0; i < k; i++ {
 		go func(i int) {
 			defer done.Done()
 			ready.Done()
@@ -112,13 +159,14 @@ func main() {
 			for _, p := range phases {
 				argv := make([]string, len(p))
 				for j, a := range p {
-					argv[j] = strings.ReplaceAll(a, "{i}", strconv.Itoa(i))
+					a = strings.ReplaceAll(a, "{i}", strconv.Itoa(i))
+					argv[j] = strings.ReplaceAll(a, "{rep}", strconv.Itoa(rep))
 				}
 				var d float64
 				var code int
-				if *deadline > 0 {
+				if deadline > 0 {
 					var hung bool
-					d, code, hung = runDeadline(argv, i, *deadline, *evidence)
+					d, code, hung = runDeadline(argv, i, deadline, evidence)
 					rec.Hung[i] = hung
 				} else {
 					d, code = run(argv)
@@ -140,29 +188,8 @@ func main() {
 		select {} // the signal handler exits
 	}
 	rec.Wall = time.Since(start).Seconds()
-	failed, hung := 0, 0
-	for i, code := range rec.ExitCodes {
-		if code != 0 {
-			failed++
-		}
-		if rec.Hung != nil && rec.Hung[i] {
-			hung++
-		}
+	if deadline > 0 {
+		rec.Escaped = reapOrphans()
 	}
-	if *out != "" {
-		f, err := os.OpenFile(*out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			line, _ := json.Marshal(rec)
-			f.Write(append(line, '\n'))
-			f.Close()
-		}
-	}
-	if hung > 0 {
-		fmt.Fprintf(os.Stderr, "burst: %d of %d instances hung (passed the %s deadline)\n", hung, *k, *deadline)
-		os.Exit(HangExitCode)
-	}
-	if failed > 0 {
-		fmt.Fprintf(os.Stderr, "burst: %d of %d instances failed\n", failed, *k)
-		os.Exit(1)
-	}
+	return rec
 }

@@ -326,3 +326,45 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// becomeSubreaper makes orphaned descendants of the commands children of the launcher, so that a
+// process that outlives its command (a daemon, a lost child) is seen and killed, not left behind.
+func becomeSubreaper() {
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		fmt.Fprintf(os.Stderr, "burst: cannot become a child subreaper: %v\n", errno)
+	}
+}
+
+// reapOrphans kills and reaps the launcher's children that are not running commands (processes
+// reparented to it); it returns the ones that were still alive, as "pid comm: cmdline". Only
+// called when no command runs, so waiting for any child cannot take a command's exit status.
+func reapOrphans() []string {
+	self := os.Getpid()
+	var escaped []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, _, ok := statFields(pid)
+		if !ok || ppid != self {
+			continue
+		}
+		p := readProc(pid)
+		if !p.Zombie && p.Error == "" {
+			escaped = append(escaped, fmt.Sprintf("%d %s: %s", pid, p.Comm, p.Cmdline))
+			_ = syscall.Kill(-pid, syscall.SIGKILL) // its group, when it leads one
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		var ws syscall.WaitStatus
+		for t := 0; t < 100; t++ {
+			if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); got == pid || err != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return escaped
+}
