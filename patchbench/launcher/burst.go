@@ -1,6 +1,6 @@
 // burst starts k copies of a command at one moment and waits for all of them.
 //
-//	burst -k K [-o FILE] [-deadline DUR [-evidence DIR] [-n N]] -- CMD [ARGS...] [--then CMD [ARGS...]]...
+//	burst -k K [-o FILE] [-deadline DUR [-evidence DIR] [-n N] [-escapes]] -- CMD [ARGS...] [--then CMD [ARGS...]]...
 //
 // Every argument's "{i}" is replaced by the instance index (0..k-1). All k instances are
 // released together (goroutines blocked on one channel), so no instance waits for another to
@@ -12,9 +12,10 @@
 // With -deadline DUR (e.g. 5s), every command runs in its own process group and gets DUR; one
 // still running then is a hang: its evidence is saved into DIR before its group is killed, and
 // the launcher exits with 124 (see deadline.go). With -n N the k instances are launched N times,
-// one after the other ("{rep}" in an argument is the repetition, 0..N-1), one JSON line each. The
-// launcher is then a child subreaper: a process that outlives its command is reparented to it,
-// recorded as escaped, and killed. Without -deadline nothing changes.
+// one after the other ("{rep}" in an argument is the repetition, 0..N-1), one JSON line each. With
+// -escapes the launcher is a child subreaper: a process that outlives its command is reparented
+// to it, recorded as escaped, and killed (not for commands whose children are meant to live on,
+// such as runc exec -d). Without -deadline nothing changes.
 package main
 
 import (
@@ -80,6 +81,7 @@ func main() {
 	out := flag.String("o", "", "append one JSON line with per-instance latencies to this file")
 	deadline := flag.Duration("deadline", 0, "each command's deadline (0: none); a command past it is a hang")
 	reps := flag.Int("n", 1, "with -deadline: launch the k instances this many times, one after the other")
+	escapes := flag.Bool("escapes", false, "with -deadline: be a child subreaper; record and kill processes that outlive their command")
 	evidence := flag.String("evidence", "", "with -deadline: save each hang's evidence into this directory")
 	flag.Parse()
 	args := flag.Args()
@@ -108,11 +110,13 @@ func main() {
 			killGroups()
 			os.Exit(128 + int(sig.(syscall.Signal)))
 		}()
-		becomeSubreaper()
+		if *escapes {
+			becomeSubreaper()
+		}
 	}
 	failed, hung := 0, 0
 	for rep := 0; rep < *reps; rep++ {
-		rec := once(phases, *k, rep, *deadline, *evidence)
+		rec := once(phases, *k, rep, *deadline, *evidence, *escapes)
 		for i, code := range rec.ExitCodes {
 			if code != 0 {
 				failed++
@@ -141,7 +145,7 @@ func main() {
 }
 
 // once launches the k instances together (repetition rep) and waits for all of them.
-func once(phases [][]string, k, rep int, deadline time.Duration, evidence string) record {
+func once(phases [][]string, k, rep int, deadline time.Duration, evidence string, escapes bool) record {
 	rec := record{K: k, Rep: rep, Latencies: make([]float64, k), ExitCodes: make([]int, k),
 		Phases: make([][]float64, k)}
 	if deadline > 0 {
@@ -188,7 +192,7 @@ func once(phases [][]string, k, rep int, deadline time.Duration, evidence string
 		select {} // the signal handler exits
 	}
 	rec.Wall = time.Since(start).Seconds()
-	if deadline > 0 {
+	if deadline > 0 && escapes {
 		rec.Escaped = reapOrphans()
 	}
 	return rec

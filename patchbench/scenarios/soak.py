@@ -11,7 +11,8 @@ one call of the launcher (``launcher/burst.go -k 1 -n BLOCK -deadline TIMEOUT -e
   process group is killed, and the soak goes on;
 - a run that exits non-zero is a **failure** (counted by exit code);
 - a process that outlives its run (reparented to the launcher, a child subreaper) is an
-  **escaped** process, named and killed;
+  **escaped** process, named and killed (``escapes: false`` turns this off, for commands whose
+  children are meant to outlive them, such as ``runc exec -d``);
 - after each block (and its teardown), what the runtime still holds (``runtime.leftovers``), or
   else what the ``list`` command shows under the run's id prefix, is a **leftover**, cleaned up.
 
@@ -59,6 +60,9 @@ class SoakConfig(ScenarioConfig):
     budget_s: float | None = Field(default=None, gt=0)  # wall time per condition (all variants)
     list_cmd: list[str] | None = Field(default=None, alias="list")  # leftovers, without a runtime
     conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1)
+    # count (and kill) processes that outlive their run; off for commands whose children are
+    # meant to live on (runc exec -d): the launcher is then not a child subreaper either
+    escapes: bool = True
 
     @model_validator(mode="after")
     def _blocks(self) -> SoakConfig:
@@ -110,7 +114,8 @@ def _block(ctx: ScenarioContext, exe: Path, b: Built, cond: Condition, applied: 
                     error=BenchmarkError, what=f"{where} {variant}: setup")
     try:
         argv = applied.wrap([str(exe), "-k", "1", "-n", str(sc.block), "-deadline",
-                             f"{sc.timeout:g}s", "-evidence", str(ev_dir), "-o", str(rec), "--",
+                             f"{sc.timeout:g}s", "-evidence", str(ev_dir), "-o", str(rec),
+                             *(["-escapes"] if sc.escapes else []), "--",
                              *bench.fill_argv(sc.command, values, where)])
         # the launcher enforces every deadline; this timeout only catches the launcher itself
         command.run(argv, env=applied.environ(), timeout=sc.block * (sc.timeout + 12) + 30,

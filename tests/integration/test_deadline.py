@@ -118,3 +118,23 @@ def test_a_stopped_launcher_takes_its_commands_along(launcher: Path) -> None:
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_escaped_processes_are_seen_only_when_asked(launcher: Path, tmp_path: Path) -> None:
+    sleep = f"sleep 41.{uuid.uuid4().int % 10**6:06d}"
+    for flag, expect in (("-escapes", 1), ("", 0)):
+        rec = tmp_path / f"rec{flag}.jsonl"
+        args = ["-k", "1", "-n", "2", "-deadline", "5s", "-o", str(rec)]
+        res = run(launcher, *args, *([flag] if flag else []), "--", "sh", "-c",
+                  f"[ {{rep}} = 1 ] && {sleep} >/dev/null 2>&1 & true")
+        assert res.returncode == 0, res.stderr
+        lines = [json.loads(x) for x in rec.read_text().splitlines()]
+        assert [r["rep"] for r in lines] == [0, 1]
+        escaped = [e for r in lines for e in r.get("escaped") or []]
+        assert len(escaped) == expect
+        if expect:
+            assert processes_with(sleep) == []  # killed
+        else:
+            assert len(processes_with(sleep)) == 1  # left alone, as runc exec -d's process
+            for line in processes_with(sleep):
+                os.kill(int(line.split(":")[0]), signal.SIGKILL)
