@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from invoke import Context, task
 
-from patchbench import cli
+from patchbench import cli, cli_runs
 from patchbench.errors import ConfigError
 from patchbench.pipeline import Options
 
@@ -107,6 +107,43 @@ def report(c: Context, run_dir: str | None = None, comparison: str | None = None
            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Print a saved run's report (default: the newest run)."""
     cli.guarded(lambda: cli.do_report(_opts(source, matrix, builds, reports, verbose), run_dir, comparison))
+
+
+RUNS_HELP = {"reports": COMMON["reports"], "matrix": COMMON["matrix"]}
+
+
+@task(positional=["run"], help={**RUNS_HELP, "format": "hyperfine, csv, benchstat, bmf or html",
+                                "out": "output folder (default: RUN/export)"})
+def export(c: Context, run: str, format: str = "csv", out: str | None = None,
+           matrix: str | None = None, reports: str | None = None) -> None:
+    """Export a saved run for other tools (hyperfine JSON, CSV, benchstat, Bencher BMF, HTML)."""
+    cli.guarded(lambda: cli_runs.do_export(run, format, out,
+                                           _opts(None, matrix, None, reports, False).reports))
+
+
+@task(positional=["run_a", "run_b"], help=RUNS_HELP)
+def diff(c: Context, run_a: str, run_b: str, matrix: str | None = None,
+         reports: str | None = None) -> None:
+    """Compare two saved runs of one comparison cell by cell (like pyperf compare_to)."""
+    cli.guarded(lambda: cli_runs.do_diff(run_a, run_b,
+                                         _opts(None, matrix, None, reports, False).reports))
+
+
+@task(positional=["path"], iterable=["run"], help={
+    **RUNS_HELP, "run": "[LABEL=]PATH of one more run or folder of runs (repeatable)",
+    "out": "output folder (default: REPORTS/COMPARISON/merged-TIME)",
+    "summary": "append the merged summary to this file (default: $GITHUB_STEP_SUMMARY if set)",
+    "gate": "exit 4 if the gate failed on any machine",
+    "allow_differing_builds": "merge even when identical build inputs gave different artifacts"})
+def merge(c: Context, path: str | None = None, run: list[str] | None = None,
+          out: str | None = None, summary: str | None = None, gate: bool = False,
+          allow_differing_builds: bool = False, matrix: str | None = None,
+          reports: str | None = None) -> None:
+    """Merge runs of one comparison from several machines into one report (md + html)."""
+    cli.guarded(lambda: cli_runs.do_merge(
+        [p for p in [path, *(run or [])] if p], out=out, summary=summary, gate=gate,
+        allow_differing_builds=allow_differing_builds,
+        reports=_opts(None, matrix, None, reports, False).reports))
 
 
 @task
