@@ -47,7 +47,26 @@ def find_runs(arg: str, reports: Path) -> list[tuple[str, Path]]:
     base = label or path.resolve().name
     if len(found) == 1:
         return [(base, found[0])]
-    return [(f"{base}/{p.relative_to(path)}", p) for p in found]
+    rel = [p.relative_to(path) for p in found]
+    tops = [r.parts[0] for r in rel]
+    if len(set(tops)) == len(tops):  # one run per subfolder (per CI artifact): name it so
+        return [(f"{label}/{t}" if label else t, p) for t, p in zip(tops, found, strict=True)]
+    return [(f"{base}/{r}", p) for r, p in zip(rel, found, strict=True)]
+
+
+def failed_machines(args: list[str], reports: Path) -> list[str]:
+    """Machines whose ``invoke compare`` ended in an error (not 0, not 4 = gate failed), from the
+    ``exit-code-MACHINE`` files the CI workflow leaves beside its runs."""
+    out = []
+    for arg in args:
+        path = Path(arg.rpartition("=")[2])
+        path = path if path.exists() else reports / path
+        for f in sorted(path.glob("**/exit-code-*")) if path.is_dir() else []:
+            code = f.read_text().strip()
+            if code not in ("0", "4"):
+                out.append(f"{f.name.removeprefix('exit-code-')}: invoke compare exited {code} "
+                           "(an error, not a gate verdict; see that job's log)")
+    return out
 
 
 def do_export(run: str, fmt: str, out: str | None, reports: Path) -> int:
@@ -76,11 +95,13 @@ def do_merge(args: list[str], *, reports: Path, out: str | None, summary: str | 
 
     if not args:
         raise ReportError("nothing to merge", hint="invoke merge DIR [--run PATH ...]")
+    errors = failed_machines(args, reports)
     found = [run for arg in args for run in find_runs(arg, reports)]
     merged = merge.merge_runs([(label, load(path)) for label, path in found],
                               allow_differing_builds=allow_differing_builds)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out_dir = Path(out) if out else reports / merged.comparison / f"merged-{stamp}"
+    merged.errors.extend(errors)
     text = merge.render_markdown(merged)
     write_text_atomic(out_dir / "report.md", text)
     write_text_atomic(out_dir / "report.html", merge.render_html(merged))
@@ -91,7 +112,8 @@ def do_merge(args: list[str], *, reports: Path, out: str | None, summary: str | 
     if target is not None:
         append_text(target, merge.summary_markdown(merged))
         print(f"summary appended to {target}", file=sys.stderr)
-    if gate and merged.gate_failed:
-        print("gate: FAILED on " + ", ".join(r.label for r in merged.runs if r.gate))
+    if gate and (merged.gate_failed or merged.errors):
+        print("gate: FAILED: " + "; ".join(
+            [*(f"{r.label}: gate failed" for r in merged.runs if r.gate), *merged.errors]))
         return GATE_FAILED_EXIT_CODE
     return 0

@@ -84,6 +84,7 @@ class Merged:
     rows: list[MergedRow]
     build_differences: list[BuildDifference] = field(default_factory=list)
     identical_builds: dict[str, bool] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # machines whose run ended in an error
 
     @property
     def labels(self) -> list[str]:
@@ -299,7 +300,7 @@ def builds_differ_lines(m: Merged) -> list[str]:
 
 
 def gate_lines(m: Merged) -> list[str]:
-    lines = []
+    lines = [f"- **{e}**" for e in m.errors]
     for run in m.runs:
         if run.gate:
             lines.append(f"- **{run.label}: gate FAILED**")
@@ -365,6 +366,7 @@ def to_json(m: Merged) -> dict[str, Any]:
         "build_differences": [d.describe() for d in m.build_differences],
         "identical_builds": m.identical_builds,
         "gate_failed": m.gate_failed,
+        "errors": m.errors,
     }
 
 
@@ -381,8 +383,10 @@ def render_html(m: Merged) -> str:
                     f"<ul>{items}</ul></div>")
     failed = [r for r in m.runs if r.gate]
     gate_items = "".join(f"<li>{esc(r.label)}: {esc(g)}</li>" for r in failed for g in r.gate)
-    body.append(f'<div class="gate {"failed" if failed else "passed"}" id="gate">Gate: '
-                + (f"FAILED<ul>{gate_items}</ul>" if failed else "passed on every machine")
+    gate_items += "".join(f"<li>{esc(e)}</li>" for e in m.errors)
+    failed_any = bool(failed or m.errors)
+    body.append(f'<div class="gate {"failed" if failed_any else "passed"}" id="gate">Gate: '
+                + (f"FAILED<ul>{gate_items}</ul>" if failed_any else "passed on every machine")
                 + "</div>")
     if m.rows:
         n = len(labels)

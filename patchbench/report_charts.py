@@ -71,7 +71,8 @@ def _variants(sc: dict[str, Any]) -> list[str]:
 
 
 def distribution_chart(sc: dict[str, Any]) -> bytes | None:
-    """Every run of every cell (dots), a box of the quartiles, and the median with its 95% CI."""
+    """Every run of every cell (dots), a box of the quartiles with lines to the minimum and
+    maximum, and the median with its 95% CI."""
     import numpy as np
 
     cells = [c for c in sc["cells"] if c["samples"]["times"]]
@@ -87,8 +88,10 @@ def distribution_chart(sc: dict[str, Any]) -> bytes | None:
         for y, c in enumerate(reversed(cells)):
             color = COLORS[variants.index(c["variant"]) % len(COLORS)]
             t = np.asarray(c["samples"]["times"]) * scale
-            ax.boxplot([t], positions=[y], vert=False, widths=0.55, showfliers=False,
-                       medianprops={"color": color, "linewidth": 2}, manage_ticks=False)
+            q1, med, q3 = np.percentile(t, [25, 50, 75])
+            ax.barh([y], [q3 - q1], left=[q1], height=0.55, fill=False, edgecolor="black")
+            ax.vlines([med], y - 0.275, y + 0.275, color=color, linewidth=2.5)
+            ax.hlines([y, y], [t.min(), q3], [q1, t.max()], color="black", linewidth=1)
             ax.scatter(t, y + rng.uniform(-0.22, 0.22, t.size), s=12, alpha=0.45, color=color,
                        linewidths=0)
             s = c["summary"]
