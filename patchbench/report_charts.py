@@ -272,6 +272,7 @@ def merge_chart(rows: Sequence[tuple[str, Sequence[tuple[str, dict[str, Any] | N
             ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", capsize=5, linewidth=2, markersize=7,
                         color=COLORS[j % len(COLORS)], label=m)
         ax.axvline(1.0, color="grey", linestyle="--", linewidth=1.5)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_yticks([len(rows) - 1 - i for i in range(len(rows))], [r[0] for r in rows])
         ax.set_xlabel("speedup, baseline median / candidate median (95% CI)")
         ax.set_title("speedup on each machine (above 1 = candidate faster)")
