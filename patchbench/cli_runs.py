@@ -33,8 +33,9 @@ def resolve_run(arg: str, reports: Path) -> Path:
 
 
 def find_runs(arg: str, reports: Path) -> list[tuple[str, Path]]:
-    """``[LABEL=]PATH``: a run folder, or a folder holding runs (a downloaded CI artifact), whose
-    runs are labelled by the folder's name (and their place below it when there are several)."""
+    """``[LABEL=]PATH``: a run folder, or a folder holding runs. A run is labelled LABEL, else by
+    the subfolder of PATH it is in (the CI artifact's name, for ``runs/patchbench-hosted/...``),
+    else by its place below PATH."""
     label, _, path_text = arg.rpartition("=") if "=" in arg else ("", "", arg)
     path = Path(path_text)
     if not path.exists() and (reports / path_text).exists():
@@ -44,9 +45,9 @@ def find_runs(arg: str, reports: Path) -> list[tuple[str, Path]]:
     found = sorted(p.parent for p in path.glob("**/results.json")) if path.is_dir() else []
     if not found:
         raise ReportError(f"{path_text}: no saved run (results.json) there or below")
+    if label and len(found) == 1:
+        return [(label, found[0])]
     base = label or path.resolve().name
-    if len(found) == 1:
-        return [(base, found[0])]
     rel = [p.relative_to(path) for p in found]
     tops = [r.parts[0] for r in rel]
     if len(set(tops)) == len(tops):  # one run per subfolder (per CI artifact): name it so
