@@ -167,6 +167,9 @@ def save_run(reports: Path, comparison: str, results: dict[str, Any],
         results["run_dir"] = f"{comparison}/{final.name}"
         write_json_atomic(tmp / "results.json", results)
         write_text_atomic(tmp / "report.md", render_markdown(results))
+        from patchbench.report_html import render_html  # matplotlib: imported only here
+
+        write_text_atomic(tmp / "report.html", render_html(results))
         write_json_atomic(tmp / "machine.json", results["machine"])
         for variant, man in results["builds"].items():
             write_json_atomic(tmp / f"manifest-{variant}.json", man)

@@ -75,7 +75,7 @@ def distribution_chart(sc: dict[str, Any]) -> bytes | None:
     maximum, and the median with its 95% CI."""
     import numpy as np
 
-    cells = [c for c in sc["cells"] if c["samples"]["times"]]
+    cells = [c for c in sc["cells"] if c.get("samples", {}).get("times")]
     if not cells:
         return None
     scale, unit = time_unit([t for c in cells for t in c["samples"]["times"]])
@@ -116,7 +116,8 @@ def round_ratios(sc: dict[str, Any], comp: dict[str, Any]) -> list[tuple[int, fl
     import numpy as np
 
     cells = {c["label"]: c for c in sc["cells"]}
-    base, cand = cells[comp["baseline"]]["samples"], cells[comp["candidate"]]["samples"]
+    base = cells[comp["baseline"]].get("samples", {})
+    cand = cells[comp["candidate"]].get("samples", {})
     out = []
     for r in sorted(set(base.get("rounds") or []) & set(cand.get("rounds") or [])):
         b = [t for t, rr in zip(base["times"], base["rounds"], strict=True) if rr == r]
