@@ -17,10 +17,10 @@ GATE_FAILED_EXIT_CODE = 4
 
 
 def load(path: Path) -> dict[str, Any]:
-    """The one place that reads a saved run (today's loader; schema v2's loader goes here)."""
-    from patchbench.report import load_run
+    """The one place that reads a saved run: any results version, as schema 2's dict."""
+    from patchbench import results
 
-    return load_run(path)
+    return results.load(path).dump()
 
 
 def resolve_run(arg: str, reports: Path) -> Path:

@@ -30,7 +30,7 @@ Files = dict[str, str]
 
 def _cells(results: Results) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     for sc in results["scenarios"]:
-        for cell in sc["cells"]:
+        for cell in sc.get("cells", []):
             yield sc, cell
 
 
@@ -163,9 +163,10 @@ def to_bmf(results: Results) -> Files:
 
 
 def to_html(results: Results) -> Files:
-    from patchbench.report_html import render_html
+    from patchbench import gate
+    from patchbench.report_html import as_model, render_html
 
-    return {"report.html": render_html(results)}
+    return {"report.html": render_html(results, gate=gate.failures(as_model(results)))}
 
 
 FORMATS: dict[str, Callable[[Results], Files]] = {

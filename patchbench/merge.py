@@ -152,7 +152,7 @@ def _rows(runs: Sequence[MachineRun]) -> list[MergedRow]:
     found: dict[tuple[str, str, str], dict[str, tuple[dict[str, Any], tuple[float, float]]]] = {}
     for r in runs:
         for sc in r.results["scenarios"]:
-            cells = {c["label"]: c for c in sc["cells"]}
+            cells = {c["label"]: c for c in sc.get("cells", [])}
             for comp in sc.get("comparisons", []):
                 key = (sc["name"], comp.get("params") or "", comp["candidate_variant"])
                 if key not in found:
@@ -170,9 +170,10 @@ def _rows(runs: Sequence[MachineRun]) -> list[MergedRow]:
 
 
 def _gate_reasons(results: Results) -> list[str]:
-    from patchbench.report_html import gate_reasons
+    from patchbench import gate
+    from patchbench.report_html import as_model
 
-    return gate_reasons(results)
+    return gate.failures(as_model(results))
 
 
 def merge_runs(runs: Sequence[tuple[str, Results]], *, allow_differing_builds: bool = False,
@@ -241,7 +242,7 @@ def summary_rows(m: Merged) -> list[list[str]]:
 
 
 def median_rows(m: Merged) -> list[list[str]]:
-    from patchbench.report import fmt_time
+    from patchbench.report.markdown import fmt_time
 
     out = []
     for row in m.rows:

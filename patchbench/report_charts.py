@@ -64,7 +64,7 @@ def time_unit(values: Sequence[float]) -> tuple[float, str]:
 
 def _variants(sc: dict[str, Any]) -> list[str]:
     seen: list[str] = []
-    for c in sc["cells"]:
+    for c in sc.get("cells", []):
         if c["variant"] not in seen:
             seen.append(c["variant"])
     return seen
@@ -75,7 +75,7 @@ def distribution_chart(sc: dict[str, Any]) -> bytes | None:
     maximum, and the median with its 95% CI."""
     import numpy as np
 
-    cells = [c for c in sc["cells"] if c.get("samples", {}).get("times")]
+    cells = [c for c in sc.get("cells", []) if c.get("samples", {}).get("times")]
     if not cells:
         return None
     scale, unit = time_unit([t for c in cells for t in c["samples"]["times"]])
@@ -115,7 +115,7 @@ def round_ratios(sc: dict[str, Any], comp: dict[str, Any]) -> list[tuple[int, fl
     """Per round: median of the baseline's runs in it / median of the candidate's runs in it."""
     import numpy as np
 
-    cells = {c["label"]: c for c in sc["cells"]}
+    cells = {c["label"]: c for c in sc.get("cells", [])}
     base = cells[comp["baseline"]].get("samples", {})
     cand = cells[comp["candidate"]].get("samples", {})
     out = []
@@ -165,11 +165,11 @@ def burst_chart(sc: dict[str, Any]) -> bytes | None:
     """Left: seconds until the last of k instances exits, per build, with 95% CI bars.
     Right: the speedup per k with its 95% CI."""
     ks = [int(k) for k in sc.get("k", [])]
-    if not ks or not sc["cells"]:
+    if not ks or not sc.get("cells", []):
         return None
-    cells = {(c["variant"], int(c["params"]["k"])): c for c in sc["cells"]}
+    cells = {(c["variant"], int(c["params"]["k"])): c for c in sc.get("cells", [])}
     variants = _variants(sc)
-    scale, unit = time_unit([c["summary"]["max"] for c in sc["cells"]])
+    scale, unit = time_unit([c["summary"]["max"] for c in sc.get("cells", [])])
     with _figure(1, 2) as fig:
         left, right = fig.axes
         for i, v in enumerate(variants):
@@ -187,7 +187,7 @@ def burst_chart(sc: dict[str, Any]) -> bytes | None:
         left.set_ylabel(f"until the last one exits ({unit}), median")
         left.set_title("time per burst (95% CI bars)")
         left.legend(loc="upper left")
-        by_label = {c["label"]: c for c in sc["cells"]}
+        by_label = {c["label"]: c for c in sc.get("cells", [])}
         for i, v in enumerate(variants[1:], start=1):
             pts2 = sorted(((int(by_label[c["candidate"]]["params"]["k"]), c)
                            for c in sc.get("comparisons", []) if c["candidate_variant"] == v),

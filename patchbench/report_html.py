@@ -11,11 +11,26 @@ import base64
 import html
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchbench import report_charts
 
-Results = dict[str, Any]
+if TYPE_CHECKING:
+    from patchbench.results import Results as ResultsModel
+
+Results = dict[str, Any]  # results.json as loaded (schema 2 field names)
+
+
+def as_dict(results: Results | ResultsModel) -> Results:
+    """The results as results.json holds them (from the typed model, or as they are)."""
+    return results if isinstance(results, dict) else results.dump()
+
+
+def as_model(results: Results | ResultsModel) -> ResultsModel:
+    """The typed results (for the markdown helpers and the gate, which take the model)."""
+    from patchbench import results as results_mod
+
+    return results_mod.parse(results, "results") if isinstance(results, dict) else results
 
 CSS = """
 :root { color-scheme: light; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --bg2: #f6f8fa; }
@@ -104,17 +119,10 @@ def gate_block(reasons: Sequence[str]) -> str:
     return f'<div class="gate failed" id="gate">Gate: FAILED<ul>{items}</ul></div>'
 
 
-def gate_reasons(results: Results) -> list[str]:
-    """The gate's reasons for a saved run (the same rule as ``invoke compare --gate``)."""
-    from patchbench.pipeline import gate_failures
-
-    return gate_failures(results)
-
-
 def summary_section(results: Results) -> str:
-    from patchbench.report import SUMMARY_HEADERS, summary_rows
+    from patchbench.report.markdown import SUMMARY_HEADERS, summary_rows
 
-    rows = summary_rows(results)
+    rows = summary_rows(as_model(results))
     if not rows:
         return ""
     verdict_col = len(SUMMARY_HEADERS) - 1
@@ -140,16 +148,16 @@ def builds_section(results: Results) -> str:
 
 
 def _ci(ci: Sequence[float] | None) -> str:
-    from patchbench.report import fmt_time
+    from patchbench.report.markdown import fmt_time
 
     return f"[{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else "-"
 
 
 def detail_rows(sc: dict[str, Any]) -> list[list[str]]:
-    from patchbench.report import fmt_time
+    from patchbench.report.markdown import fmt_time
 
     rows = []
-    for c in sc["cells"]:
+    for c in sc.get("cells", []):
         s = c["summary"]
         rows.append([c["label"], str(s["n"]), fmt_time(s["median"]), _ci(s.get("median_ci")),
                      f"{fmt_time(s['mean'])} ± {fmt_time(s['stdev'])}", fmt_time(s["min"]),
@@ -157,21 +165,28 @@ def detail_rows(sc: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def ratio_text(c: dict[str, Any]) -> str:
+    text = f"{c['speedup']:.2f}×"
+    if c.get("ci_low") is not None:
+        text += f" [{c['ci_low']:.2f}, {c['ci_high']:.2f}]"
+    return text
+
+
 def burst_tables(sc: dict[str, Any]) -> str:
-    from patchbench.report import fmt_ratio, fmt_time
+    from patchbench.report.markdown import fmt_time
 
     ks = [int(k) for k in sc.get("k", [])]
     if not ks:
         return ""
-    variants = list(dict.fromkeys(c["variant"] for c in sc["cells"]))
-    cells = {(c["variant"], int(c["params"]["k"])): c for c in sc["cells"]}
+    variants = list(dict.fromkeys(c["variant"] for c in sc.get("cells", [])))
+    cells = {(c["variant"], int(c["params"]["k"])): c for c in sc.get("cells", [])}
     comps = {c["candidate"]: c for c in sc.get("comparisons", [])}
     rows = []
     for k in ks:
         row = [str(k)]
         row += [fmt_time(cells[(v, k)]["summary"]["median"]) if (v, k) in cells else "-"
                 for v in variants]
-        row += [fmt_ratio(comps[f"{v} k={k}"]) if f"{v} k={k}" in comps else "-"
+        row += [ratio_text(comps[f"{v} k={k}"]) if f"{v} k={k}" in comps else "-"
                 for v in variants[1:]]
         row.append(fmt_time(sc.get("launcher_overhead", {}).get(str(k))))
         rows.append(row)
@@ -185,17 +200,19 @@ def burst_tables(sc: dict[str, Any]) -> str:
     phase_rows = []
     for build, per_k in (sc.get("phases") or {}).items():
         for k, ph in per_k.items():
-            phase_rows.append([build, k, *[fmt_time(v) for v in ph["median"].values()],
+            names = sc.get("phase_names") or list(ph["median"])
+            phase_rows.append([build, k, *[fmt_time(ph["median"].get(n)) for n in names],
                                fmt_time(ph.get("total_median"))])
     if phase_rows:
-        names = list(next(iter(next(iter(sc["phases"].values())).values()))["median"])
+        names = sc.get("phase_names") or list(
+            next(iter(next(iter(sc["phases"].values())).values()))["median"])
         out += "<h3>Phases (medians over every instance)</h3>" + table(
             ["build", "k", *names, "total"], phase_rows, "phases")
     return out
 
 
 def stress_table(sc: dict[str, Any]) -> str:
-    from patchbench.report import fmt_time
+    from patchbench.report.markdown import fmt_time
 
     per_build = sc.get("per_build") or {}
     if not per_build:
@@ -253,7 +270,7 @@ def scenario_section(sc: dict[str, Any]) -> str:
     if sc.get("description"):
         parts.append(f"<p>{esc(sc['description'])}</p>")
     parts.append(f"<p>Command: <code>{esc(sc['command'])}</code></p>")
-    if sc["cells"]:
+    if sc.get("cells", []):
         parts.append(f"<p>{esc(sc['runs'])} runs per cell in {esc(sc['rounds'])} interleaved "
                      f"rounds, warmup {esc(sc['warmup'])}.</p>")
         parts.append(table(["cell", "n", "median", "95% CI of median", "mean ± σ", "min", "max",
@@ -272,10 +289,10 @@ def machine_summary(m: dict[str, Any]) -> str:
             + (f", {m['virtualization']}" if m.get("virtualization") else ""))
 
 
-def render_html(results: Results, *, gate: Sequence[str] | None = None) -> str:
+def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None = None) -> str:
     """The whole report of one run as one HTML document (no external resources).
-    ``gate``: the gate's reasons; computed from the results when not given."""
-    reasons = list(gate) if gate is not None else gate_reasons(results)
+    ``gate``: the gate's reasons (``patchbench.gate.failures``); None: not shown."""
+    results = as_dict(results)
     title = f"{results['comparison']}: {results.get('description') or ''}".rstrip(": ")
     meta = [
         f"target <code>{esc(results['target'])}</code> {esc(results['url'])} at "
@@ -291,7 +308,7 @@ def render_html(results: Results, *, gate: Sequence[str] | None = None) -> str:
     ]
     body = [f"<h1>{esc(title)}</h1>", '<ul class="meta">'
             + "".join(f"<li>{m}</li>" for m in meta) + "</ul>",
-            gate_block(reasons), summary_section(results)]
+            gate_block(gate) if gate is not None else "", summary_section(results)]
     body += [scenario_section(sc) for sc in results["scenarios"]]
     if results.get("warnings"):
         body.append('<h2 id="warnings">Warnings</h2><ul class="warnings">'

@@ -56,7 +56,7 @@ class RunDiff:
 
 
 def _cell_map(results: Results) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(sc["name"], c["label"]): c for sc in results["scenarios"] for c in sc["cells"]}
+    return {(sc["name"], c["label"]): c for sc in results["scenarios"] for c in sc.get("cells", [])}
 
 
 def build_identity(a: Results, b: Results, variant: str) -> str:
@@ -113,7 +113,7 @@ def diff_runs(a: Results, b: Results, *, name_a: str = "A", name_b: str = "B") -
 
 
 def render_diff(d: RunDiff, fmt: str = "github") -> str:
-    from patchbench.report import fmt_p, fmt_time
+    from patchbench.report.markdown import fmt_p, fmt_time
 
     rows = []
     for c in d.cells:

@@ -39,7 +39,8 @@ def stress_rows(results: Results) -> list[list[str]]:
 
 def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
     """One run's summary for a CI job page."""
-    from patchbench.report import summary_table
+    from patchbench.report.markdown import summary_table
+    from patchbench.report_html import as_model
 
     m = results["machine"]
     lines = [
@@ -51,7 +52,7 @@ def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
         "",
     ]
     if any(sc.get("comparisons") for sc in results["scenarios"]):
-        lines += [summary_table(results, "github"), ""]
+        lines += [summary_table(as_model(results), "github"), ""]
     stress = stress_rows(results)
     if stress:
         lines += [tabulate(stress, headers=["stress", "build", "hangs", "leftovers",

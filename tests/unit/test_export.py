@@ -15,24 +15,25 @@ from typing import Any
 import pytest
 
 from patchbench import export
+from patchbench import results as results_mod
 from patchbench.errors import ReportError
 from tests.support import REPO_ROOT
 
 RUNS = {p.parent.parent.name + "/" + p.parent.name: p
         for p in sorted((REPO_ROOT / "reports").glob("*/*/results.json"))}
 TIMED = [k for k, p in RUNS.items()
-         if any(sc["cells"] for sc in json.loads(p.read_text())["scenarios"])]
+         if any(sc.get("cells") for sc in json.loads(p.read_text())["scenarios"])]
 BURST = next(k for k in RUNS if k.startswith("runc-burst/"))
 DEMO = "demo/20261129T225457Z"
 
 
 def load(key: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(RUNS[key].read_text())
-    return data
+    # as every command reads a saved run: through the loader (schema 1 files upgraded)
+    return results_mod.load(RUNS[key]).dump()
 
 
 def cells(results: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    return [(sc, c) for sc in results["scenarios"] for c in sc["cells"]]
+    return [(sc, c) for sc in results["scenarios"] for c in sc.get("cells", [])]
 
 
 @pytest.mark.parametrize("key", TIMED)

@@ -4,7 +4,6 @@ table, every chart that applies to each scenario kind, escaping, and the gate's 
 from __future__ import annotations
 
 import copy
-import json
 from html.parser import HTMLParser
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 from patchbench import report_charts, report_html
+from patchbench import results as results_mod
 from tests.support import REPO_ROOT
 
 REPORTS = REPO_ROOT / "reports"
@@ -19,8 +19,8 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def load(key: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((REPORTS / key / "results.json").read_text())
-    return data
+    # as every command reads a saved run: through the loader (schema 1 files upgraded)
+    return results_mod.load(REPORTS / key / "results.json").dump()
 
 
 class Elements(HTMLParser):

@@ -5,13 +5,13 @@ machines, and the build check (same inputs must give the same artifacts)."""
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from patchbench import merge, rundiff, stats, summary
+from patchbench import results as results_mod
 from patchbench.cli_runs import failed_machines, find_runs
 from patchbench.errors import ReportError
 from tests.support import REPO_ROOT
@@ -23,8 +23,8 @@ SIGNAL = "runc-signal/20261129T223940Z"
 
 
 def load(key: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((REPORTS / key / "results.json").read_text())
-    return data
+    # as every command reads a saved run: through the loader (schema 1 files upgraded)
+    return results_mod.load(REPORTS / key / "results.json").dump()
 
 
 def no_gate(results: dict[str, Any]) -> list[str]:
