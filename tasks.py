@@ -187,7 +187,7 @@ def diff(c: Context, run_a: str, run_b: str, matrix: str | None = None,
     "summary": "append the merged summary to this file (default: $GITHUB_STEP_SUMMARY if set)",
     "gate": "exit 4 if the gate failed on any machine (or a machine's run ended in an error)",
     "allow_differing_builds": "merge even when identical build inputs gave different artifacts"})
-def merge(c: Context, path: str | None = None, run: list[str] | None = None,
+def merge(c: Context, path: str, run: list[str] | None = None,
           out: str | None = None, summary: str | None = None, gate: bool = False,
           allow_differing_builds: bool = False, matrix: str | None = None,
           reports: str | None = None) -> None:
@@ -195,12 +195,12 @@ def merge(c: Context, path: str | None = None, run: list[str] | None = None,
 
     Examples:
       invoke merge runs/ --gate --summary "$GITHUB_STEP_SUMMARY"
-      invoke merge --run m7i=reports/demo/20261129T225457Z --run m7a=/tmp/other/demo/2026...
+      invoke merge m7i=reports/demo/20261129T225457Z --run m7a=/tmp/other/demo/20261130T0237Z
     """
     from patchbench import cli_runs
 
     _guarded(lambda: cli_runs.do_merge(
-        [p for p in [path, *(run or [])] if p], out=out, summary=summary, gate=gate,
+        [path, *(run or [])], out=out, summary=summary, gate=gate,
         allow_differing_builds=allow_differing_builds, reports=_reports(matrix, reports)))
 
 

@@ -53,7 +53,8 @@ td.num { text-align: right; white-space: nowrap; }
 .gate.passed { background: #dafbe1; border: 1px solid #4ac26b; }
 .gate.failed { background: #ffebe9; border: 1px solid #ff8182; }
 .gate ul { font-weight: 400; margin: 6px 0 0; }
-.alert { background: #fff8c5; border: 1px solid #d4a72c; padding: 12px 16px; border-radius: 6px; }
+.alert { background: #fff8c5; border: 1px solid #d4a72c; padding: 4px 16px 12px; border-radius: 6px; }
+.alert h2 { margin-top: 8px; border: 0; }
 figure { margin: 16px 0; } img.chart { max-width: 100%; height: auto; border: 1px solid var(--line);
        border-radius: 6px; } figcaption { color: var(--muted); font-size: 14px; }
 details { margin: 8px 0; } summary { cursor: pointer; font-weight: 600; }
