@@ -259,8 +259,9 @@ def stress_rows(m: Merged) -> list[list[str]]:
     keys: list[tuple[str, str]] = []
     for run in m.runs:
         for sc in run.results["scenarios"]:
-            keys += [(sc["name"], b) for b in (sc.get("per_build") or {})
-                     if (sc["name"], b) not in keys]
+            if sc.get("kind") == "stress":
+                keys += [(sc["name"], b) for b in (sc.get("per_build") or {})
+                         if (sc["name"], b) not in keys]
     order = list(dict.fromkeys(name for name, _ in keys))
     keys.sort(key=lambda k: order.index(k[0]))
     rows = []

@@ -215,7 +215,7 @@ def burst_chart(sc: dict[str, Any]) -> bytes | None:
 def stress_chart(sc: dict[str, Any]) -> bytes | None:
     """Per build, how every launched instance ended, as stacked bars."""
     per_build: dict[str, Any] = sc.get("per_build") or {}
-    if not per_build:
+    if sc.get("kind") != "stress" or not per_build:
         return None
     builds = list(per_build)
     outcomes = sorted({o for pb in per_build.values() for o in pb.get("outcomes", {})},

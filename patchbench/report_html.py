@@ -216,7 +216,7 @@ def stress_table(sc: dict[str, Any]) -> str:
     from patchbench.report.markdown import fmt_time
 
     per_build = sc.get("per_build") or {}
-    if not per_build:
+    if sc.get("kind") != "stress" or not per_build:
         return ""
     rows = []
     for build, pb in per_build.items():
@@ -265,6 +265,9 @@ def scenario_charts(sc: dict[str, Any]) -> list[tuple[str, bytes, str]]:
     return out
 
 
+KNOWN_KINDS = ("command", "burst", "stress")
+
+
 def scenario_section(sc: dict[str, Any]) -> str:
     parts = [f'<h2 id="scenario-{esc(sc["name"])}">Scenario <code>{esc(sc["name"])}</code> '
              f"({esc(sc['kind'])})</h2>"]
@@ -280,6 +283,9 @@ def scenario_section(sc: dict[str, Any]) -> str:
     parts.append(burst_tables(sc))
     parts.append(stress_table(sc))
     parts.append(verify_list(sc))
+    if sc.get("kind") not in KNOWN_KINDS:  # a kind this page has no tables for: its data
+        parts.append(details(f"{sc.get('kind')} data", json_block(
+            {k: v for k, v in sc.items() if k not in ("cells", "comparisons", "order")})))
     parts += [chart(png, kind, caption) for kind, png, caption in scenario_charts(sc)]
     return "".join(parts)
 

@@ -31,7 +31,7 @@ def gate_markdown(reasons: Sequence[str]) -> str:
 def stress_rows(results: Results) -> list[list[str]]:
     rows = []
     for sc in results["scenarios"]:
-        for build, pb in (sc.get("per_build") or {}).items():
+        for build, pb in (sc.get("per_build") or {} if sc.get("kind") == "stress" else {}).items():
             rows.append([sc["name"], build, str(pb["hangs"]), str(pb["leftovers"]),
                          str(pb["fresh_failures"]), str(pb["kill_errors"])])
     return rows
