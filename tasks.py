@@ -36,6 +36,8 @@ COMPARE_HELP = {
     "scenario": "run only this scenario (repeatable)",
     "gate": "exit 4 if a candidate is significantly slower, fails its verify check, or hangs or "
             "leaves something behind in stress rounds (an A/B gate for CI)",
+    "summary": "append the summary table and the gate's reasons, as markdown, to this file "
+               "(default: $GITHUB_STEP_SUMMARY when set)",
 }
 
 
@@ -67,8 +69,9 @@ def _guarded(fn: Any) -> None:
 def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = False,
             dry_run: bool = False, seed: int = NOT_GIVEN, runs: int = NOT_GIVEN,
             rounds: int = NOT_GIVEN, warmup: int = NOT_GIVEN,
-            scenario: list[str] | None = None, gate: bool = False, matrix: str | None = None,
-            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
+            scenario: list[str] | None = None, gate: bool = False, summary: str | None = None,
+            matrix: str | None = None, builds: str | None = None, reports: str | None = None,
+            verbose: bool = False) -> None:
     """Fetch, patch, build baseline and candidates, measure interleaved, print and save.
 
     Examples:
@@ -86,7 +89,7 @@ def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = F
         sw = Switches(seed=_num(seed, "seed"), aa=aa, dry_run=dry_run, runs=_num(runs, "runs"),
                       rounds=_num(rounds, "rounds"), warmup=_num(warmup, "warmup"),
                       only=tuple(scenario or ()), gate=gate)
-        return cli.do_compare(_ws(source, matrix, builds, reports, verbose), name, sw)
+        return cli.do_compare(_ws(source, matrix, builds, reports, verbose), name, sw, summary)
 
     _guarded(run)
 

@@ -164,7 +164,7 @@ def to_bmf(results: Results) -> Files:
 
 def to_html(results: Results) -> Files:
     from patchbench import gate
-    from patchbench.report_html import as_model, render_html
+    from patchbench.report.html import as_model, render_html
 
     return {"report.html": render_html(results, gate=gate.failures(as_model(results)))}
 

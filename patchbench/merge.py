@@ -171,7 +171,7 @@ def _rows(runs: Sequence[MachineRun]) -> list[MergedRow]:
 
 def _gate_reasons(results: Results) -> list[str]:
     from patchbench import gate
-    from patchbench.report_html import as_model
+    from patchbench.report.html import as_model
 
     return gate.failures(as_model(results))
 
@@ -373,8 +373,8 @@ def to_json(m: Merged) -> dict[str, Any]:
 
 
 def render_html(m: Merged) -> str:
-    from patchbench import report_charts
-    from patchbench.report_html import chart, details, esc, json_block, page, table, verdict_class
+    from patchbench.report import charts as report_charts
+    from patchbench.report.html import chart, details, esc, json_block, page, table, verdict_class
 
     labels = m.labels
     body = [f"<h1>{esc(m.comparison)}: {len(m.runs)} runs merged</h1>"]

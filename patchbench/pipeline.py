@@ -219,11 +219,10 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact(res.dump(), {str(workdir): "<run>", str(ws.builds): "<builds>",
                                             str(project.root): "<project>"}), "results")
-    from patchbench import gate, report_html
+    from patchbench import gate
 
-    html = workdir / "report.html"  # the gate's reasons are part of it, so it is written here
-    html.write_text(report_html.render_html(res, gate=gate.failures(res)))
-    return res, [], report.save_run(ws.reports, name, res, {**extra_files, "report.html": html})
+    return res, [], report.save_run(ws.reports, name, res, extra_files,
+                                    gate_reasons=gate.failures(res))
 
 
 def redact(obj: Any, paths: dict[str, str]) -> Any:

@@ -39,8 +39,8 @@ def stress_rows(results: Results) -> list[list[str]]:
 
 def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
     """One run's summary for a CI job page."""
+    from patchbench.report.html import as_model
     from patchbench.report.markdown import summary_table
-    from patchbench.report_html import as_model
 
     m = results["machine"]
     lines = [

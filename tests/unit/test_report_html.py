@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from patchbench import report_charts, report_html
 from patchbench import results as results_mod
+from patchbench.report import charts as report_charts
+from patchbench.report import html as report_html
 from tests.support import REPO_ROOT
 
 REPORTS = REPO_ROOT / "reports"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import progress_tty as p
+from patchbench import progress as p
 
 
 class Tty(io.StringIO):

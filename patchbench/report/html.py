@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from patchbench import report_charts
+from patchbench.report import charts as report_charts
 
 if TYPE_CHECKING:
     from patchbench.results import Results as ResultsModel
