@@ -61,9 +61,12 @@ def test_a_cpu_quota_throttles_a_busy_loop() -> None:
         cg = applied.cgroup.path
         subprocess.run(applied.wrap(busy), check=False)
         stat = (cg / "cpu.stat").read_text()
+        quota = (cg / ("cpu.max" if applied.cgroup.version == 2 else "cpu.cfs_quota_us")).read_text()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert cpu < 0.45, cpu  # 1 s of wall time at 0.2 CPU: about 0.2 s, never a whole second
-    throttled = dict(line.split() for line in stat.splitlines())
-    assert int(throttled["nr_throttled"]) > 0
+    assert quota.split()[0] == "20000"
+    # the loop ran inside the cgroup (periods with runnable tasks were counted); on a busy machine
+    # it may get less than its quota and never be throttled, so nr_throttled is not asserted
+    assert int(dict(line.split() for line in stat.splitlines())["nr_periods"]) > 0
     assert not cg.exists() and applied.leftovers == []

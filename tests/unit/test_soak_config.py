@@ -59,3 +59,25 @@ def test_the_gate_rule() -> None:
     worse = t.model_copy(update={"failure_p_more": 0.001})
     (msg,) = gate(result({"baseline": variant(), "fix": variant(failures=9)}, [worse]))
     assert "failures: 9 of 100 against the baseline's 0" in msg
+
+
+def test_the_reference_soak_renders_with_its_evidence() -> None:
+    from patchbench import gate, results
+    from patchbench.report import html, markdown
+    from tests.support import REPO_ROOT
+
+    run = REPO_ROOT / "reports" / "demo-soak" / "20261130T023834Z"
+    res = results.load(run)
+    (sc,) = res.scenarios
+    assert isinstance(sc, SoakResult)
+    bug = sc.conditions[0].per_variant["lost-wakeup"]
+    assert bug.hangs > 0 and len(bug.evidence) == bug.hangs
+    assert all((run / name).is_file() for name in bug.evidence)
+    assert sc.evidence_summary and (run / sc.evidence_summary).is_file()
+    assert gate.failures(res) == [
+        f"start-4 [default] lost-wakeup: hangs: {bug.hangs} of 2000 (baseline 0 of 2000, "
+        f"Fisher p {sc.conditions[0].tests[0].hang_p:.2g})"]
+    page = html.render_html(res, gate=[])
+    assert '<table class="soak">' in page and f'href="{bug.evidence[0]}"' in page
+    assert "soak data" not in page  # a known kind: tables, not raw data
+    assert markdown.render(res) == (run / "report.md").read_text()
