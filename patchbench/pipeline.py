@@ -58,12 +58,13 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
             targets.setdefault(s, set()).add(comp.target)
     rows: list[tuple[str, str, str]] = []
     failures: list[str] = []
+    unreadable: list[str] = []  # series that could not be read (form, DEP-3): never "did not apply"
     for name in names or project.all_series():
         try:
             series = patching.load_series(project.root, name)
         except PatchError as exc:
             rows.append((name, "-", f"FAILED: {exc.message}"))
-            failures.append(exc.message)
+            unreadable.append(exc.message)
             continue
         if not targets.get(name):
             rows.append((name, "-", "not used by any comparison"))
@@ -82,9 +83,11 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
                 failures.append(exc.message)
             finally:
                 source.remove_worktree(checkout, tmp, ws.builds)
-    if failures:
-        raise PatchError(f"{len(failures)} series did not apply",
-                         detail="\n".join(f"{a}  {b}  {c}" for a, b, c in rows))
+    if failures or unreadable:
+        heads = ([unreadable[0] if len(unreadable) == 1 else f"{len(unreadable)} series could not "
+                  "be read"] if unreadable else []) + (
+            [f"{len(failures)} series did not apply"] if failures else [])
+        raise PatchError("; ".join(heads), detail="\n".join(f"{a}  {b}  {c}" for a, b, c in rows))
     return rows
 
 

@@ -114,3 +114,17 @@ def test_our_patches_and_upstream_commits_mix_in_one_series(project: Project) ->
     assert files == ["0001-greet.patch", f"upstream-{b}.patch"]
     out = subprocess.run([str(cand.bin / "hello")], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[0] == "hello, patched"
+
+
+def test_a_plain_format_patch_is_told_it_lacks_dep3_not_that_it_did_not_apply(
+        project: Project) -> None:
+    b = project.upstream.b
+    plain = git(project.upstream.path, "format-patch", "-1", "--stdout", "--zero-commit",
+                "--no-signature", b) + "\n"
+    write_series(project.root, "plain", [("0001-readme.patch", plain)])
+    project.write(candidates={"plain": ["plain"], "greet": ["greet"]})
+    with pytest.raises(PatchError) as exc:
+        pipeline.patch_check(project.load(), project.options(), ["plain", "greet"])
+    assert exc.value.message == "series 'plain': 0001-readme.patch lacks a DEP-3 Description field"
+    assert "did not apply" not in exc.value.render()
+    assert "greet  hello  ok (1 patch)" in (exc.value.detail or "")
