@@ -1,6 +1,5 @@
 """One baseline/candidate comparison as results.json records it, judged by the round-paired rule
-(issue 9), plus what the report shows of it: the per-round ratios, the drift warning, a withheld
-verdict, and a chart of the per-round ratios.
+(issue 9), and the warnings it raises (a withheld verdict, drift between blocks).
 
 The record keeps today's field names at the top (speedup, ci_low, ci_high, p_value, verdict,
 alpha, min_effect), now from :func:`patchbench.stats.paired_rounds`, and adds the paired details
@@ -11,7 +10,6 @@ assuming independent runs."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from patchbench import stats
@@ -31,21 +29,6 @@ def record(
     return {**paired.as_dict(), "pooled": {**pooled.as_dict(), "assumes": POOLED_ASSUMES}}
 
 
-def gate_p_values(comparisons: Sequence[Mapping[str, Any]]) -> list[float | None]:
-    """The p-values that go into the gate's Holm step, one per comparison: None for a withheld
-    verdict (it never fails the gate and does not count as a test), 1.0 when there is no p."""
-    return [None if c["verdict"] == "withheld"
-            else (c["p_value"] if c["p_value"] is not None else 1.0) for c in comparisons]
-
-
-def holm_with_withheld(comparisons: Sequence[Mapping[str, Any]]) -> list[float | None]:
-    """Holm-adjusted p-values over the comparisons that have a verdict; None for withheld ones."""
-    ps = gate_p_values(comparisons)
-    tested = [p for p in ps if p is not None]
-    adjusted = iter(stats.holm(tested))
-    return [None if p is None else next(adjusted) for p in ps]
-
-
 def notes(name: str, rec: Mapping[str, Any]) -> list[str]:
     """Warnings for the printed report and report.md: a withheld verdict, and drift."""
     out = []
@@ -56,47 +39,3 @@ def notes(name: str, rec: Mapping[str, Any]) -> list[str]:
     if drift and drift["flagged"]:
         out.append(f"{name}: drift: {drift['meaning']}")
     return out
-
-
-def round_ratio_markdown(name: str, rec: Mapping[str, Any]) -> str:
-    """The per-round ratios as a markdown table, with the drift check below it."""
-    ids, ratios = rec["round_ids"], rec["round_ratios"]
-    lines = [f"Per-round ratios, {name} (median baseline / median candidate in each round; "
-             "the verdict is the t interval on their logs):", "",
-             "| round | " + " | ".join(str(r) for r in ids) + " |",
-             "|---|" + "---|" * len(ids),
-             "| ratio | " + " | ".join(f"{x:.3f}" for x in ratios) + " |"]
-    drift = rec.get("drift")
-    if drift:
-        lines += ["", f"Drift check: {drift['meaning']}"]
-    if rec.get("wilcoxon_p") is not None:
-        lines += ["", f"Exact Wilcoxon signed-rank p on the per-round log ratios (descriptive): "
-                  f"{rec['wilcoxon_p']:.2g}."]
-    return "\n".join(lines)
-
-
-def draw_round_ratios(path: Path, series: Mapping[str, Mapping[str, Any]], title: str) -> None:
-    """A chart of the per-round ratios of one or more comparisons (label -> record), with each
-    comparison's paired estimate and CI as a band, and 1 (no difference) as a line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-    for i, (label, rec) in enumerate(series.items()):
-        color = f"C{i % 10}"
-        ax.plot(rec["round_ids"], rec["round_ratios"], marker="o", linestyle="-", color=color,
-                label=f"{label}: {rec['speedup']:.3f}× ({rec['verdict']})")
-        if rec.get("ci_low") is not None:
-            ax.axhspan(rec["ci_low"], rec["ci_high"], color=color, alpha=0.12)
-        ax.axhline(rec["speedup"], color=color, linestyle=":", linewidth=1)
-    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="no difference")
-    ax.set_xlabel("round")
-    ax.set_ylabel("median baseline / median candidate")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)

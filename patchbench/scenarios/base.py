@@ -146,13 +146,36 @@ def cell_result(cell: Cell, samples: Samples, seed: int = 0) -> CellResult:
 
 def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext,
                   ) -> Verdict:
-    from patchbench import results, stats
+    """The round-paired verdict (patchbench.verdict), the pooled figures kept as descriptive."""
+    from patchbench import results, verdict
 
-    c = stats.compare(samples[base].times, samples[cand].times, alpha=ctx.alpha,
-                      min_effect=ctx.min_effect, seed=ctx.seed)
+    b, c = samples[base], samples[cand]
+    rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=ctx.alpha,
+                         min_effect=ctx.min_effect, seed=ctx.seed)
     params = " ".join(f"{k}={v}" for k, v in base.params)
     return results.Verdict(baseline=base.label, candidate=cand.label,
-                           candidate_variant=cand.variant, params=params, **c.as_dict())
+                           candidate_variant=cand.variant, params=params, **rec)
+
+
+def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:
+    """A withheld verdict (too few rounds) and drift between blocks, per comparison."""
+    from patchbench import verdict
+
+    return [w for c in comparisons
+            for w in verdict.notes(f"{name} {c.candidate}", c.model_dump(mode="json"))]
+
+
+def round_ratio_chart(ctx: ScenarioContext, comparisons: list[Verdict]) -> str | None:
+    """Draw the per-round ratios of a scenario's comparisons; the chart's file name."""
+    from patchbench.report import charts
+
+    paired = {c.candidate: c.model_dump(mode="json") for c in comparisons if c.round_ids}
+    if not paired:
+        return None
+    path = ctx.workdir / f"{ctx.scenario.name}-rounds.png"
+    charts.round_ratios(path, paired, f"{ctx.scenario.name}: per-round ratios")
+    ctx.extra_files[path.name] = path
+    return path.name
 
 
 def noisy_warnings(name: str, cells: list[CellResult]) -> list[str]:

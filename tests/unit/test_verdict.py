@@ -1,5 +1,5 @@
-"""The comparison record (paired verdict at the top, pooled figures descriptive), what the
-report shows of it, and the gate's p-values with withheld verdicts left out."""
+"""The comparison record (paired verdict at the top, pooled figures descriptive), its warnings,
+and the chart of the per-round ratios."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from patchbench import stats, verdict
+from patchbench.report import charts
 
 
 def runs(R: int, n: int, ratio: float, seed: int, drift: float = 0.0
@@ -49,29 +50,11 @@ def test_withheld_and_drift_notes() -> None:
     assert not quiet["drift"]["flagged"] and verdict.notes("x", quiet) == []
 
 
-def test_round_ratio_markdown() -> None:
-    rec = verdict.record(*runs(6, 4, 1.05, seed=5), alpha=0.05, min_effect=0.02, seed=0)
-    text = verdict.round_ratio_markdown("start-8", rec)
-    assert "| round | 1 | 2 | 3 | 4 | 5 | 6 |" in text
-    assert "| ratio | " + " | ".join(f"{x:.3f}" for x in rec["round_ratios"]) + " |" in text
-    assert "Drift check:" in text and "Wilcoxon" in text
-
-
-def test_the_gate_leaves_withheld_verdicts_out_of_holm() -> None:
-    comps = [{"verdict": "slower", "p_value": 0.01}, {"verdict": "withheld", "p_value": 0.001},
-             {"verdict": "no significant difference", "p_value": 0.04},
-             {"verdict": "no significant difference", "p_value": None}]
-    assert verdict.gate_p_values(comps) == [0.01, None, 0.04, 1.0]
-    adjusted = verdict.holm_with_withheld(comps)
-    assert adjusted[1] is None
-    assert adjusted == [pytest.approx(0.03), None, pytest.approx(0.08), pytest.approx(1.0)]
-
-
 def test_round_ratio_chart(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     a = verdict.record(*runs(8, 4, 1.05, seed=6), alpha=0.05, min_effect=0.02, seed=0)
     b = verdict.record(*runs(8, 4, 1.0, seed=7), alpha=0.05, min_effect=0.02, seed=0)
     path = tmp_path / "rounds.png"
-    verdict.draw_round_ratios(path, {"fix": a, "aa": b}, "start-8: per-round ratios")
+    charts.round_ratios(path, {"fix": a, "aa": b}, "start-8: per-round ratios")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not math.isnan(a["speedup"])
