@@ -171,7 +171,6 @@ class _Scenario(_Rec):
 class _Timed(_Scenario):
     cells: list[Cell]
     comparisons: list[Verdict]
-    round_chart: str | None = None  # the per-round ratios chart (version 3)
 
 
 class CommandResult(_Timed):

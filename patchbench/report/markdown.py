@@ -105,9 +105,9 @@ def detail_table(sc: CommandResult | BurstResult, fmt: str = "github") -> str:
 
 
 def paired_blocks(sc: CommandResult | BurstResult) -> list[str]:
-    """The round-paired details: per-round ratios, the drift check, the pooled figures
-    (descriptive only) and the chart of the per-round ratios. What a drift or a withheld verdict
-    means is in the run's warnings."""
+    """The round-paired details: per-round ratios, the drift check and the pooled figures
+    (descriptive only); report.html charts the per-round ratios. What a drift or a withheld
+    verdict means is in the run's warnings."""
     comps = [c for c in sc.comparisons if c.paired]
     if not comps:
         return []
@@ -129,8 +129,6 @@ def paired_blocks(sc: CommandResult | BurstResult) -> list[str]:
                                      "drift between blocks", "Wilcoxon p",
                                      "pooled ratio [CI], p (MWU)"],
                       tablefmt="github", disable_numparse=True)]
-    if sc.round_chart:
-        out.append(f"![per-round ratios]({sc.round_chart})")
     return out
 
 

@@ -165,19 +165,6 @@ def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:
             for w in verdict.notes(f"{name} {c.candidate}", c.model_dump(mode="json"))]
 
 
-def round_ratio_chart(ctx: ScenarioContext, comparisons: list[Verdict]) -> str | None:
-    """Draw the per-round ratios of a scenario's comparisons; the chart's file name."""
-    from patchbench.report import charts
-
-    paired = {c.candidate: c.model_dump(mode="json") for c in comparisons if c.round_ids}
-    if not paired:
-        return None
-    path = ctx.workdir / f"{ctx.scenario.name}-rounds.png"
-    charts.round_ratios(path, paired, f"{ctx.scenario.name}: per-round ratios")
-    ctx.extra_files[path.name] = path
-    return path.name
-
-
 def noisy_warnings(name: str, cells: list[CellResult]) -> list[str]:
     return [f"{name} {c.label}: noisy samples (σ is {c.summary.cv:.0%} of the mean)"
             for c in cells if c.summary.noisy]

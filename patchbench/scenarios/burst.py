@@ -24,7 +24,6 @@ from patchbench.scenarios.base import (
     header,
     noisy_warnings,
     plan_invocation,
-    round_ratio_chart,
     verdict_warnings,
 )
 from patchbench.scenarios.command import CommandConfig, measure_cells
@@ -126,7 +125,7 @@ class BurstKind:
                        for c in cells if c.variant != variants[0]]
         result = results.BurstResult(
             **header(sc, sc.shown_command()), k=sc.k, order=order, cells=cell_results,
-            comparisons=comparisons, round_chart=round_ratio_chart(ctx, comparisons),
+            comparisons=comparisons,
             slope_s_per_instance={v: stats.slope(sc.k, [medians[(v, k)] for k in sc.k])
                                   for v in variants},
             launcher_overhead=overhead, chart=chart.name, phases=phases,

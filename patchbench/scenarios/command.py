@@ -17,7 +17,6 @@ from patchbench.scenarios.base import (
     header,
     noisy_warnings,
     plan_invocation,
-    round_ratio_chart,
     run_verify,
     verdict_warnings,
 )
@@ -83,8 +82,7 @@ class CommandKind:
         comparisons = [compare_cells(cells[0], c, samples, ctx) for c in cells[1:]]
         res = results.CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
-            comparisons=comparisons, verify=verify,
-            round_chart=round_ratio_chart(ctx, comparisons))
+            comparisons=comparisons, verify=verify)
         warnings = noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
         warnings += [f"{sc.name} {v}: the verify check FAILED (exit {r.exit_code})"
                      for v, r in (verify or {}).items() if not r.passed]

@@ -48,7 +48,7 @@ def test_save_run_writes_a_complete_folder(tmp_path: Path) -> None:
     run = report.save_run(tmp_path, "fx", results(), {})
     assert run.parent == tmp_path / "fx"
     assert sorted(p.name for p in run.iterdir()) == [
-        "machine.json", "manifest-baseline.json", "manifest-greet.json", "report.md",
+        "machine.json", "manifest-baseline.json", "manifest-greet.json", "report.html", "report.md",
         "results.json"]
     data = report.load_run(run)
     assert data.run_dir == f"fx/{run.name}"
@@ -163,7 +163,6 @@ def paired_results() -> Results:
     sc = base["scenarios"][0]
     sc["comparisons"] = [{"baseline": "baseline", "candidate": "greet",
                           "candidate_variant": "greet", "params": "", **rec}]
-    sc["round_chart"] = "run-rounds.png"
     base["schema_version"] = 3
     return results_mod.parse(base, "test")
 
@@ -177,8 +176,16 @@ def test_a_paired_run_shows_rounds_drift_and_pooled_figures() -> None:
     assert "round-paired" in text and "no verdict with fewer than 5 rounds" in text
     assert "| greet       | 4        | 2.000 2.000 2.000 2.000 |" in text
     assert "Pooled figures assume independent runs: descriptive only." in text
-    assert "![per-round ratios](run-rounds.png)" in text
     assert "withheld" in report.summary_table(res)
     # an older run keeps its pooled statistics line and header
     old = report.render(results())
     assert "p (MWU)" in old and "Mann–Whitney U two-sided" in old and "round-paired" not in old
+
+
+def test_the_html_report_of_a_paired_run_says_how_it_was_judged() -> None:
+    from patchbench.report import html
+
+    page = html.render_html(paired_results())
+    assert "round-paired" in page and "p (paired t)" in page and "withheld" in page
+    old = html.render_html(results())
+    assert "Mann–Whitney U two-sided" in old and "p (MWU)" in old

@@ -4,14 +4,10 @@ and the chart of the per-round ratios."""
 from __future__ import annotations
 
 import json
-import math
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from patchbench import stats, verdict
-from patchbench.report import charts
 
 
 def runs(R: int, n: int, ratio: float, seed: int, drift: float = 0.0
@@ -48,13 +44,3 @@ def test_withheld_and_drift_notes() -> None:
     assert any(n.startswith("run cand: drift: ") for n in verdict.notes("run cand", drifting))
     quiet = verdict.record(*runs(10, 4, 1.0, seed=4), alpha=0.05, min_effect=0.02, seed=0)
     assert not quiet["drift"]["flagged"] and verdict.notes("x", quiet) == []
-
-
-def test_round_ratio_chart(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
-    a = verdict.record(*runs(8, 4, 1.05, seed=6), alpha=0.05, min_effect=0.02, seed=0)
-    b = verdict.record(*runs(8, 4, 1.0, seed=7), alpha=0.05, min_effect=0.02, seed=0)
-    path = tmp_path / "rounds.png"
-    charts.round_ratios(path, {"fix": a, "aa": b}, "start-8: per-round ratios")
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert not math.isnan(a["speedup"])
