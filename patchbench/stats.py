@@ -397,13 +397,11 @@ def _drift(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: lis
     e = np.array([np.log(base[r]).mean() - np.log(cand[r]).mean() for r in common])
     observed = float(e.var(ddof=1))
     expected = within * float(np.mean([1 / base[r].size + 1 / cand[r].size for r in common]))
+    if expected <= 0:  # every block constant (a coarse clock): no noise to compare with
+        return None
     df_between = len(common) - 1
-    if expected > 0:
-        ratio = observed / expected
-        p = f_sf(ratio, df_between, df_within)
-    else:
-        ratio = math.inf if observed > 0 else 1.0
-        p = 0.0 if observed > 0 else 1.0
+    ratio = observed / expected
+    p = f_sf(ratio, df_between, df_within)
     flagged = p < threshold
     drift_sd = math.sqrt(max(0.0, observed - expected) / 2)
     if flagged:
@@ -426,8 +424,8 @@ def drift_check(
     base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
     cand_rounds: Sequence[int], *, threshold: float = DRIFT_ALPHA,
 ) -> DriftCheck | None:
-    """:class:`DriftCheck` of two variants' runs; None with fewer than 2 common rounds or no
-    block of 2 or more runs (nothing to compare)."""
+    """:class:`DriftCheck` of two variants' runs; None with fewer than 2 common rounds, no block
+    of 2 or more runs, or no variation within any block (nothing to compare with)."""
     base = _by_round(base_times, base_rounds, "baseline")
     cand = _by_round(cand_times, cand_rounds, "candidate")
     return _drift(base, cand, sorted(set(base) & set(cand)), threshold)

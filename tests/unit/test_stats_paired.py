@@ -318,3 +318,6 @@ def test_drift_check_fires_on_drift_and_estimates_its_size() -> None:
 def test_drift_check_needs_two_rounds_and_repeated_runs() -> None:
     assert stats.drift_check([1.0, 1.1], [1, 1], [1.0, 1.2], [1, 1]) is None
     assert stats.drift_check([1.0, 1.1], [1, 2], [1.0, 1.2], [1, 2]) is None
+    # constant blocks (a coarse clock): no within-round noise to compare the spread with
+    assert stats.drift_check([1.0, 1.0, 2.0, 2.0], [1, 1, 2, 2], [1.0, 1.0, 1.0, 1.0],
+                             [1, 1, 2, 2]) is None
