@@ -101,12 +101,15 @@ def list_(c: Context, source: list[str] | None = None, matrix: str | None = None
 
 
 @task(positional=["run_dir"], iterable=["source"],
-      help={**COMMON, "comparison": "the newest run of this comparison"})
-def report(c: Context, run_dir: str | None = None, comparison: str | None = None,
+      help={**COMMON, "comparison": "the newest run of this comparison",
+            "from": "write the report folder from a run's complete results in builds/runs/"})
+def report(c: Context, run_dir: str = "", comparison: str | None = None, from_: str = "",
            source: list[str] | None = None, matrix: str | None = None,
            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Print a saved run's report (default: the newest run)."""
-    cli.guarded(lambda: cli.do_report(_opts(source, matrix, builds, reports, verbose), run_dir, comparison))
+    # run_dir defaults to "" (not None): invoke treats a None positional as required
+    cli.guarded(lambda: cli.do_report(_opts(source, matrix, builds, reports, verbose),
+                                      run_dir or None, comparison, from_ or None))
 
 
 @task

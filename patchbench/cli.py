@@ -13,12 +13,13 @@ from typing import Any
 
 from tabulate import tabulate
 
-from patchbench import command, config, pipeline, report
+from patchbench import command, config, pipeline, report, runstore
 from patchbench.build import Variant
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
 
 ROOT = Path(__file__).resolve().parent.parent
 GATE_FAILED_EXIT_CODE = 4
+BROKEN_PIPE_EXIT_CODE = 141  # 128 + SIGPIPE, as a shell reports a command killed by it
 
 
 def options(
@@ -57,12 +58,27 @@ def guarded(fn: Callable[[], int | None]) -> None:
     except KeyboardInterrupt:
         print("patchbench: interrupted; nothing half-written was kept", file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT_CODE)
+    except BrokenPipeError:  # `invoke report | head`: the reader left; end quietly
+        _quiet_stdout()
+        sys.exit(BROKEN_PIPE_EXIT_CODE)
     except Exception:  # a bug: show it in full
         traceback.print_exc()
         print("patchbench: internal error (a bug); please report it with the trace above",
               file=sys.stderr)
         sys.exit(BUG_EXIT_CODE)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(BROKEN_PIPE_EXIT_CODE)
     sys.exit(code)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def do_compare(opts: pipeline.Options, name: str) -> int:
@@ -133,8 +149,14 @@ def do_list(opts: pipeline.Options) -> int:
     return 0
 
 
-def do_report(opts: pipeline.Options, run_dir: str | None, comparison: str | None) -> int:
+def do_report(opts: pipeline.Options, run_dir: str | None, comparison: str | None,
+              from_run: str | None = None) -> int:
+    if from_run:  # render the report folder from a run's complete results (issue 10, class 5)
+        final = runstore.publish(runstore.find_run(opts.builds / "runs", from_run), opts.reports,
+                                 report.render_markdown)
+        print(f"saved: {final}")
+        return 0
     path = Path(run_dir) if run_dir else report.latest_run(opts.reports, comparison)
-    results = report.load_run(path)
-    print(report.render_markdown(results))
+    results = runstore.read_results(path, report.RESULTS_SCHEMA)
+    print(runstore.render_checked(report.render_markdown, results, path))
     return 0

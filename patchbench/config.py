@@ -15,11 +15,12 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from patchbench import yamlsafe
 from patchbench.errors import ConfigError
 
 SCHEMA_VERSION = 1
 # yaml.safe_load's loader, in C when PyYAML was built with libyaml; both refuse !!python tags
-SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER: Any = yamlsafe.SAFE_LOADER
 NAME_RE = r"^[a-z0-9][a-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_RE)]
 REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
@@ -346,11 +347,21 @@ def _format_validation(
 def load(path: Path) -> Project:
     """Load and validate ``path``; also check that every named patch series and overlay exists."""
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        data = yaml.load(text, Loader=SAFE_LOADER)  # the safe loader only (libyaml's when built)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{at}: not UTF-8 text (byte {exc.start})",
+                          hint="save the matrix as UTF-8") from None
+    try:
+        # the safe loader only (libyaml's when built), after bounds on size, depth and aliases
+        data = yamlsafe.load(text)
+    except yamlsafe.YamlLimitError as exc:
+        raise ConfigError(f"{path}:{exc.line or '?'}: refused: {exc.message}",
+                          hint="a matrix is plain, small YAML") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{mark.line + 1}" if mark is not None else "?"

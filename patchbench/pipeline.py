@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 import shlex
 import time
@@ -13,7 +12,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from patchbench import __version__, bench, build, command, config, patching, report, runtimes, source, stats
+from patchbench import (
+    __version__,
+    bench,
+    build,
+    command,
+    config,
+    patching,
+    report,
+    runstore,
+    runtimes,
+    source,
+    stats,
+)
 from patchbench.bench import Cell, Invocation, Samples
 from patchbench.config import Comparison, Project, Scenario
 from patchbench.errors import (
@@ -252,8 +263,7 @@ def compare(project: Project, opts: Options, name: str) -> tuple[dict[str, Any],
         twin = build.Built(build.Variant("baseline-again", baseline.variant.series),
                            baseline.path, baseline.manifest, True)
         built = [baseline, twin]
-    workdir = opts.builds / "runs" / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = runstore.new_run_dir(opts.builds / "runs", name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
     machine = machine_info()
     results: dict[str, Any] = {
@@ -299,7 +309,9 @@ def compare(project: Project, opts: Options, name: str) -> tuple[dict[str, Any],
     results["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     results = redact(results, {str(workdir): "<run>", str(opts.builds): "<builds>",
                                str(project.root): "<project>"})
-    run_dir = report.save_run(opts.reports, name, results, extra_files)
+    # the complete results first, under builds/runs/<run>/; then the report folder from them
+    complete = runstore.save_complete(workdir, results, extra_files)
+    run_dir = runstore.publish(complete, opts.reports, report.render_markdown)
     return results, run_dir
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from patchbench import report, source
+from patchbench import report, runstore, source
 from tests import support
 
 REAL_BUILDS = (support.REPO_ROOT / "builds").resolve()
@@ -48,6 +48,17 @@ def _guarded(fn: Any) -> Any:
     return wrapper
 
 
+def _guarded_reports(fn: Any) -> Any:
+    """``publish(results_file, reports, ...)``: the reports directory is the second argument."""
+
+    @functools.wraps(fn)
+    def wrapper(results_file: Any, reports: Any, *args: Any, **kwargs: Any) -> Any:
+        _forbid(reports)
+        return fn(results_file, reports, *args, **kwargs)
+
+    return wrapper
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     base = tmp_path_factory.mktemp("session-env")
@@ -71,6 +82,7 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp.setattr(source, "cache_dir", _guarded(source.cache_dir))
     mp.setattr(source, "locked", _guarded(source.locked))
     mp.setattr(report, "save_run", _guarded(report.save_run))
+    mp.setattr(runstore, "publish", _guarded_reports(runstore.publish))
     try:
         yield
     finally:
