@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from patchbench import yamlsafe
+from patchbench import safeargs, yamlsafe
 from patchbench.errors import ConfigError
 
 SCHEMA_VERSION = 1
@@ -80,6 +80,8 @@ class BuildRecipe(_Model):
             raise ValueError("the docker backend needs 'image', pinned by digest (name@sha256:...)")
         if self.image and "@sha256:" not in self.image:
             raise ValueError("'image' must be pinned by digest (name@sha256:...)")
+        if self.image:
+            safeargs.check_image(self.image, "'image'")
         return self
 
 
@@ -95,6 +97,16 @@ class Target(_Model):
     )
     tools: list[str] = Field(default_factory=list)  # run-time tools needed, e.g. busybox
     runtime: Literal["runc", "apple-container"] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return safeargs.check_url(value, "url")
+
+    @field_validator("ref")
+    @classmethod
+    def _ref(cls, value: str) -> str:
+        return safeargs.check_ref(value, "ref")
 
 
 class Rate(_Model):
@@ -424,12 +436,20 @@ def parse_source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[st
     out: dict[str, str] = {}
     for key, value in environ.items():
         if key.startswith("PATCHBENCH_SOURCE_") and value:
-            out[key[len("PATCHBENCH_SOURCE_") :].lower().replace("_", "-")] = value
+            out[key[len("PATCHBENCH_SOURCE_") :].lower().replace("_", "-")] = _source(value, key)
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not re.match(NAME_RE, name) or not value:
             raise ConfigError(
                 f"--source {pair!r}: expected TARGET=PATH_OR_URL", hint="e.g. --source runc=/src/runc"
             )
-        out[name] = value
+        out[name] = _source(value, f"--source {name}")
     return out
+
+
+def _source(value: str, where: str) -> str:
+    try:
+        return safeargs.check_url(value, where)
+    except safeargs.UnsafeValue as exc:
+        raise ConfigError(str(exc), hint="give a local path (./x or /x) or an https, ssh, git "
+                          "or file URL") from None

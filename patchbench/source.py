@@ -23,7 +23,7 @@ from pathlib import Path
 import git
 from filelock import FileLock, Timeout
 
-from patchbench import command
+from patchbench import command, safeargs
 from patchbench.errors import CommandError, PatchbenchError, SourceError
 
 PIN_PREFIX = "refs/patchbench/pinned/"
@@ -128,7 +128,8 @@ def _resolve_remote(url: str, ref: str, target: str) -> str | None:
     """The commit ``ref`` points to at ``url`` (peeled), or None if the ref does not exist."""
     try:
         out = run_git(
-            ["ls-remote", url, ref, f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"],
+            [*safeargs.GIT_TRANSPORTS, "ls-remote", "--", url, ref, f"refs/tags/{ref}",
+             f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"],
             timeout=120,
             error=SourceError,
             what=f"resolve {target} ref {ref!r} at {url}",
@@ -152,6 +153,11 @@ def _resolve_remote(url: str, ref: str, target: str) -> str | None:
 
 def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overridden: bool) -> Checkout:
     """Make ``commit`` available in the cache, refusing a ref that no longer points at it."""
+    try:  # nothing from the command line, environment or matrix reaches git as an option
+        safeargs.check_url(url, f"the source of {target}")
+        safeargs.check_ref(ref, f"the ref of {target}")
+    except safeargs.UnsafeValue as exc:
+        raise SourceError(str(exc)) from None
     cache = cache_dir(builds) / f"{target}.git"
     if _pin_exists_safe(cache, commit):
         return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden)
@@ -198,7 +204,7 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
             else:
                 try:
                     run_git(
-                        ["fetch", "-q", "--no-tags", str(incoming),
+                        ["fetch", "-q", "--no-tags", "--", str(incoming),
                          "+refs/patchbench/*:refs/patchbench/*", "+refs/tags/*:refs/tags/*"],
                         cwd=cache, error=SourceError,
                         what=f"store {target}@{commit[:12]} in the cache",
@@ -226,7 +232,8 @@ def _fetch_into(repo: Path, url: str, ref: str, commit: str, target: str) -> Non
     attempts = [(["--depth=1"], tag), (["--depth=1"], by_sha), ([], tag), ([], by_sha)]
     for n, (depth, refspec) in enumerate(attempts, 1):
         try:
-            run_git(["fetch", "-q", "--no-tags", *depth, _as_url(url), refspec], cwd=repo,
+            run_git([*safeargs.GIT_TRANSPORTS, "fetch", "-q", "--no-tags", *depth, "--",
+                     _as_url(url), refspec], cwd=repo,
                     timeout=1800, error=SourceError, what=f"fetch {target} {ref}")
             break
         except SourceError:
@@ -297,7 +304,8 @@ def add_worktree(checkout: Checkout, path: Path, builds: Path) -> list[str]:
     (sparse checkout) and returned, so the manifest can say so; everything else is checked out."""
     what = f"create a worktree of {checkout.target}@{checkout.commit[:12]}"
     with locked(builds, f"source-{checkout.target}"):
-        run_git(["worktree", "add", "-q", "--no-checkout", "--detach", str(path), checkout.commit],
+        run_git(["worktree", "add", "-q", "--no-checkout", "--detach", "--", str(path),
+                 checkout.commit],
                 cwd=checkout.repo, error=SourceError, what=what)
     try:
         missing = missing_blobs(path, checkout.commit)
@@ -314,6 +322,7 @@ def add_worktree(checkout: Checkout, path: Path, builds: Path) -> list[str]:
 
 def remove_worktree(checkout: Checkout, path: Path, builds: Path) -> None:
     with locked(builds, f"source-{checkout.target}"):
-        run_git(["worktree", "remove", "--force", str(path)], cwd=checkout.repo, check=False)
+        run_git(["worktree", "remove", "--force", "--", str(path)], cwd=checkout.repo,
+                check=False)
         shutil.rmtree(path, ignore_errors=True)
         run_git(["worktree", "prune"], cwd=checkout.repo, check=False)

@@ -119,7 +119,7 @@ def hyperfine(
         argv += ["--prepare", inv.prepare]
     if inv.cleanup:
         argv += ["--cleanup", inv.cleanup]
-    argv.append(shlex.join(inv.command))
+    argv += ["--", shlex.join(inv.command)]  # never read as a hyperfine option
     timeout = (runs + warmup) * per_run_timeout + TIMEOUT_SLACK
     try:
         command.run(argv, log=log, timeout=timeout, env=inv.env, error=BenchmarkError, what=name)
