@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from patchbench import redact
 from patchbench.errors import CommandError, PatchbenchError, RequirementError
 
 VERBOSE = os.environ.get("PATCHBENCH_VERBOSE", "") not in ("", "0")
@@ -114,7 +115,7 @@ def run(
     """
     args = [str(a) for a in argv]
     args[0] = which(args[0])
-    shown = quote([Path(args[0]).name, *args[1:]])
+    shown = redact.text(quote([Path(args[0]).name, *args[1:]]))  # logged: no credential
     if VERBOSE:
         print(f"+ {shown}", file=sys.stderr, flush=True)
     label = what or shown

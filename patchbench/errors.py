@@ -21,7 +21,9 @@ class PatchbenchError(Exception):
             text += f"\n  hint: {self.hint}"
         if self.detail:
             text += "\n" + "\n".join("  | " + line for line in self.detail.rstrip().splitlines())
-        return text
+        from patchbench.redact import text as redact_text
+
+        return redact_text(text)  # a credential in a URL is never printed
 
 
 class ConfigError(PatchbenchError):

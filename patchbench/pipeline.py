@@ -35,6 +35,7 @@ from patchbench.errors import (
     SourceError,
 )
 from patchbench.machine import machine_info
+from patchbench.redact import tree as redact_secrets
 
 
 @dataclass
@@ -309,6 +310,7 @@ def compare(project: Project, opts: Options, name: str) -> tuple[dict[str, Any],
     results["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     results = redact(results, {str(workdir): "<run>", str(opts.builds): "<builds>",
                                str(project.root): "<project>"})
+    results = redact_secrets(results)
     # the complete results first, under builds/runs/<run>/; then the report folder from them
     complete = runstore.save_complete(workdir, results, extra_files)
     run_dir = runstore.publish(complete, opts.reports, report.render_markdown)

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from patchbench import command
+from patchbench import command, redact
 from patchbench.config import GoToolchain, SwiftToolchain, Target
 from patchbench.errors import RequirementError, ToolchainError
 from patchbench.files import sha256_file
@@ -47,7 +47,7 @@ def recorded_env(env: dict[str, str], target: Target) -> dict[str, str]:
     keys = {"TZ", "LC_ALL", "SOURCE_DATE_EPOCH", "GOFLAGS", "CGO_ENABLED", "GOTOOLCHAIN"}
     keys.update(RECORDED_PASS_THROUGH)
     keys.update(target.build.env)
-    return {k: env[k] for k in sorted(keys) if k in env}
+    return redact.env({k: env[k] for k in sorted(keys) if k in env})  # never a secret
 
 
 

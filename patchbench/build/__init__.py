@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchbench import command, patching, source, toolchain
+from patchbench import command, patching, redact, source, toolchain
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
 from patchbench.config import BuildRecipe, Project, Target
@@ -93,7 +93,7 @@ class BuildPlan:
             "series": [s.digest for s in series],
             "overlays": [o.digest for o in self.overlays],
             "fingerprint": self.fingerprint,
-            "recipe": self.target.build.model_dump(mode="json"),
+            "recipe": redact.tree(self.target.build.model_dump(mode="json")),  # no credential
             "toolchain": self.target.toolchain.model_dump(mode="json"),
         }
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
@@ -209,6 +209,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             "log": _rel(log, plan.project.root),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        manifest = redact.tree(manifest)  # no credential is recorded
         write_json_atomic(out / "manifest.json", manifest)
         final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(out, final)
