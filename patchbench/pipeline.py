@@ -18,6 +18,7 @@ from patchbench import (
     build,
     command,
     config,
+    ownership,
     patching,
     report,
     runstore,
@@ -59,6 +60,7 @@ say = command.say
 
 
 def load(opts: Options) -> Project:
+    ownership.check_project(opts.matrix, opts.root, opts.builds)  # as root: StrictModes-style
     return config.load(opts.matrix)
 
 
