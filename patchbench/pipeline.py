@@ -16,6 +16,7 @@ from patchbench import (
     __version__,
     bench,
     build,
+    cleanup,
     command,
     config,
     ownership,
@@ -61,6 +62,8 @@ say = command.say
 
 def load(opts: Options) -> Project:
     ownership.check_project(opts.matrix, opts.root, opts.builds)  # as root: StrictModes-style
+    for path in cleanup.sweep(opts.builds):  # what runs killed with SIGKILL left behind
+        say(f"removed {path.relative_to(opts.builds)}, left by a run that no longer runs")
     return config.load(opts.matrix)
 
 
@@ -119,7 +122,7 @@ def patch_check(
                 continue
             if checkout is None or checkout.target != target_name:
                 checkout = fetch(project, opts, target_name)
-            tmp = opts.builds / "tmp" / f"check-{name}-{secrets.token_hex(4)}"
+            tmp = opts.builds / "tmp" / f"check-{name}-{cleanup.owner_tag()}-{secrets.token_hex(4)}"
             tmp.parent.mkdir(parents=True, exist_ok=True)
             source.add_worktree(checkout, tmp, opts.builds)
             try:

@@ -23,7 +23,7 @@ from pathlib import Path
 import git
 from filelock import FileLock, Timeout
 
-from patchbench import command, safeargs
+from patchbench import cleanup, command, safeargs
 from patchbench.errors import CommandError, PatchbenchError, SourceError
 
 PIN_PREFIX = "refs/patchbench/pinned/"
@@ -165,7 +165,8 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
         if _pin_exists_safe(cache, commit):  # another process finished it while we waited
             return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".{target}-", dir=cache.parent) as tmp_s:
+        with tempfile.TemporaryDirectory(prefix=f".{target}-{cleanup.owner_tag()}-",
+                                         dir=cache.parent) as tmp_s:
             tmp = Path(tmp_s)
             fetch_url = url
             local = Path(url)

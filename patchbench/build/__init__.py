@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchbench import command, patching, redact, source, toolchain
+from patchbench import cleanup, command, patching, redact, source, toolchain
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
 from patchbench.config import BuildRecipe, Project, Target
@@ -135,7 +135,8 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
     label = f"{plan.target_name}/{variant.name}"
     command.say(f"building {label} at {plan.checkout.commit[:12]} (log: {_rel(log, plan.project.root)})")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=f"{key[:12]}-", dir=tmp_root) as tmp_s:
+    with tempfile.TemporaryDirectory(prefix=f"{key[:12]}-{cleanup.owner_tag()}-",
+                                     dir=tmp_root) as tmp_s:
         tmp = Path(tmp_s)
         tree = tmp / "src"
         out = tmp / "out"
