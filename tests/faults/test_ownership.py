@@ -13,6 +13,7 @@ import yaml
 
 from patchbench import ownership, pipeline
 from patchbench.errors import ConfigError
+from patchbench.workspace import Workspace
 from tests.support import REPO_ROOT, invoke_argv
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="ownership is checked as root only")
@@ -102,11 +103,11 @@ def test_nothing_is_checked_without_root(tmp_path: Path) -> None:
 def test_every_command_checks_at_load(tmp_path: Path) -> None:
     matrix, root, builds = project(tmp_path)
     (root / "patches" / "s" / "series").chmod(0o666)
-    opts = pipeline.Options(root=root, matrix=matrix, builds=builds, reports=tmp_path / "r")
+    opts = Workspace(root=root, matrix=matrix, builds=builds, reports=tmp_path / "r")
     with pytest.raises(ConfigError, match="writable by every user"):
         pipeline.load(opts)
     env = {k: v for k, v in os.environ.items() if k not in ("SUDO_UID", "SUDO_GID")}
-    res = subprocess.run(invoke_argv("list", "--matrix", str(matrix), "--builds", str(builds)),
+    res = subprocess.run(invoke_argv("fetch", "hello", "--matrix", str(matrix), "--builds", str(builds)),
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=env,
                          check=False)
     assert res.returncode == 10, res.stderr

@@ -128,9 +128,9 @@ def test_a_bad_results_json_is_a_report_error(tmp_path: Path, name: str,
     run = tmp_path / "reports" / "x" / "20260101T000000Z"
     run.mkdir(parents=True)
     (run / "results.json").write_bytes(BAD_RESULTS[name])
-    opts = cli.options(reports=str(tmp_path / "reports"), builds=str(tmp_path / "builds"))
+    ws = cli.workspace(reports=str(tmp_path / "reports"), builds=str(tmp_path / "builds"))
     with pytest.raises(SystemExit) as info:
-        cli.guarded(lambda: cli.do_report(opts, str(run), None))
+        cli.guarded(lambda: cli.do_report(ws, str(run), None))
     err = capsys.readouterr().err
     assert info.value.code == 18, err
     assert "patchbench: report error: " in err and str(run) in err
@@ -140,8 +140,8 @@ def test_a_bad_results_json_is_a_report_error(tmp_path: Path, name: str,
 def test_the_good_results_render(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text(json.dumps(good_results()))
-    data = runstore.read_results(path, report.RESULTS_SCHEMA)
-    assert runstore.render_checked(report.render_markdown, data, path).startswith("# demo")
+    data = report.load_run(path)
+    assert runstore.render_checked(report.render, data, path).startswith("# demo")
 
 
 # --- properties -----------------------------------------------------------------------------
@@ -202,5 +202,5 @@ def test_property_any_results_file_renders_or_is_a_report_error(data: bytes) -> 
         path = Path(tmp) / "results.json"
         path.write_bytes(data)
         with contextlib.suppress(ReportError):
-            results = runstore.read_results(path, report.RESULTS_SCHEMA)
-            assert isinstance(runstore.render_checked(report.render_markdown, results, path), str)
+            results = report.load_run(path)
+            assert isinstance(runstore.render_checked(report.render, results, path), str)

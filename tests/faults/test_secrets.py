@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from patchbench import build, config, pipeline, redact, toolchain
+from patchbench import build, config, redact, toolchains
 from patchbench.errors import SourceError
-from tests.support import TARGET, Project, matrix_data, write_matrix
+from patchbench.layout import Layout
+from tests.support import TARGET, Project, compare, matrix_data, write_matrix
 
 PASSWORD = "s3cret-pw-4711"
 TOKEN = "tok-0815-xyz"
@@ -52,12 +53,12 @@ def target(extra_env: dict[str, str] | None = None) -> config.Target:
 def plan_key(monkeypatch: pytest.MonkeyPatch, goproxy: str, token: str) -> str:
     monkeypatch.setenv("GOPROXY", goproxy)
     t = target({"API_TOKEN": token})
-    env = toolchain.build_env(t, 0)
-    recorded = toolchain.recorded_env(env, t)
+    env = toolchains.build_env(t, 0)
+    recorded = toolchains.recorded_env(env, t)
     assert PASSWORD not in str(recorded) and TOKEN not in str(recorded)
     checkout: Any = type("C", (), {"commit": "0" * 40})()
     plan = build.BuildPlan(project=None, target_name="x", target=t,  # type: ignore[arg-type]
-                           checkout=checkout, builds=Path("/nonexistent"),
+                           checkout=checkout, layout=Layout(Path("/nonexistent"), Path("/nonexistent")),
                            fingerprint={"kind": "go", "env": recorded})
     return plan.key([])
 
@@ -87,8 +88,7 @@ def test_a_whole_run_records_no_secret(project: Project, monkeypatch: pytest.Mon
     # nothing to download (no dependencies), so the proxy is never contacted
     monkeypatch.setenv("GOPROXY", f"https://alice:{PASSWORD}@127.0.0.1:9/go")
     monkeypatch.setenv("GOFLAGS", "-mod=mod")
-    opts = project.options(runs=2, rounds=1, warmup=0)
-    _, run_dir = pipeline.compare(project.load(), opts, "fx")
+    _, run_dir = compare(project.load(), project.options(), "fx", runs=2, rounds=1, warmup=0)
     assert run_dir is not None
     found = []
     for base in (project.builds, project.reports):
