@@ -134,20 +134,18 @@ def list_(c: Context, source: list[str] | None = None, matrix: str | None = None
     _guarded(lambda: cli.do_list(_ws(source, matrix, builds, reports, verbose)))
 
 
-@task(positional=["run_dir"], iterable=["source"],
+@task(positional=[], iterable=["source"],
       help={**COMMON, "run_dir": "a saved run folder or its results.json (default: the newest run)",
             "comparison": "the newest run of this comparison",
             "from": "write the report folder from a run's complete results in builds/runs/ "
                     "(after a failed report write)"})
-def report(c: Context, run_dir: str = "", comparison: str | None = None, from_: str = "",
+def report(c: Context, run_dir: str | None = None, comparison: str | None = None, from_: str = "",
            source: list[str] | None = None, matrix: str | None = None,
            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Print a saved run's report (default: the newest run)."""
     from patchbench import cli
 
-    # run_dir defaults to "" (not None): invoke requires a positional whose default is None,
-    # and `invoke report` alone shows the newest run
-    _guarded(lambda: cli.do_report(_ws(source, matrix, builds, reports, verbose), run_dir or None,
+    _guarded(lambda: cli.do_report(_ws(source, matrix, builds, reports, verbose), run_dir,
                                    comparison, from_ or None))
 
 
