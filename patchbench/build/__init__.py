@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchbench import cleanup, command, locks, patching, progress, redact, source, toolchains
+from patchbench import cache_verify, cleanup, command, locks, patching, progress, redact, source, toolchains
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
 from patchbench.config import BuildRecipe, Project, Target
@@ -123,19 +123,17 @@ def build_variant(plan: BuildPlan, variant: Variant) -> Built:
     series = [patching.load_series(plan.project.root, name) for name in variant.series]
     key = plan.key(series)
     final = plan.layout.artifacts(plan.target_name) / key[:20]
-    if (final / STAMP).is_file():
-        return Built(variant, final, _load_manifest(final), cached=True)
     with locks.locked(plan.layout.locks, f"build-{key[:20]}"):
-        if (final / STAMP).is_file():  # built by another process while we waited
-            return Built(variant, final, _load_manifest(final), cached=True)
-        if final.exists():  # an interrupted build: never taken as cached
-            shutil.rmtree(final)
+        if final.exists():  # every artifact is hashed again before a cached build is used
+            verdict = cache_verify.verify_entry(final)
+            if verdict.ok and verdict.manifest is not None:
+                return Built(variant, final, {**verdict.manifest, "cache_check": verdict.record()},
+                             cached=True)
+            if (final / STAMP).is_file():  # a complete entry that changed since: say how
+                progress.say(f"warning: the cached build of {plan.target_name}/{variant.name} "
+                             f"({final.name}) is {verdict.summary()}; rebuilding it")
+            shutil.rmtree(final)  # an interrupted, partial or tampered build is never used
         return _build(plan, variant, series, key, final)
-
-
-def _load_manifest(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((path / "manifest.json").read_text())
-    return data
 
 
 def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, final: Path) -> Built:
