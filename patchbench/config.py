@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from patchbench import safeargs, scenarios, yamlsafe
+from patchbench import errors, safeargs, scenarios, yamlsafe
 from patchbench.errors import ConfigError
 from patchbench.models import NAME_RE, Name
 from patchbench.models import StrictModel as _Model
@@ -297,6 +297,7 @@ def _format_validation(
 
 def load(path: Path) -> Project:
     """Load and validate ``path``; also check that every named patch series and overlay exists."""
+    errors.MATRIX_IN_USE = _shown(path)  # messages name the matrix file actually in use
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -356,6 +357,14 @@ def load(path: Path) -> Project:
         if comp.rootfs is not None:
             _check_repo_path(project, comp.rootfs, f"comparisons.{cname}.rootfs", lines)
     return project
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the user would write it: relative to the current directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 def _check_repo_path(

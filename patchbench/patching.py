@@ -20,6 +20,7 @@ from pathlib import Path
 from patchbench import patchform
 from patchbench.errors import PatchError, SourceError
 from patchbench.files import sha256_file
+from patchbench.models import NAME_RE
 from patchbench.source import IDENTITY, SNAPSHOT_DATE, run_git
 
 DEP3_DESCRIPTION = ("Description",)
@@ -100,7 +101,18 @@ def _refusal(series: str, path: Path, exc: patchform.UnsafePatch) -> PatchError:
     )
 
 
+def _check_name(kind: str, name: str) -> None:
+    """A series or overlay name is one directory name inside patches/ or overlays/ (--series
+    comes from the command line: ../../etc is refused, not read)."""
+    if not re.fullmatch(NAME_RE, name):
+        where = "patches" if kind == "series" else "overlays"
+        raise PatchError(f"{kind} {name!r} is not a name of a directory in {where}/ (lower case "
+                         "letters, digits, '.', '_', '-'; no '/')",
+                         hint=f"the {kind} names are the directories of {where}/")
+
+
 def load_series(root: Path, name: str) -> Series:
+    _check_name("series", name)
     series_file = root / "patches" / name / "series"
     if not series_file.is_file():
         raise PatchError(f"no patch series {name!r} (expected {series_file})")
@@ -227,6 +239,7 @@ class Overlay:
 
 
 def load_overlay(root: Path, name: str) -> Overlay:
+    _check_name("overlay", name)
     base = root / "overlays" / name
     if not base.is_dir():
         raise PatchError(f"no overlay {name!r} (expected overlays/{name}/)")

@@ -128,6 +128,12 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
                     f"{target}: ref {ref!r} does not exist at {url}",
                     hint="check 'ref' in matrix.yaml, or pass --source with a copy that has it",
                 )
+            if resolved != commit and fetch_url != url:  # a plain directory, snapshotted
+                raise SourceError(
+                    f"{target}: {url} is not a git repository (no .git), and a snapshot of its "
+                    f"files is not the pinned commit {commit}",
+                    hint=f"point --source {target}= at a git clone of {target} that has {commit}",
+                )
             if resolved != commit:
                 raise SourceError(
                     f"{target}: ref {ref!r} now points at {resolved}, but matrix.yaml pins {commit}",

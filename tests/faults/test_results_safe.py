@@ -9,7 +9,6 @@ import contextlib
 import json
 import multiprocessing
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,19 +146,3 @@ def test_a_whole_run_with_an_unwritable_reports_dir(project: Project, tmp_path: 
     saved = list((project.reports / "fx").iterdir())
     assert len(saved) == 1 and (saved[0] / "report.md").is_file()
     assert f"saved: {saved[0]}" in res.stdout
-
-
-def test_report_without_run_dir_shows_the_newest(run_dir: Path, tmp_path: Path) -> None:
-    reports = tmp_path / "reports"
-    runstore.publish(run_dir / "results.json", reports, stamp="20250101T000000Z")
-    newest = runstore.publish(run_dir / "results.json", reports, stamp=STAMP)
-    shutil.copy(newest / "results.json", newest / "results.json.bak")
-    res = subprocess.run(invoke_argv("report", "--reports", str(reports)), cwd=REPO_ROOT,
-                         capture_output=True, text=True, timeout=120, check=False)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("# demo")
-    older = reports / "demo" / "20250101T000000Z"
-    res = subprocess.run(invoke_argv("report", "--run-dir", str(older)), cwd=REPO_ROOT,
-                         capture_output=True, text=True, timeout=120, check=False)
-    assert res.returncode == 0, res.stderr  # and a given run folder
-    assert res.stdout.startswith("# demo")
