@@ -17,6 +17,7 @@ from patchbench import (
     config,
     ownership,
     patching,
+    procguard,
     results,
     runstore,
     runtimes,
@@ -218,6 +219,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     extra_files: dict[str, Path] = {}
     if runtime is not None:
         runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin)
+    guard = procguard.activate(workdir.name)  # every command from here on is in the run's cgroup
     try:
         for i, sc in enumerate(chosen):
             say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} rounds")
@@ -227,11 +229,14 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             out, warnings = scenarios.get(sc.kind).run(ctx)
             res.scenarios.append(out)
             res.warnings.extend(warnings)
+            procguard.check_active(f"scenario {sc.name}")
     finally:
+        escaped = procguard.deactivate(guard)  # found, reported and killed
         if runtime is not None:
             res.teardown = {b.variant.name: results.Teardown(
                 removed_at_teardown=runtime.cleanup(b.variant.name, b.bin),
                 left_after_teardown=runtime.leftovers(b.variant.name, b.bin)) for b in built}
+    res.warnings.extend(escaped)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact_secrets(redact(res.dump(), {
         str(workdir): "<run>", str(ws.builds): "<builds>", str(project.root): "<project>"})),

@@ -33,6 +33,7 @@ import re
 import shlex
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -201,3 +202,65 @@ class ProcGuard:
         return {"checked": self.available, "how": self.kind if self.available else self.reason,
                 "escaped": [f.as_dict() for f in self.found],
                 "count": sum(len(f.survivors) for f in self.found)}
+
+
+# --- the run's guard, consulted by patchbench.command ----------------------------------------
+
+_ACTIVE: ProcGuard | None = None
+ESCAPED = "escaped process"  # the prefix of the warnings (the gate fails on them)
+
+
+def activate(run_id: str) -> ProcGuard:
+    """Start guarding: from now on every command patchbench.command starts joins the run's
+    cgroup (before it runs anything), until ``deactivate``."""
+    global _ACTIVE
+    guard = ProcGuard(run_id).__enter__()
+    _ACTIVE = guard if guard.available else None
+    return guard
+
+
+def active() -> ProcGuard | None:
+    return _ACTIVE
+
+
+def preexec() -> Callable[[], None] | None:
+    """For subprocess.Popen(preexec_fn=...): join the active run's cgroup in the child, between
+    fork and exec, so not even the command's first child can be missed. None when not guarding."""
+    guard = _ACTIVE
+    if guard is None or guard.path is None:
+        return None
+    procs = str(guard.path / "cgroup.procs")
+
+    def join() -> None:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, b"0\n")  # "0": the writing process itself
+        finally:
+            os.close(fd)
+
+    return join
+
+
+def check_active(step: str) -> Found | None:
+    """After ``step`` and its teardown: find, record and kill what outlived it."""
+    return _ACTIVE.check(step) if _ACTIVE is not None else None
+
+
+def deactivate(guard: ProcGuard) -> list[str]:
+    """Stop guarding: what is still in the cgroup is found and killed; returns the run's
+    warnings, one per step that left something behind (or one saying escapes were not
+    looked for)."""
+    global _ACTIVE
+    try:
+        guard.check("after the last scenario") if guard.available else None
+        warnings = [
+            f"{ESCAPED}: {f.step}: {len(f.survivors)} process{'es' if len(f.survivors) > 1 else ''}"
+            f" outlived the command{' and were killed' if f.killed else ' (could not be killed)'}: "
+            + "; ".join(f"{s.cmdline} (pid {s.pid})" for s in f.survivors[:5])
+            for f in guard.found]
+        if not guard.available:
+            warnings.append(f"escaped processes were not looked for ({guard.reason})")
+        return warnings
+    finally:
+        _ACTIVE = None
+        guard.close()

@@ -128,7 +128,7 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
                     f"{target}: ref {ref!r} does not exist at {url}",
                     hint="check 'ref' in matrix.yaml, or pass --source with a copy that has it",
                 )
-            if resolved != commit and fetch_url != url:  # a plain directory, snapshotted
+            if resolved != commit and fetch_url != url and overridden:  # a plain --source dir
                 raise SourceError(
                     f"{target}: {url} is not a git repository (no .git), and a snapshot of its "
                     f"files is not the pinned commit {commit}",

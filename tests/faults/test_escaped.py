@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import command, procguard
+from patchbench import command, gate, procguard, results
 from patchbench.procguard import ProcGuard
-from tests.support import processes_with
+from tests.support import Project, compare, processes_with
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or procguard._hierarchy(procguard.CGROUP_ROOT) is None,
@@ -117,3 +117,25 @@ def test_without_cgroups_the_guard_says_so(tmp_path: Path) -> None:
         assert guard.wrap(["true"]) == ["true"]
         assert guard.report() == {"checked": False, "how": f"no cgroup hierarchy under {tmp_path}",
                                   "escaped": [], "count": 0}
+
+
+@pytest.mark.integration
+def test_a_comparison_finds_kills_and_flags_an_escaped_child(project: Project) -> None:
+    """The issue's example end to end: the measured command starts a setsid child and exits 0.
+    The run completes, says what escaped, killed it, and the gate fails on it."""
+    marker = unique()
+    project.write(scenarios=[{
+        "name": "run", "warmup": 0, "runs": 2, "rounds": 1, "timeout": 10,
+        "command": ["sh", "-c", f"setsid sleep {marker} </dev/null >/dev/null 2>&1 & {{hello}}"],
+    }])
+    try:
+        res, run_dir = compare(project.load(), project.options(), "fx")
+        assert run_dir is not None
+        escaped = [w for w in res["warnings"] if w.startswith(procguard.ESCAPED)]
+        assert escaped and f"sleep {marker}" in escaped[0] and "were killed" in escaped[0]
+        assert processes_with(f"sleep {marker}") == []
+        failures = gate.failures(results.parse(res, "results"))
+        assert any(f.startswith(procguard.ESCAPED) for f in failures)
+        assert procguard.active() is None
+    finally:
+        kill_marker(marker)
