@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,14 +60,20 @@ def test_same_second_runs_get_distinct_folders(run_dir: Path, tmp_path: Path) ->
     assert (first.name, second.name) == (STAMP, f"{STAMP}-2")
 
 
-def _publish(args: tuple[str, str]) -> str:
-    return str(runstore.publish(Path(args[0]), Path(args[1]), stamp=STAMP))
+PUBLISH = ("import sys; from pathlib import Path; from patchbench import runstore; "
+           "print(runstore.publish(Path(sys.argv[1]), Path(sys.argv[2]), stamp=sys.argv[3]))")
 
 
 def test_concurrent_runs_in_the_same_second_never_collide(run_dir: Path, tmp_path: Path) -> None:
     reports = tmp_path / "reports"
-    with multiprocessing.get_context("fork").Pool(6) as pool:
-        out = pool.map(_publish, [(str(run_dir / "results.json"), str(reports))] * 12)
+    procs = [subprocess.Popen([sys.executable, "-c", PUBLISH, str(run_dir / "results.json"),
+                               str(reports), STAMP], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(12)]
+    out = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=120)
+        assert p.returncode == 0, stderr
+        out.append(stdout.strip())
     assert len(set(out)) == 12
     assert all((Path(p) / "results.json").is_file() for p in out)
     assert not [p for p in (reports / "demo").iterdir() if p.name.endswith(".partial")]
