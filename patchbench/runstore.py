@@ -82,7 +82,9 @@ def _reserve(parent: Path, stamp: str) -> Path:
 
 def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path:
     """Render the report folder of the run whose complete results are ``results_file``."""
+    from patchbench.gate import failures
     from patchbench.report import render
+    from patchbench.report.html import render_html
 
     run_dir = results_file.parent
     res = results_mod.load(results_file)  # not UTF-8, not JSON, wrong shape: ReportError
@@ -91,6 +93,7 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
         raise ReportError(f"{results_file}: the comparison {comparison!r} is not a plain name")
     later = f"invoke report --from {run_dir.name}"
     text = render_checked(render, res, results_file)
+    html = render_checked(lambda r: render_html(r, gate=failures(r)), res, results_file)
     tmp: Path | None = None
     final: Path | None = None
     try:
@@ -102,6 +105,7 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
         res.run_dir = f"{comparison}/{final.name}"
         write_json_atomic(tmp / RESULTS, res.dump())
         write_text_atomic(tmp / "report.md", text)
+        write_text_atomic(tmp / "report.html", html)
         write_json_atomic(tmp / "machine.json", res.machine)
         for variant, man in res.builds.items():
             write_json_atomic(tmp / f"manifest-{variant}.json", man)

@@ -47,7 +47,7 @@ def test_a_report_folder_from_the_run(run_dir: Path, tmp_path: Path) -> None:
     assert final == tmp_path / "reports" / "demo" / STAMP
     variants = list(results.load(demo_results()).builds)
     assert sorted(p.name for p in final.iterdir()) == sorted(
-        ["chart.svg", "machine.json", "report.md", "results.json"]
+        ["chart.svg", "machine.json", "report.html", "report.md", "results.json"]
         + [f"manifest-{v}.json" for v in variants])
     assert report.load_run(final).run_dir == f"demo/{STAMP}"
     assert (final / "report.md").read_text() == report.render(report.load_run(final))
