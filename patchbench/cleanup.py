@@ -93,7 +93,7 @@ def sweep(builds: Path) -> list[Path]:
                 removed.append(entry)
     if sources.is_dir():
         # worktrees of dead runs: their directories are gone now; git drops the registrations
-        from patchbench.source import run_git
+        from patchbench.gitutil import run_git
 
         for repo in sorted(sources.glob("*.git")):
             if (repo / "worktrees").is_dir():
