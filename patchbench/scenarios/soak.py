@@ -211,7 +211,8 @@ class SoakKind:
             progress.say(f"  condition {cond.name}: {cond.summary()}")
             with conditions.apply(cond, log=log) as applied:
                 for r, cells in enumerate(order, 1):
-                    if sc.budget_s is not None and time.monotonic() - started > sc.budget_s:
+                    # at least one round; then the budget is checked between rounds
+                    if r > 1 and sc.budget_s is not None and time.monotonic() - started > sc.budget_s:
                         stopped_by = "budget"
                         break
                     for cell in cells:
