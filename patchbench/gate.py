@@ -8,7 +8,7 @@ never fails the gate; the report says it was withheld."""
 
 from __future__ import annotations
 
-from patchbench import scenarios, stats
+from patchbench import procguard, scenarios, stats
 from patchbench.results import Results, StressResult
 
 
@@ -24,4 +24,5 @@ def failures(results: Results) -> list[str]:
                        f"Holm-adjusted p {p_adj:.2g})")
     for scenario in results.scenarios:
         out += scenarios.get(scenario.kind).gate(scenario)
+    out += [w for w in results.warnings if w.startswith(procguard.ESCAPED)]
     return out

@@ -327,7 +327,11 @@ def parse(data: Any, where: str) -> Results:
         raise ReportError(f"{where}: not a results document (the top level is not an object)")
     version = data.get("schema_version")
     while isinstance(version, int) and version in UPGRADES:
-        data = UPGRADES[version](data)
+        try:  # an old file of the wrong shape is a damaged file, not a bug (issue 10, class 6)
+            data = UPGRADES[version](data)
+        except (KeyError, TypeError, AttributeError, IndexError, StopIteration, ValueError) as exc:
+            raise ReportError(f"{where}: not a results document of version {version} ({exc!r})",
+                              hint="the file is damaged or was not written by patchbench") from None
         version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ReportError(f"{where}: results schema {version!r} is not one this patchbench reads "
@@ -346,6 +350,6 @@ def load(path: Path) -> Results:
     target = path / "results.json" if path.is_dir() else path
     try:
         data = json.loads(target.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"cannot read {target}: {exc}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ReportError(f"cannot read {target}: {exc!s:.200}") from None
     return parse(data, str(target))
