@@ -54,6 +54,17 @@ class SwiftToolchain(_Model):
 Toolchain = Annotated[GoToolchain | SwiftToolchain, Field(discriminator="kind")]
 
 
+IMAGE_RECIPES = ("go-busybox", "debian-runc")  # made by patchbench.images, no registry
+
+
+class ImageRecipe(_Model):
+    """An image patchbench builds itself (patchbench/images.py): ``{recipe: go-busybox}`` (busybox
+    plus the pinned Go, small) or ``{recipe: debian-runc}`` (Debian by mmdebstrap with runc's build
+    dependencies, plus the pinned Go)."""
+
+    recipe: Literal["go-busybox", "debian-runc"]
+
+
 class BuildRecipe(_Model):
     backend: Literal["host", "docker"] = "host"
     commands: list[list[str]] = Field(min_length=1)
@@ -61,7 +72,9 @@ class BuildRecipe(_Model):
     # files, or directories when the path ends in "/" (copied whole, e.g. an install root)
     artifacts: list[str] = Field(min_length=1)
     timeout: float = Field(default=1800.0, gt=0)
-    image: str | None = None  # docker backend: an image pinned by digest
+    # docker backend: a registry image pinned by digest (name@sha256:..., never pulled when the
+    # engine holds it) or {recipe: NAME}, an image made here without a registry
+    image: str | ImageRecipe | None = None
     # run after the build, from the artifacts directory; its output goes into the manifest
     # (e.g. [runc, --version], to show the patched commit and that it is not "-dirty")
     version: list[str] = Field(default_factory=list)
@@ -76,9 +89,12 @@ class BuildRecipe(_Model):
     @model_validator(mode="after")
     def _docker_needs_image(self) -> BuildRecipe:
         if self.backend == "docker" and not self.image:
-            raise ValueError("the docker backend needs 'image', pinned by digest (name@sha256:...)")
-        if self.image and "@sha256:" not in self.image:
-            raise ValueError("'image' must be pinned by digest (name@sha256:...)")
+            raise ValueError("the docker backend needs 'image': name@sha256:... or {recipe: NAME} "
+                             f"(recipes: {', '.join(IMAGE_RECIPES)})")
+        if self.image is not None and self.backend != "docker":
+            raise ValueError("'image' is used only by the docker backend (backend: docker)")
+        if isinstance(self.image, str) and not re.fullmatch(r"[^@\s]+@sha256:[0-9a-f]{64}", self.image):
+            raise ValueError("'image' must be pinned by digest (name@sha256:<64 hex digits>)")
         return self
 
 

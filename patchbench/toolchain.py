@@ -18,6 +18,7 @@ from patchbench import command
 from patchbench.config import GoToolchain, SwiftToolchain, Target
 from patchbench.errors import RequirementError, ToolchainError
 from patchbench.files import sha256_file
+from patchbench.runner import HOST, Runner
 
 # Passed through from the caller's environment when set; values of path-like ones are not
 # recorded in the fingerprint (they differ between machines but do not change the output).
@@ -52,18 +53,21 @@ def recorded_env(env: dict[str, str], target: Target) -> dict[str, str]:
 
 
 
-def fingerprint(target: Target, env: dict[str, str], cwd: Path | None = None) -> dict[str, Any]:
+def fingerprint(
+    target: Target, env: dict[str, str], cwd: Path | None = None, runner: Runner = HOST
+) -> dict[str, Any]:
+    """The toolchain's fingerprint, taken through ``runner`` (where the build runs)."""
     tc = target.toolchain
     if isinstance(tc, SwiftToolchain):
         return _swift_fingerprint(tc, env)
-    return _go_fingerprint(target, tc, env, cwd)
+    return _go_fingerprint(target, tc, env, cwd, runner)
 
 
 def _go_fingerprint(
-    target: Target, tc: GoToolchain, env: dict[str, str], cwd: Path | None
+    target: Target, tc: GoToolchain, env: dict[str, str], cwd: Path | None, runner: Runner = HOST
 ) -> dict[str, Any]:
     try:
-        version = command.run(
+        version = runner.run(
             ["go", "version"], env=env, cwd=cwd, timeout=900, error=ToolchainError,
             what=f"go version (GOTOOLCHAIN={env.get('GOTOOLCHAIN')})",
         ).stdout.strip()
@@ -82,7 +86,7 @@ def _go_fingerprint(
             "builds with another version silently",
         )
     goenv = json.loads(
-        command.run(
+        runner.run(
             ["go", "env", "-json", "GOROOT", "GOTOOLDIR", "GOOS", "GOARCH", "GOAMD64", "GOARM64",
              "CC", "CGO_ENABLED", "GOEXPERIMENT"],
             env=env, cwd=cwd, timeout=120, error=ToolchainError,
@@ -92,23 +96,23 @@ def _go_fingerprint(
         "kind": "go",
         "version": f"go{m.group(1)}",
         "platform": f"{m.group(2)}/{m.group(3)}",
-        "go_sha256": sha256_file(Path(goenv["GOROOT"]) / "bin" / "go"),
-        "compile_sha256": sha256_file(Path(goenv["GOTOOLDIR"]) / "compile"),
-        "link_sha256": sha256_file(Path(goenv["GOTOOLDIR"]) / "link"),
+        "go_sha256": runner.sha256(f"{goenv['GOROOT']}/bin/go", env),
+        "compile_sha256": runner.sha256(f"{goenv['GOTOOLDIR']}/compile", env),
+        "link_sha256": runner.sha256(f"{goenv['GOTOOLDIR']}/link", env),
         "goenv": {k: v for k, v in goenv.items() if k not in ("GOROOT", "GOTOOLDIR") and v},
         "env": recorded_env(env, target),
     }
     extra: dict[str, str] = {}
     if tc.cgo:
         cc = goenv.get("CC") or "cc"
-        extra["cc"] = command.run([cc, "--version"], env=env, timeout=60).stdout.splitlines()[0]
-        extra["cc_sha256"] = sha256_file(Path(command.which(cc)).resolve())
+        extra["cc"] = runner.run([cc, "--version"], env=env, timeout=60).stdout.splitlines()[0]
+        extra["cc_sha256"] = runner.sha256(runner.resolve(cc, env), env)
     for name, argv in tc.fingerprint.items():
-        extra[name] = command.run(
+        extra[name] = runner.run(
             argv, env=env, timeout=60, error=ToolchainError, what=f"toolchain fingerprint {name}"
         ).stdout.strip()
     if target.build.commands and any(c[0] == "make" for c in target.build.commands):
-        extra["make"] = command.run(["make", "--version"], env=env).stdout.splitlines()[0]
+        extra["make"] = runner.run(["make", "--version"], env=env).stdout.splitlines()[0]
     fp["extra"] = extra
     return fp
 

@@ -228,6 +228,34 @@ def test_docker_backend_needs_a_pinned_image(root: Path) -> None:
     assert "digest" in err.message
 
 
+def _with_build(extra: str) -> str:
+    return BASE.replace("      artifacts: [hello]", "      artifacts: [hello]\n" + extra)
+
+
+def test_docker_image_is_a_digest_or_a_recipe(root: Path) -> None:
+    digest = "0" * 64
+    project = config.load(write(root, _with_build(
+        f"      backend: docker\n      image: golang@sha256:{digest}")))
+    assert project.target("hello").build.image == f"golang@sha256:{digest}"
+    project = config.load(write(root, _with_build(
+        "      backend: docker\n      image: {recipe: go-busybox}")))
+    image = project.target("hello").build.image
+    assert isinstance(image, config.ImageRecipe) and image.recipe == "go-busybox"
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    ("      backend: docker", "needs 'image'"),
+    ("      backend: docker\n      image: golang@sha256:abc", "64 hex"),
+    ("      backend: docker\n      image: {recipe: alpine}", "go-busybox"),
+    ("      backend: docker\n      image: {recipe: go-busybox, tag: x}", "unknown key"),
+    ("      image: {recipe: go-busybox}", "only by the docker backend"),
+])
+def test_docker_image_errors(root: Path, extra: str, needle: str) -> None:
+    err = load_error(root, _with_build(extra))
+    assert "targets.hello.build" in err.message
+    assert needle in err.message + (err.detail or "")
+
+
 def test_unknown_target_and_comparison_by_name(root: Path) -> None:
     project = config.load(write(root, BASE))
     with pytest.raises(ConfigError, match="did you mean 'hello'"):
