@@ -121,7 +121,10 @@ def sdk_errors(what: str, default: type[PatchbenchError] = BuildError) -> Iterat
 # --- connecting ----------------------------------------------------------------------------
 
 
-def _connect(host: str, timeout: float = 10.0) -> Any:
+API_TIMEOUT = 600.0  # seconds for one API call (loading a large image takes a while)
+
+
+def _connect(host: str, timeout: float = API_TIMEOUT) -> Any:
     import docker
 
     with sdk_errors(f"connect to the Docker engine at {host}", RequirementError):
@@ -287,7 +290,8 @@ def _wait_ready(bg: command.Background, host: str, log: Path, timeout: float) ->
             )
         if Path(host.removeprefix("unix://")).exists():
             try:
-                return _connect(host, timeout=5)
+                _connect(host, timeout=5).close()
+                return _connect(host)
             except RequirementError as exc:
                 last = exc.message
     raise RequirementError(

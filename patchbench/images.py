@@ -368,7 +368,7 @@ def ensure_recipe(eng: engines.Engine, name: str, go_version: str, state: Path,
         rec = json.loads(record_path.read_text())
         if _present(eng, rec["id"]):
             return Image(f"recipe:{name}", rec["id"], rec["packages"], rec["go"], eng.describe())
-    command.say(f"building image {name} (Go {go_version} from the {go.origin})")
+    command.say(f"building image {name} (Go {go_version}: {go.origin})")
     log = state / f"{name}-{key[:16]}.log"
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=state) as tmp_s:
         tmp = Path(tmp_s)

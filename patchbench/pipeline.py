@@ -159,8 +159,11 @@ def build_variants(
         checkout = fetch(project, opts, target_name)
         check_machine(project, opts, target_name, variants, checkout, None)
     ovs = [patching.load_overlay(project.root, o) for o in overlays]
-    plan = build.BuildPlan.prepare(project, target_name, checkout, opts.builds, ovs)
-    built = [build.build_variant(plan, v) for v in variants]
+    try:
+        plan = build.BuildPlan.prepare(project, target_name, checkout, opts.builds, ovs)
+        built = [build.build_variant(plan, v) for v in variants]
+    finally:
+        build.close_backends()  # stops patchbench's own dockerd, if it started one
     build.check_same_toolchain(built)
     base = built[0]
     for other in built[1:]:

@@ -36,10 +36,16 @@ class Backend(Protocol):
     ) -> None: ...
 
 
+DOCKER = docker_backend.DockerBackend()
 BACKENDS: dict[str, Backend] = {
     "host": host_backend.HostBackend(),
-    "docker": docker_backend.DockerBackend(),
+    "docker": DOCKER,
 }
+
+
+def close_backends() -> None:
+    """Stop what the backends started (patchbench's own dockerd)."""
+    DOCKER.close()
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,12 @@ class BuildPlan:
     ) -> BuildPlan:
         target = project.target(target_name)
         env = toolchain.build_env(target, checkout.commit_epoch())
-        fp = toolchain.fingerprint(target, env)
+        if target.build.backend == "docker":  # taken inside the build image, which it names
+            DOCKER.open(builds)
+            fp = toolchain.fingerprint(target, env, runner=DOCKER.runner(target))
+            fp.update(DOCKER.fingerprint_extra(target))
+        else:
+            fp = toolchain.fingerprint(target, env)
         return cls(project, target_name, target, checkout, builds, overlays, env, fp)
 
     def key(self, series: list[Series]) -> str:

@@ -1,74 +1,225 @@
-"""The docker backend: the recipe runs in a container from an image pinned by digest, with the
-patched tree mounted at /src. The container has a unique name and is always removed."""
+"""The docker backend: the recipe runs in a container of the target's build image, and so does the
+toolchain fingerprint (``runner()``), so the manifest records the Go that really built.
+
+- The engine: ``DOCKER_HOST``, the system one, or patchbench's own dockerd under
+  ``builds/engine/`` (patchbench.engine), started at first use and stopped by ``close()``.
+- The image: ``{recipe: NAME}``, made here (patchbench.images), or ``name@sha256:...``, used
+  when present and never pulled then. Its ID, ref, engine version and package list go into the
+  fingerprint (key ``image``), so baseline and candidates built from different images are refused.
+- The patched tree and the bare source repository its ``.git`` points to are mounted at their own
+  absolute paths, so git works inside (``runc --version`` keeps its ``git describe``).
+- Go's build and module caches are named volumes (``<prefix>-gocache``, ``<prefix>-gomod``).
+- Every container has a unique name and is killed and removed on every path (timeout, error,
+  Ctrl-C); every SDK error becomes a patchbench error.
+"""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import uuid
+import json
+import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from patchbench.config import BuildRecipe
-from patchbench.errors import BuildError, RequirementError
+from patchbench import command, images
+from patchbench import engine as engines
+from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, Target
+from patchbench.errors import BuildError, CommandError, PatchbenchError, RequirementError
 
-CONTAINER_SRC = "/src"
+CACHE_ROOT = "/pb/cache"
+# host values that mean nothing inside the image (paths of this machine)
+HOST_ONLY = ("PATH", "HOME", "USER", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE", "SSL_CERT_FILE",
+             "SSL_CERT_DIR", "PKG_CONFIG_PATH", "DEVELOPER_DIR")
 
 
-def _client() -> Any:
-    try:
-        import docker
-    except ImportError:  # pragma: no cover - docker is a declared dependency
-        raise RequirementError("the docker backend needs the 'docker' Python package") from None
-    try:
-        client = docker.from_env()
-        client.ping()
-    except Exception as exc:
-        raise RequirementError(
-            f"the docker backend needs a running Docker engine ({exc.__class__.__name__})",
-            hint="start dockerd, or set build.backend: host in matrix.yaml",
-        ) from None
-    return client
+def container_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The build environment as the container sees it: host paths dropped, the caches on their
+    volumes, and GOTOOLCHAIN=local (the image's Go is the pin; nothing is downloaded inside)."""
+    out = {k: v for k, v in env.items() if k not in HOST_ONLY}
+    out.update({
+        "HOME": "/root", "PATH": images.PATH_IN_IMAGE, "TMPDIR": "/tmp",
+        "GOCACHE": f"{CACHE_ROOT}/go-build", "GOMODCACHE": f"{CACHE_ROOT}/gomod",
+        "GOPATH": f"{CACHE_ROOT}/gopath", "GOTOOLCHAIN": "local",
+    })
+    return out
+
+
+def git_common_dir(tree: Path) -> Path | None:
+    """The repository a worktree's ``.git`` file points to (its common dir), or None."""
+    dotgit = tree / ".git"
+    if not dotgit.is_file():
+        return None
+    text = dotgit.read_text().strip()
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = (tree / text.removeprefix("gitdir:").strip()).resolve()
+    common = gitdir / "commondir"
+    if common.is_file():
+        return (gitdir / common.read_text().strip()).resolve()
+    return gitdir
 
 
 class DockerBackend:
-    def __init__(self, client_factory: Any = _client):
-        self._client_factory = client_factory
+    def __init__(self, state: Path | None = None, *, volume_prefix: str = "patchbench",
+                 environ: Mapping[str, str] | None = None, extra_args: Sequence[str] = ()):
+        self.state = state  # builds/; set by open() when not given
+        self.volume_prefix = volume_prefix
+        self.environ = environ
+        self.extra_args = tuple(extra_args)
+        self._stack: contextlib.ExitStack | None = None
+        self._engine: engines.Engine | None = None
+        self._images: dict[str, images.Image] = {}
+        self._bound: dict[str, images.Image] = {}  # recipe (as JSON) -> its target's image
+        self._atexit = False
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def open(self, builds: Path) -> None:
+        """Where the engine's and images' state lives (builds/engine, builds/images)."""
+        if self.state is None or self._engine is None:
+            self.state = builds
+
+    def engine(self) -> engines.Engine:
+        if self._engine is None:
+            if self.state is None:
+                raise BuildError("the docker backend was used before open(builds)")
+            stack = contextlib.ExitStack()
+            try:
+                self._engine = stack.enter_context(
+                    engines.engine(self.state / "engine", extra_args=self.extra_args,
+                                   environ=self.environ))
+            except BaseException:
+                stack.close()
+                raise
+            self._stack = stack
+            if not self._atexit:
+                atexit.register(self.close)
+                self._atexit = True
+        return self._engine
+
+    def close(self) -> None:
+        """Stop the engine patchbench started (a no-op for an engine it only connected to)."""
+        stack, self._stack, self._engine = self._stack, None, None
+        self._images.clear()
+        self._bound.clear()
+        if stack is not None:
+            stack.close()
+
+    def __enter__(self) -> DockerBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the image ---------------------------------------------------------------------------
+
+    def image(self, recipe: BuildRecipe, go_version: str | None) -> images.Image:
+        spec = recipe.image
+        if spec is None:
+            raise BuildError("the docker backend needs build.image")
+        key = json.dumps([spec if isinstance(spec, str) else spec.recipe, go_version])
+        if key not in self._images:
+            eng = self.engine()
+            assert self.state is not None
+            if isinstance(spec, ImageRecipe):
+                if go_version is None:
+                    raise RequirementError(f"image recipe {spec.recipe} needs a Go toolchain")
+                self._images[key] = images.ensure_recipe(eng, spec.recipe, go_version,
+                                                         self.state / "images", self.environ)
+            else:
+                self._images[key] = images.ensure_ref(eng, spec)
+        return self._images[key]
+
+    def image_for(self, target: Target) -> images.Image:
+        """The target's build image; later ``run_recipe`` calls with its recipe use this one."""
+        tc = target.toolchain
+        image = self.image(target.build, tc.version if isinstance(tc, GoToolchain) else None)
+        self._bound[target.build.model_dump_json()] = image
+        return image
+
+    # --- running -----------------------------------------------------------------------------
+
+    def volumes(self) -> dict[str, dict[str, str]]:
+        return {f"{self.volume_prefix}-gocache": {"bind": f"{CACHE_ROOT}/go-build", "mode": "rw"},
+                f"{self.volume_prefix}-gomod": {"bind": f"{CACHE_ROOT}/gomod", "mode": "rw"}}
+
+    def remove_volumes(self) -> None:
+        """Drop the Go caches (the next build starts cold)."""
+        import docker.errors
+
+        eng = self.engine()
+        for name in self.volumes():
+            with contextlib.suppress(docker.errors.NotFound), \
+                    engines.sdk_errors(f"remove volume {name}", BuildError):
+                eng.client.volumes.get(name).remove(force=True)
+
+    def run(
+        self, image: images.Image, argv: Sequence[str], *, env: Mapping[str, str],
+        cwd: Path | None = None, timeout: float = 600.0, check: bool = True,
+        error: type[PatchbenchError] = CommandError, what: str | None = None,
+        log: Path | None = None, mounts: Sequence[Path] = (),
+    ) -> command.Result:
+        """``argv`` in a fresh container of ``image``; host paths in ``mounts`` (and ``cwd``) are
+        mounted at the same path. Removed afterwards, whatever happens."""
+        volumes = self.volumes()
+        for path in [*mounts, *([cwd] if cwd is not None else [])]:
+            volumes[str(path)] = {"bind": str(path), "mode": "rw"}
+        return engines.run_container(
+            self.engine().client, image.id, argv, what=what or command.quote(argv),
+            env=container_env(env), workdir=str(cwd) if cwd is not None else None,
+            volumes=volumes, network="host", timeout=timeout, log=log, check=check, error=error,
+        )
+
+    def runner(self, target: Target) -> ContainerRunner:
+        """A runner for the toolchain fingerprint, inside the target's build image."""
+        return ContainerRunner(self, self.image_for(target))
+
+    def fingerprint_extra(self, target: Target) -> dict[str, Any]:
+        """What the fingerprint adds for a docker build: the image (ref, ID, engine, packages)."""
+        return {"image": self.image_for(target).record()}
 
     def run_recipe(
         self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str
     ) -> None:
-        client = self._client_factory()
-        container_env = {k: v for k, v in env.items() if k not in ("PATH", "HOME", "TMPDIR")}
-        script = " && ".join(" ".join(_sh_quote(a) for a in argv) for argv in recipe.commands)
-        name = f"patchbench-{uuid.uuid4().hex[:12]}"
-        container = client.containers.run(
-            recipe.image,
-            ["/bin/sh", "-c", script],
-            name=name,
-            detach=True,
-            working_dir=CONTAINER_SRC,
-            environment=container_env,
-            volumes={str(tree): {"bind": CONTAINER_SRC, "mode": "rw"}},
-            network_mode="host",
-        )
-        try:
-            try:
-                status = container.wait(timeout=recipe.timeout)
-            except Exception as exc:
-                raise BuildError(f"{what}: timed out or lost the container ({exc})") from None
-            output = container.logs().decode(errors="replace")
-            with open(log, "a") as f:
-                f.write(f"+ docker run {recipe.image} sh -c {script!r}\n{output}")
-            code = int(status.get("StatusCode", 1))
-            if code != 0:
-                tail = "\n".join(output.rstrip().splitlines()[-25:])
-                raise BuildError(f"{what}: exited with code {code}", detail=f"{tail}\n(full log: {log})")
-        finally:
-            with contextlib.suppress(Exception):  # best effort; the name is unique
-                container.remove(force=True)
+        image = self._bound.get(recipe.model_dump_json())
+        if image is None:  # the fingerprint (runner/image_for) picks the image first
+            image = self.image(recipe, None)
+        script = " && ".join(shlex.join(argv) for argv in recipe.commands)
+        mounts = [tree]
+        common = git_common_dir(tree)
+        if common is not None:
+            mounts.append(common)
+        self.run(image, ["/bin/sh", "-c", script], env=env, cwd=tree, timeout=recipe.timeout,
+                 error=BuildError, what=what, log=log, mounts=mounts)
 
 
-def _sh_quote(arg: str) -> str:
-    import shlex
+class ContainerRunner:
+    """patchbench.runner.Runner inside a build image (one container per command)."""
 
-    return shlex.quote(arg)
+    def __init__(self, backend: DockerBackend, image: images.Image):
+        self.backend = backend
+        self.image = image
+
+    def run(
+        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None,
+        timeout: float = 600.0, check: bool = True, error: type[PatchbenchError] = CommandError,
+        what: str | None = None,
+    ) -> command.Result:
+        return self.backend.run(self.image, argv, env=env, timeout=timeout, check=check,
+                                error=error, what=what)
+
+    def sha256(self, path: str, env: Mapping[str, str]) -> str:
+        res = self.run(["sha256sum", path], env=env, timeout=120, error=BuildError,
+                       what=f"sha256sum {path} in the build image")
+        return res.stdout.split()[0]
+
+    def resolve(self, tool: str, env: Mapping[str, str]) -> str:
+        res = self.run(["/bin/sh", "-c", f'readlink -f "$(command -v {shlex.quote(tool)})"'],
+                       env=env, timeout=60, error=RequirementError,
+                       what=f"find {tool} in the build image")
+        path = res.stdout.strip()
+        if not path:
+            raise RequirementError(f"{tool} is not in the build image {self.image.ref}")
+        return path
