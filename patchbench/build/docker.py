@@ -64,7 +64,8 @@ def git_common_dir(tree: Path) -> Path | None:
 class DockerBackend:
     def __init__(self, state: Path | None = None, *, volume_prefix: str = "patchbench",
                  environ: Mapping[str, str] | None = None, extra_args: Sequence[str] = ()):
-        self.state = state  # builds/; set by open() when not given
+        self.state = state  # builds/; set by open() when not given here
+        self._state_fixed = state is not None
         self.volume_prefix = volume_prefix
         self.environ = environ
         self.extra_args = tuple(extra_args)
@@ -78,7 +79,7 @@ class DockerBackend:
 
     def open(self, builds: Path) -> None:
         """Where the engine's and images' state lives (builds/engine, builds/images)."""
-        if self.state is None or self._engine is None:
+        if not self._state_fixed and self._engine is None:
             self.state = builds
 
     def engine(self) -> engines.Engine:
