@@ -20,6 +20,7 @@ An image given as ``name@sha256:...`` is used when the engine holds it, and pull
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import io
 import json
@@ -38,7 +39,7 @@ from patchbench import command
 from patchbench import engine as engines
 from patchbench.errors import RequirementError, ToolchainError
 
-FORMAT = 1  # bump when the way images are assembled changes (invalidates cached records)
+FORMAT = 2  # bump when the way images are assembled changes (invalidates cached records)
 EPOCH = "1970-01-01T00:00:00Z"
 GOROOT_IN_IMAGE = "/usr/local/go"
 PATH_IN_IMAGE = f"{GOROOT_IN_IMAGE}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -157,17 +158,54 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield base / d
 
 
+# What the golang.org/toolchain module holds; a release tarball (a host GOROOT) also has api/,
+# doc/, misc/ and test/, which no build reads. Only these go into the image, so a GOROOT from the
+# host and one from the module proxy give the same layer.
+GOROOT_ENTRIES = ("CONTRIBUTING.md", "LICENSE", "PATENTS", "README.md", "SECURITY.md", "VERSION",
+                  "bin", "codereview.cfg", "go.env", "lib", "pkg", "src")
+
+
+def goroot_paths(root: Path) -> Iterator[tuple[str, Path]]:
+    """(path in the image, path) of the GOROOT files that go into the image, in a fixed order.
+
+    The module renames every go.mod to _go.mod (a module zip cannot hold nested modules); the go
+    command copies them back after a toolchain download, and so does this: the image holds the
+    release tarball's layout whichever source the GOROOT came from."""
+    for entry in GOROOT_ENTRIES:
+        top = root / entry
+        if top.is_dir() and not top.is_symlink():
+            yield entry, top
+            for p in _walk(top):
+                rel = p.relative_to(root).as_posix()
+                if p.name == "_go.mod":
+                    if (p.parent / "go.mod").exists():
+                        continue  # a toolchain the go command has already set up
+                    rel = rel.removesuffix("_go.mod") + "go.mod"
+                yield rel, p
+        elif top.exists() or top.is_symlink():
+            yield entry, top
+
+
+def goroot_mode(rel: str) -> int:
+    """The module cache holds files read-only and not executable; like the go command after a
+    toolchain download (cmd/go/internal/toolchain), bin/, pkg/tool/ and lib's go_*_*_exec are
+    executable, nothing else."""
+    name = rel.rsplit("/", 1)[-1]
+    exec_lib = rel.startswith("lib/") and fnmatch.fnmatch(name, "go_?*_?*_exec")
+    return 0o755 if rel.startswith(("bin/", "pkg/tool/")) or exec_lib else 0o644
+
+
 def tree_sha256(root: Path) -> str:
+    """sha256 over the GOROOT as it goes into the image (paths, normalised modes, contents)."""
     h = hashlib.sha256()
-    for p in sorted(_walk(root)):
-        rel = p.relative_to(root).as_posix()
+    for rel, p in sorted(goroot_paths(root)):
         st = p.lstat()
         if stat.S_ISLNK(st.st_mode):
             h.update(f"L {rel} {os.readlink(p)}\n".encode())
         elif stat.S_ISDIR(st.st_mode):
             h.update(f"D {rel}\n".encode())
         else:
-            h.update(f"F {rel} {_mode(st.st_mode):o} {_file_sha256(p)}\n".encode())
+            h.update(f"F {rel} {goroot_mode(rel):o} {_file_sha256(p)}\n".encode())
     return h.hexdigest()
 
 
@@ -177,10 +215,6 @@ def _file_sha256(p: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _mode(st_mode: int) -> int:
-    return 0o755 if st_mode & 0o111 else 0o644
 
 
 # --- deterministic layers ------------------------------------------------------------------
@@ -223,22 +257,13 @@ class _Layer:
         self.tar.addfile(ti)
         self.seen.add(name)
 
-    def tree(self, src: Path, dest: str) -> None:
-        self.dir(dest)
-        for p in _walk(src):
-            rel = f"{dest}/{p.relative_to(src).as_posix()}"
-            st = p.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                self.symlink(rel, os.readlink(p))
-            elif stat.S_ISDIR(st.st_mode):
-                self.dir(rel)
-            elif stat.S_ISREG(st.st_mode):
-                self.dir(rel.rsplit("/", 1)[0])
-                ti = self._info(rel, tarfile.REGTYPE, _mode(st.st_mode))
-                ti.size = st.st_size
-                with open(p, "rb") as f:
-                    self.tar.addfile(ti, f)
-                self.seen.add(rel)
+    def regular(self, name: str, src: Path, mode: int) -> None:
+        self.dir(name.rsplit("/", 1)[0])
+        ti = self._info(name, tarfile.REGTYPE, mode)
+        ti.size = src.stat().st_size
+        with open(src, "rb") as f:
+            self.tar.addfile(ti, f)
+        self.seen.add(name)
 
     def close(self) -> str:
         self.tar.close()
@@ -265,7 +290,17 @@ def _busybox_layer(path: Path) -> tuple[str, str]:
 
 def _go_layer(path: Path, tree: GoTree) -> str:
     layer = _Layer(path)
-    layer.tree(tree.root, GOROOT_IN_IMAGE.lstrip("/"))
+    dest = GOROOT_IN_IMAGE.lstrip("/")
+    layer.dir(dest)
+    for rel, p in goroot_paths(tree.root):
+        name = f"{dest}/{rel}"
+        st = p.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            layer.symlink(name, os.readlink(p))
+        elif stat.S_ISDIR(st.st_mode):
+            layer.dir(name)
+        elif stat.S_ISREG(st.st_mode):
+            layer.regular(name, p, goroot_mode(rel))
     return layer.close()
 
 

@@ -161,5 +161,10 @@ def test_go_tree_is_found_in_a_module_cache_without_the_network(tmp_path: Path) 
                           allow_download=False)
     assert (tree.root, tree.origin) == (root, "module cache")
     assert tree.sha256 == images.tree_sha256(root)
-    (root / "bin" / "go").chmod(0o755)
-    assert images.tree_sha256(root) != tree.sha256  # the mode is part of the tree's hash
+    (root / "bin" / "go").chmod(0o755)  # modes are normalised: bin/ and pkg/tool/ executable
+    assert images.tree_sha256(root) == tree.sha256
+    (root / "test").mkdir()  # not in the toolchain module, so not in the image
+    (root / "test" / "x.go").write_text("package x\n")
+    assert images.tree_sha256(root) == tree.sha256
+    (root / "bin" / "gofmt").write_text("x")
+    assert images.tree_sha256(root) != tree.sha256
