@@ -29,12 +29,17 @@ PASS_THROUGH = (
     "DEVELOPER_DIR",
 )
 RECORDED_PASS_THROUGH = ("GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE")
+# A build's `git describe` (runc's Makefile embeds it) abbreviates hashes by the repository's
+# object count: a shallow source cache gives g59923ef, one holding full history g59923ef1, so the
+# same commit and toolchain gave different binaries. Pinned above every config file, like git -c.
+GIT_PINNED = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.abbrev", "GIT_CONFIG_VALUE_0": "7"}
 
 
 def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update({"TZ": "UTC", "LC_ALL": "C", "SOURCE_DATE_EPOCH": str(source_date_epoch)})
+    env.update(GIT_PINNED)
     tc = target.toolchain
     if isinstance(tc, GoToolchain):
         env["GOFLAGS"] = "-trimpath"
@@ -45,7 +50,7 @@ def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
 
 
 def recorded_env(env: dict[str, str], target: Target) -> dict[str, str]:
-    keys = {"TZ", "LC_ALL", "SOURCE_DATE_EPOCH", "GOFLAGS", "CGO_ENABLED", "GOTOOLCHAIN"}
+    keys = {"TZ", "LC_ALL", "SOURCE_DATE_EPOCH", "GOFLAGS", "CGO_ENABLED", "GOTOOLCHAIN", *GIT_PINNED}
     keys.update(RECORDED_PASS_THROUGH)
     keys.update(target.build.env)
     return {k: env[k] for k in sorted(keys) if k in env}
@@ -107,6 +112,12 @@ def _go_fingerprint(
         cc = goenv.get("CC") or "cc"
         extra["cc"] = runner.run([cc, "--version"], env=env, timeout=60).stdout.splitlines()[0]
         extra["cc_sha256"] = runner.sha256(runner.resolve(cc, env), env)
+        # what cgo's external link also reads: the linker and the C library's version
+        ld = runner.run([cc, "-print-prog-name=ld"], env=env, timeout=60).stdout.strip() or "ld"
+        extra["ld_sha256"] = runner.sha256(runner.resolve(ld, env), env)
+        libc = runner.run(["ldd", "--version"], env=env, timeout=60, check=False)
+        extra["libc"] = (libc.stdout + libc.stderr).strip().splitlines()[0] if (
+            libc.stdout + libc.stderr).strip() else "unknown"
     for name, argv in tc.fingerprint.items():
         extra[name] = runner.run(
             argv, env=env, timeout=60, error=ToolchainError, what=f"toolchain fingerprint {name}"
