@@ -494,6 +494,9 @@ def print_plan(project: Project, opts: Options, name: str, comp: Comparison,
         for argv in target.build.commands:
             p(f"  build ({target.build.backend}): {shlex.join(argv)}")
         p(f"  artifacts: {', '.join(target.build.artifacts)}")
+    if target.build.backend == "docker":
+        for line in build.docker_backend.plan_lines(target, opts.builds):
+            p(line)
     runtime = runtimes.get(target.runtime)
     fake = opts.builds / "runs" / f"{name}-DRYRUN"
     if runtime is not None:

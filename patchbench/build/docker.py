@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import os
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -224,3 +225,38 @@ class ContainerRunner:
         if not path:
             raise RequirementError(f"{tool} is not in the build image {self.image.ref}")
         return path
+
+
+def plan_lines(target: Target, builds: Path, environ: Mapping[str, str] | None = None) -> list[str]:
+    """What a docker build will do, for --dry-run (nothing is contacted or started)."""
+    env = os.environ if environ is None else environ
+    state = builds / "engine"
+    if env.get("DOCKER_HOST"):
+        eng = f"engine  DOCKER_HOST={env['DOCKER_HOST']} (must answer)"
+    else:
+        run = engines.run_dir_for(state)
+        eng = (f"engine  unix://{engines.SYSTEM_SOCKET} if it answers, else patchbench's own: dockerd "
+               f"--data-root {state / 'data'} --exec-root {run / 'x'} --host unix://{run}/docker.sock "
+               "--iptables=false --bridge=none (stopped after the builds)")
+    spec = target.build.image
+    tc = target.toolchain
+    if isinstance(spec, ImageRecipe):
+        recipe = images.RECIPES[spec.recipe]
+        go = images.toolchain_module(tc.version) if isinstance(tc, GoToolchain) else "-"
+        img = (f"image   recipe {spec.recipe}: {recipe.description}; Go from {go} (module cache, "
+               "host GOROOT of that version, or go mod download); docker load, identified by ID")
+        ref = "IMAGE"
+    else:
+        img = f"image   {spec} (used when present, pulled only when absent)"
+        ref = str(spec)
+    vols = " ".join(f"-v {k}:{v['bind']}" for k, v in DockerBackend().volumes().items())
+    script = " && ".join(shlex.join(argv) for argv in target.build.commands)
+    return [
+        eng,
+        img,
+        f"  fingerprint in the image: docker run --rm {ref} go version; go env -json; sha256sum of "
+        "go, compile, link" + ("; cc, ld, ldd --version" if isinstance(tc, GoToolchain) and tc.cgo
+                               else ""),
+        f"  build: docker run --rm --network host -v TREE:TREE -v SOURCE_REPO:SOURCE_REPO {vols} "
+        f"-w TREE {ref} /bin/sh -c {shlex.quote(script)}",
+    ]

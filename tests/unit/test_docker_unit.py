@@ -168,3 +168,22 @@ def test_go_tree_is_found_in_a_module_cache_without_the_network(tmp_path: Path) 
     assert images.tree_sha256(root) == tree.sha256
     (root / "bin" / "gofmt").write_text("x")
     assert images.tree_sha256(root) != tree.sha256
+
+
+def test_dry_run_lines_name_engine_image_and_every_docker_step(tmp_path: Path) -> None:
+    from patchbench import config
+
+    target = config.Target.model_validate({
+        "url": "x", "ref": "v1", "commit": "0" * 40,
+        "toolchain": {"kind": "go", "version": "1.23.6", "cgo": True},
+        "build": {"commands": [["make", "runc"]], "artifacts": ["runc"], "backend": "docker",
+                  "image": {"recipe": "debian-runc"}},
+    })
+    lines = docker_backend.plan_lines(target, tmp_path, environ={})
+    text = "\n".join(lines)
+    assert "--iptables=false --bridge=none" in text and str(tmp_path / "engine" / "data") in text
+    assert "recipe debian-runc" in text and "go1.23.6" in text
+    assert "cc, ld, ldd --version" in text
+    assert "/bin/sh -c 'make runc'" in text
+    lines = docker_backend.plan_lines(target, tmp_path, environ={"DOCKER_HOST": "tcp://h:2375"})
+    assert lines[0] == "engine  DOCKER_HOST=tcp://h:2375 (must answer)"
