@@ -92,6 +92,7 @@ class BuildPlan:
         env = toolchain.build_env(target, checkout.commit_epoch())
         if target.build.backend == "docker":  # taken inside the build image, which it names
             DOCKER.open(builds)
+            env = docker_backend.container_env(env)  # what the container gets, as recorded
             fp = toolchain.fingerprint(target, env, runner=DOCKER.runner(target))
             fp.update(DOCKER.fingerprint_extra(target))
         else:
