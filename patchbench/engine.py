@@ -32,7 +32,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from patchbench import command
+from patchbench import command, progress
 from patchbench.errors import BuildError, PatchbenchError, RequirementError
 
 SYSTEM_SOCKET = "/var/run/docker.sock"
@@ -261,7 +261,7 @@ def own_dockerd(
         log = state / "dockerd.log"
         with open(log, "ab") as f:
             f.write(f"+ {command.quote(argv)}\n".encode())
-        command.say(f"starting patchbench's own dockerd (state: {state}, log: {log})")
+        progress.say(f"starting patchbench's own dockerd (state: {state}, log: {log})")
         bg = command.Background(argv, log=log)
         try:
             client = _wait_ready(bg, host, log, ready_timeout)
@@ -312,7 +312,7 @@ def _stop(bg: command.Background) -> None:
     if bg.proc.poll() is None:
         bg.signal(signal.SIGTERM)
         if bg.wait(STOP_TIMEOUT) is None:
-            command.say(f"dockerd did not stop within {STOP_TIMEOUT:g} s; killing it")
+            progress.say(f"dockerd did not stop within {STOP_TIMEOUT:g} s; killing it")
     bg.stop()  # SIGTERM/SIGKILL to whatever is left of its process group
 
 
@@ -454,4 +454,4 @@ def _remove(client: Any, container: Any, name: str) -> None:
             return
         except Exception:  # the engine is busy killing it; try again
             time.sleep(0.5)
-    command.say(f"warning: could not remove container {name}; remove it with docker rm -f {name}")
+    progress.say(f"warning: could not remove container {name}; remove it with docker rm -f {name}")

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchbench import command
+from patchbench import command, progress
 from patchbench import engine as engines
 from patchbench.errors import RequirementError, ToolchainError
 
@@ -119,7 +119,7 @@ def go_tree(version: str, cache: Path, environ: Mapping[str, str] | None = None,
         if key in env:
             dl_env[key] = env[key]
     (cache / "gomod").mkdir(parents=True, exist_ok=True)
-    command.say(f"downloading Go {version} ({module}) through {dl_env['GOPROXY']}")
+    progress.say(f"downloading Go {version} ({module}) through {dl_env['GOPROXY']}")
     res = command.run(["go", "mod", "download", "-json", module], env=dl_env, cwd=cache,
                       timeout=1200, error=ToolchainError, what=f"download Go {version}")
     info = json.loads(res.stdout)
@@ -403,7 +403,7 @@ def ensure_recipe(eng: engines.Engine, name: str, go_version: str, state: Path,
         rec = json.loads(record_path.read_text())
         if _present(eng, rec["id"]):
             return Image(f"recipe:{name}", rec["id"], rec["packages"], rec["go"], eng.describe())
-    command.say(f"building image {name} (Go {go_version}: {go.origin})")
+    progress.say(f"building image {name} (Go {go_version}: {go.origin})")
     log = state / f"{name}-{key[:16]}.log"
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=state) as tmp_s:
         tmp = Path(tmp_s)
@@ -459,7 +459,7 @@ def ensure_ref(eng: engines.Engine, ref: str) -> Image:
     if "@sha256:" not in ref:
         raise RequirementError(f"image {ref!r} is not pinned by digest (name@sha256:...)")
     if not _present(eng, ref):
-        command.say(f"pulling {ref}")
+        progress.say(f"pulling {ref}")
         repo, _, digest = ref.partition("@")
         with engines.sdk_errors(f"pull {ref}", RequirementError):
             eng.client.images.pull(repo, tag=digest)

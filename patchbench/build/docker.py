@@ -27,7 +27,7 @@ from typing import Any
 from patchbench import command, images
 from patchbench import engine as engines
 from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, Target
-from patchbench.errors import BuildError, CommandError, PatchbenchError, RequirementError
+from patchbench.errors import BuildError, CommandError, PatchbenchError, RequirementError, ToolchainError
 
 CACHE_ROOT = "/pb/cache"
 # host values that mean nothing inside the image (paths of this machine)
@@ -63,6 +63,12 @@ def git_common_dir(tree: Path) -> Path | None:
 
 
 class DockerBackend:
+    """The ``Backend`` (patchbench.build) for ``backend: docker``. ``bind(target, builds)`` comes
+    first: it names the builds directory (engine and image state) and the target whose toolchain
+    picks the image; ``runner``, ``run_recipe`` and ``describe`` then use that image."""
+
+    name = "docker"
+
     def __init__(self, state: Path | None = None, *, volume_prefix: str = "patchbench",
                  environ: Mapping[str, str] | None = None, extra_args: Sequence[str] = ()):
         self.state = state  # builds/; set by open() when not given here
@@ -174,20 +180,35 @@ class DockerBackend:
             volumes=volumes, network="host", timeout=timeout, log=log, check=check, error=error,
         )
 
-    def runner(self, target: Target) -> ContainerRunner:
-        """A runner for the toolchain fingerprint, inside the target's build image."""
-        return ContainerRunner(self, self.image_for(target))
+    def bind(self, target: Target, builds: Path) -> images.Image:
+        """Open the backend for ``builds`` and resolve ``target``'s build image (engine started
+        or connected on first use)."""
+        self.open(builds)
+        return self.image_for(target)
+
+    def bound(self, recipe: BuildRecipe) -> images.Image:
+        image = self._bound.get(recipe.model_dump_json())
+        if image is None:
+            raise BuildError("the docker backend was asked about a recipe before bind(target, builds)")
+        return image
+
+    def runner(self, recipe: BuildRecipe) -> ContainerRunner:
+        """A runner for the toolchain fingerprint, inside the recipe's build image."""
+        return ContainerRunner(self, self.bound(recipe))
+
+    def describe(self, recipe: BuildRecipe) -> dict[str, Any]:
+        """The manifest's ``built_in``: the image (ref, ID, engine, Go, packages)."""
+        return {"backend": "docker", "image": self.bound(recipe).record()}
 
     def fingerprint_extra(self, target: Target) -> dict[str, Any]:
-        """What the fingerprint adds for a docker build: the image (ref, ID, engine, packages)."""
+        """What the fingerprint adds for a docker build: the image, so that baseline and
+        candidates built from different image IDs are refused like any other difference."""
         return {"image": self.image_for(target).record()}
 
     def run_recipe(
         self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str
     ) -> None:
-        image = self._bound.get(recipe.model_dump_json())
-        if image is None:  # the fingerprint (runner/image_for) picks the image first
-            image = self.image(recipe, None)
+        image = self.bound(recipe)
         script = " && ".join(shlex.join(argv) for argv in recipe.commands)
         mounts = [tree]
         common = git_common_dir(tree)
@@ -198,29 +219,28 @@ class DockerBackend:
 
 
 class ContainerRunner:
-    """patchbench.runner.Runner inside a build image (one container per command)."""
+    """patchbench.toolchains.Runner inside a build image (one container per command)."""
 
     def __init__(self, backend: DockerBackend, image: images.Image):
         self.backend = backend
         self.image = image
+        self.where = f"in image {image.ref} ({image.id[:19]})"
 
-    def run(
-        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None,
-        timeout: float = 600.0, check: bool = True, error: type[PatchbenchError] = CommandError,
-        what: str | None = None,
-    ) -> command.Result:
-        return self.backend.run(self.image, argv, env=env, timeout=timeout, check=check,
-                                error=error, what=what)
+    def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
+            what: str | None = None, error: type[PatchbenchError] = ToolchainError,
+            ) -> command.Result:
+        return self.backend.run(self.image, argv, env=env, timeout=timeout, error=error,
+                                what=what or f"{shlex.join(argv)} {self.where}")
 
-    def sha256(self, path: str, env: Mapping[str, str]) -> str:
-        res = self.run(["sha256sum", path], env=env, timeout=120, error=BuildError,
-                       what=f"sha256sum {path} in the build image")
+    def sha256(self, path: str) -> str:
+        res = self.run(["sha256sum", path], env={}, timeout=120,
+                       what=f"sha256sum {path} {self.where}")
         return res.stdout.split()[0]
 
     def resolve(self, tool: str, env: Mapping[str, str]) -> str:
         res = self.run(["/bin/sh", "-c", f'readlink -f "$(command -v {shlex.quote(tool)})"'],
                        env=env, timeout=60, error=RequirementError,
-                       what=f"find {tool} in the build image")
+                       what=f"find {tool} {self.where}")
         path = res.stdout.strip()
         if not path:
             raise RequirementError(f"{tool} is not in the build image {self.image.ref}")

@@ -5,6 +5,7 @@ a Go in the image that differs from the pin is refused."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,8 +57,7 @@ def write_docker(project: Project, **kw: Any) -> None:
 
 
 def build_all(project: Project, variants: list[Variant], builds: Path) -> list[build.Built]:
-    opts = project.options()
-    opts.builds = builds
+    opts = dataclasses.replace(project.options(), builds=builds)
     return pipeline.build_variants(project.load(), opts, TARGET, variants, [])
 
 
@@ -75,6 +75,7 @@ def test_docker_build_fingerprints_inside_and_is_reproducible(
     assert fp["version"] == f"go{project.go_version}"
     assert fp["env"]["GOTOOLCHAIN"] == "local"
     assert fp["go_sha256"] == host_base.manifest["fingerprint"]["go_sha256"]  # the same Go
+    assert base.manifest["built_in"] == {"backend": "docker", "image": image}
     assert str(tmp_path) not in repr(fp)
     # the engine patchbench started is stopped after building
     assert backend._engine is None
@@ -107,6 +108,7 @@ def test_a_go_in_the_image_other_than_the_pin_is_refused(
     with pytest.raises(ToolchainError) as info:
         build_all(project, [BASE], tmp_path / "builds")
     assert info.value.message.startswith(f"matrix.yaml pins Go {project.go_version}, but the go "
-                                         f"command is 'go version go{host_go} ")
+                                         "command (in image recipe:go-busybox (sha256:")
+    assert f"'go version go{host_go} " in info.value.message
     assert not (tmp_path / "builds" / "artifacts").exists()
     assert backend._engine is None

@@ -29,7 +29,6 @@ def test_describe_is_the_same_whatever_the_cache_repository_says(project: Projec
     assert first.manifest["fingerprint"]["env"]["GIT_CONFIG_VALUE_0"] == "7"
     # a cache whose git would abbreviate longer (as a big repository's does)
     git(project.cache, "config", "core.abbrev", "12")
-    opts.builds = project.builds
     Path(first.path / "COMPLETE").unlink()  # force a rebuild of the same key
     again = pipeline.build_variants(project.load(), opts, TARGET, [Variant("baseline", ())], [])[0]
     assert not again.cached
