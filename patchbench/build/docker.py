@@ -197,8 +197,10 @@ class DockerBackend:
         return ContainerRunner(self, self.bound(recipe))
 
     def describe(self, recipe: BuildRecipe) -> dict[str, Any]:
-        """The manifest's ``built_in``: the image (ref, ID, engine, Go, packages)."""
-        return {"backend": "docker", "image": self.bound(recipe).record()}
+        """The manifest's ``built_in``: the image and the engine (the fingerprint holds the rest)."""
+        image = self.bound(recipe)
+        return {"backend": "docker", "image": image.ref, "image_id": image.id,
+                "engine": image.engine}
 
     def fingerprint_extra(self, target: Target) -> dict[str, Any]:
         """What the fingerprint adds for a docker build: the image, so that baseline and

@@ -75,7 +75,8 @@ def test_docker_build_fingerprints_inside_and_is_reproducible(
     assert fp["version"] == f"go{project.go_version}"
     assert fp["env"]["GOTOOLCHAIN"] == "local"
     assert fp["go_sha256"] == host_base.manifest["fingerprint"]["go_sha256"]  # the same Go
-    assert base.manifest["built_in"] == {"backend": "docker", "image": image}
+    assert base.manifest["built_in"] == {"backend": "docker", "image": "recipe:go-busybox",
+                                         "image_id": image["id"], "engine": image["engine"]}
     assert str(tmp_path) not in repr(fp)
     # the engine patchbench started is stopped after building
     assert backend._engine is None

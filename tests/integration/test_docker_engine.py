@@ -111,3 +111,25 @@ def test_ctrl_c_removes_the_container(eng: engine.Engine, image: images.Image) -
     finally:
         timer.cancel()
     assert _ours(eng) == []
+
+
+def test_an_engine_left_by_a_killed_run_is_cleaned_up(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    state = tmp_path / "engine"
+    code = ("import sys, time\nfrom pathlib import Path\nfrom patchbench import engine\n"
+            f"with engine.engine(Path({str(state)!r}), own=True):\n"
+            "    print('up', flush=True)\n    time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+    finally:
+        proc.kill()  # SIGKILL: no cleanup runs; dockerd and containerd stay behind
+        proc.wait()
+    pids, _ = engine.leftovers(state)
+    assert pids
+    with engine.engine(state, own=True) as e:  # takes over: kills the orphans, starts afresh
+        assert e.client.ping()
+    assert engine.leftovers(state) == ([], [])
