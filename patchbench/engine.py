@@ -333,7 +333,7 @@ def _processes_under(paths: Sequence[Path]) -> list[int]:
 
 
 def _mounts_under(paths: Sequence[Path]) -> list[str]:
-    marks = [str(p) + "/" for p in paths]
+    marks = [str(p) for p in paths]
     out: list[str] = []
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -341,7 +341,7 @@ def _mounts_under(paths: Sequence[Path]) -> list[str]:
         return out
     for line in lines:
         point = line.split()[4].replace("\\040", " ")
-        if any(point.startswith(m) for m in marks):
+        if any(point == m or point.startswith(m + "/") for m in marks):
             out.append(point)
     return out
 

@@ -98,7 +98,9 @@ def toolchain_module(version: str) -> str:
 
 def go_tree(version: str, cache: Path, environ: Mapping[str, str] | None = None,
             allow_download: bool = True) -> GoTree:
-    """The pinned Go's GOROOT, from a module cache, the host or the module proxy (in that order)."""
+    """The pinned Go's GOROOT: from a module cache; else downloaded from the module proxy (the
+    same bytes on every machine) unless GOPROXY is off; else the host's GOROOT when its VERSION
+    is the pin (offline; a host may have edited it, e.g. go.env, which the tree hash shows)."""
     env = dict(os.environ if environ is None else environ)
     module = toolchain_module(version)
     path, _, ver = module.partition("@")
@@ -107,19 +109,31 @@ def go_tree(version: str, cache: Path, environ: Mapping[str, str] | None = None,
         if _is_go(candidate, version):
             return GoTree(candidate, "module cache", module, tree_sha256(candidate))
     host = _host_goroot(env)
-    if host is not None and _is_go(host, version):
+    host_ok = host is not None and _is_go(host, version)
+    proxy = env.get("GOPROXY") or "https://proxy.golang.org,direct"
+    if allow_download and proxy != "off" and shutil.which("go") is not None:
+        try:
+            return _download(version, module, cache, env, proxy)
+        except ToolchainError as exc:
+            if not host_ok:
+                raise
+            progress.say(f"warning: {exc.message}; using the host's GOROOT instead")
+    if host is not None and host_ok:
         return GoTree(host, "host GOROOT", module, tree_sha256(host))
-    if not allow_download:
-        raise ToolchainError(f"Go {version} is neither in a module cache nor the host's GOROOT",
-                             hint=f"go mod download {module}")
+    raise ToolchainError(f"Go {version} is neither in a module cache nor the host's GOROOT, and "
+                         "GOPROXY is off", hint=f"go mod download {module}")
+
+
+def _download(version: str, module: str, cache: Path, env: Mapping[str, str], proxy: str
+              ) -> GoTree:
     dl_env = {k: v for k, v in env.items() if not k.startswith("GO")}
     dl_env.update({"GOMODCACHE": str(cache / "gomod"), "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod",
-                   "GOPROXY": env.get("GOPROXY") or "https://proxy.golang.org,direct"})
+                   "GOPROXY": proxy})
     for key in ("GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GOINSECURE"):
         if key in env:
             dl_env[key] = env[key]
     (cache / "gomod").mkdir(parents=True, exist_ok=True)
-    progress.say(f"downloading Go {version} ({module}) through {dl_env['GOPROXY']}")
+    progress.say(f"downloading Go {version} ({module}) through {proxy}")
     res = command.run(["go", "mod", "download", "-json", module], env=dl_env, cwd=cache,
                       timeout=1200, error=ToolchainError, what=f"download Go {version}")
     info = json.loads(res.stdout)
