@@ -110,6 +110,16 @@ class Target(_Model):
     runtime: Literal["runc", "apple-container"] | None = None
 
 
+def default_image(target: Target) -> ImageRecipe:
+    """The build image for ``--backend docker`` when a target names none: Debian with a C
+    toolchain for cgo or make builds (runc), busybox plus Go otherwise."""
+    tc = target.toolchain
+    cgo = isinstance(tc, GoToolchain) and tc.cgo
+    if cgo or any(argv[0] == "make" for argv in target.build.commands):
+        return ImageRecipe(recipe="debian-runc")
+    return ImageRecipe(recipe="go-busybox")
+
+
 class Comparison(_Model):
     description: str = ""
     target: Name
@@ -160,6 +170,22 @@ class Project:
         self.matrix = matrix
         self.path = path
         self.root = path.parent
+
+    def with_backend(self, backend: str | None) -> Project:
+        """This project with every Go target built by ``backend`` (``--backend``): docker takes
+        the target's image, else ``default_image``; host drops the image."""
+        if backend is None:
+            return self
+        if backend not in ("host", "docker"):
+            raise ConfigError(f"--backend {backend!r}: expected host or docker")
+        targets = {}
+        for name, t in self.matrix.targets.items():
+            if isinstance(t.toolchain, GoToolchain):
+                image = (t.build.image or default_image(t)) if backend == "docker" else None
+                t = t.model_copy(update={"build": t.build.model_copy(
+                    update={"backend": backend, "image": image})})
+            targets[name] = t
+        return Project(self.matrix.model_copy(update={"targets": targets}), self.path)
 
     def target(self, name: str) -> Target:
         if name not in self.matrix.targets:

@@ -19,7 +19,7 @@ from patchbench.workspace import Switches, Workspace
 
 
 def load(ws: Workspace) -> Project:
-    return config.load(ws.matrix)
+    return config.load(ws.matrix).with_backend(ws.backend)
 
 
 def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:

@@ -266,7 +266,8 @@ def plan_lines(target: Target, builds: Path, environ: Mapping[str, str] | None =
         recipe = images.RECIPES[spec.recipe]
         go = images.toolchain_module(tc.version) if isinstance(tc, GoToolchain) else "-"
         img = (f"image   recipe {spec.recipe}: {recipe.description}; Go from {go} (module cache, "
-               "host GOROOT of that version, or go mod download); docker load, identified by ID")
+               "else go mod download, else with GOPROXY=off the host's GOROOT of that version); "
+               "docker load, identified by ID")
         ref = "IMAGE"
     else:
         img = f"image   {spec} (used when present, pulled only when absent)"

@@ -295,3 +295,27 @@ def test_the_same_key_in_different_mappings_is_fine(root: Path) -> None:
     text = BASE.replace("comparisons:", second + "comparisons:")
     project = config.load(write(root, text))
     assert set(project.matrix.targets) == {"hello", "other"}
+
+
+def test_backend_switch_builds_every_go_target_in_docker(root: Path) -> None:
+    project = config.load(write(root, BASE))
+    assert project.with_backend(None) is project
+    docker = project.with_backend("docker")
+    recipe = docker.target("hello").build
+    assert recipe.backend == "docker" and recipe.image == config.ImageRecipe(recipe="go-busybox")
+    assert project.target("hello").build.backend == "host"  # the loaded project is unchanged
+    assert docker.with_backend("host").target("hello").build.image is None
+    with pytest.raises(ConfigError, match="expected host or docker"):
+        project.with_backend("podman")
+
+
+def test_default_image_needs_a_c_toolchain_for_cgo_or_make() -> None:
+    def target(cgo: bool, commands: list[list[str]]) -> config.Target:
+        return config.Target.model_validate({
+            "url": "x", "ref": "v1", "commit": "0" * 40,
+            "toolchain": {"kind": "go", "version": "1.23.6", "cgo": cgo},
+            "build": {"commands": commands, "artifacts": ["a"]}})
+
+    assert config.default_image(target(False, [["go", "build"]])).recipe == "go-busybox"
+    assert config.default_image(target(True, [["go", "build"]])).recipe == "debian-runc"
+    assert config.default_image(target(False, [["make", "runc"]])).recipe == "debian-runc"
