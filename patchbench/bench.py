@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchbench import command
+from patchbench import command, procguard
 from patchbench.errors import BenchmarkError, ConfigError
-from patchbench.progress import step
+from patchbench.progress import RoundProgress, step
 
 # Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
 TIMEOUT_SLACK = 10.0
@@ -118,7 +118,7 @@ def hyperfine(
         argv += ["--prepare", inv.prepare]
     if inv.cleanup:
         argv += ["--cleanup", inv.cleanup]
-    argv.append(shlex.join(inv.command))
+    argv += ["--", shlex.join(inv.command)]  # never read as a hyperfine option
     timeout = (runs + warmup) * per_run_timeout + TIMEOUT_SLACK
     try:
         command.run(argv, log=log, timeout=timeout, env=inv.env, error=BenchmarkError, what=name)
@@ -160,7 +160,9 @@ def measure(
     samples = {c: Samples() for c in cells}
     warmed: set[Cell] = set()
     log = workdir / f"{scenario}.hyperfine.log"
+    shown = RoundProgress(rounds, label=scenario)  # round r/R and the time left, on a terminal
     for r, round_cells in enumerate(order, 1):
+        shown.start(r)
         for cell in round_cells:
             inv = expand(cell)
             name = f"{scenario} {cell.label} round {r}/{rounds}"
@@ -181,6 +183,7 @@ def measure(
                 for argv in inv.teardown:
                     command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
                                 check=False, what=f"{name}: teardown", log=log)
+                procguard.check_active(name)  # what outlived the command: found and killed
             s = samples[cell]
             s.seconds += time.monotonic() - t0
             codes = [int(c) if c is not None else -1 for c in result.get("exit_codes", [])]
@@ -200,6 +203,7 @@ def measure(
                 )
             if on_round:
                 on_round(r, cell, result)
+    shown.finish()
     return samples, [[c.label for c in rc] for rc in order]
 
 

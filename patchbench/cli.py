@@ -75,8 +75,8 @@ def guarded(fn: Callable[[], int | None]) -> None:
     sys.exit(code)
 
 
-def do_compare(ws: Workspace, name: str, sw: Switches) -> int:
-    from patchbench import gate, pipeline, report
+def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
+    from patchbench import gate, pipeline, report, summary
 
     project = pipeline.load(ws)
     results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
@@ -93,8 +93,11 @@ def do_compare(ws: Workspace, name: str, sw: Switches) -> int:
     for w in results.warnings:
         print(f"warning: {w}")
     print(f"\nsaved: {run_dir}")
+    failed = gate.failures(results)
+    target = summary.summary_path(summary_file, os.environ)
+    if target is not None:  # a CI job page ($GITHUB_STEP_SUMMARY) or --summary FILE
+        summary.append_summary(results.dump(), failed, target)
     if sw.gate:
-        failed = gate.failures(results)
         if failed:
             print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))
             return GATE_FAILED_EXIT_CODE
@@ -150,9 +153,13 @@ def do_list(ws: Workspace) -> int:
     return 0
 
 
-def do_report(ws: Workspace, run_dir: str | None, comparison: str | None) -> int:
-    from patchbench import report
+def do_report(ws: Workspace, run_dir: str | None, comparison: str | None,
+              from_run: str | None = None) -> int:
+    from patchbench import report, runstore
 
+    if from_run:  # the report folder from a run's complete results (after a failed write)
+        print(f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}")
+        return 0
     path = Path(run_dir) if run_dir else report.latest_run(ws.reports, comparison)
-    print(report.render(report.load_run(path)))
+    print(runstore.render_checked(report.render, report.load_run(path), path))
     return 0
