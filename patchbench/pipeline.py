@@ -36,7 +36,7 @@ def load(ws: Workspace) -> Project:
     ownership.check_project(ws.matrix, ws.root, ws.builds)  # as root: StrictModes-style
     for path in cleanup.sweep(ws.builds):  # what runs killed with SIGKILL left behind
         say(f"removed {path.relative_to(ws.builds)}, left by a run that no longer runs")
-    return config.load(ws.matrix)
+    return config.load(ws.matrix).with_backend(ws.backend)
 
 
 def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
@@ -132,8 +132,11 @@ def build_variants(project: Project, ws: Workspace, target_name: str,
         checkout = fetch(project, ws, target_name)
         check_machine(project, ws, target_name, variants, checkout, None)
     ovs = [patching.load_overlay(project.root, o) for o in overlays]
-    plan = build.BuildPlan.prepare(project, target_name, checkout, ws.layout, ovs)
-    built = [build.build_variant(plan, v) for v in variants]
+    try:
+        plan = build.BuildPlan.prepare(project, target_name, checkout, ws.layout, ovs)
+        built = [build.build_variant(plan, v) for v in variants]
+    finally:
+        build.close_backends()  # stops patchbench's own dockerd, if it started one
     build.check_same_toolchain(built)
     for other in built[1:]:
         same = build.identical_artifacts(built[0], other)
