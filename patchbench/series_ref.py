@@ -23,9 +23,10 @@ headers) or::
 At fetch time (``ensure_commits``) every commit that a series used with the target names is
 fetched into the source cache (with its parent) from the target's URL or ``--source`` override,
 unless it is there already. At build time (``materialise``) the patch is made from that cache and
-its hash checked; a commit that is missing, or whose hash differs (both hashes are named), is
-refused before anything is applied. Then the patch is applied like any other, and the build
-manifest's series entry records ``origin: upstream, commit:<sha>``.
+its hash checked; a commit that is missing, or whose hash differs (both hashes are named), or
+whose patch has a form our own patches may not have (patchbench.patchform: a symlink, a mode
+change, a binary file, ...), is refused before anything is applied. Then the patch is applied
+like any other, and the build manifest's series entry records ``origin: upstream, commit:<sha>``.
 
 ``invoke series add NAME --target T SHA[,SHA...]`` fetches the target, then each commit, and
 appends one line per commit to ``patches/NAME/series`` (made if new).
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchbench import command
+from patchbench import command, patchform
 from patchbench.errors import CommandError, ConfigError, PatchError, SourceError
 from patchbench.gitutil import run_git
 from patchbench.source import Checkout, locked
@@ -266,6 +267,11 @@ def materialise(worktree: Path, ref: UpstreamRef, series: str) -> Path:
             f"for; check it before re-pinning with: invoke series add {series} --target ... "
             f"{ref.commit}",
         )
+    try:  # the same forms as our own patches: plain text edits of regular files in the tree
+        patchform.inspect(text)
+    except patchform.UnsafePatch as exc:
+        raise PatchError(f"{ref.where}: the patch made from upstream commit {ref.commit} "
+                         f"{exc.reason}", hint=exc.hint) from None
     git_dir = Path(run_git(["rev-parse", "--git-dir"], cwd=worktree).stdout.strip())
     if not git_dir.is_absolute():
         git_dir = worktree / git_dir

@@ -128,3 +128,16 @@ def test_a_plain_format_patch_is_told_it_lacks_dep3_not_that_it_did_not_apply(
     assert exc.value.message == "series 'plain': 0001-readme.patch lacks a DEP-3 Description field"
     assert "did not apply" not in exc.value.render()
     assert "greet  hello  ok (1 patch)" in (exc.value.detail or "")
+
+
+def test_an_upstream_commit_of_a_refused_form_is_refused(project: Project) -> None:
+    up = project.upstream.path
+    git(up, "checkout", "-q", "--detach", project.upstream.a)
+    (up / "link").symlink_to("main.go")
+    git(up, "add", "link")
+    git(up, "commit", "-q", "-m", "hello: a symlink")
+    c = git(up, "rev-parse", "HEAD")
+    git(up, "tag", "keep-symlink", c)  # reachable, so it can be fetched
+    use(project, "link", f"upstream {c} patch-id:{patch_id(project, c)}")
+    with pytest.raises(PatchError, match=f"the patch made from upstream commit {c} .*symbolic"):
+        pipeline.build_for_patch(project.load(), project.options(), "link")
