@@ -256,6 +256,21 @@ class Teardown(_Rec):
     left_after_teardown: list[str]
 
 
+class RegisteredRuntime(_Rec):
+    variant: str
+    path: str
+    sha256: str  # checked against the variant's build manifest before measuring
+
+
+class RuntimeRecord(_Rec):
+    """What a runtime set up for the whole run (docker-run: the engine, image, runtimes)."""
+
+    name: str
+    engine: dict[str, str] = Field(default_factory=dict)
+    image: dict[str, str] = Field(default_factory=dict)  # ref, id, packages
+    registered: dict[str, RegisteredRuntime] = Field(default_factory=dict)
+
+
 class Results(_Rec):
     schema_version: Literal[3] = 3
     schema_history: dict[str, str] = Field(
@@ -277,6 +292,7 @@ class Results(_Rec):
     scenarios: list[ScenarioResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     teardown: dict[str, Teardown] | None = None
+    runtime: RuntimeRecord | None = None
     run_dir: str | None = None
 
     def dump(self) -> dict[str, Any]:
