@@ -15,7 +15,10 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   a t interval with R-1 degrees of freedom; "withheld" below ``min_rounds`` rounds) and records
   ``method``, ``rounds``, ``min_rounds``, ``round_ids``, ``round_ratios``, ``wilcoxon_p``,
   ``drift`` and ``note``; the pooled Mann-Whitney p and bootstrap CI stay under ``pooled`` as
-  descriptive figures. Older files keep their pooled verdicts (``method`` says so).
+  descriptive figures. Older files keep their pooled verdicts (``method`` says so). Added later
+  without a version change: an optional top-level ``runtime`` (what a runtime set up for the
+  whole run; docker-run: engine, image ID, registered runtimes with their sha256), null or absent
+  otherwise.
 """
 
 from __future__ import annotations
