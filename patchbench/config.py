@@ -109,7 +109,7 @@ class Target(_Model):
         default_factory=list
     )
     tools: list[str] = Field(default_factory=list)  # run-time tools needed, e.g. busybox
-    runtime: Literal["runc", "apple-container"] | None = None
+    runtime: Literal["runc", "apple-container", "docker-run"] | None = None
 
     @field_validator("url")
     @classmethod
@@ -143,6 +143,9 @@ class Comparison(_Model):
     min_effect: float = Field(default=0.02, ge=0, lt=1)
     seed: int | None = None
     rootfs: str | None = None  # runc: a directory or tarball; default: a busybox rootfs
+    # measure the target's runtime one level up: docker-run registers every variant's runc with
+    # a dockerd of patchbench's own (only for a target whose runtime is runc)
+    runtime: Literal["docker-run"] | None = None
 
     @model_validator(mode="after")
     def _unique(self) -> Comparison:
@@ -398,7 +401,21 @@ def load(path: Path) -> Project:
                 )
         if comp.rootfs is not None:
             _check_repo_path(project, comp.rootfs, f"comparisons.{cname}.rootfs", lines)
+        target_runtime = matrix.targets[comp.target].runtime
+        if comp.runtime is not None and target_runtime != "runc":
+            line = lines.get(("comparisons", cname, "runtime"), "?")
+            raise ConfigError(
+                f"{path}:{line}: comparisons.{cname}.runtime: {comp.runtime} measures a runc "
+                f"target through Docker, but target {comp.target!r} has runtime "
+                f"{target_runtime or 'none'}",
+                hint="remove 'runtime:' or name a target with 'runtime: runc'",
+            )
     return project
+
+
+def runtime_of(project: Project, comp: Comparison) -> str | None:
+    """The runtime a comparison measures with: its own ``runtime:``, else its target's."""
+    return comp.runtime or project.target(comp.target).runtime
 
 
 def _shown(path: Path) -> str:

@@ -211,6 +211,29 @@ def engine(
         yield eng
 
 
+def own_host(state: Path) -> str:
+    """The API address of patchbench's own engine under ``state``."""
+    return f"unix://{run_dir_for(state.resolve()) / 'docker.sock'}"
+
+
+def dockerd_argv(dockerd: str, state: Path, extra_args: Sequence[str] = ()) -> list[str]:
+    """How patchbench starts its own engine under ``state`` (also what --dry-run shows)."""
+    state = state.resolve()
+    run, data = run_dir_for(state), state / "data"
+    ns = "pb-" + hashlib.sha256(str(data).encode()).hexdigest()[:10]
+    return [
+        dockerd,
+        "--data-root", str(data),
+        "--exec-root", str(run / "x"),
+        "--pidfile", str(run / "dockerd.pid"),
+        "--host", own_host(state),
+        "--iptables=false", "--ip-masq=false", "--bridge=none",
+        "--containerd-namespace", ns,
+        "--containerd-plugins-namespace", f"{ns}-plugins",
+        *extra_args,
+    ]
+
+
 def _require_dockerd() -> str:
     if os.geteuid() != 0:
         raise RequirementError(
@@ -244,20 +267,8 @@ def own_dockerd(
         _clean_stale(run, data)
         run.mkdir(parents=True, exist_ok=True)
         data.mkdir(parents=True, exist_ok=True)
-        sock = run / "docker.sock"
-        host = f"unix://{sock}"
-        ns = "pb-" + hashlib.sha256(str(data).encode()).hexdigest()[:10]
-        argv = [
-            dockerd,
-            "--data-root", str(data),
-            "--exec-root", str(run / "x"),
-            "--pidfile", str(run / "dockerd.pid"),
-            "--host", host,
-            "--iptables=false", "--ip-masq=false", "--bridge=none",
-            "--containerd-namespace", ns,
-            "--containerd-plugins-namespace", f"{ns}-plugins",
-            *extra_args,
-        ]
+        host = own_host(state)
+        argv = dockerd_argv(dockerd, state, extra_args)
         log = state / "dockerd.log"
         with open(log, "ab") as f:
             f.write(f"+ {command.quote(argv)}\n".encode())

@@ -494,3 +494,44 @@ def package_list(eng: engines.Engine, image: str) -> list[str]:
                                 what=f"list the packages of image {image[:19]}", timeout=120,
                                 error=RequirementError)
     return sorted(line.strip() for line in res.stdout.splitlines() if line.strip())
+
+
+# --- a plain busybox image (no Go): what the docker-run runtime's containers run -------------
+
+BUSYBOX = Recipe("busybox", "Debian's busybox-static only, one layer", "busybox")
+
+
+def busybox_archive(tmp: Path) -> tuple[str, str, str]:
+    """Write the busybox image as a ``docker save`` archive ``tmp/image.tar``; return its image
+    ID, tag and busybox's version line. Nothing is loaded (``--dry-run`` shows the ID)."""
+    busybox = Path(command.which("busybox")).resolve()
+    key = hashlib.sha256(json.dumps({"format": FORMAT, "recipe": BUSYBOX.name,
+                                     "busybox": _file_sha256(busybox)}).encode()).hexdigest()
+    tag = f"patchbench/{BUSYBOX.name}:{key[:16]}"
+    diff, version = _busybox_layer(tmp / "base.tar")
+    image_id = _archive(tmp / "image.tar", [tmp / "base.tar"], [diff], BUSYBOX, key, tag)
+    return image_id, tag, version
+
+
+def busybox_image_id(scratch: Path) -> str:
+    """The ID ``ensure_busybox`` will load (the image is byte-stable)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="busybox-", dir=scratch) as tmp_s:
+        return busybox_archive(Path(tmp_s))[0]
+
+
+def ensure_busybox(eng: engines.Engine, state: Path) -> Image:
+    """A one-layer image of the host's static busybox, made here and loaded without a registry.
+    The layer and config are byte-stable, so the same busybox gives the same image ID."""
+    state.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="busybox-", dir=state) as tmp_s:
+        tmp = Path(tmp_s)
+        image_id, tag, version = busybox_archive(tmp)
+        if not _present(eng, image_id):
+            progress.say(f"loading the busybox image {tag} ({image_id[:19]})")
+            with engines.sdk_errors("load the busybox image", RequirementError), \
+                    open(tmp / "image.tar", "rb") as f:
+                eng.client.images.load(f)
+        if not _present(eng, image_id):
+            raise RequirementError(f"loading the busybox image did not produce {image_id}")
+    return Image(f"recipe:{BUSYBOX.name}", image_id, [version], {}, eng.describe())

@@ -155,7 +155,7 @@ def check_machine(project: Project, ws: Workspace, target_name: str,
         patching.load_series(project.root, name)
     try:
         runtimes.check_requirements(target)
-        runtime = runtimes.get(target.runtime)
+        runtime = runtimes.get(config.runtime_of(project, comp) if comp else target.runtime)
         if runtime is not None and comp is not None:
             runtime.check(project, comp, target)
     except RequirementError as exc:
@@ -208,10 +208,12 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         seed=seed, settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
         started_at=started, machine=machine_info(),
         builds={b.variant.name: b.manifest for b in built})
-    runtime = runtimes.get(target.runtime)
+    runtime = runtimes.get(config.runtime_of(project, comp))
     extra_files: dict[str, Path] = {}
     if runtime is not None:
-        runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin)
+        runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin,
+                        variants=[runtimes.VariantBuild(b.variant.name, b.bin,
+                                                        b.manifest["artifacts"]) for b in built])
     guard = procguard.activate(workdir.name)  # every command from here on is in the run's cgroup
     try:
         for i, sc in enumerate(chosen):
@@ -226,9 +228,13 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     finally:
         escaped = procguard.deactivate(guard)  # found, reported and killed
         if runtime is not None:
+            removed = {b.variant.name: runtime.cleanup(b.variant.name, b.bin) for b in built}
+            record = runtime.record()
+            runtime.close()  # an engine for the whole run stops here
             res.teardown = {b.variant.name: results.Teardown(
-                removed_at_teardown=runtime.cleanup(b.variant.name, b.bin),
+                removed_at_teardown=removed[b.variant.name],
                 left_after_teardown=runtime.leftovers(b.variant.name, b.bin)) for b in built}
+            res.runtime = results.RuntimeRecord.model_validate(record) if record else None
     res.warnings.extend(escaped)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact.tree(redact.paths(res.dump(), {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from patchbench import build, runtimes, scenarios, toolchains
+from patchbench import build, config, runtimes, scenarios, toolchains
 from patchbench.config import Comparison, Project
 from patchbench.workspace import Workspace
 
@@ -28,13 +28,14 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
         out.append(f"  artifacts: {', '.join(target.build.artifacts)}")
     if target.build.backend == "docker":
         out += build.docker_backend.plan_lines(target, ws.layout.builds)
-    runtime = runtimes.get(target.runtime)
+    runtime = runtimes.get(config.runtime_of(project, comp))
     fake = ws.layout.dry_run(name)
-    if runtime is not None:
-        runtime.prepare(fake, project, comp, dry_run=True)
     fake_built = [build.Built(v, ws.layout.artifacts(comp.target) / f"<{v.name}>",
                               {"artifacts": {Path(a).name: {} for a in target.build.artifacts}},
                               False) for v in variants]
+    if runtime is not None:
+        runtime.prepare(fake, project, comp, dry_run=True,
+                        variants=[runtimes.VariantBuild(b.variant.name, b.bin) for b in fake_built])
     for i, sc in enumerate(chosen):
         kind = scenarios.get(sc.kind)
         out.append(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell in {sc.rounds} "

@@ -15,8 +15,10 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   a t interval with R-1 degrees of freedom; "withheld" below ``min_rounds`` rounds) and records
   ``method``, ``rounds``, ``min_rounds``, ``round_ids``, ``round_ratios``, ``wilcoxon_p``,
   ``drift`` and ``note``; the pooled Mann-Whitney p and bootstrap CI stay under ``pooled`` as
-  descriptive figures. Older files keep their pooled verdicts (``method`` says so).
-  Kinds added since, without a version change (files without them read as before): ``soak``.
+  descriptive figures. Older files keep their pooled verdicts (``method`` says so). Added later
+  without a version change: an optional top-level ``runtime`` (what a runtime set up for the
+  whole run; docker-run: engine, image ID, registered runtimes with their sha256), null or absent
+  otherwise; the scenario kind ``soak`` (files without it read as before).
 """
 
 from __future__ import annotations
@@ -304,6 +306,21 @@ class Teardown(_Rec):
     left_after_teardown: list[str]
 
 
+class RegisteredRuntime(_Rec):
+    variant: str
+    path: str
+    sha256: str  # checked against the variant's build manifest before measuring
+
+
+class RuntimeRecord(_Rec):
+    """What a runtime set up for the whole run (docker-run: the engine, image, runtimes)."""
+
+    name: str
+    engine: dict[str, str] = Field(default_factory=dict)
+    image: dict[str, str] = Field(default_factory=dict)  # ref, id, packages
+    registered: dict[str, RegisteredRuntime] = Field(default_factory=dict)
+
+
 class Results(_Rec):
     schema_version: Literal[3] = 3
     schema_history: dict[str, str] = Field(
@@ -325,6 +342,7 @@ class Results(_Rec):
     scenarios: list[ScenarioResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     teardown: dict[str, Teardown] | None = None
+    runtime: RuntimeRecord | None = None
     run_dir: str | None = None
 
     def dump(self) -> dict[str, Any]:

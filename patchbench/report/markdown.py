@@ -261,6 +261,22 @@ def statistics_line(results: Results) -> str:
             f"{st.min_effect:.0%}; no verdict with fewer than {least} rounds")
 
 
+def runtime_block(results: Results) -> list[str]:
+    """The engine, image and registered runtimes a run set up (docker-run), if any."""
+    rt = results.runtime
+    if rt is None:
+        return []
+    eng = rt.engine
+    out = ["", f"Runtime `{rt.name}`: engine {eng.get('engine', '?')} (API {eng.get('api', '?')}, "
+           f"containerd {eng.get('containerd', '?')}"
+           + (f", docker CLI {eng['cli']}" if eng.get("cli") else "") + ")"
+           + (f"; image `{rt.image.get('id', '')}` ({rt.image.get('ref', '')})" if rt.image else "")
+           + ".", ""]
+    out += [f"- `{name}` = {r.path} (sha256 `{r.sha256[:12]}`, checked against the manifest)"
+            for name, r in rt.registered.items()]
+    return out
+
+
 def render(results: Results) -> str:
     """report.md."""
     m = results.machine
@@ -289,6 +305,7 @@ def render(results: Results) -> str:
                           else ""), arts])
     lines.append(tabulate(brows, headers=["variant", "built commit", "series", "toolchain",
                                            "artifacts (sha256)"], tablefmt="github"))
+    lines += runtime_block(results)
     if summary_rows(results):
         lines += ["", "## Summary", "", summary_table(results, "github"), ""]
     else:

@@ -7,11 +7,23 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from patchbench.config import Comparison, Project, Target
 from patchbench.errors import RequirementError
+
+
+@dataclass(frozen=True)
+class VariantBuild:
+    """One built variant as a runtime sees it: its name, its bin directory and its manifest's
+    artifacts (name -> {"sha256": ..., ...})."""
+
+    name: str
+    bin_dir: Path
+    artifacts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 class Runtime(Protocol):
@@ -22,10 +34,11 @@ class Runtime(Protocol):
 
     def prepare(
         self, workdir: Path, project: Project, comparison: Comparison, dry_run: bool,
-        bin_dir: Path | None = None,
+        bin_dir: Path | None = None, variants: Sequence[VariantBuild] = (),
     ) -> None:
         """Create what the scenarios need (bundle, state root) and clean what a killed earlier
-        run left behind; ``bin_dir`` holds the baseline's artifacts."""
+        run left behind; ``bin_dir`` holds the baseline's artifacts, ``variants`` every built
+        variant (baseline first)."""
 
     def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
         """Placeholders for a variant's commands, e.g. {runc}, {root}, {bundle}, {id}."""
@@ -35,6 +48,14 @@ class Runtime(Protocol):
 
     def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
         """Remove every instance this run started; return what had to be removed."""
+
+    def close(self) -> None:
+        """After every variant's cleanup: stop what prepare started for the whole run (an
+        engine); idempotent. ``leftovers`` afterwards says what outlived it."""
+
+    def record(self) -> dict[str, Any] | None:
+        """What results.json records about the runtime (engine, image, registered binaries),
+        or None."""
 
 
 def check_requirements(target: Target) -> None:
@@ -79,6 +100,10 @@ def get(name: str | None) -> Runtime | None:
         from patchbench.runtimes.runc import RuncRuntime
 
         return RuncRuntime()
+    if name == "docker-run":
+        from patchbench.runtimes.docker_run import DockerRunRuntime
+
+        return DockerRunRuntime()
     if name == "apple-container":
         from patchbench.runtimes.apple_container import AppleContainerRuntime
 

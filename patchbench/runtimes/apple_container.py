@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import platform
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from patchbench import command
 from patchbench.config import Comparison, Project, Target
 from patchbench.errors import RequirementError
 
 IMAGE = "docker.io/library/alpine:3.20"
+
+if TYPE_CHECKING:
+    from patchbench.runtimes import VariantBuild
 
 
 def on_apple_silicon() -> bool:
@@ -39,7 +44,7 @@ class AppleContainerRuntime:
 
     def prepare(
         self, workdir: Path, project: Project, comparison: Comparison, dry_run: bool,
-        bin_dir: Path | None = None,
+        bin_dir: Path | None = None, variants: Sequence[VariantBuild] = (),
     ) -> None:
         self.workdir = workdir
 
@@ -70,6 +75,12 @@ class AppleContainerRuntime:
                         check=False)
             removed.append(f"container {cid}")
         return removed
+
+    def close(self) -> None:
+        """The container service is the user's: nothing to stop."""
+
+    def record(self) -> dict[str, Any] | None:
+        return None
 
     def plan_notes(self) -> list[str]:
         return [

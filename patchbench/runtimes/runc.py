@@ -18,7 +18,9 @@ import platform
 import secrets
 import shutil
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from patchbench import command
 from patchbench.config import Comparison, Project, Target
@@ -38,6 +40,9 @@ BUNDLES = {
     "bundle_sleep": ["sleep", "1000000"],
     "bundle_trap": ["sh", "-c", "trap 'exit 143' TERM; trap 'exit 130' INT; sleep 3 & wait"],
 }
+
+if TYPE_CHECKING:
+    from patchbench.runtimes import VariantBuild
 
 
 def find_busybox() -> Path:
@@ -240,7 +245,7 @@ class RuncRuntime:
 
     def prepare(
         self, workdir: Path, project: Project, comparison: Comparison, dry_run: bool,
-        bin_dir: Path | None = None,
+        bin_dir: Path | None = None, variants: Sequence[VariantBuild] = (),
     ) -> None:
         self.workdir = workdir
         if dry_run or bin_dir is None:
@@ -300,6 +305,12 @@ class RuncRuntime:
         # never raises: what could not be removed shows in leftovers(), which the caller records
         return purge(bin_dir / "runc", self.state_root(variant), self.variant_prefix(variant),
                      self.cgroup_base)
+
+    def close(self) -> None:
+        """Nothing runs for the whole run: each variant's cleanup removed its containers."""
+
+    def record(self) -> dict[str, Any] | None:
+        return None
 
     def plan_notes(self) -> list[str]:
         return [
