@@ -26,6 +26,20 @@ from patchbench import command, mounttrace, oci_image
 from patchbench.runtimes import containerd as cd
 
 
+def burst(daemon: cd.ContainerdDaemon, img: oci_image.OciImage, k: int, tag: str) -> dict[str, object]:
+    """k `ctr run` at once: wall time until all exited, exit codes, and the mounts of the run
+    left behind afterwards (none expected)."""
+    started = time.monotonic()
+    procs = [command.Background(daemon.run_argv(img, f"{tag}-{i}"), env=daemon.env())
+             for i in range(k)]
+    codes = [p.wait(300) for p in procs]
+    seconds = round(time.monotonic() - started, 3)
+    for p in procs:
+        p.stop()
+    return {"k": k, "seconds": seconds, "exit_codes": codes,
+            "mounts_left": len(cd.mounts_under(daemon.paths.base))}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--variant", action="append", required=True, help="NAME=BIN_DIR")
@@ -34,6 +48,8 @@ def main() -> int:
     ap.add_argument("--timings", type=int, default=5)
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--busybox", type=Path, default=Path("/usr/bin/busybox"))
+    ap.add_argument("--burst", type=int, default=0,
+                    help="also start this many containers at once per L, --timings times")
     args = ap.parse_args()
     layers = [int(x) for x in args.layers.split(",")]
     args.work.mkdir(parents=True, exist_ok=True)
@@ -53,7 +69,7 @@ def main() -> int:
         namespace = "pb-hand-" + re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
         daemon = cd.ContainerdDaemon(Path(bin_dir), base, namespace, args.runc)
         version = command.run([Path(bin_dir) / "containerd", "--version"]).stdout.strip()
-        rows: dict[str, object] = {"version": version}
+        rows: dict[str, object] = {"version": version, "runc": cd.runc_record(args.runc)}
         daemon.start()
         try:
             for n, img in images.items():
@@ -65,10 +81,12 @@ def main() -> int:
                     started = time.monotonic()
                     command.run(daemon.run_argv(img, f"r{n}-{i}"), env=daemon.env(), timeout=120)
                     times.append(round(time.monotonic() - started, 4))
-                rows[str(n)] = {"mounts": counts.as_dict(), "seconds": times,
+                bursts = [burst(daemon, img, args.burst, f"b{n}-{i}")
+                          for i in range(args.timings if args.burst else 0)]
+                rows[str(n)] = {"mounts": counts.as_dict(), "seconds": times, "bursts": bursts,
                                 "state_leftovers": daemon.state_leftovers()}
                 print(f"{name} L={n}: {counts.by_syscall()} by comm {counts.by_comm()} "
-                      f"times {times}", file=sys.stderr)
+                      f"times {times} bursts {bursts}", file=sys.stderr)
         finally:
             daemon.stop()
             found, problems = daemon.cleanup_host()

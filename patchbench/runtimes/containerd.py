@@ -43,6 +43,7 @@ from pathlib import Path
 
 from patchbench import command, mountsys
 from patchbench.errors import BenchmarkError, RequirementError
+from patchbench.files import sha256_file
 from patchbench.oci_image import OciImage
 
 CONFIG_TEMPLATE = Path(__file__).resolve().with_name("containerd-config.toml")
@@ -432,6 +433,14 @@ class ContainerdDaemon:
             if not _rmdir_tree(Path(c)):
                 problems.append(f"cgroup {c} could not be removed")
         return found, problems
+
+
+def runc_record(runc: Path) -> dict[str, str]:
+    """The one runc every variant uses, for the manifest: its path, sha256 and version."""
+    res = command.run([runc, "--version"], timeout=30, error=RequirementError,
+                      what="runc --version")
+    return {"path": str(runc), "sha256": sha256_file(runc.resolve()),
+            "version": res.stdout.strip()}
 
 
 def probe_idmapped_overlay(directory: Path, timeout: float = 60.0) -> dict[str, object]:
