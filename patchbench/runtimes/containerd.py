@@ -43,7 +43,7 @@ from pathlib import Path
 
 from patchbench import command, mountsys
 from patchbench.errors import BenchmarkError, RequirementError
-from patchbench.files import sha256_file
+from patchbench.files import sha256_file, write_json_atomic
 from patchbench.oci_image import OciImage
 
 CONFIG_TEMPLATE = Path(__file__).resolve().with_name("containerd-config.toml")
@@ -88,6 +88,10 @@ class DaemonPaths:
     @property
     def socket(self) -> Path:
         return self.base / "containerd.sock"
+
+    @property
+    def record(self) -> Path:
+        return self.base / "daemon.json"
 
 
 def _toml_str(value: str | Path) -> str:
@@ -302,6 +306,10 @@ class ContainerdDaemon:
         p.config.write_text(render_config(p, sock))
         self._daemon = command.Background(
             [self.bin_dir / "containerd", "--config", p.config], env=self.env(), log=p.log)
+        # what a later run needs to clean up after this one if it is killed (clean_stale)
+        write_json_atomic(p.record, {"namespace": self.namespace, "socket": str(sock),
+                                     "bin_dir": str(self.bin_dir), "runc": str(self.runc),
+                                     "pid": self._daemon.proc.pid})
         deadline = time.monotonic() + self.start_timeout
         while True:
             code = self._daemon.wait(0.1)
@@ -433,6 +441,53 @@ class ContainerdDaemon:
             if not _rmdir_tree(Path(c)):
                 problems.append(f"cgroup {c} could not be removed")
         return found, problems
+
+
+def daemon_pids(config: Path, proc: Path = Path("/proc")) -> list[int]:
+    """Running containerd processes started with ``--config <config>``."""
+    want = str(config)
+    out = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = [w.decode(errors="replace")
+                     for w in (entry / "cmdline").read_bytes().split(b"\0")]
+        except OSError:
+            continue
+        # the binary, or a script run through its interpreter (argv: sh, .../containerd, ...)
+        named = any(Path(w).name == "containerd" for w in words[:2])
+        if named and "--config" in words[:-1] and words[words.index("--config") + 1] == want:
+            out.append(int(entry.name))
+    return sorted(out)
+
+
+def clean_stale(
+    bases: Iterable[Path], *, cgroup_base: Path = CGROUP_ROOT, proc: Path = Path("/proc"),
+    mountinfo: Path = Path("/proc/self/mountinfo"),
+) -> list[str]:
+    """What killed earlier runs left: for each daemon directory (one with a ``daemon.json``) in
+    ``bases``, kill its daemon if it still runs, then remove its shims, container processes,
+    mounts, shim sockets and cgroups. The caller passes only directories of runs that are over."""
+    removed: list[str] = []
+    for base in bases:
+        paths = DaemonPaths(base)
+        try:
+            rec = json.loads(paths.record.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        for pid in daemon_pids(paths.config, proc):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            removed.append(f"containerd pid {pid}")
+        d = ContainerdDaemon(Path(rec["bin_dir"]), base, rec["namespace"], Path(rec["runc"]),
+                             cgroup_base=cgroup_base, proc=proc, mountinfo=mountinfo)
+        found, _ = d.cleanup_host()
+        removed += [f"{item} ({base.name})" for item in found.summary()]
+        if d.socket != paths.socket:
+            with contextlib.suppress(OSError):
+                d.socket.parent.unlink()
+    return removed
 
 
 def runc_record(runc: Path) -> dict[str, str]:

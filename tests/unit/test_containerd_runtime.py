@@ -241,3 +241,33 @@ def test_probe_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(RequirementError, match="need root"):
         cd.probe_idmapped_overlay(tmp_path)
+
+
+def test_clean_stale_after_a_killed_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = fake_bin(tmp_path)
+    cg = tmp_path / "cg"
+    (cg / "pids" / "pb-old-base" / "c7").mkdir(parents=True)
+    monkeypatch.setattr(cd, "SHIM_SOCKET_DIR", tmp_path / "s")
+    info = tmp_path / "mountinfo"
+    info.write_text("1 0 8:1 / / rw - ext4 /dev/vda rw\n")
+    old = cd.ContainerdDaemon(bin_dir, tmp_path / "old", "pb-old-base", Path("/bin/true"),
+                              cgroup_base=cg, mountinfo=info)
+    old.start()  # and then "patchbench is killed": nobody stops it
+    assert json_of(old.paths.record)["namespace"] == "pb-old-base"
+    pid = old.pid
+    assert pid is not None and cd.daemon_pids(old.paths.config) == [pid]
+    (tmp_path / "no-record").mkdir()
+    removed = cd.clean_stale([old.paths.base, tmp_path / "no-record"], cgroup_base=cg,
+                             mountinfo=info)
+    assert removed[0] == f"containerd pid {pid}"
+    assert f"cgroup {cg / 'pids/pb-old-base/c7'} (old)" in removed
+    assert old._daemon is not None and old._daemon.wait(10) == -signal.SIGKILL
+    old._daemon.stop()
+    assert cd.daemon_pids(old.paths.config) == []
+    assert not (cg / "pids" / "pb-old-base").exists()
+
+
+def json_of(path: Path) -> Any:
+    import json
+
+    return json.loads(path.read_text())
