@@ -1,25 +1,23 @@
-"""patchbench's command line (invoke). Thin: parse arguments, call patchbench.cli.
+"""patchbench's command line (invoke). Thin: parse arguments, call patchbench.cli. patchbench is
+imported inside each task, so `invoke --list` stays instant.
 
     invoke compare demo            # the bundled offline demo
     invoke build --patch NAME      # baseline and one patch series from the pinned commit
     invoke compare NAME            # any comparison in matrix.yaml
     invoke patch --check           # every series against its pinned commit
     invoke fetch TARGET | invoke list | invoke report [RUN_DIR]
-
-Every task takes --source TARGET=PATH_OR_URL (repeatable; or PATCHBENCH_SOURCE_<TARGET>),
---matrix, --builds, --reports and --verbose.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from invoke import Context, task
 
-from patchbench import cli
-from patchbench.errors import ConfigError
-from patchbench.pipeline import Options
-
+NOT_GIVEN = -1  # the default of the numeric options: "use matrix.yaml's value"
 COMMON = {
-    "source": "TARGET=PATH_OR_URL: use a local git directory or another URL (repeatable)",
+    "source": "TARGET=PATH_OR_URL: build TARGET from a local git directory or another URL "
+              "(repeatable; or PATCHBENCH_SOURCE_<TARGET>)",
     "matrix": "the matrix file (default: matrix.yaml beside tasks.py)",
     "builds": "the build cache and scratch directory (default: builds/)",
     "reports": "where run folders are saved (default: reports/)",
@@ -27,44 +25,70 @@ COMMON = {
 }
 COMPARE_HELP = {
     **COMMON,
+    "name": "the comparison to run, as named in matrix.yaml (`invoke list` shows them)",
     "aa": "compare the baseline with itself (the noise floor)",
     "dry_run": "print every command the comparison would run, and stop",
-    "seed": "seed of the interleaving order (default: matrix.yaml's, else random; recorded)",
-    "runs": "override the runs per cell of every scenario",
-    "rounds": "override the number of interleaved rounds",
-    "warmup": "override the warmup runs",
+    "seed": "a whole number >= 0: the seed of the interleaving order (default: matrix.yaml's, "
+            "else random; always recorded)",
+    "runs": "a whole number: runs per cell of every scenario (default: matrix.yaml's)",
+    "rounds": "a whole number: interleaved rounds of every scenario (default: matrix.yaml's)",
+    "warmup": "a whole number: warmup runs of every scenario (default: matrix.yaml's)",
     "scenario": "run only this scenario (repeatable)",
     "gate": "exit 4 if a candidate is significantly slower, fails its verify check, or hangs or "
             "leaves something behind in stress rounds (an A/B gate for CI)",
 }
 
 
-def _opts(source: list[str] | None, matrix: str | None, builds: str | None,
-          reports: str | None, verbose: bool, **kw: object) -> Options:
-    return cli.options(sources=source or [], matrix=matrix, builds=builds, reports=reports,
-                       verbose=verbose, **kw)
+def _ws(source: list[str] | None, matrix: str | None, builds: str | None, reports: str | None,
+        verbose: bool) -> Any:
+    from patchbench import cli
+
+    return cli.workspace(sources=source or [], matrix=matrix, builds=builds, reports=reports,
+                         verbose=verbose)
 
 
-def _int(value: str | None, name: str) -> int | None:
-    if value in (None, ""):
+def _num(value: int, name: str) -> int | None:
+    from patchbench.errors import ConfigError
+
+    if value == NOT_GIVEN:
         return None
-    try:
-        return int(value)  # type: ignore[arg-type]
-    except ValueError:
-        raise ConfigError(f"--{name} {value!r}: expected a whole number") from None
+    if value < 0:
+        raise ConfigError(f"--{name} {value}: expected a whole number >= 0")
+    return value
+
+
+def _guarded(fn: Any) -> None:
+    from patchbench import cli
+
+    cli.guarded(fn)
 
 
 @task(positional=["name"], iterable=["source", "scenario"], help=COMPARE_HELP)
 def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = False,
-            dry_run: bool = False, seed: str | None = None, runs: str | None = None,
-            rounds: str | None = None, warmup: str | None = None,
+            dry_run: bool = False, seed: int = NOT_GIVEN, runs: int = NOT_GIVEN,
+            rounds: int = NOT_GIVEN, warmup: int = NOT_GIVEN,
             scenario: list[str] | None = None, gate: bool = False, matrix: str | None = None,
             builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
-    """Fetch, patch, build baseline and candidates, measure interleaved, print and save."""
-    cli.guarded(lambda: cli.do_compare(_opts(
-        source, matrix, builds, reports, verbose, aa=aa, dry_run=dry_run, seed=_int(seed, "seed"),
-        runs=_int(runs, "runs"), rounds=_int(rounds, "rounds"), warmup=_int(warmup, "warmup"),
-        only=scenario or [], gate=gate), name))
+    """Fetch, patch, build baseline and candidates, measure interleaved, print and save.
+
+    Examples:
+      invoke compare demo --gate
+      invoke compare runc-signal --source runc=/src/runc.git --runs 40 --rounds 10
+
+    Exit codes: 0 done; 4 the gate failed; 10 config; 11 source; 12 patch; 13 toolchain;
+    14 build; 15 benchmark; 16 a requirement of this machine is not met; 17 a command failed;
+    18 report; 130 interrupted; 3 internal error (a bug).
+    """
+    def run() -> int:
+        from patchbench import cli
+        from patchbench.workspace import Switches
+
+        sw = Switches(seed=_num(seed, "seed"), aa=aa, dry_run=dry_run, runs=_num(runs, "runs"),
+                      rounds=_num(rounds, "rounds"), warmup=_num(warmup, "warmup"),
+                      only=tuple(scenario or ()), gate=gate)
+        return cli.do_compare(_ws(source, matrix, builds, reports, verbose), name, sw)
+
+    _guarded(run)
 
 
 @task(iterable=["source"], help={**COMMON, "patch": "build the baseline and this patch series",
@@ -73,7 +97,9 @@ def build(c: Context, patch: str | None = None, target: str | None = None,
           source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
           reports: str | None = None, verbose: bool = False) -> None:
     """Build the baseline and a patch series from one pinned commit (cached)."""
-    cli.guarded(lambda: cli.do_build(_opts(source, matrix, builds, reports, verbose), patch, target))
+    from patchbench import cli
+
+    _guarded(lambda: cli.do_build(_ws(source, matrix, builds, reports, verbose), patch, target))
 
 
 @task(iterable=["source", "series"],
@@ -83,30 +109,42 @@ def patch(c: Context, check: bool = True, series: list[str] | None = None,
           source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
           reports: str | None = None, verbose: bool = False) -> None:
     """Check that patch series apply (all or nothing) to their pinned commits."""
-    cli.guarded(lambda: cli.do_patch_check(_opts(source, matrix, builds, reports, verbose), series or []))
+    from patchbench import cli
+
+    _guarded(lambda: cli.do_patch_check(_ws(source, matrix, builds, reports, verbose),
+                                        series or []))
 
 
-@task(positional=["target"], iterable=["source"], help=COMMON)
+@task(positional=["target"], iterable=["source"],
+      help={**COMMON, "target": "the target to fetch, as named in matrix.yaml"})
 def fetch(c: Context, target: str, source: list[str] | None = None, matrix: str | None = None,
           builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Fetch a target's pinned commit into the cache (refusing a moved ref)."""
-    cli.guarded(lambda: cli.do_fetch(_opts(source, matrix, builds, reports, verbose), target))
+    from patchbench import cli
+
+    _guarded(lambda: cli.do_fetch(_ws(source, matrix, builds, reports, verbose), target))
 
 
 @task(name="list", iterable=["source"], help=COMMON)
 def list_(c: Context, source: list[str] | None = None, matrix: str | None = None,
           builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """List targets and comparisons."""
-    cli.guarded(lambda: cli.do_list(_opts(source, matrix, builds, reports, verbose)))
+    from patchbench import cli
+
+    _guarded(lambda: cli.do_list(_ws(source, matrix, builds, reports, verbose)))
 
 
-@task(positional=["run_dir"], iterable=["source"],
-      help={**COMMON, "comparison": "the newest run of this comparison"})
+@task(positional=[], iterable=["source"],
+      help={**COMMON, "run_dir": "a saved run folder or its results.json (default: the newest run)",
+            "comparison": "the newest run of this comparison"})
 def report(c: Context, run_dir: str | None = None, comparison: str | None = None,
            source: list[str] | None = None, matrix: str | None = None,
            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Print a saved run's report (default: the newest run)."""
-    cli.guarded(lambda: cli.do_report(_opts(source, matrix, builds, reports, verbose), run_dir, comparison))
+    from patchbench import cli
+
+    _guarded(lambda: cli.do_report(_ws(source, matrix, builds, reports, verbose), run_dir,
+                                   comparison))
 
 
 @task

@@ -1,5 +1,5 @@
-"""Entry points behind tasks.py: build Options, call the pipeline, print, and the one place where
-errors are caught and turned into one line and an exit code."""
+"""Entry points behind tasks.py: build the workspace, call the pipeline, print results on stdout,
+and the one place where errors are caught and turned into one line and an exit code."""
 
 from __future__ import annotations
 
@@ -9,33 +9,38 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
-from patchbench import command, config, pipeline, report
-from patchbench.build import Variant
+from patchbench import command, config
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
+from patchbench.workspace import Switches, Workspace
+
+if TYPE_CHECKING:
+    from patchbench import build
+
+# The pipeline (numpy, GitPython, the build and scenario modules) is imported by the commands
+# that need it, so `invoke list` and `invoke --help` start fast.
 
 ROOT = Path(__file__).resolve().parent.parent
 GATE_FAILED_EXIT_CODE = 4
 
 
-def options(
-    *, sources: Iterable[str] = (), matrix: str | None = None, builds: str | None = None,
-    reports: str | None = None, verbose: bool = False, **kw: Any,
-) -> pipeline.Options:
+def workspace(*, sources: Iterable[str] = (), matrix: str | None = None,
+              builds: str | None = None, reports: str | None = None,
+              verbose: bool = False) -> Workspace:
+    """Paths from the options, else PATCHBENCH_MATRIX / _BUILDS / _REPORTS, else beside the
+    matrix; --source over PATCHBENCH_SOURCE_<TARGET>."""
     command.set_verbose(verbose or command.VERBOSE)
     env = os.environ
     matrix_path = Path(matrix or env.get("PATCHBENCH_MATRIX") or ROOT / "matrix.yaml").resolve()
     root = matrix_path.parent
-    return pipeline.Options(
-        root=root,
-        matrix=matrix_path,
+    return Workspace(
+        root=root, matrix=matrix_path,
         builds=Path(builds or env.get("PATCHBENCH_BUILDS") or root / "builds").resolve(),
         reports=Path(reports or env.get("PATCHBENCH_REPORTS") or root / "reports").resolve(),
         sources=config.parse_source_overrides(list(sources), dict(env)),
-        **kw,
     )
 
 
@@ -57,6 +62,10 @@ def guarded(fn: Callable[[], int | None]) -> None:
     except KeyboardInterrupt:
         print("patchbench: interrupted; nothing half-written was kept", file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT_CODE)
+    except BrokenPipeError:  # `invoke report | head`: the reader left; end quietly
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), sys.stdout.fileno())
+        sys.exit(0)
     except Exception:  # a bug: show it in full
         traceback.print_exc()
         print("patchbench: internal error (a bug); please report it with the trace above",
@@ -65,23 +74,26 @@ def guarded(fn: Callable[[], int | None]) -> None:
     sys.exit(code)
 
 
-def do_compare(opts: pipeline.Options, name: str) -> int:
-    project = pipeline.load(opts)
-    results, run_dir = pipeline.compare(project, opts, name)
-    if run_dir is None:
+def do_compare(ws: Workspace, name: str, sw: Switches) -> int:
+    from patchbench import gate, pipeline, report
+
+    project = pipeline.load(ws)
+    results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
+    if results is None or run_dir is None:
+        print("\n".join(plan_lines))
         return 0
     print()
-    if any(sc.get("comparisons") for sc in results["scenarios"]):
+    if report.summary_rows(results):
         print(report.summary_table(results))
-    for sc in results["scenarios"]:
-        for extra in sc.get("markdown", []):
+    for sc in results.scenarios:
+        for extra in report.extra_blocks(sc):
             if not extra.startswith("!["):
-                print(f"\n{sc['name']}:\n{extra}")
-    for w in results["warnings"]:
+                print(f"\n{sc.name}:\n{extra}")
+    for w in results.warnings:
         print(f"warning: {w}")
     print(f"\nsaved: {run_dir}")
-    if opts.gate:
-        failed = pipeline.gate_failures(results)
+    if sw.gate:
+        failed = gate.failures(results)
         if failed:
             print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))
             return GATE_FAILED_EXIT_CODE
@@ -89,15 +101,17 @@ def do_compare(opts: pipeline.Options, name: str) -> int:
     return 0
 
 
-def do_build(opts: pipeline.Options, patch: str | None, target: str | None) -> int:
-    project = pipeline.load(opts)
+def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
+    from patchbench import pipeline
+    from patchbench.build import Variant
+
+    project = pipeline.load(ws)
+    built: list[build.Built] = []
     if patch:
-        built = pipeline.build_for_patch(project, opts, patch)
+        built = pipeline.build_for_patch(project, ws, patch)
     else:
-        names = [target] if target else list(project.matrix.targets)
-        built = []
-        for name in names:
-            built += pipeline.build_variants(project, opts, name, [Variant("baseline", ())], [])
+        for name in [target] if target else list(project.matrix.targets):
+            built += pipeline.build_variants(project, ws, name, [Variant("baseline", ())], [])
     rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
              "cached" if b.cached else f"built in {b.manifest['duration_s']:.1f} s",
              ", ".join(f"{k} {v['sha256'][:12]}" for k, v in b.manifest["artifacts"].items()),
@@ -106,23 +120,25 @@ def do_build(opts: pipeline.Options, patch: str | None, target: str | None) -> i
     return 0
 
 
-def do_patch_check(opts: pipeline.Options, series: list[str]) -> int:
-    project = pipeline.load(opts)
-    rows = pipeline.patch_check(project, opts, series)
+def do_patch_check(ws: Workspace, series: list[str]) -> int:
+    from patchbench import pipeline
+
+    rows = pipeline.patch_check(pipeline.load(ws), ws, series)
     print(tabulate(rows, headers=["series", "target", "result"]))
     return 0
 
 
-def do_fetch(opts: pipeline.Options, target: str) -> int:
-    project = pipeline.load(opts)
-    checkout = pipeline.fetch(project, opts, target)
-    print(f"{target} {checkout.ref} {checkout.commit} ({'cached' if checkout.from_cache else 'fetched'})")
+def do_fetch(ws: Workspace, target: str) -> int:
+    from patchbench import pipeline
+
+    checkout = pipeline.fetch(pipeline.load(ws), ws, target)
+    print(f"{target} {checkout.ref} {checkout.commit} "
+          f"({'cached' if checkout.from_cache else 'fetched'})")
     return 0
 
 
-def do_list(opts: pipeline.Options) -> int:
-    project = pipeline.load(opts)
-    m = project.matrix
+def do_list(ws: Workspace) -> int:
+    m = config.load(ws.matrix).matrix
     print(tabulate([[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
                      ", ".join(t.requires) or "-"] for n, t in m.targets.items()],
                    headers=["target", "url", "ref", "commit", "toolchain", "requires"]))
@@ -133,8 +149,9 @@ def do_list(opts: pipeline.Options) -> int:
     return 0
 
 
-def do_report(opts: pipeline.Options, run_dir: str | None, comparison: str | None) -> int:
-    path = Path(run_dir) if run_dir else report.latest_run(opts.reports, comparison)
-    results = report.load_run(path)
-    print(report.render_markdown(results))
+def do_report(ws: Workspace, run_dir: str | None, comparison: str | None) -> int:
+    from patchbench import report
+
+    path = Path(run_dir) if run_dir else report.latest_run(ws.reports, comparison)
+    print(report.render(report.load_run(path)))
     return 0

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from patchbench import progress
 from patchbench.errors import CommandError, PatchbenchError, RequirementError
 
 VERBOSE = os.environ.get("PATCHBENCH_VERBOSE", "") not in ("", "0")
@@ -51,9 +52,7 @@ class Result:
     seconds: float
 
 
-def say(msg: str) -> None:
-    """Progress and warnings for the person at the terminal (stderr; stdout is for results)."""
-    print(f"patchbench: {msg}", file=sys.stderr, flush=True)
+say = progress.say  # kept for callers; progress output lives in patchbench.progress
 
 
 def set_verbose(flag: bool) -> None:

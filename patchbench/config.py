@@ -13,20 +13,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from patchbench import scenarios
 from patchbench.errors import ConfigError
+from patchbench.models import NAME_RE, Name
+from patchbench.models import StrictModel as _Model
+from patchbench.scenarios import AnyScenario
 
 SCHEMA_VERSION = 1
 # yaml.safe_load's loader, in C when PyYAML was built with libyaml; both refuse !!python tags
 SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-NAME_RE = r"^[a-z0-9][a-z0-9._-]*$"
-Name = Annotated[str, Field(pattern=NAME_RE)]
 REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 class GoToolchain(_Model):
@@ -96,88 +94,13 @@ class Target(_Model):
     runtime: Literal["runc", "apple-container"] | None = None
 
 
-class Rate(_Model):
-    """Report count/time as a rate as well (e.g. 2000 records per run -> lines/s)."""
-
-    count: int = Field(gt=0)
-    unit: str
-
-
-class Phase(_Model):
-    """One step of an instance's start, timed on its own (burst scenarios with ``phases``)."""
-
-    name: Name
-    command: list[str] = Field(min_length=1)
-
-
-class Scenario(_Model):
-    name: Name
-    kind: Literal["command", "burst", "stress"] = "command"
-    description: str = ""
-    command: list[str] = Field(default_factory=list)
-    setup: list[list[str]] = Field(default_factory=list)
-    teardown: list[list[str]] = Field(default_factory=list)
-    prepare: str | None = None
-    cleanup: str | None = None
-    warmup: int = Field(default=3, ge=0)
-    runs: int = Field(default=30, ge=1)
-    rounds: int = Field(default=5, ge=1)
-    timeout: float = Field(default=60.0, gt=0)  # seconds per single run of the command
-    rate: Rate | None = None
-    # burst
-    k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
-    # burst: after timing, launch k instances whose start is split into phases run one after the
-    # other ({i} is the instance, {k} the count), `phase_runs` times for each k in `phase_k`, and
-    # report each phase's median (for targets that cannot report phases from their own logs)
-    phases: list[Phase] = Field(default_factory=list)
-    phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
-    phase_runs: int = Field(default=3, ge=1)
-    # stress: each round launches `instances` copies of `launch` ({i} is the instance, {round} the
-    # round), waits a random delay, applies one of `actions` to all of them (a command from `kill`
-    # per instance, or a signal sent to the launched process), then checks with `list` and `fresh`.
-    instances: int = Field(default=8, ge=1)
-    delay: tuple[float, float] = (0.0, 1.2)
-    actions: list[Literal["delete", "stop", "sigterm", "sigint"]] = Field(default_factory=list)
-    launch: list[str] = Field(default_factory=list)
-    kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict)
-    list_cmd: list[str] = Field(default_factory=list, alias="list")
-    fresh: list[str] = Field(default_factory=list)
-    # names for exit codes of the launched command, shown in the stress report
-    exit_labels: dict[int, str] = Field(default_factory=dict)
-    # a check command run once per variant after measuring (exit 0 = pass); its stdout is kept
-    verify: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _shape(self) -> Scenario:
-        if self.kind in ("command", "burst") and not self.command:
-            raise ValueError(f"a {self.kind} scenario needs 'command'")
-        if self.kind == "burst" and not self.k:
-            raise ValueError("a burst scenario needs 'k', a list of instance counts")
-        if self.phases and (self.kind != "burst" or not self.phase_k):
-            raise ValueError("'phases' belong to a burst scenario, with 'phase_k'")
-        if self.kind == "stress":
-            if not self.actions or not self.launch or not self.list_cmd or not self.fresh:
-                raise ValueError("a stress scenario needs 'actions', 'launch', 'list' and 'fresh'")
-            missing = [a for a in self.actions if a in ("delete", "stop") and a not in self.kill]
-            if missing:
-                raise ValueError(f"actions {missing} need a command under 'kill'")
-            if self.delay[0] < 0 or self.delay[1] < self.delay[0]:
-                raise ValueError("'delay' must be [low, high] seconds with 0 <= low <= high")
-        if self.runs % self.rounds:
-            raise ValueError(
-                f"runs ({self.runs}) must be a multiple of rounds ({self.rounds}) so that every "
-                "round runs each variant equally often"
-            )
-        return self
-
-
 class Comparison(_Model):
     description: str = ""
     target: Name
     baseline: list[Name] = Field(default_factory=list)
     candidates: dict[Name, list[Name]] = Field(min_length=1)
     overlays: list[Name] = Field(default_factory=list)
-    scenarios: list[Scenario] = Field(min_length=1)
+    scenarios: list[AnyScenario] = Field(min_length=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     min_effect: float = Field(default=0.02, ge=0, lt=1)
     seed: int | None = None
@@ -291,6 +214,10 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The field names valid at ``loc`` (for 'did you mean' on an unknown key)."""
     current: Any = model
     for part in loc[:-1]:
+        if str(part) in scenarios.KINDS and not (
+                isinstance(current, type) and issubclass(current, BaseModel)):
+            current = scenarios.KINDS[str(part)].config  # the tag of a scenario's kind
+            continue
         if isinstance(current, type) and issubclass(current, BaseModel):
             field = current.model_fields.get(str(part))
             if field is None:
@@ -316,13 +243,24 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return []
 
 
+def _plain_loc(raw: tuple[Any, ...]) -> tuple[str, ...]:
+    """An error location without pydantic's union tags (toolchain kinds, scenario kinds)."""
+    loc = [str(p) for p in raw if not str(p).startswith("function-")]
+    loc = [p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "go", "swift")]
+    out: list[str] = []
+    for i, part in enumerate(loc):
+        if i >= 2 and loc[i - 2] == "scenarios" and part in scenarios.KINDS:
+            continue  # the scenario's kind tag, right after its index
+        out.append(part)
+    return tuple(out)
+
+
 def _format_validation(
     err: ValidationError, path: Path, text: str, lines: dict[tuple[str, ...], int]
 ) -> ConfigError:
     messages = []
     for item in err.errors():
-        loc = tuple(str(p) for p in item["loc"] if not str(p).startswith("function-"))
-        loc = tuple(p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "go", "swift"))
+        loc = _plain_loc(item["loc"])
         line = None
         for cut in range(len(loc), -1, -1):
             if loc[:cut] in lines:
@@ -332,6 +270,8 @@ def _format_validation(
         msg = item["msg"]
         if item["type"] == "extra_forbidden":
             msg = "unknown key" + _suggest(loc[-1], _fields_at(Matrix, tuple(item["loc"])))
+        elif item["type"] == "missing":
+            msg = "missing key (required here)"
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         messages.append(f"{path}:{line or '?'}: {where}: {msg}")

@@ -16,54 +16,17 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
-from filelock import FileLock, Timeout
+from patchbench import locks
+from patchbench.errors import CommandError, SourceError
+from patchbench.gitutil import GIT_CONFIG, IDENTITY, SNAPSHOT_DATE, git_env, run_git
+from patchbench.layout import locks_dir
 
-from patchbench import command
-from patchbench.errors import CommandError, PatchbenchError, SourceError
+__all__ = ["GIT_CONFIG", "IDENTITY", "SNAPSHOT_DATE", "Checkout", "fetch", "git_env", "run_git"]
 
 PIN_PREFIX = "refs/patchbench/pinned/"
-SNAPSHOT_DATE = "2026-01-01T00:00:00+00:00"
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "patchbench",
-    "GIT_AUTHOR_EMAIL": "patchbench@localhost",
-    "GIT_COMMITTER_NAME": "patchbench",
-    "GIT_COMMITTER_EMAIL": "patchbench@localhost",
-}
-GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false"]
-
-
-def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GIT_CONFIG_NOSYSTEM"] = "1"
-    # no user config either (autocrlf, signing, hooks): the same input gives the same commit
-    env["GIT_CONFIG_GLOBAL"] = os.devnull
-    if extra:
-        env.update(extra)
-    return env
-
-
-def run_git(
-    args: list[str],
-    *,
-    cwd: Path | None = None,
-    timeout: float = 600.0,
-    env: dict[str, str] | None = None,
-    check: bool = True,
-    error: type[PatchbenchError] = SourceError,
-    what: str | None = None,
-    input: str | None = None,
-) -> command.Result:
-    """git through the one command wrapper: no hooks, no inherited GIT_* variables."""
-    return command.run(
-        ["git", *GIT_CONFIG, *args], cwd=cwd, timeout=timeout, env=git_env(env), check=check,
-        what=what, error=error, input=input,
-    )
 
 
 @dataclass(frozen=True)
@@ -86,23 +49,9 @@ def cache_dir(builds: Path) -> Path:
     return builds / "sources"
 
 
-@contextlib.contextmanager
-def locked(builds: Path, name: str, timeout: float = 3600.0) -> Iterator[None]:
-    """An exclusive lock shared by every patchbench process using this builds/ directory."""
-    locks = builds / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    try:
-        lock = FileLock(str(locks / f"{name}.lock"), timeout=timeout)
-        lock.acquire()
-    except Timeout:
-        raise SourceError(
-            f"another patchbench process has held {locks / name}.lock for {timeout:g} s",
-            hint="wait for it to finish, or remove the lock file if no such process runs",
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
+def locked(builds: Path, name: str, timeout: float = 3600.0) -> contextlib.AbstractContextManager[None]:
+    """The lock ``name`` of the builds/ directory ``builds`` (see patchbench.locks)."""
+    return locks.locked(locks_dir(builds), name, timeout)
 
 
 def _pin_exists(repo: Path, commit: str) -> bool:
@@ -179,6 +128,8 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
                     "(the cache was left untouched)",
                 )
             incoming = tmp / "incoming.git"
+            import git  # GitPython, imported only when a fetch needs it
+
             git.Repo.init(incoming, bare=True)
             try:
                 _fetch_into(incoming, fetch_url, ref, commit, target)

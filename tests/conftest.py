@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from patchbench import report, source
+from patchbench import layout, locks, report, source
 from tests import support
 
 REAL_BUILDS = (support.REPO_ROOT / "builds").resolve()
@@ -22,14 +23,15 @@ REAL_REPORTS = (support.REPO_ROOT / "reports").resolve()
 
 def _go_env() -> dict[str, str]:
     """The real Go caches, computed once, before HOME is changed, so builds stay fast and
-    offline."""
+    offline; empty where there is no go (the unit tests need none)."""
+    if shutil.which("go") is None:
+        return {}
     out = subprocess.run(["go", "env", "GOCACHE", "GOMODCACHE", "GOPATH"], capture_output=True,
                          text=True, check=True).stdout.splitlines()
     return dict(zip(("GOCACHE", "GOMODCACHE", "GOPATH"), out, strict=True))
 
 
 GO_ENV = _go_env()
-GO_VERSION = support.go_version()
 
 
 def _forbid(path: Any) -> None:
@@ -44,6 +46,15 @@ def _guarded(fn: Any) -> Any:
     def wrapper(path: Any, *args: Any, **kwargs: Any) -> Any:
         _forbid(path)
         return fn(path, *args, **kwargs)
+
+    return wrapper
+
+
+def _guarded_method(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapper(self: layout.Layout, *args: Any, **kwargs: Any) -> Any:
+        _forbid(self.builds)
+        return fn(self, *args, **kwargs)
 
     return wrapper
 
@@ -70,6 +81,8 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     # the tripwire: in this process, the repository's own builds/ and reports/ are unusable
     mp.setattr(source, "cache_dir", _guarded(source.cache_dir))
     mp.setattr(source, "locked", _guarded(source.locked))
+    mp.setattr(locks, "locked", _guarded(locks.locked))  # every cache write takes a lock
+    mp.setattr(layout.Layout, "new_run", _guarded_method(layout.Layout.new_run))
     mp.setattr(report, "save_run", _guarded(report.save_run))
     try:
         yield
@@ -79,7 +92,9 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def go_version() -> str:
-    return GO_VERSION
+    if shutil.which("go") is None:
+        pytest.fail("this test needs go on PATH (it belongs in tests/integration)")
+    return support.go_version()
 
 
 @pytest.fixture(scope="session")
@@ -104,3 +119,12 @@ def project(tmp_path: Path, upstream: support.Upstream, go_version: str) -> supp
     proj.add_series("conflict", ["farewell", "conflict"])
     proj.write()
     return proj
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/integration uses the real git, go and hyperfine: mark it so, and
+    `pytest -m "not integration"` runs the unit tests alone."""
+    here = Path(__file__).resolve().parent / "integration"
+    for item in items:
+        if Path(str(item.fspath)).resolve().is_relative_to(here):
+            item.add_marker(pytest.mark.integration)

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from patchbench import config, pipeline
+from patchbench.workspace import Switches, Workspace
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXED_DATE = "2025-01-02T03:04:05+00:00"
@@ -235,7 +236,7 @@ def write_matrix(root: Path, data: dict[str, Any]) -> Path:
 
 @dataclass
 class Project:
-    """A fixture project directory plus the Options pointing every output into tmp_path."""
+    """A fixture project directory plus the workspace pointing every output into tmp_path."""
 
     root: Path
     upstream: Upstream
@@ -247,9 +248,9 @@ class Project:
     def matrix(self) -> Path:
         return self.root / "matrix.yaml"
 
-    def options(self, **kw: Any) -> pipeline.Options:
-        return pipeline.Options(root=self.root, matrix=self.matrix, builds=self.builds,
-                                reports=self.reports, **kw)
+    def options(self, **kw: Any) -> Workspace:
+        return Workspace(root=self.root, matrix=self.matrix, builds=self.builds,
+                         reports=self.reports, **kw)
 
     def write(self, **kw: Any) -> config.Project:
         write_matrix(self.root, matrix_data(self.upstream, self.go_version, **kw))
@@ -348,3 +349,10 @@ def processes_with(marker: str) -> list[str]:
         if marker in text:
             found.append(f"{cmdline.parent.name}: {text}")
     return found
+
+
+def compare(project: config.Project, ws: Workspace, name: str, sw: Switches | None = None,
+            **switches: Any) -> tuple[dict[str, Any], Path | None]:
+    """pipeline.compare, with its results as the dict results.json holds ({} on a dry run)."""
+    res, _lines, run_dir = pipeline.compare(project, ws, name, sw or Switches(**switches))
+    return (res.dump() if res is not None else {}), run_dir

@@ -3,7 +3,8 @@
 
 A build happens in a temporary directory and is renamed into place, then stamped; an entry without
 its stamp is an interrupted build and is removed, never used. Backends (where the recipe runs) are
-modules behind the small ``Backend`` protocol, registered in ``BACKENDS``.
+modules behind the small ``Backend`` protocol, registered in ``BACKENDS``; a backend owns the place
+the build runs, so the toolchain fingerprint is taken through its ``Runner``.
 """
 
 from __future__ import annotations
@@ -18,22 +19,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchbench import command, patching, source, toolchain
+from patchbench import command, locks, patching, progress, source, toolchains
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
 from patchbench.config import BuildRecipe, Project, Target
 from patchbench.errors import BuildError, ToolchainError
 from patchbench.files import sha256_file, write_json_atomic
+from patchbench.layout import Layout
 from patchbench.patching import Overlay, Series
+from patchbench.toolchains import Runner
 
 MANIFEST_SCHEMA = 1
 STAMP = "COMPLETE"
 
 
 class Backend(Protocol):
+    name: str
+
+    def runner(self, recipe: BuildRecipe) -> Runner:
+        """Runs commands where this backend builds (for the toolchain fingerprint)."""
+
     def run_recipe(
         self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str
-    ) -> None: ...
+    ) -> None:
+        """Run the recipe's commands in the patched tree; raise BuildError on failure."""
+
+    def describe(self, recipe: BuildRecipe) -> dict[str, Any]:
+        """What the manifest records about where the build ran."""
 
 
 BACKENDS: dict[str, Backend] = {
@@ -68,7 +80,7 @@ class BuildPlan:
     target_name: str
     target: Target
     checkout: source.Checkout
-    builds: Path
+    layout: Layout
     overlays: list[Overlay] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     fingerprint: dict[str, Any] = field(default_factory=dict)
@@ -79,13 +91,14 @@ class BuildPlan:
         project: Project,
         target_name: str,
         checkout: source.Checkout,
-        builds: Path,
+        layout: Layout,
         overlays: list[Overlay],
     ) -> BuildPlan:
         target = project.target(target_name)
-        env = toolchain.build_env(target, checkout.commit_epoch())
-        fp = toolchain.fingerprint(target, env)
-        return cls(project, target_name, target, checkout, builds, overlays, env, fp)
+        env = toolchains.build_env(target, checkout.commit_epoch())
+        backend = BACKENDS[target.build.backend]
+        fp = toolchains.fingerprint(target, env, backend.runner(target.build))
+        return cls(project, target_name, target, checkout, layout, overlays, env, fp)
 
     def key(self, series: list[Series]) -> str:
         material = {
@@ -109,10 +122,10 @@ def _rel(path: Path, root: Path) -> str:
 def build_variant(plan: BuildPlan, variant: Variant) -> Built:
     series = [patching.load_series(plan.project.root, name) for name in variant.series]
     key = plan.key(series)
-    final = plan.builds / "artifacts" / plan.target_name / key[:20]
+    final = plan.layout.artifacts(plan.target_name) / key[:20]
     if (final / STAMP).is_file():
         return Built(variant, final, _load_manifest(final), cached=True)
-    with source.locked(plan.builds, f"build-{key[:20]}"):
+    with locks.locked(plan.layout.locks, f"build-{key[:20]}"):
         if (final / STAMP).is_file():  # built by another process while we waited
             return Built(variant, final, _load_manifest(final), cached=True)
         if final.exists():  # an interrupted build: never taken as cached
@@ -126,27 +139,27 @@ def _load_manifest(path: Path) -> dict[str, Any]:
 
 
 def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, final: Path) -> Built:
-    tmp_root = plan.builds / "tmp"
+    tmp_root = plan.layout.tmp
     tmp_root.mkdir(parents=True, exist_ok=True)
-    logs = plan.builds / "logs"
+    logs = plan.layout.logs
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / f"{plan.target_name}-{variant.name}-{key[:12]}.log"
     log.write_text("")
     label = f"{plan.target_name}/{variant.name}"
-    command.say(f"building {label} at {plan.checkout.commit[:12]} (log: {_rel(log, plan.project.root)})")
+    progress.say(f"building {label} at {plan.checkout.commit[:12]} (log: {_rel(log, plan.project.root)})")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"{key[:12]}-", dir=tmp_root) as tmp_s:
         tmp = Path(tmp_s)
         tree = tmp / "src"
         out = tmp / "out"
-        source.add_worktree(plan.checkout, tree, plan.builds)
+        source.add_worktree(plan.checkout, tree, plan.layout.builds)
         try:
             epoch = plan.checkout.commit_epoch()
             patching.apply_series(tree, series, epoch)
             patching.apply_overlays(tree, plan.overlays, epoch)
             head = source.run_git(["rev-parse", "HEAD"], cwd=tree).stdout.strip()
             fp = dict(plan.fingerprint)
-            hashes = toolchain.source_hashes(tree)
+            hashes = toolchains.source_hashes(tree)
             if hashes:
                 fp["sources"] = hashes
             backend = BACKENDS[plan.target.build.backend]
@@ -179,7 +192,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                     raise BuildError(f"{label}: the built version says it is dirty: "
                                      f"{version_output.splitlines()[0]!r}")
         finally:
-            source.remove_worktree(plan.checkout, tree, plan.builds)
+            source.remove_worktree(plan.checkout, tree, plan.layout.builds)
         manifest = {
             "schema_version": MANIFEST_SCHEMA,
             "target": plan.target_name,
@@ -202,6 +215,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                 "commands": plan.target.build.commands,
                 "env": plan.target.build.env,
             },
+            "built_in": BACKENDS[plan.target.build.backend].describe(plan.target.build),
             "cache_key": key,
             "duration_s": round(time.monotonic() - started, 3),
             "artifacts": artifacts,
@@ -213,7 +227,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
         final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(out, final)
     (final / STAMP).write_text(key + "\n")  # written last: the build is complete
-    command.say(f"built {label} in {manifest['duration_s']:.1f} s")
+    progress.say(f"built {label} in {manifest['duration_s']:.1f} s")
     return Built(variant, final, manifest, cached=False)
 
 
@@ -235,7 +249,7 @@ def check_same_toolchain(builds: list[Built]) -> None:
     """Refuse a comparison whose builds used different toolchains, naming the keys that differ."""
     first = builds[0]
     for other in builds[1:]:
-        diff = toolchain.differing_keys(
+        diff = toolchains.differing_keys(
             first.manifest["fingerprint"], other.manifest["fingerprint"]
         )
         if diff:

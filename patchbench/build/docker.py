@@ -4,12 +4,15 @@ patched tree mounted at /src. The container has a unique name and is always remo
 from __future__ import annotations
 
 import contextlib
+import shlex
 import uuid
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from patchbench import command
 from patchbench.config import BuildRecipe
-from patchbench.errors import BuildError, RequirementError
+from patchbench.errors import BuildError, PatchbenchError, RequirementError, ToolchainError
 
 CONTAINER_SRC = "/src"
 
@@ -30,9 +33,47 @@ def _client() -> Any:
     return client
 
 
+class DockerRunner:
+    """Runs each fingerprint command in a fresh container of the build image."""
+
+    def __init__(self, client_factory: Any, image: str):
+        self._client_factory = client_factory
+        self.image = image
+        self.where = f"image {image}"
+
+    def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
+            what: str | None = None, error: type[PatchbenchError] = ToolchainError,
+            ) -> command.Result:
+        client = self._client_factory()
+        inner = {k: v for k, v in env.items() if k not in ("PATH", "HOME", "TMPDIR")}
+        try:
+            out = client.containers.run(self.image, list(argv), environment=inner, remove=True,
+                                        stdout=True, stderr=True, network_mode="host")
+        except Exception as exc:
+            raise error(f"{what or shlex.join(argv)} in {self.where}: {exc}") from None
+        text = out.decode(errors="replace") if isinstance(out, bytes) else str(out)
+        return command.Result(tuple(argv), 0, text, "", 0.0)
+
+    def sha256(self, path: str) -> str:
+        out = self.run(["sha256sum", path], env={}).stdout
+        return out.split()[0]
+
+    def resolve(self, tool: str, env: Mapping[str, str]) -> str:
+        return self.run(["sh", "-c", 'readlink -f "$(command -v "$0")"', tool], env=env
+                        ).stdout.strip()
+
+
 class DockerBackend:
+    name = "docker"
+
     def __init__(self, client_factory: Any = _client):
         self._client_factory = client_factory
+
+    def runner(self, recipe: BuildRecipe) -> DockerRunner:
+        return DockerRunner(self._client_factory, recipe.image or "")
+
+    def describe(self, recipe: BuildRecipe) -> dict[str, Any]:
+        return {"backend": "docker", "image": recipe.image}
 
     def run_recipe(
         self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str

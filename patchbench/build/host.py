@@ -3,15 +3,26 @@ with the allowlisted environment."""
 
 from __future__ import annotations
 
+import platform
 import time
 from pathlib import Path
+from typing import Any
 
 from patchbench import command
 from patchbench.config import BuildRecipe
 from patchbench.errors import BuildError
+from patchbench.toolchains import HostRunner, Runner
 
 
 class HostBackend:
+    name = "host"
+
+    def runner(self, recipe: BuildRecipe) -> Runner:
+        return HostRunner()
+
+    def describe(self, recipe: BuildRecipe) -> dict[str, Any]:
+        return {"backend": "host", "system": platform.system(), "machine": platform.machine()}
+
     def run_recipe(
         self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str
     ) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from patchbench import command
 from patchbench.config import Comparison, Project, Target
 from patchbench.errors import BenchmarkError, RequirementError
+from patchbench.progress import say
 
 BUSYBOX_APPLETS = ("sh", "true", "false", "sleep", "echo", "cat", "ls")
 ID_PREFIX = "pb"
@@ -247,7 +248,7 @@ class RuncRuntime:
         runc = bin_dir / "runc"
         stale = self.clean_stale(workdir.parent, runc)
         if stale:
-            print("patchbench: removed what a killed earlier run left: " + "; ".join(stale))
+            say("removed what a killed earlier run left: " + "; ".join(stale))
         self.rootfs_origin = make_bundles(workdir, runc, comparison.rootfs, project.root)
 
     def clean_stale(self, runs_dir: Path, runc: Path) -> list[str]:

@@ -3,6 +3,7 @@ patch change, an interrupted build that is never taken), and reproducibility."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -24,7 +25,7 @@ def build_all(project: Project, variants: list[Variant], builds: Path | None = N
               ) -> list[build.Built]:
     opts = project.options()
     if builds is not None:
-        opts.builds = builds
+        opts = dataclasses.replace(opts, builds=builds)
     return pipeline.build_variants(project.load(), opts, TARGET, variants, [])
 
 
@@ -46,7 +47,7 @@ def test_a_pinned_go_other_than_the_installed_one_is_refused(project: Project) -
         build_all(project, [BASE, GREET])
     err = info.value
     assert err.exit_code == 13
-    assert err.message.startswith(f"matrix.yaml pins Go {wrong}, but the go command is ")
+    assert err.message.startswith(f"matrix.yaml pins Go {wrong}, but the go command (host) is ")
     assert f"go{project.go_version}" not in err.message
     assert "download: true" in (err.hint or "")
     assert not (project.builds / "artifacts").exists()

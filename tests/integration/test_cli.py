@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import build, pipeline
+from patchbench import build, cli, pipeline
 from patchbench.build import Variant
+from patchbench.workspace import Switches, Workspace
 from tests.support import (
     REPO_ROOT,
     TARGET,
@@ -51,11 +52,9 @@ def test_dry_run_of_the_demo_prints_the_plan_and_builds_nothing(tmp_path: Path) 
 
 
 def test_dry_run_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    opts = pipeline.Options(root=REPO_ROOT, matrix=REPO_ROOT / "matrix.yaml",
-                            builds=tmp_path / "b", reports=tmp_path / "r", dry_run=True,
-                            runs=6, rounds=3, warmup=0)
-    results, run_dir = pipeline.compare(pipeline.load(opts), opts, "demo")
-    assert (results, run_dir) == ({}, None)
+    ws = Workspace(root=REPO_ROOT, matrix=REPO_ROOT / "matrix.yaml", builds=tmp_path / "b",
+                   reports=tmp_path / "r")
+    assert cli.do_compare(ws, "demo", Switches(dry_run=True, runs=6, rounds=3, warmup=0)) == 0
     out = capsys.readouterr().out
     assert "6 runs per cell in 3 interleaved rounds, warmup 0" in out
     assert "go build -o slowstart ." in out

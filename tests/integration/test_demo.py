@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 import patchbench
-from patchbench import pipeline, report
+from patchbench import pipeline, report, results
+from patchbench.workspace import Switches, Workspace
+from tests import support
 from tests.support import assert_nothing_left, invoke
 
 pytestmark = pytest.mark.integration
@@ -24,10 +26,10 @@ ROOT = Path(next(iter(patchbench.__path__))).resolve().parent
 RUNS, ROUNDS = 10, 2
 
 
-def options(base: Path, **kw: Any) -> pipeline.Options:
-    return pipeline.Options(root=ROOT, matrix=ROOT / "matrix.yaml", builds=base / "builds",
-                            reports=base / "reports", runs=RUNS, rounds=ROUNDS, warmup=1,
-                            seed=7, **kw)
+def options(base: Path, **kw: Any) -> tuple[Workspace, Switches]:
+    return (Workspace(root=ROOT, matrix=ROOT / "matrix.yaml", builds=base / "builds",
+                      reports=base / "reports"),
+            Switches(runs=RUNS, rounds=ROUNDS, warmup=1, seed=7, **kw))
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +39,8 @@ def demo_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def demo_run(demo_base: Path) -> tuple[dict[str, Any], Path]:
-    opts = options(demo_base)
-    results, run_dir = pipeline.compare(pipeline.load(opts), opts, "demo")
+    ws, sw = options(demo_base)
+    results, run_dir = support.compare(pipeline.load(ws), ws, "demo", sw)
     assert run_dir is not None
     return results, run_dir
 
@@ -70,8 +72,8 @@ def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
                                          demo_base: Path) -> None:
     _, run_dir = demo_run
     saved = json.loads((run_dir / "results.json").read_text())
-    assert saved == report.load_run(run_dir)
-    assert saved["schema_version"] == report.RESULTS_SCHEMA == 1
+    assert saved == report.load_run(run_dir).dump()
+    assert saved["schema_version"] == results.SCHEMA_VERSION == 2
     assert saved["comparison"] == "demo" and saved["aa"] is False and saved["seed"] == 7
     assert saved["commit"] == "d43fc88e35d5f75debf78106f2c3ebe3b4b13c57"
     (sc,) = saved["scenarios"]
@@ -140,8 +142,8 @@ def test_the_run_folder_is_complete_and_nothing_partial_is_left(
 
 def test_an_aa_run_finds_no_difference(demo_run: tuple[dict[str, Any], Path],
                                        demo_base: Path) -> None:
-    opts = options(demo_base, aa=True)
-    results, run_dir = pipeline.compare(pipeline.load(opts), opts, "demo")
+    ws, sw = options(demo_base, aa=True)
+    results, run_dir = support.compare(pipeline.load(ws), ws, "demo", sw)
     assert run_dir is not None and run_dir != demo_run[1]
     assert results["aa"] is True
     assert sorted(results["builds"]) == ["baseline", "baseline-again"]
@@ -172,4 +174,4 @@ def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
     assert saved is not None
     run_dir = Path(saved.group(1))
     assert run_dir.parent == demo_base / "cli-reports" / "demo"
-    assert report.load_run(run_dir)["scenarios"][0]["runs"] == 4
+    assert report.load_run(run_dir).scenarios[0].runs == 4

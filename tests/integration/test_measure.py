@@ -9,20 +9,20 @@ from typing import Any
 
 import pytest
 
-from patchbench import bench, pipeline
+from patchbench import bench
 from patchbench.bench import Cell, Invocation
-from patchbench.config import Scenario
 from patchbench.errors import BenchmarkError
+from tests import support
 from tests.support import Project, assert_nothing_left, processes_with
 
 pytestmark = pytest.mark.integration
 
 
-def scenario(**kw: Any) -> Scenario:
-    data: dict[str, Any] = {"name": "s", "command": ["x"], "runs": 4, "rounds": 2, "warmup": 0,
-                            "timeout": 10}
+def scenario(**kw: Any) -> dict[str, Any]:
+    """bench.measure's keyword arguments for the scenario "s"."""
+    data: dict[str, Any] = {"runs": 4, "rounds": 2, "warmup": 0, "timeout": 10}
     data.update(kw)
-    return Scenario.model_validate(data)
+    return data
 
 
 def counting_script(counter: Path, fail_on: int, code: int) -> list[str]:
@@ -37,7 +37,7 @@ def test_measure_keeps_every_run(tmp_path: Path) -> None:
     def expand(cell: Cell) -> Invocation:
         return Invocation(command=["true"] if cell.variant == "a" else ["sleep", "0.01"])
 
-    samples, order = bench.measure(scenario(), cells, expand, seed=5, workdir=tmp_path)
+    samples, order = bench.measure("s", cells, expand, seed=5, workdir=tmp_path, **scenario())
     assert order == [[c.label for c in r] for r in bench.schedule(cells, 2, 5)]
     for c in cells:
         assert len(samples[c].times) == 4
@@ -51,7 +51,8 @@ def test_a_command_failing_on_some_runs(tmp_path: Path) -> None:
     counter = tmp_path / "count"
     inv = Invocation(command=counting_script(counter, fail_on=3, code=7))
     with pytest.raises(BenchmarkError) as info:
-        bench.measure(scenario(), [Cell("baseline")], lambda c: inv, seed=1, workdir=tmp_path)
+        bench.measure("s", [Cell("baseline")], lambda c: inv, seed=1, workdir=tmp_path,
+                      **scenario())
     err = info.value
     assert err.exit_code == 15
     assert err.message == "s baseline round 2/2: 1 of 2 runs failed (exit codes [7])"
@@ -66,8 +67,8 @@ def test_a_hanging_command_is_stopped(tmp_path: Path, monkeypatch: pytest.Monkey
     inv = Invocation(command=["sleep", marker], teardown=[["touch", str(torn_down)]])
     started = time.monotonic()
     with pytest.raises(BenchmarkError) as info:
-        bench.measure(scenario(runs=1, rounds=1, timeout=1), [Cell("baseline")],
-                      lambda c: inv, seed=1, workdir=tmp_path)
+        bench.measure("s", [Cell("baseline")], lambda c: inv, seed=1, workdir=tmp_path,
+                      **scenario(runs=1, rounds=1, timeout=1))
     elapsed = time.monotonic() - started
     assert info.value.message == "s baseline round 1/1: the benchmark command hung; " \
                                  "stopped after 2 s"
@@ -83,13 +84,13 @@ def test_a_failing_comparison_saves_no_report(project: Project) -> None:
     project.write(scenarios=[{"name": "fails", "command": ["sh", "-c", "exit 2"], "runs": 2,
                               "rounds": 1, "warmup": 0, "timeout": 5}])
     with pytest.raises(BenchmarkError, match=r"round 1/1: 2 of 2 runs failed \(exit codes \[2\]\)"):
-        pipeline.compare(project.load(), project.options(seed=1), "fx")
+        support.compare(project.load(), project.options(), "fx", seed=1)
     assert not project.reports.exists()
     assert_nothing_left(project.builds, project.cache)
 
 
 def test_a_fixture_comparison_end_to_end(project: Project) -> None:
-    results, run_dir = pipeline.compare(project.load(), project.options(seed=3), "fx")
+    results, run_dir = support.compare(project.load(), project.options(), "fx", seed=3)
     assert run_dir is not None and run_dir.parent == project.reports / "fx"
     (sc,) = results["scenarios"]
     assert [c["variant"] for c in sc["cells"]] == ["baseline", "greet"]

@@ -10,6 +10,7 @@ import pytest
 from patchbench import pipeline
 from patchbench.build import Variant
 from patchbench.errors import PatchError
+from tests.integration.test_patching import ESCAPES
 from tests.support import (
     TARGET,
     Project,
@@ -19,7 +20,6 @@ from tests.support import (
     patch_file,
     write_series,
 )
-from tests.unit.test_patching import ESCAPES
 
 pytestmark = pytest.mark.integration
 

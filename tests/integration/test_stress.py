@@ -12,6 +12,8 @@ import pytest
 
 from patchbench import bench, pipeline
 from patchbench.bench import Cell
+from patchbench.workspace import Switches
+from tests import support
 from tests.support import Project, assert_nothing_left, processes_with
 
 pytestmark = pytest.mark.integration
@@ -65,7 +67,7 @@ def seed_with_baseline_last_in_round_2() -> int:
 def stress_run(project: Project) -> tuple[dict[str, Any], Path]:
     project.write(candidates={CAND: ["greet"]}, scenarios=SCENARIOS)
     seed = seed_with_baseline_last_in_round_2()
-    results, run_dir = pipeline.compare(project.load(), project.options(seed=seed), "fx")
+    results, run_dir = support.compare(project.load(), project.options(), "fx", seed=seed)
     assert run_dir is not None
     return results, run_dir
 
@@ -135,8 +137,9 @@ def test_stress_rounds(stress_run: tuple[dict[str, Any], Path], project: Project
 def test_a_stress_dry_run_shows_the_instance_names(project: Project,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     project.write(candidates={CAND: ["greet"]}, scenarios=SCENARIOS[:1])
-    pipeline.compare(project.load(), project.options(dry_run=True), "fx")
-    out = capsys.readouterr().out
+    _, lines, _ = pipeline.compare(project.load(), project.options(), "fx",
+                                   Switches(dry_run=True))
+    out = "\n".join(lines)
     for v in ("baseline", CAND):
         assert f"[{v}] launch:" in out
         assert f"-{v}+-{{round}}-{{i}}" in out

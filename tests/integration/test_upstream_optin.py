@@ -19,6 +19,8 @@ import pytest
 
 from patchbench import patching, pipeline
 from patchbench.runtimes import runc
+from patchbench.workspace import Switches, Workspace
+from tests import support
 from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -42,10 +44,10 @@ def online_go(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.setenv(key, value)
 
 
-def options(tmp_path: Path, target: str, source: str, **kw: Any) -> pipeline.Options:
-    return pipeline.Options(root=REPO_ROOT, matrix=REPO_ROOT / "matrix.yaml",
-                            builds=tmp_path / "builds", reports=tmp_path / "reports",
-                            sources={target: source}, seed=1, **kw)
+def options(tmp_path: Path, target: str, source: str, **kw: Any) -> tuple[Workspace, Switches]:
+    return (Workspace(root=REPO_ROOT, matrix=REPO_ROOT / "matrix.yaml",
+                      builds=tmp_path / "builds", reports=tmp_path / "reports",
+                      sources={target: source}), Switches(seed=1, **kw))
 
 
 def has_static_busybox() -> bool:
@@ -58,8 +60,8 @@ def has_static_busybox() -> bool:
 @pytest.mark.skipif(os.geteuid() != 0, reason="runc comparisons need root")
 @pytest.mark.skipif(not has_static_busybox(), reason="needs a static busybox on PATH")
 def test_runc_signal(tmp_path: Path, online_go: None) -> None:
-    opts = options(tmp_path, "runc", RUNC_GIT, runs=4, rounds=2, warmup=1)
-    results, run_dir = pipeline.compare(pipeline.load(opts), opts, "runc-signal")
+    ws, sw = options(tmp_path, "runc", RUNC_GIT, runs=4, rounds=2, warmup=1)
+    results, run_dir = support.compare(pipeline.load(ws), ws, "runc-signal", sw)
     assert run_dir is not None and run_dir.parent == tmp_path / "reports" / "runc-signal"
     assert [s["name"] for s in results["scenarios"]] == ["run", "exec", "exec-detached"]
     for sc in results["scenarios"]:
@@ -92,8 +94,8 @@ def test_runc_signal(tmp_path: Path, online_go: None) -> None:
 
 @pytest.mark.skipif(not LIMA_GIT, reason="set PATCHBENCH_TEST_LIMA_GIT to a lima git directory")
 def test_lima_log_sync(tmp_path: Path, online_go: None) -> None:
-    opts = options(tmp_path, "lima", LIMA_GIT, runs=4, rounds=2, warmup=0)
-    results, run_dir = pipeline.compare(pipeline.load(opts), opts, "lima-log-sync")
+    ws, sw = options(tmp_path, "lima", LIMA_GIT, runs=4, rounds=2, warmup=0)
+    results, run_dir = support.compare(pipeline.load(ws), ws, "lima-log-sync", sw)
     assert run_dir is not None
     assert [s["name"] for s in results["scenarios"]] == ["throughput", "burst-stall"]
     for sc in results["scenarios"]:

@@ -10,7 +10,6 @@ import pytest
 
 from patchbench import bench
 from patchbench.bench import Cell, Invocation
-from patchbench.config import Scenario
 from patchbench.errors import BenchmarkError, ConfigError
 
 CELLS = [Cell("baseline"), Cell("a"), Cell("b"), Cell("c", (("k", "4"),))]
@@ -82,11 +81,7 @@ class FakeHyperfine:
                 "median": base}
 
 
-def scenario(**kw: Any) -> Scenario:
-    data: dict[str, Any] = {"name": "s", "command": ["x"], "runs": 6, "rounds": 3, "warmup": 2,
-                            "timeout": 7}
-    data.update(kw)
-    return Scenario.model_validate(data)
+SCENARIO: dict[str, Any] = {"runs": 6, "rounds": 3, "warmup": 2, "timeout": 7}
 
 
 def expand(cell: Cell) -> Invocation:
@@ -98,7 +93,7 @@ def test_measure_interleaves_and_keeps_every_sample(tmp_path: Path,
     fake = FakeHyperfine()
     monkeypatch.setattr(bench, "hyperfine", fake)
     cells = [Cell("baseline"), Cell("fix")]
-    samples, order = bench.measure(scenario(), cells, expand, seed=11, workdir=tmp_path / "w")
+    samples, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path / "w", **SCENARIO)
     assert order == [[c.label for c in r] for r in bench.schedule(cells, 3, 11)]
     assert [c["cmd"][0] for c in fake.calls] == [label for r in order for label in r]
     for cell in cells:
@@ -122,8 +117,8 @@ def test_a_failing_run_names_round_and_exit_code(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "hyperfine", FakeHyperfine(fail_at=("fix", 2), code=3))
     with pytest.raises(BenchmarkError) as info:
-        bench.measure(scenario(), [Cell("baseline"), Cell("fix")], expand, seed=1,
-                      workdir=tmp_path)
+        bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=1,
+                      workdir=tmp_path, **SCENARIO)
     assert info.value.message == "s fix round 2/3: 1 of 2 runs failed (exit codes [3])"
     assert info.value.exit_code == 15
 
@@ -135,4 +130,4 @@ def test_a_run_without_exit_code_counts_as_failed(tmp_path: Path,
 
     monkeypatch.setattr(bench, "hyperfine", killed)
     with pytest.raises(BenchmarkError, match=r"round 1/3: 1 of 2 runs failed \(exit codes \[-1\]\)"):
-        bench.measure(scenario(), [Cell("baseline")], expand, seed=1, workdir=tmp_path)
+        bench.measure("s", [Cell("baseline")], expand, seed=1, workdir=tmp_path, **SCENARIO)

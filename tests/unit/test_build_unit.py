@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from patchbench import build, command, toolchain
+from patchbench import build, command
+from patchbench import toolchains as toolchain
 from patchbench.build import Built, Variant
 from patchbench.config import Target
 from patchbench.errors import ToolchainError
+from patchbench.layout import Layout
 
 FP: dict[str, Any] = {
     "kind": "go", "version": "go1.22.1", "platform": "linux/amd64",
@@ -128,7 +130,7 @@ def make_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> build.BuildPla
         commit = "f" * 40
 
     return build.BuildPlan(FakeProject(), "hello", target(), FakeCheckout(),  # type: ignore[arg-type]
-                           tmp_path / "builds", [], {}, dict(FP))
+                           Layout(tmp_path / "builds", tmp_path / "reports"), [], {}, dict(FP))
 
 
 def fake_build(calls: list[str]):  # type: ignore[no-untyped-def]
@@ -151,7 +153,7 @@ def test_cache_hit_and_unstamped_directory(tmp_path: Path,
     monkeypatch.setattr(build, "_build", fake_build(calls))
     v = Variant("fix", ("fix",))
     key = plan.key([FakeSeries("fix", "1" * 64)])  # type: ignore[list-item]
-    final = plan.builds / "artifacts" / "hello" / key[:20]
+    final = plan.layout.artifacts("hello") / key[:20]
     # an interrupted build: the directory exists, without its stamp
     (final / "bin").mkdir(parents=True)
     (final / "bin" / "hello").write_text("half written")
@@ -177,8 +179,8 @@ def test_the_key_changes_with_each_input(tmp_path: Path,
     assert plan.key([]) != key
     assert plan.key([FakeSeries("fix", "2" * 64)]) != key  # type: ignore[list-item]
     other_fp = dict(FP, version="go1.22.2")
-    assert build.BuildPlan(plan.project, "hello", plan.target, plan.checkout, plan.builds, [],
+    assert build.BuildPlan(plan.project, "hello", plan.target, plan.checkout, plan.layout, [],
                            {}, other_fp).key(s) != key  # type: ignore[arg-type]
     other_target = target(env={"X": "1"})
-    assert build.BuildPlan(plan.project, "hello", other_target, plan.checkout, plan.builds,
+    assert build.BuildPlan(plan.project, "hello", other_target, plan.checkout, plan.layout,
                            [], {}, dict(FP)).key(s) != key  # type: ignore[arg-type]

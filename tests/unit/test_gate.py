@@ -7,68 +7,91 @@ from typing import Any
 
 import pytest
 
-from patchbench import cli, pipeline
+from patchbench import cli, gate, pipeline, results
+from patchbench.workspace import Switches, Workspace
+
+SUMMARY = {"n": 3, "median": 0.1, "mean": 0.1, "stdev": 0.0, "min": 0.1, "max": 0.1, "cv": 0.0,
+           "noisy": False}
 
 
-def results(verdict: str = "faster", verify_ok: bool = True, hangs: int = 0,
-            leftovers: int = 0, baseline_leftovers: int = 0) -> dict[str, Any]:
-    return {
-        "warnings": [],
+def cell(label: str) -> dict[str, Any]:
+    return {"variant": label.split()[0], "label": label, "summary": SUMMARY,
+            "samples": {"times": [0.1] * 3}}
+
+
+def verdict(candidate: str, v: str, speedup: float, p: float) -> dict[str, Any]:
+    return {"baseline": "baseline", "candidate": candidate, "candidate_variant": "fix",
+            "speedup": speedup, "ci_low": None, "ci_high": None, "p_value": p, "verdict": v,
+            "alpha": 0.05, "min_effect": 0.02}
+
+
+def stress_build(hangs: int = 0, leftovers: int = 0) -> dict[str, Any]:
+    return {"rounds": 1, "instances_killed": 8, "kill_errors": 0, "hangs": hangs,
+            "leftovers": leftovers, "fresh_failures": 0, "list_latency_median_s": 0.01,
+            "list_latency_max_s": 0.01, "outcomes": {}}
+
+
+def make(v: str = "faster", verify_ok: bool = True, hangs: int = 0, leftovers: int = 0,
+         baseline_leftovers: int = 0, comparisons: list[dict[str, Any]] | None = None,
+         ) -> results.Results:
+    head = {"description": "", "command": "x", "runs": 3, "rounds": 1, "warmup": 0}
+    return results.parse({
+        "schema_version": 2, "tool": "t", "comparison": "c", "target": "t", "url": "u",
+        "ref": "r", "commit": "c", "seed": 1, "settings": {"alpha": 0.05, "min_effect": 0.02},
+        "started_at": "s", "machine": {}, "builds": {},
         "scenarios": [
-            {"name": "run", "comparisons": [
-                {"candidate": "fix", "verdict": verdict, "speedup": 0.8 if verdict == "slower"
-                 else 1.2, "p_value": 0.001, "alpha": 0.05}],
-             "verify": {"baseline": {"passed": True, "exit_code": 0},
-                        "fix": {"passed": verify_ok, "exit_code": 0 if verify_ok else 1}}},
-            {"name": "stress", "comparisons": [], "per_build": {
-                "baseline": {"hangs": 0, "leftovers": baseline_leftovers, "fresh_failures": 0},
-                "fix": {"hangs": hangs, "leftovers": leftovers, "fresh_failures": 0}}},
-        ],
-    }
+            {"name": "run", "kind": "command", **head,
+             "cells": [cell("baseline"), cell("fix")],
+             "comparisons": comparisons if comparisons is not None else [
+                 verdict("fix", v, 0.8 if v == "slower" else 1.2, 0.001)],
+             "verify": {"baseline": {"command": "c", "passed": True, "exit_code": 0, "output": ""},
+                        "fix": {"command": "c", "passed": verify_ok,
+                                "exit_code": 0 if verify_ok else 1, "output": ""}}},
+            {"name": "stress", "kind": "stress", **head, "rounds_detail": [], "instances": 8,
+             "delay": [0, 1], "actions": ["delete"],
+             "per_build": {"baseline": stress_build(leftovers=baseline_leftovers),
+                           "fix": stress_build(hangs, leftovers)}},
+        ]}, "test")
 
 
 def test_a_faster_correct_candidate_passes() -> None:
-    assert pipeline.gate_failures(results()) == []
+    assert gate.failures(make()) == []
 
 
 def test_no_significant_difference_passes() -> None:
-    assert pipeline.gate_failures(results("no significant difference")) == []
+    assert gate.failures(make("no significant difference")) == []
 
 
 def test_a_leftover_of_the_baseline_does_not_fail_the_candidate() -> None:
-    assert pipeline.gate_failures(results(baseline_leftovers=2)) == []
+    assert gate.failures(make(baseline_leftovers=2)) == []
 
 
 @pytest.mark.parametrize(("kw", "words"), [
-    ({"verdict": "slower"}, "run fix: slower (0.80×, Holm-adjusted p 0.001)"),
+    ({"v": "slower"}, "run fix: slower (0.80×, Holm-adjusted p 0.001)"),
     ({"verify_ok": False}, "run fix: verify failed (exit 1)"),
     ({"hangs": 1}, "stress fix: 1 hangs, 0 leftovers, 0 failed fresh runs"),
     ({"leftovers": 3}, "stress fix: 0 hangs, 3 leftovers, 0 failed fresh runs"),
 ])
 def test_what_fails_the_gate(kw: dict[str, Any], words: str) -> None:
-    assert pipeline.gate_failures(results(**kw)) == [words]
+    assert gate.failures(make(**kw)) == [words]
 
 
 def test_the_gate_exit_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                             capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(pipeline, "load", lambda opts: None)
+    monkeypatch.setattr(pipeline, "load", lambda ws: None)
     monkeypatch.setattr(pipeline, "compare",
-                        lambda project, opts, name: (results("slower"), tmp_path))
-    monkeypatch.setattr(cli.report, "summary_table", lambda res: "")
-    opts = pipeline.Options(root=tmp_path, matrix=tmp_path / "m.yaml", builds=tmp_path / "b",
-                            reports=tmp_path / "r", gate=True)
-    assert cli.do_compare(opts, "x") == cli.GATE_FAILED_EXIT_CODE == 4
+                        lambda project, ws, name, sw: (make("slower"), [], tmp_path))
+    ws = Workspace(root=tmp_path, matrix=tmp_path / "m.yaml", builds=tmp_path / "b",
+                   reports=tmp_path / "r")
+    assert cli.do_compare(ws, "x", Switches(gate=True)) == cli.GATE_FAILED_EXIT_CODE == 4
     assert "gate: FAILED" in capsys.readouterr().out
-    opts.gate = False
-    assert cli.do_compare(opts, "x") == 0
+    assert cli.do_compare(ws, "x", Switches(gate=False)) == 0
 
 
 def test_many_comparisons_each_barely_slower_do_not_fail_the_gate() -> None:
     # six k values, each "slower" at p = 0.02: by Holm none survives alpha 0.05 (6 x 0.02 = 0.12)
-    res = results()
-    res["scenarios"][0]["comparisons"] = [
-        {"candidate": f"fix k={k}", "verdict": "slower", "speedup": 0.9, "p_value": 0.02,
-         "alpha": 0.05} for k in (1, 2, 4, 8, 16, 32)]
-    assert pipeline.gate_failures(res) == []
-    res["scenarios"][0]["comparisons"][3]["p_value"] = 0.001  # one clear regression survives
-    assert pipeline.gate_failures(res) == ["run fix k=8: slower (0.90×, Holm-adjusted p 0.006)"]
+    comps = [verdict(f"fix k={k}", "slower", 0.9, 0.02) for k in (1, 2, 4, 8, 16, 32)]
+    assert gate.failures(make(comparisons=comps)) == []
+    comps[3]["p_value"] = 0.001  # one clear regression survives
+    assert gate.failures(make(comparisons=comps)) == [
+        "run fix k=8: slower (0.90×, Holm-adjusted p 0.006)"]

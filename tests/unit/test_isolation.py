@@ -28,7 +28,7 @@ def test_environment_is_isolated() -> None:
 
 
 def test_cli_defaults_do_not_point_into_the_repository() -> None:
-    opts = cli.options()
+    opts = cli.workspace()
     assert opts.builds == Path(os.environ["PATCHBENCH_BUILDS"]).resolve()
     assert opts.reports == Path(os.environ["PATCHBENCH_REPORTS"]).resolve()
     assert opts.matrix == REPO_ROOT / "matrix.yaml"

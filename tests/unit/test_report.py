@@ -9,17 +9,20 @@ from typing import Any
 import pytest
 
 from patchbench import pipeline, report
+from patchbench import results as results_mod
 from patchbench.errors import ReportError
+from patchbench.results import Results
 
 
-def results() -> dict[str, Any]:
+def results() -> Results:
     fp = {"kind": "go", "version": "go1.22.1"}
     man = {"built_commit": "a" * 40, "series": [], "fingerprint": fp,
            "artifacts": {"hello": {"path": "hello", "sha256": "b" * 64, "bytes": 10}}}
     cell = {"n": 4, "median": 0.2, "mean": 0.2, "stdev": 0.01, "min": 0.19, "max": 0.21,
             "cv": 0.05, "noisy": False}
-    return {
-        "schema_version": report.RESULTS_SCHEMA, "comparison": "fx", "description": "d",
+    samples = {"times": [0.19, 0.2, 0.2, 0.21], "rounds": [1, 1, 2, 2]}
+    return results_mod.parse({
+        "schema_version": 2, "tool": "patchbench test", "comparison": "fx", "description": "d",
         "target": "hello", "url": "/u", "ref": "v1", "commit": "a" * 40, "aa": False,
         "seed": 1, "settings": {"alpha": 0.05, "min_effect": 0.02},
         "started_at": "s", "finished_at": "f",
@@ -28,15 +31,17 @@ def results() -> dict[str, Any]:
         "scenarios": [{
             "name": "run", "kind": "command", "description": "", "command": "hello",
             "runs": 4, "rounds": 2, "warmup": 0, "rate": None,
-            "cells": [{"label": "baseline", "summary": cell},
-                      {"label": "greet", "summary": {**cell, "median": 0.1}}],
+            "cells": [{"variant": "baseline", "label": "baseline", "summary": cell,
+                       "samples": samples},
+                      {"variant": "greet", "label": "greet", "summary": {**cell, "median": 0.1},
+                       "samples": samples}],
             "comparisons": [{"baseline": "baseline", "candidate": "greet",
                              "candidate_variant": "greet", "params": "", "speedup": 2.0,
                              "ci_low": 1.9, "ci_high": 2.1, "p_value": 0.001,
-                             "verdict": "faster"}],
+                             "verdict": "faster", "alpha": 0.05, "min_effect": 0.02}],
         }],
         "warnings": ["w1"],
-    }
+    }, "test")
 
 
 def test_save_run_writes_a_complete_folder(tmp_path: Path) -> None:
@@ -46,7 +51,8 @@ def test_save_run_writes_a_complete_folder(tmp_path: Path) -> None:
         "machine.json", "manifest-baseline.json", "manifest-greet.json", "report.md",
         "results.json"]
     data = report.load_run(run)
-    assert data["run_dir"] == f"fx/{run.name}"
+    assert data.run_dir == f"fx/{run.name}"
+    assert data == results().model_copy(update={"run_dir": f"fx/{run.name}"})
     assert report.latest_run(tmp_path, "fx") == run
     assert [p.name for p in (tmp_path / "fx").iterdir()] == [run.name]
 
@@ -60,10 +66,10 @@ def test_two_runs_in_one_second_get_two_folders(tmp_path: Path) -> None:
 
 def test_a_failed_write_leaves_no_partial_folder(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(results: dict[str, Any]) -> str:
+    def boom(results: Results) -> str:
         raise OSError("disk full")
 
-    monkeypatch.setattr(report, "render_markdown", boom)
+    monkeypatch.setattr(report, "render", boom)
     with pytest.raises(OSError, match="disk full"):
         report.save_run(tmp_path, "fx", results(), {})
     assert list((tmp_path / "fx").iterdir()) == []
@@ -89,7 +95,7 @@ def test_an_interrupted_write_leaves_no_partial_folder(tmp_path: Path,
 
 def test_load_run_refuses_another_schema(tmp_path: Path) -> None:
     (tmp_path / "results.json").write_text(json.dumps({"schema_version": 99}))
-    with pytest.raises(ReportError, match="schema 99"):
+    with pytest.raises(ReportError, match="results schema 99"):
         report.load_run(tmp_path)
     (tmp_path / "results.json").write_text("{not json")
     with pytest.raises(ReportError, match="cannot read"):
@@ -102,7 +108,7 @@ def test_latest_run_without_runs(tmp_path: Path) -> None:
 
 
 def test_markdown_and_table() -> None:
-    md = report.render_markdown(results())
+    md = report.render(results())
     assert md.startswith("# fx: d")
     assert "2.00× [1.90, 2.10]" in md
     assert "faster" in md
@@ -126,3 +132,18 @@ def test_redact_replaces_paths_everywhere() -> None:
                                  "/proj": "<project>"})
     assert out == {"a": "<run>/file", "l": ["<builds>/artifacts/h", 3, None],
                    "n": {"k": "run <run> and <project>/p"}}
+
+
+def test_load_run_refuses_a_damaged_file_with_its_key_path(tmp_path: Path) -> None:
+    data = results().dump()
+    data["scenarios"][0]["cells"][0]["summary"]["median"] = "fast"
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    with pytest.raises(ReportError, match=r"scenarios\.0\.command\.cells\.0\.summary\.median"):
+        report.load_run(tmp_path)
+
+
+def test_a_stress_only_run_has_no_empty_summary() -> None:
+    res = results()
+    res.scenarios = []
+    assert "## Summary" not in report.render(res)
+    assert "## Summary" in report.render(results())

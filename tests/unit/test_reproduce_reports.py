@@ -1,41 +1,58 @@
 """The committed reference reports keep their raw samples and seeds: recomputing their statistics
-from those samples gives exactly the numbers they report."""
+from those samples gives exactly the numbers they report, and rendering their results again gives
+exactly their report.md (whatever results version they were written in)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from patchbench import stats
+from patchbench import report, results, stats
 from tests.support import REPO_ROOT
 
 REPORTS = sorted((REPO_ROOT / "reports").glob("*/*/results.json"))
+IDS = [f"{p.parent.parent.name}/{p.parent.name}" for p in REPORTS]
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+@pytest.mark.parametrize("path", REPORTS, ids=IDS)
 def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
-    data: dict[str, Any] = json.loads(path.read_text())
-    assert data["schema_version"] == 1
+    data = results.load(path)
     checked = 0
-    for i, sc in enumerate(data["scenarios"]):
-        cells = {c["label"]: c for c in sc["cells"]}
-        for c in sc.get("comparisons", []):
-            base = cells[c["baseline"]]["samples"]["times"]
-            cand = cells[c["candidate"]]["samples"]["times"]
-            assert len(base) == cells[c["baseline"]]["summary"]["n"]
-            again = stats.compare(base, cand, alpha=c["alpha"], min_effect=c["min_effect"],
-                                  seed=data["seed"] + i)
-            assert again.speedup == pytest.approx(c["speedup"], rel=1e-12)
-            assert again.ci_low == pytest.approx(c["ci_low"], rel=1e-12)
-            assert again.ci_high == pytest.approx(c["ci_high"], rel=1e-12)
-            assert again.p_value == pytest.approx(c["p_value"], rel=1e-9, abs=1e-300)
-            assert again.verdict == c["verdict"]
+    for i, sc in enumerate(data.scenarios):
+        if isinstance(sc, results.StressResult):
+            continue
+        cells = {c.label: c for c in sc.cells}
+        for c in sc.comparisons:
+            base = cells[c.baseline].samples.times
+            cand = cells[c.candidate].samples.times
+            assert len(base) == cells[c.baseline].summary.n
+            again = stats.compare(base, cand, alpha=c.alpha, min_effect=c.min_effect,
+                                  seed=data.seed + i)
+            assert again.speedup == pytest.approx(c.speedup, rel=1e-12)
+            assert again.ci_low == pytest.approx(c.ci_low, rel=1e-12)
+            assert again.ci_high == pytest.approx(c.ci_high, rel=1e-12)
+            assert again.p_value == pytest.approx(c.p_value, rel=1e-9, abs=1e-300)
+            assert again.verdict == c.verdict
             checked += 1
-    if any(sc["kind"] != "stress" for sc in data["scenarios"]):
+    if any(sc.kind != "stress" for sc in data.scenarios):
         assert checked > 0
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=IDS)
+def test_a_saved_report_renders_again_byte_for_byte(path: Path) -> None:
+    assert report.render(results.load(path)) == (path.parent / "report.md").read_text()
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=IDS)
+def test_an_older_version_upgrades_to_the_current_one(path: Path) -> None:
+    raw = json.loads(path.read_text())
+    data = results.load(path)
+    assert data.schema_version == results.SCHEMA_VERSION >= raw["schema_version"]
+    again = results.parse(json.loads(json.dumps(data.dump())), "round trip")
+    assert again == data
+    assert all("markdown" not in sc for sc in data.dump()["scenarios"])
 
 
 def test_there_are_reference_reports() -> None:

@@ -445,8 +445,9 @@ def test_prepare_cleans_stale_state_then_makes_the_bundles(
     assert rt.workdir == workdir
     assert rt.rootfs_origin == "directory rootfs-src"
     assert not old.exists()
-    assert "removed what a killed earlier run left: container pb-aaaaaa-baseline-run" in \
-        capsys.readouterr().out
+    out = capsys.readouterr()
+    assert "removed what a killed earlier run left: container pb-aaaaaa-baseline-run" in out.err
+    assert out.out == ""  # progress goes to stderr; stdout is for results
     for name in runc.BUNDLES:
         assert (workdir / name / "config.json").is_file()
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 import shlex
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import command
-from patchbench.config import Scenario
 from patchbench.errors import BenchmarkError, ConfigError
+from patchbench.progress import step
 
 # Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
 TIMEOUT_SLACK = 10.0
@@ -140,42 +139,47 @@ Expander = Callable[[Cell], Invocation]
 
 
 def measure(
-    scenario: Scenario,
+    scenario: str,
     cells: Sequence[Cell],
     expand: Expander,
     *,
+    runs: int,
+    rounds: int,
+    warmup: int,
+    timeout: float,
     seed: int,
     workdir: Path,
     on_round: Callable[[int, Cell, dict[str, Any]], None] | None = None,
 ) -> tuple[dict[Cell, Samples], list[list[str]]]:
-    """Run ``scenario`` over ``cells`` in interleaved rounds; return samples and the order used."""
+    """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
+    ``runs // rounds`` runs per cell (the first round of a cell after ``warmup`` warmup runs, later
+    ones after at most one); ``timeout`` is seconds per run. Returns samples and the order used."""
     workdir.mkdir(parents=True, exist_ok=True)
-    order = schedule(cells, scenario.rounds, seed)
-    per_round = scenario.runs // scenario.rounds
+    order = schedule(cells, rounds, seed)
+    per_round = runs // rounds
     samples = {c: Samples() for c in cells}
     warmed: set[Cell] = set()
-    log = workdir / f"{scenario.name}.hyperfine.log"
+    log = workdir / f"{scenario}.hyperfine.log"
     for r, round_cells in enumerate(order, 1):
         for cell in round_cells:
             inv = expand(cell)
-            name = f"{scenario.name} {cell.label} round {r}/{scenario.rounds}"
-            warmup = scenario.warmup if cell not in warmed else min(1, scenario.warmup)
+            name = f"{scenario} {cell.label} round {r}/{rounds}"
+            cell_warmup = warmup if cell not in warmed else min(1, warmup)
             warmed.add(cell)
             slug = cell.label.replace(" ", "_").replace("=", "")
-            export = workdir / f"{scenario.name}.{slug}.r{r}.json"
+            export = workdir / f"{scenario}.{slug}.r{r}.json"
             t0 = time.monotonic()
             # setup and teardown write to the log, never to a pipe: a detached container that
             # inherits a pipe would hold it open long after its launcher returned
             for argv in inv.setup:
-                command.run(argv, env=inv.env, timeout=scenario.timeout + TIMEOUT_SLACK,
+                command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
                             error=BenchmarkError, what=f"{name}: setup", log=log)
             try:
-                result = hyperfine(inv, runs=per_round, warmup=warmup,
-                                   per_run_timeout=scenario.timeout, export=export, log=log,
-                                   name=name)
+                result = hyperfine(inv, runs=per_round, warmup=cell_warmup,
+                                   per_run_timeout=timeout, export=export, log=log, name=name)
             finally:
                 for argv in inv.teardown:
-                    command.run(argv, env=inv.env, timeout=scenario.timeout + TIMEOUT_SLACK,
+                    command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
                                 check=False, what=f"{name}: teardown", log=log)
             s = samples[cell]
             s.seconds += time.monotonic() - t0
@@ -199,7 +203,7 @@ def measure(
     return samples, [[c.label for c in rc] for rc in order]
 
 
-def progress(r: int, cell: Cell, result: dict[str, Any]) -> None:
+def show_round(r: int, cell: Cell, result: dict[str, Any]) -> None:
+    """Progress after each hyperfine call (stderr)."""
     med = result.get("median") or 0.0
-    print(f"patchbench:   {cell.label:<28} round {r}: median {med * 1000:8.2f} ms",
-          file=sys.stderr, flush=True)
+    step(cell.label, f"round {r}: median {med * 1000:8.2f} ms")

@@ -1,0 +1,25 @@
+"""The A/B gate (``invoke compare NAME --gate``): what makes a run fail CI.
+
+"Significantly slower" is judged for every kind at once, with Holm-adjusted p-values over every
+comparison of the run (a burst scan makes one per k), so more comparisons do not mean more false
+alarms. Each kind adds its own rule (a failed verify check; hangs, leftovers or failed fresh runs
+of a candidate in stress rounds) through its ``gate``."""
+
+from __future__ import annotations
+
+from patchbench import scenarios, stats
+from patchbench.results import Results, StressResult
+
+
+def failures(results: Results) -> list[str]:
+    out = []
+    comps = [(sc, c) for sc in results.scenarios if not isinstance(sc, StressResult)
+             for c in sc.comparisons]
+    adjusted = stats.holm([c.p_value if c.p_value is not None else 1.0 for _, c in comps])
+    for (sc, c), p_adj in zip(comps, adjusted, strict=True):
+        if c.verdict == "slower" and p_adj < c.alpha:
+            out.append(f"{sc.name} {c.candidate}: slower ({c.speedup:.2f}×, "
+                       f"Holm-adjusted p {p_adj:.2g})")
+    for scenario in results.scenarios:
+        out += scenarios.get(scenario.kind).gate(scenario)
+    return out

@@ -1,0 +1,29 @@
+"""Exclusive locks shared by every patchbench process using one builds/ directory."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from patchbench.errors import SourceError
+
+
+@contextlib.contextmanager
+def locked(locks: Path, name: str, timeout: float = 3600.0) -> Iterator[None]:
+    """Hold ``locks/<name>.lock`` (``locks`` is a Layout's ``locks`` directory)."""
+    locks.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = FileLock(str(locks / f"{name}.lock"), timeout=timeout)
+        lock.acquire()
+    except Timeout:
+        raise SourceError(
+            f"another patchbench process has held {locks / name}.lock for {timeout:g} s",
+            hint="wait for it to finish, or remove the lock file if no such process runs",
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()

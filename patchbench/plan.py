@@ -1,0 +1,48 @@
+"""``invoke compare NAME --dry-run``: every step the comparison would take, and nothing done."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from patchbench import build, runtimes, scenarios, toolchains
+from patchbench.config import Comparison, Project
+from patchbench.workspace import Workspace
+
+
+def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
+          variants: list[build.Variant], chosen: list[scenarios.ScenarioConfig]) -> list[str]:
+    target = project.target(comp.target)
+    url = ws.sources.get(comp.target, target.url)
+    out = [f"# plan for comparison {name!r} (dry run: nothing is fetched, built or run)",
+           f"fetch   {comp.target}: {url} ref {target.ref} -> must be {target.commit}",
+           f"require {', '.join(target.requires) or 'nothing special'}; tools: "
+           f"{', '.join(target.tools) or '-'}",
+           f"toolchain {toolchains.describe(target)}"]
+    for v in variants:
+        out.append(f"variant {v.name}: worktree at {target.commit[:12]}, apply as commits "
+                   + (" ".join(f"patches/{s}/" for s in v.series) or "(no patches)")
+                   + (f", overlays {', '.join(comp.overlays)}" if comp.overlays else ""))
+        out += [f"  build ({target.build.backend}): {shlex.join(argv)}"
+                for argv in target.build.commands]
+        out.append(f"  artifacts: {', '.join(target.build.artifacts)}")
+    runtime = runtimes.get(target.runtime)
+    fake = ws.layout.dry_run(name)
+    if runtime is not None:
+        runtime.prepare(fake, project, comp, dry_run=True)
+    fake_built = [build.Built(v, ws.layout.artifacts(comp.target) / f"<{v.name}>",
+                              {"artifacts": {Path(a).name: {} for a in target.build.artifacts}},
+                              False) for v in variants]
+    for i, sc in enumerate(chosen):
+        kind = scenarios.get(sc.kind)
+        out.append(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell in {sc.rounds} "
+                   f"interleaved rounds, warmup {sc.warmup}, timeout {sc.timeout:g} s per run"
+                   + sc.plan_detail())
+        ctx = scenarios.ScenarioContext(sc, fake_built, runtime, fake, 0, ws.layout, project.root,
+                                        comp.alpha, comp.min_effect)
+        out += kind.plan(ctx)
+        if i == 0 and runtime is not None and hasattr(runtime, "plan_notes"):
+            out += [f"  note: {line}" for line in runtime.plan_notes()]
+    out.append(f"report  {ws.layout.comparison_reports(name)}/<UTC time>/ (report.md, "
+               "results.json, manifests)")
+    return out

@@ -1,0 +1,206 @@
+"""results.json -> markdown: the printed summary, report.md, and each kind's own tables. Only
+data goes in; nothing here measures or writes."""
+
+from __future__ import annotations
+
+import math
+
+from tabulate import tabulate
+
+from patchbench.results import (
+    BurstResult,
+    CommandResult,
+    Results,
+    ScenarioResult,
+    StressBuild,
+    StressResult,
+    Verdict,
+)
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def fmt_ratio(c: Verdict) -> str:
+    text = f"{c.speedup:.2f}×"
+    if c.ci_low is not None and c.ci_high is not None:
+        text += f" [{c.ci_low:.2f}, {c.ci_high:.2f}]"
+    return text
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return f"{p:.2g}" if p >= 1e-4 else "<1e-4"
+
+
+def fmt_ci(ci: list[float] | None) -> str:
+    return f"[{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else "-"
+
+
+SUMMARY_HEADERS = ["scenario", "candidate", "baseline median", "candidate median",
+                   "speedup [95% CI]", "p (MWU)", "verdict"]
+
+
+def summary_rows(results: Results) -> list[list[str]]:
+    rows = []
+    for sc in results.scenarios:
+        if isinstance(sc, StressResult):
+            continue
+        cells = {c.label: c for c in sc.cells}
+        for comp in sc.comparisons:
+            base, cand = cells[comp.baseline], cells[comp.candidate]
+            row = [sc.name + (f" {comp.params}" if comp.params else ""), comp.candidate_variant,
+                   fmt_time(base.summary.median), fmt_time(cand.summary.median), fmt_ratio(comp),
+                   fmt_p(comp.p_value), comp.verdict]
+            if sc.rate:
+                row[2] += f" ({sc.rate.count / base.summary.median:,.0f} {sc.rate.unit})"
+                row[3] += f" ({sc.rate.count / cand.summary.median:,.0f} {sc.rate.unit})"
+            rows.append(row)
+    return rows
+
+
+def summary_table(results: Results, fmt: str = "simple") -> str:
+    return tabulate(summary_rows(results), headers=SUMMARY_HEADERS, tablefmt=fmt,
+                    disable_numparse=True)
+
+
+def detail_table(sc: CommandResult | BurstResult, fmt: str = "github") -> str:
+    rate = sc.rate
+    rows = []
+    for c in sc.cells:
+        s = c.summary
+        row: list[object] = [c.label, s.n, fmt_time(s.median), fmt_ci(s.median_ci),
+                             f"{fmt_time(s.mean)} ± {fmt_time(s.stdev)}", fmt_time(s.min),
+                             fmt_time(s.max)]
+        if rate:
+            ci = s.median_ci
+            row.append(f"{rate.count / s.median:,.0f}"
+                       + (f" [{rate.count / ci[1]:,.0f}, {rate.count / ci[0]:,.0f}]" if ci else ""))
+        rows.append([*row, "noisy" if s.noisy else ""])
+    headers = ["cell", "n", "median", "95% CI of median", "mean ± σ", "min", "max"]
+    if rate:
+        headers.append(f"{rate.unit} [95% CI]")
+    return tabulate(rows, headers=[*headers, ""], tablefmt=fmt, disable_numparse=True)
+
+
+def verify_block(sc: CommandResult) -> str:
+    lines = ["Check after measuring (`verify`):", ""]
+    for variant, v in (sc.verify or {}).items():
+        state = "passed" if v.passed else f"FAILED (exit {v.exit_code})"
+        lines.append(f"- {variant}: {state} — `{v.output[:300]}`")
+    return "\n".join(lines)
+
+
+def burst_table(sc: BurstResult) -> str:
+    """The seed report's shape: k | baseline | candidate | speedup, plus launcher overhead."""
+    variants = list(sc.slope_s_per_instance)
+    cells = {c.label: c for c in sc.cells}
+    comps = {c.candidate: c for c in sc.comparisons}
+    rows = []
+    for k in sc.k:
+        row: list[str] = [str(k)]
+        row += [fmt_time(cells[f"{v} k={k}"].summary.median) for v in variants]
+        row += [fmt_ratio(comps[f"{v} k={k}"]) for v in variants[1:]]
+        row.append(fmt_time(sc.launcher_overhead[str(k)]))
+        rows.append(row)
+    headers = ["k at once", *variants, *[f"speedup {v} [95% CI]" for v in variants[1:]],
+               "launcher overhead"]
+    slope = ", ".join(f"{v} {s * 1e3:.2f} ms" for v, s in sc.slope_s_per_instance.items())
+    return (tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+            + f"\n\nSlope (seconds per extra instance, least squares over median times): {slope}.")
+
+
+def phase_table(sc: BurstResult) -> str:
+    names = sc.phase_names
+    rows = []
+    for variant, per_k in (sc.phases or {}).items():
+        for k, res in per_k.items():
+            rows.append([variant, k, *[fmt_time(res.median.get(n)) for n in names],
+                         fmt_time(res.total_median)])
+    return ("Median phase times (every instance of every run):\n\n"
+            + tabulate(rows, headers=["build", "k", *names, "total"], tablefmt="github",
+                       disable_numparse=True))
+
+
+def stress_table(per_build: dict[str, StressBuild]) -> str:
+    rows = []
+    for v, pb in per_build.items():
+        rows.append([
+            v, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
+            pb.fresh_failures,
+            f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
+            "; ".join(f"{k}: {n}" for k, n in sorted(pb.outcomes.items())),
+        ])
+    return tabulate(rows, headers=["build", "rounds", "instances", "kill errors", "hangs",
+                                   "leftovers", "fresh run failed", "list latency median / max",
+                                   "launched command outcomes"],
+                    tablefmt="github", disable_numparse=True)
+
+
+def extra_blocks(sc: ScenarioResult) -> list[str]:
+    """A kind's own sections after its detail table (markdown blocks; images start with '![')."""
+    if isinstance(sc, BurstResult):
+        out = [burst_table(sc)]
+        if sc.chart:
+            out.append(f"![time against k]({sc.chart})")
+        if sc.phases:
+            out.append(phase_table(sc))
+        return out
+    if isinstance(sc, StressResult):
+        return [stress_table(sc.per_build)]
+    return [verify_block(sc)] if sc.verify else []
+
+
+def render(results: Results) -> str:
+    """report.md."""
+    m = results.machine
+    lines = [
+        f"# {results.comparison}: {results.description or ''}".rstrip(": "),
+        "",
+        f"- target: `{results.target}` {results.url} at `{results.ref}` (`{results.commit}`)",
+        f"- run: {results.started_at} → {results.finished_at}, seed {results.seed}"
+        + (" — **A/A run** (baseline against itself: the noise floor)" if results.aa else ""),
+        f"- machine: {m['cpu_model']}, {m['cpu_count']} cores, kernel {m['kernel']}, "
+        f"load {', '.join(f'{x:.2f}' for x in m['load_avg'])} at start"
+        + (f", {m['virtualization']}" if m.get("virtualization") else ""),
+        f"- statistics: speedup = median(baseline) / median(candidate), 95% bootstrap CI; "
+        f"Mann–Whitney U two-sided, alpha {results.settings.alpha}, minimum effect "
+        f"{results.settings.min_effect:.0%}",
+        "",
+        "## Builds",
+        "",
+    ]
+    brows = []
+    for name, man in results.builds.items():
+        fp = man["fingerprint"]
+        arts = ", ".join(f"{k} {v['sha256'][:12]}" for k, v in man["artifacts"].items())
+        brows.append([name, man["built_commit"][:12],
+                      ", ".join(s["name"] for s in man["series"]) or "(none)",
+                      fp.get("version") or fp.get("swift", ""), arts])
+    lines.append(tabulate(brows, headers=["variant", "built commit", "series", "toolchain",
+                                           "artifacts (sha256)"], tablefmt="github"))
+    if summary_rows(results):
+        lines += ["", "## Summary", "", summary_table(results, "github"), ""]
+    else:
+        lines += [""]
+    for sc in results.scenarios:
+        lines += [f"## Scenario `{sc.name}` ({sc.kind})", ""]
+        if sc.description:
+            lines += [sc.description, ""]
+        lines += [f"Command: `{sc.command}`", ""]
+        if not isinstance(sc, StressResult) and sc.cells:
+            lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
+                      f"{sc.warmup}.", "", detail_table(sc), ""]
+        for extra in extra_blocks(sc):
+            lines += [extra, ""]
+    if results.warnings:
+        lines += ["## Warnings", ""] + [f"- {w}" for w in results.warnings] + [""]
+    return "\n".join(lines)

@@ -1,0 +1,290 @@
+"""results.json: the typed, versioned record of one run. Data only: every table, chart and
+summary is rendered from it by patchbench.report, so a saved run can be re-rendered, diffed and
+recomputed later.
+
+Format history (every change gets a new version and a line here; ``load`` upgrades old files):
+
+- 1: per scenario, cells with raw samples (times, exit codes, rounds, hyperfine JSON) and
+  baseline/candidate comparisons; scenarios carried rendered markdown; stress scenarios carried
+  empty ``cells`` and ``comparisons``; ``median_ci`` was added later without a version change.
+- 2: typed per scenario kind (``kind`` is the discriminator: command, burst, stress); no rendered
+  text (``markdown`` is gone; burst charts are named by ``chart``); ``median_ci`` always present
+  (null when too few samples); stress scenarios have no ``cells``/``comparisons``; a scenario's
+  ``warnings`` stay at the top level as before.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+
+from patchbench.errors import ReportError
+
+SCHEMA_VERSION = 2
+SCHEMA_HISTORY = {
+    1: "first version: per scenario, cells with raw samples (times, exit codes, rounds, "
+    "hyperfine JSON) and baseline/candidate comparisons",
+    2: "typed per scenario kind; data only (no rendered markdown); median_ci always present; "
+    "stress scenarios without empty cells/comparisons",
+}
+
+
+class _Rec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Summary(_Rec):
+    n: int
+    median: float
+    mean: float
+    stdev: float
+    min: float
+    max: float
+    cv: float
+    noisy: bool
+    median_ci: list[float] | None = None
+
+
+class Samples(_Rec):
+    times: list[float]
+    user: list[float] = Field(default_factory=list)
+    system: list[float] = Field(default_factory=list)
+    exit_codes: list[int] = Field(default_factory=list)
+    rounds: list[int] = Field(default_factory=list)
+    hyperfine: list[dict[str, Any]] = Field(default_factory=list)  # hyperfine's own JSON
+    seconds: float = 0.0  # wall time spent measuring this cell
+
+
+class Instances(_Rec):
+    """Per-instance latencies a burst launcher recorded for one cell."""
+
+    latencies: list[float] = Field(default_factory=list)
+    exit_codes: list[int] = Field(default_factory=list)
+    median: float | None = None
+
+
+class Cell(_Rec):
+    variant: str
+    params: dict[str, str] = Field(default_factory=dict)
+    label: str
+    summary: Summary
+    samples: Samples
+    instances: Instances | None = None
+
+
+class Verdict(_Rec):
+    """One candidate cell against the baseline cell with the same parameters."""
+
+    baseline: str
+    candidate: str
+    candidate_variant: str
+    params: str = ""
+    speedup: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    verdict: str  # "faster" | "slower" | "no significant difference"
+    alpha: float
+    min_effect: float
+
+
+class Rate(_Rec):
+    count: int
+    unit: str
+
+
+class Check(_Rec):
+    """A scenario's ``verify`` command, run once per variant after measuring."""
+
+    command: str
+    exit_code: int | None
+    passed: bool
+    output: str
+
+
+class _Scenario(_Rec):
+    name: str
+    description: str = ""
+    command: str
+    runs: int
+    rounds: int
+    warmup: int
+    rate: Rate | None = None
+    order: list[list[str]] = Field(default_factory=list)
+
+
+class _Timed(_Scenario):
+    cells: list[Cell]
+    comparisons: list[Verdict]
+
+
+class CommandResult(_Timed):
+    kind: Literal["command"] = "command"
+    verify: dict[str, Check] | None = None
+
+
+class PhaseCell(_Rec):
+    median: dict[str, float]
+    total_median: float
+    durations: list[list[float]]
+
+
+class BurstResult(_Timed):
+    kind: Literal["burst"] = "burst"
+    k: list[int]
+    slope_s_per_instance: dict[str, float]
+    launcher_overhead: dict[str, float]
+    chart: str | None = None
+    phases: dict[str, dict[str, PhaseCell]] | None = None
+    phase_names: list[str] = Field(default_factory=list)
+
+
+class StressRound(_Rec):
+    round: int
+    variant: str
+    action: str
+    delay_s: float
+    exit_codes: list[int | None]
+    outcomes: dict[str, int]
+    kill_errors: int
+    hangs: int
+    leftovers: list[str]
+    list_latency_s: float
+    fresh_ok: bool
+
+
+class StressBuild(_Rec):
+    rounds: int
+    instances_killed: int
+    kill_errors: int
+    hangs: int
+    leftovers: int
+    fresh_failures: int
+    list_latency_median_s: float
+    list_latency_max_s: float
+    outcomes: dict[str, int]
+
+
+class StressResult(_Scenario):
+    kind: Literal["stress"] = "stress"
+    rounds_detail: list[StressRound]
+    per_build: dict[str, StressBuild]
+    instances: int
+    delay: list[float]
+    actions: list[str]
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("kind", "command"))
+    return str(getattr(value, "kind", "command"))
+
+
+if TYPE_CHECKING:
+    ScenarioResult = CommandResult | BurstResult | StressResult
+else:
+    ScenarioResult = Annotated[
+        Annotated[CommandResult, Tag("command")]
+        | Annotated[BurstResult, Tag("burst")]
+        | Annotated[StressResult, Tag("stress")],
+        Discriminator(_kind_of),
+    ]
+
+
+class Settings(_Rec):
+    alpha: float
+    min_effect: float
+
+
+class Teardown(_Rec):
+    removed_at_teardown: list[str]
+    left_after_teardown: list[str]
+
+
+class Results(_Rec):
+    schema_version: Literal[2] = 2
+    schema_history: dict[str, str] = Field(
+        default_factory=lambda: {str(k): v for k, v in SCHEMA_HISTORY.items()})
+    tool: str
+    comparison: str
+    description: str = ""
+    target: str
+    url: str
+    ref: str
+    commit: str
+    aa: bool = False
+    seed: int
+    settings: Settings
+    started_at: str
+    finished_at: str = ""
+    machine: dict[str, Any]
+    builds: dict[str, dict[str, Any]]  # build manifests, as written beside the build
+    scenarios: list[ScenarioResult] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    teardown: dict[str, Teardown] | None = None
+    run_dir: str | None = None
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=False)
+
+
+# --- reading older versions ---------------------------------------------------------------
+
+
+def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 file as version 2: drop rendered markdown, fill ``median_ci``, type stress."""
+    out = dict(data)
+    out["schema_version"] = 2
+    out["schema_history"] = {str(k): v for k, v in SCHEMA_HISTORY.items()}
+    scenarios = []
+    for sc in data.get("scenarios", []):
+        sc = {k: v for k, v in sc.items() if k != "markdown"}
+        for cell in sc.get("cells", []):
+            cell["summary"].setdefault("median_ci", None)
+        if sc.get("kind") == "stress":
+            sc.pop("cells", None)
+            sc.pop("comparisons", None)
+            sc.pop("k", None)
+        if sc.get("kind") == "burst" and sc.get("phases"):
+            first = next(iter(sc["phases"].values()))
+            cell = next(iter(first.values()))
+            sc["phase_names"] = list(cell["median"])
+        scenarios.append(sc)
+    out["scenarios"] = scenarios
+    return out
+
+
+UPGRADES = {1: upgrade_v1}
+
+
+def parse(data: Any, where: str) -> Results:
+    """Validate a results document of any known version, upgrading older ones."""
+    if not isinstance(data, dict):
+        raise ReportError(f"{where}: not a results document (the top level is not an object)")
+    version = data.get("schema_version")
+    while isinstance(version, int) and version in UPGRADES:
+        data = UPGRADES[version](data)
+        version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ReportError(f"{where}: results schema {version!r} is not one this patchbench reads "
+                          f"(1 to {SCHEMA_VERSION})")
+    try:
+        return Results.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ReportError(f"{where}: {loc}: {first['msg']}",
+                          hint="the file is damaged or was not written by patchbench") from None
+
+
+def load(path: Path) -> Results:
+    """Read a run's results.json (a run folder or the file itself), any known version."""
+    target = path / "results.json" if path.is_dir() else path
+    try:
+        data = json.loads(target.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"cannot read {target}: {exc}") from None
+    return parse(data, str(target))

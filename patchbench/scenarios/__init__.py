@@ -1,0 +1,49 @@
+"""Scenario kinds. Each kind is one module here owning its config model, its ``--dry-run`` plan
+lines, its run and its gate rule, and is listed in ``KINDS``. Adding a kind means one new module
+and one line below; the pipeline never names a kind.
+
+- ``command`` (default): one command per variant, timed by hyperfine in interleaved rounds.
+- ``burst``: k instances launched at one moment, for each k (the seed's k-at-once table).
+- ``stress``: instances killed, deleted or signalled mid-start; hangs and leftovers counted.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Discriminator, Tag
+
+from patchbench.scenarios import burst, command, stress
+from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, ScenarioKind
+
+KINDS: dict[str, ScenarioKind] = {
+    "command": command.KIND,
+    "burst": burst.KIND,
+    "stress": stress.KIND,
+}
+
+
+def kind_of(value: Any) -> str:
+    """The discriminator: a scenario without ``kind`` is a command scenario."""
+    if isinstance(value, dict):
+        return str(value.get("kind", "command"))
+    return str(getattr(value, "kind", "command"))
+
+
+def get(name: str) -> ScenarioKind:
+    return KINDS[name]
+
+
+if TYPE_CHECKING:
+    AnyScenario = ScenarioConfig
+else:
+    from typing import Union
+
+    AnyScenario = Annotated[
+        Union[tuple(Annotated[k.config, Tag(n)] for n, k in KINDS.items())],  # noqa: UP007
+        Discriminator(kind_of, custom_error_type="unknown_kind",
+                      custom_error_message="unknown scenario kind (known: "
+                      + ", ".join(KINDS) + ")"),
+    ]
+
+__all__ = ["KINDS", "AnyScenario", "ScenarioConfig", "ScenarioContext", "ScenarioKind", "get"]

@@ -1,0 +1,197 @@
+"""The ``burst`` kind: launch k copies of a command at one moment and time until the last one
+exits, for each k, every (build, k) cell interleaved in shuffled rounds.
+
+The launcher (patchbench/launcher) creates the k children, then releases them together; it
+appends each instance's own latency to a file. hyperfine times the launcher. The launcher's own
+overhead (k copies of ``true``) is measured and reported. With ``phases``, each instance's start
+is split into commands run one after the other and each phase is timed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from patchbench.models import Name, StrictModel
+from patchbench.scenarios.base import (
+    ScenarioConfig,
+    ScenarioContext,
+    cell_result,
+    compare_cells,
+    header,
+    noisy_warnings,
+    plan_invocation,
+)
+from patchbench.scenarios.command import CommandConfig, measure_cells
+
+if TYPE_CHECKING:
+    from patchbench.bench import Cell, Invocation
+    from patchbench.results import BurstResult, Instances, PhaseCell
+
+OVERHEAD_VARIANT = "launcher-overhead"
+
+
+class Phase(StrictModel):
+    """One step of an instance's start, timed on its own."""
+
+    name: Name
+    command: list[str] = Field(min_length=1)
+
+
+class BurstConfig(CommandConfig):
+    kind: Literal["burst"] = "burst"  # type: ignore[assignment]
+    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
+    # after timing, launch k instances whose start is split into phases run one after the other
+    # ({i} is the instance, {k} the count), `phase_runs` times for each k in `phase_k`, and report
+    # each phase's median (for targets that cannot report phases from their own logs)
+    phases: list[Phase] = Field(default_factory=list)
+    phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    phase_runs: int = Field(default=3, ge=1)
+
+
+    @model_validator(mode="after")
+    def _phases(self) -> BurstConfig:
+        if self.phases and not self.phase_k:
+            raise ValueError("'phases' need 'phase_k', the instance counts to time them at")
+        return self
+
+
+    def plan_detail(self) -> str:
+        return f", k = {self.k}"
+
+
+def _lat_file(ctx: ScenarioContext, cell: Cell) -> Path:
+    return ctx.workdir / f"{ctx.scenario.name}-latencies" / f"{cell.variant}-k{cell.param('k')}.jsonl"
+
+
+class BurstKind:
+    name = "burst"
+    config: ClassVar[type[ScenarioConfig]] = BurstConfig
+
+    def plan(self, ctx: ScenarioContext) -> list[str]:
+        from patchbench.bench import Cell
+
+        sc: BurstConfig = ctx.scenario
+        lines = []
+        for b in ctx.built:
+            lines += plan_invocation(ctx, Cell(b.variant.name, (("k", str(sc.k[0])),)))
+        return lines
+
+    def run(self, ctx: ScenarioContext) -> tuple[BurstResult, list[str]]:
+        from patchbench import launcher, results, stats
+        from patchbench.bench import Cell, Invocation
+
+        sc: BurstConfig = ctx.scenario
+        exe = launcher.build(ctx.layout)
+        (ctx.workdir / f"{sc.name}-latencies").mkdir(parents=True, exist_ok=True)
+
+        def expand(cell: Cell) -> Invocation:
+            if cell.variant == OVERHEAD_VARIANT:
+                return Invocation(command=[str(exe), "-k", cell.param("k") or "1", "--", "true"])
+            inv = ctx.expand(cell)
+            return Invocation(
+                command=[str(exe), "-k", cell.param("k") or "1", "-o", str(_lat_file(ctx, cell)),
+                         "--", *inv.command],
+                setup=inv.setup, teardown=inv.teardown, prepare=inv.prepare, cleanup=inv.cleanup,
+            )
+
+        variants = [b.variant.name for b in ctx.built]
+        cells = [Cell(v, (("k", str(k)),)) for v in variants for k in sc.k]
+        samples, order = measure_cells(ctx, cells, expand, sc)
+        # the launcher's own cost, measured the same way (k copies of `true`)
+        over_cells = [Cell(OVERHEAD_VARIANT, (("k", str(k)),)) for k in sc.k]
+        over_sc = sc.model_copy(update={"name": f"{sc.name}-overhead", "setup": [],
+                                        "teardown": [], "prepare": None, "cleanup": None})
+        over, _ = measure_cells(ctx, over_cells, expand, over_sc)
+
+        cell_results = [cell_result(c, samples[c], ctx.seed) for c in cells]
+        for c, res in zip(cells, cell_results, strict=True):
+            res.instances = _instances(_lat_file(ctx, c))
+        medians = {(c.variant, int(c.param("k") or 1)): stats.summarize(samples[c].times).median
+                   for c in cells}
+        overhead = {str(k): stats.summarize(over[Cell(OVERHEAD_VARIANT, (("k", str(k)),))].times
+                                            ).median for k in sc.k}
+        from patchbench.report import charts
+
+        chart = ctx.workdir / f"{sc.name}.png"
+        charts.burst(chart, sc.k, variants, medians, sc.name)
+        ctx.extra_files[chart.name] = chart
+        phases = measure_phases(ctx, exe, variants) if sc.phases else None
+        result = results.BurstResult(
+            **header(sc, sc.shown_command()), k=sc.k, order=order, cells=cell_results,
+            comparisons=[compare_cells(Cell(variants[0], c.params), c, samples, ctx)
+                         for c in cells if c.variant != variants[0]],
+            slope_s_per_instance={v: stats.slope(sc.k, [medians[(v, k)] for k in sc.k])
+                                  for v in variants},
+            launcher_overhead=overhead, chart=chart.name, phases=phases,
+            phase_names=[p.name for p in sc.phases])
+        warnings = noisy_warnings(sc.name, cell_results)
+        base_k1 = medians.get((variants[0], min(sc.k)))
+        worst = max(overhead.values())
+        if base_k1 and worst > 0.25 * base_k1:
+            warnings.append(
+                f"{sc.name}: launcher overhead (up to {worst * 1e3:.1f} ms) is large against the "
+                f"k={min(sc.k)} time ({base_k1 * 1e3:.1f} ms)")
+        return result, warnings
+
+    def gate(self, result: BurstResult) -> list[str]:
+        return []
+
+
+def measure_phases(ctx: ScenarioContext, exe: Path, variants: list[str]
+                   ) -> dict[str, dict[str, PhaseCell]]:
+    """Launch k instances whose start is split into the scenario's phases (run one after the
+    other per instance), ``phase_runs`` times per (build, k) in a seeded shuffled order; return,
+    per build and k, each phase's median over every instance and run, and the raw durations."""
+    from patchbench import bench, command, progress, results, stats
+    from patchbench.bench import Cell
+    from patchbench.errors import BenchmarkError
+
+    sc: BurstConfig = ctx.scenario
+    cells = [Cell(v, (("k", str(k)),)) for v in variants for k in sc.phase_k]
+    order = bench.schedule(cells, sc.phase_runs, ctx.seed + 1)
+    log = ctx.workdir / f"{sc.name}.phases.log"
+    raw: dict[Cell, list[list[float]]] = {c: [] for c in cells}
+    for r, round_cells in enumerate(order, 1):
+        for cell in round_cells:
+            values = {**ctx.values(ctx.build_of(cell.variant), cell), "round": str(r)}
+            argv: list[str] = []
+            for phase in sc.phases:
+                argv += ["--then", *bench.fill_argv(phase.command, values, sc.name)]
+            out_file = ctx.workdir / f"{sc.name}.phases.{cell.variant}.k{cell.param('k')}.r{r}.json"
+            command.run([exe, "-k", cell.param("k") or "1", "-o", out_file, "--", *argv[1:]],
+                        log=log, timeout=sc.timeout * len(sc.phases) + 30, error=BenchmarkError,
+                        what=f"{sc.name} phases {cell.label} run {r}")
+            rec = json.loads(out_file.read_text().splitlines()[-1])
+            raw[cell] += rec["phases"]
+            progress.step(f"phases {cell.label}", f"run {r}: done")
+    out: dict[str, dict[str, PhaseCell]] = {}
+    for cell, rows in raw.items():
+        per_phase = {p.name: [row[n] for row in rows if len(row) > n]
+                     for n, p in enumerate(sc.phases)}
+        out.setdefault(cell.variant, {})[cell.param("k") or "1"] = results.PhaseCell(
+            median={name: stats.summarize(v).median for name, v in per_phase.items() if v},
+            total_median=stats.summarize([sum(row) for row in rows]).median,
+            durations=rows)
+    return out
+
+
+def _instances(path: Path) -> Instances:
+    """Per-instance latencies the launcher recorded for one cell (all runs, warmups included)."""
+    from patchbench import results, stats
+
+    lat: list[float] = []
+    codes: list[int] = []
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            lat += rec["latencies"]
+            codes += rec["exit_codes"]
+    return results.Instances(latencies=lat, exit_codes=codes,
+                             median=stats.summarize(lat).median if lat else None)
+
+
+KIND = BurstKind()

@@ -1,0 +1,255 @@
+"""The ``stress`` kind: is the fast build still correct when instances are killed mid-start?
+
+Each round launches N instances in the background, waits a random delay from the configured range
+(seeded, recorded), then applies one action to all of them: a force-delete or stop command per
+instance, or SIGTERM / SIGINT sent to each launched process. After the round:
+
+- every launched and kill command must return within the timeout, else it is a hang;
+- the listing must show none of the round's instances (else a leftover: cleaned up and counted);
+- the listing's latency is kept;
+- a fresh instance must still run.
+
+Builds alternate round by round in a seeded order; each round's action and delay are drawn once
+and used for every build, so their counts compare like with like.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, header
+
+if TYPE_CHECKING:
+    from patchbench.build import Built
+    from patchbench.results import StressResult, StressRound
+
+SIGNALS = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT}
+
+
+class StressConfig(ScenarioConfig):
+    kind: Literal["stress"] = "stress"
+    # each round launches `instances` copies of `launch` ({i} is the instance, {round} the
+    # round), waits a random delay, applies one of `actions` to all of them (a command from `kill`
+    # per instance, or a signal sent to the launched process), then checks with `list` and `fresh`.
+    instances: int = Field(default=8, ge=1)
+    delay: tuple[float, float] = (0.0, 1.2)
+    actions: list[Literal["delete", "stop", "sigterm", "sigint"]] = Field(min_length=1)
+    launch: list[str] = Field(min_length=1)
+    kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict)
+    list_cmd: list[str] = Field(min_length=1, alias="list")
+    fresh: list[str] = Field(min_length=1)
+    # names for exit codes of the launched command, shown in the stress report
+    exit_labels: dict[int, str] = Field(default_factory=dict)
+
+
+    @model_validator(mode="after")
+    def _shape(self) -> StressConfig:
+        missing = [a for a in self.actions if a in ("delete", "stop") and a not in self.kill]
+        if missing:
+            raise ValueError(f"actions {missing} need a command under 'kill'")
+        if self.delay[0] < 0 or self.delay[1] < self.delay[0]:
+            raise ValueError("'delay' must be [low, high] seconds with 0 <= low <= high")
+        return self
+
+    def shown_command(self) -> str:
+        return shlex.join(self.launch)
+
+    def plan_detail(self) -> str:
+        return f", {self.instances} instances x actions {self.actions}"
+
+
+def classify(action: str, code: int | None, labels: dict[int, str] | None = None) -> str:
+    """What a launched command's exit says about the action applied to it."""
+    if code is None:
+        return "hang"
+    if labels and code in labels:
+        return f"{labels[code]} ({code})"
+    if action in SIGNALS:
+        signum = int(SIGNALS[action])
+        if code == 128 + signum:
+            return "forwarded (container exited by the signal)"
+        if code == -signum:
+            return "lost (the launcher itself died of the signal)"
+        if code == 0:
+            return "finished normally (signal had no effect)"
+        return f"other exit {code}"
+    return f"exit {code}"
+
+
+def run_round(ctx: ScenarioContext, b: Built, rnd: int, draw: tuple[str, float], log: Path,
+              seen: set[str] | None = None) -> StressRound:
+    """One round for one build, with the round's (action, delay), which every build shares.
+    ``seen`` holds leftovers already reported (where nothing could clean them up), so that each
+    is counted once."""
+    from patchbench import bench, command
+    from patchbench.bench import Cell
+    from patchbench.errors import BenchmarkError
+
+    sc: StressConfig = ctx.scenario
+    values = {**ctx.values(b, Cell(b.variant.name)), "round": str(rnd)}
+    where = f"scenario {sc.name}"
+
+    def argv_for(template: list[str], i: int) -> list[str]:
+        return [a.replace("{i}", str(i)) for a in bench.fill_argv(template, values, where)]
+
+    action, delay = draw
+    for argv in sc.setup:  # e.g. start this build's own service
+        command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+                    error=BenchmarkError, what=f"{where} {b.variant.name}: setup")
+    try:
+        return _round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for)
+    finally:
+        for argv in sc.teardown:
+            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+                        check=False, what=f"{where} {b.variant.name}: teardown")
+
+
+def _round(
+    ctx: ScenarioContext, b: Built, rnd: int, values: dict[str, str], where: str, action: str,
+    delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
+) -> StressRound:
+    from patchbench import bench, command, results
+    from patchbench.command import Background
+    from patchbench.errors import CommandError
+
+    sc: StressConfig = ctx.scenario
+    procs: list[Background] = []
+    kill_errors = 0
+    kill_hangs = 0
+    try:
+        for i in range(sc.instances):
+            procs.append(Background(argv_for(sc.launch, i), log=log))
+        time.sleep(delay)
+        for i, proc in enumerate(procs):
+            if action in SIGNALS:
+                proc.signal(SIGNALS[action])
+                continue
+            try:
+                kill_cmd = sc.kill[action]  # type: ignore[index]  # signals were handled above
+                res = command.run(argv_for(kill_cmd, i), timeout=sc.timeout, check=False, log=log)
+                kill_errors += res.returncode != 0
+            except CommandError:
+                kill_hangs += 1
+        codes = [p.wait(sc.timeout) for p in procs]
+    finally:
+        for p in procs:
+            p.stop()
+    t0 = time.monotonic()
+    listing_hang = False
+    listed: list[str] = []
+    try:
+        res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
+                          check=False)
+        listed = res.stdout.split()
+    except CommandError:
+        listing_hang = True
+    list_latency = time.monotonic() - t0
+    prefix = values["id"] + "-"
+    if ctx.runtime is not None:
+        # the runtime looks deeper than the listing (state, cgroups) and can clean up
+        leftovers = ctx.runtime.leftovers(b.variant.name, b.bin)
+        if leftovers:
+            ctx.runtime.cleanup(b.variant.name, b.bin)
+    else:
+        leftovers = [f"instance {x}" for x in listed if x.startswith(prefix)]
+    if seen is not None:
+        leftovers = [x for x in leftovers if x not in seen]
+        seen.update(leftovers)
+    fresh_ok = False
+    try:
+        fresh = command.run(argv_for(sc.fresh, sc.instances), timeout=sc.timeout, check=False,
+                            log=log)
+        fresh_ok = fresh.returncode == 0
+    except CommandError:
+        pass
+    return results.StressRound(
+        round=rnd, variant=b.variant.name, action=action, delay_s=round(delay, 4),
+        exit_codes=codes,
+        outcomes=dict(Counter(classify(action, c, sc.exit_labels) for c in codes)),
+        kill_errors=kill_errors,
+        hangs=sum(c is None for c in codes) + kill_hangs + int(listing_hang),
+        leftovers=leftovers, list_latency_s=list_latency, fresh_ok=fresh_ok)
+
+
+class StressKind:
+    name = "stress"
+    config: ClassVar[type[ScenarioConfig]] = StressConfig
+
+    def plan(self, ctx: ScenarioContext) -> list[str]:
+        from patchbench import bench
+        from patchbench.bench import Cell
+
+        sc: StressConfig = ctx.scenario
+        lines = []
+        for b in ctx.built:
+            vals = ctx.values(b, Cell(b.variant.name))
+            steps = [*[("setup", a) for a in sc.setup], ("launch", sc.launch),
+                     *[(f"kill/{a}", c) for a, c in sc.kill.items()],
+                     ("list", sc.list_cmd), ("fresh", sc.fresh),
+                     *[("teardown", a) for a in sc.teardown]]
+            for label, argv in steps:
+                lines.append(f"  [{b.variant.name}] {label + ':':<9} "
+                             f"{shlex.join(bench.fill_argv(argv, vals, sc.name))}")
+        return lines
+
+    def run(self, ctx: ScenarioContext) -> tuple[StressResult, list[str]]:
+        from patchbench import bench, progress, results, stats
+        from patchbench.bench import Cell
+
+        sc: StressConfig = ctx.scenario
+        rng = random.Random(ctx.seed)
+        order = bench.schedule([Cell(b.variant.name) for b in ctx.built], sc.rounds, ctx.seed)
+        log = ctx.workdir / f"{sc.name}.stress.log"
+        rounds: list[StressRound] = []
+        seen: dict[str, set[str]] = {b.variant.name: set() for b in ctx.built}
+        for r, cells in enumerate(order, 1):
+            # one action and one delay per round, the same for every build
+            draw = (rng.choice(sc.actions), rng.uniform(*sc.delay))
+            for cell in cells:
+                one = run_round(ctx, ctx.build_of(cell.variant), r, draw, log, seen[cell.variant])
+                rounds.append(one)
+                progress.step(cell.variant, f"round {r}: {one.action:<7} after {one.delay_s:.2f} s: "
+                              f"{one.outcomes} leftovers {len(one.leftovers)} hangs {one.hangs} "
+                              f"fresh {'ok' if one.fresh_ok else 'FAILED'}")
+        per_build = {}
+        for b in ctx.built:
+            mine = [x for x in rounds if x.variant == b.variant.name]
+            outcomes: Counter[str] = Counter()
+            for x in mine:
+                outcomes.update(x.outcomes)
+            lat = [x.list_latency_s for x in mine]
+            per_build[b.variant.name] = results.StressBuild(
+                rounds=len(mine), instances_killed=len(mine) * sc.instances,
+                kill_errors=sum(x.kill_errors for x in mine), hangs=sum(x.hangs for x in mine),
+                leftovers=sum(len(x.leftovers) for x in mine),
+                fresh_failures=sum(not x.fresh_ok for x in mine),
+                list_latency_median_s=stats.summarize(lat).median, list_latency_max_s=max(lat),
+                outcomes=dict(outcomes))
+        res = results.StressResult(
+            **header(sc, sc.shown_command()), order=[[c.label for c in cs] for cs in order],
+            rounds_detail=rounds, per_build=per_build, instances=sc.instances,
+            delay=list(sc.delay), actions=list(sc.actions))
+        warnings = [f"{sc.name} {v}: {pb.leftovers} leftovers, {pb.hangs} hangs, "
+                    f"{pb.fresh_failures} failed fresh runs"
+                    for v, pb in per_build.items() if pb.leftovers or pb.hangs or pb.fresh_failures]
+        return res, warnings
+
+    def gate(self, result: StressResult) -> list[str]:
+        """A candidate whose rounds hung, left something behind or could not run a fresh
+        instance fails; the baseline's own failures are reported but fail nothing."""
+        return [f"{result.name} {v}: {pb.hangs} hangs, {pb.leftovers} leftovers, "
+                f"{pb.fresh_failures} failed fresh runs"
+                for v, pb in result.per_build.items()
+                if v != "baseline" and (pb.hangs or pb.leftovers or pb.fresh_failures)]
+
+
+KIND = StressKind()
