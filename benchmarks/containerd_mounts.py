@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from patchbench import command, mounttrace, oci_image
+from patchbench import command, oci_image
 from patchbench.runtimes import containerd as cd
 
 
@@ -74,8 +74,7 @@ def main() -> int:
         try:
             for n, img in images.items():
                 daemon.import_image(img)
-                counts = mounttrace.trace(daemon.run_argv(img, f"t{n}"), base / f"trace-{n}",
-                                          roots=[daemon.pid or 0], env=daemon.env())
+                counts = daemon.trace_run(img, f"t{n}", base / f"trace-{n}")
                 times = []
                 for i in range(args.timings):
                     started = time.monotonic()

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,3 +192,64 @@ def trace(
     except OSError:
         raise BenchmarkError("bpftrace wrote no output", detail=f"(log: {wd / 'bpftrace.log'})") from None
     return parse(text, code, syscalls)
+
+
+@dataclass(frozen=True)
+class MountTableSample:
+    at: float  # seconds since the sampler started
+    mounts: int  # lines of the mount table
+    read_seconds: float  # how long reading it took
+
+
+class MountTableSampler:
+    """Samples the size of the mount table, and how long it takes to read, every ``interval``
+    seconds in a thread (``with MountTableSampler() as s: ...burst...``; then ``s.samples``,
+    ``s.peak()``). The seed saw reading it take tens of seconds under load."""
+
+    def __init__(self, interval: float = 0.05, mountinfo: Path = Path("/proc/self/mountinfo")):
+        self.interval = interval
+        self.mountinfo = mountinfo
+        self.samples: list[MountTableSample] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+
+    def sample(self) -> MountTableSample:
+        started = time.monotonic()
+        with open(self.mountinfo, "rb") as f:
+            n = sum(1 for _ in f)
+        now = time.monotonic()
+        return MountTableSample(round(started - self._t0, 4), n, now - started)
+
+    def _loop(self) -> None:
+        while True:
+            self.samples.append(self.sample())
+            if self._stop.wait(self.interval):
+                break
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="mount-table-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        self.samples.append(self.sample())  # one after the burst, always
+
+    def peak(self) -> MountTableSample:
+        """The sample with the most mounts (the earliest among equals)."""
+        return max(self.samples, key=lambda s: (s.mounts, -s.at))
+
+    def slowest_read(self) -> float:
+        return max(s.read_seconds for s in self.samples)
+
+    def __enter__(self) -> MountTableSampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -41,9 +41,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchbench import command, mountsys
+from patchbench import command, mountsys, mounttrace
 from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.files import sha256_file, write_json_atomic
+from patchbench.mounttrace import MountCounts
 from patchbench.oci_image import OciImage
 
 CONFIG_TEMPLATE = Path(__file__).resolve().with_name("containerd-config.toml")
@@ -287,6 +288,15 @@ class ContainerdDaemon:
         if userns:
             opts += ["--uidmap", USERNS_MAP, "--gidmap", USERNS_MAP, "--remap-labels"]
         return self.ctr_argv(*opts, image.name, container_id, *args)
+
+    def trace_run(self, image: OciImage, container_id: str, workdir: Path,
+                  timeout: float = 300.0) -> MountCounts:
+        """The mount syscalls of one user-namespaced ``ctr run --rm`` of ``image``: of ``ctr``,
+        of this daemon and of everything either forks (the shim, runc)."""
+        if self.pid is None:
+            raise BenchmarkError("trace_run needs the daemon running")
+        return mounttrace.trace(self.run_argv(image, container_id), workdir, roots=[self.pid],
+                                env=self.env(), timeout=timeout)
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property

@@ -22,6 +22,7 @@ from patchbench import build, command, mountsys, mounttrace, oci_image, pipeline
 from patchbench.errors import RequirementError
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes import runc
+from patchbench.workspace import Workspace
 from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -116,10 +117,9 @@ def online_go(monkeypatch: pytest.MonkeyPatch) -> None:
                     reason="set PATCHBENCH_TEST_CONTAINERD_GIT to a containerd git directory")
 @pytest.mark.skipif(shutil.which("runc") is None, reason="needs runc on PATH")
 def test_real_containerd(tmp_path: Path, online_go: None) -> None:
-    opts = pipeline.Options(root=REPO_ROOT, matrix=REPO_ROOT / "matrix.yaml",
-                            builds=tmp_path / "builds", reports=tmp_path / "reports",
-                            sources={"containerd": CONTAINERD_GIT}, seed=1)
-    (built,) = pipeline.build_variants(pipeline.load(opts), opts, "containerd",
+    ws = Workspace(root=REPO_ROOT, matrix=REPO_ROOT / "matrix.yaml", builds=tmp_path / "builds",
+                   reports=tmp_path / "reports", sources={"containerd": CONTAINERD_GIT})
+    (built,) = pipeline.build_variants(pipeline.load(ws), ws, "containerd",
                                        [build.Variant("baseline", ())], [])
     assert built.manifest["fingerprint"]["version"] == "go1.23.11"
     assert "v2.1.4" in built.manifest["version_output"]
@@ -140,9 +140,14 @@ def test_real_containerd(tmp_path: Path, online_go: None) -> None:
             null_io=False), env=daemon.env(), timeout=120)
         assert res.stdout.split() == ["0", "0", "0"]
         for n, img in images.items():
-            counts[n] = mounttrace.trace(daemon.run_argv(img, f"t{n}"), base / f"trace{n}",
-                                         roots=[daemon.pid or 0], env=daemon.env())
+            counts[n] = daemon.trace_run(img, f"t{n}", base / f"trace{n}")
             assert counts[n].exit_code == 0
+        with mounttrace.MountTableSampler(interval=0.01) as sampler:
+            burst = [command.Background(daemon.run_argv(images[4], f"b{i}"), env=daemon.env())
+                     for i in range(4)]
+            assert [b.wait(120) for b in burst] == [0] * 4
+        # while they ran, their rootfs (and v2.1.4's per-layer idmapped) mounts were in the table
+        assert sampler.peak().mounts > sampler.samples[0].mounts
         assert daemon.state_leftovers() == []
     finally:
         daemon.stop()

@@ -4,6 +4,7 @@ real tracer is tested in tests/integration/test_containerd.py on a program with 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,24 @@ def test_tracefs_detection(tmp_path: Path) -> None:
     info.write_text(info.read_text() + "40 22 0:12 / /sys/kernel/tracing rw - tracefs nodev rw\n")
     assert mounttrace.tracefs_mounted(info)
     assert not mounttrace.tracefs_mounted(tmp_path / "missing")
+
+
+def test_mount_table_sampler(tmp_path: Path) -> None:
+    info = tmp_path / "mountinfo"
+    info.write_text("a\nb\n")
+    with mounttrace.MountTableSampler(interval=0.01, mountinfo=info) as sampler:
+        deadline = time.monotonic() + 5
+        while len(sampler.samples) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        info.write_text("a\nb\nc\nd\ne\n")
+        seen = len(sampler.samples)
+        while len(sampler.samples) < seen + 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        info.write_text("a\n")
+    counts = [s.mounts for s in sampler.samples]
+    assert counts[0] == 2 and counts[-1] == 1 and 5 in counts
+    assert sampler.peak().mounts == 5
+    assert all(s.read_seconds >= 0 for s in sampler.samples)
+    assert sampler.slowest_read() < 5
+    ats = [s.at for s in sampler.samples]
+    assert ats == sorted(ats)
