@@ -91,7 +91,7 @@ class Target(_Model):
         default_factory=list
     )
     tools: list[str] = Field(default_factory=list)  # run-time tools needed, e.g. busybox
-    runtime: Literal["runc", "apple-container"] | None = None
+    runtime: Literal["runc", "apple-container", "containerd"] | None = None
 
 
 class Comparison(_Model):

@@ -95,6 +95,21 @@ class DaemonPaths:
         return self.base / "daemon.json"
 
 
+def untraversable(path: Path) -> list[Path]:
+    """Ancestors of ``path`` that a user-namespaced container's mapped root (an unprivileged host
+    uid) cannot search: runc, inside the user namespace, must reach the rootfs under the state
+    directory. Empty when every existing ancestor is world-searchable (o+x)."""
+    out = []
+    for p in [path, *path.parents]:
+        try:
+            mode = p.stat().st_mode
+        except OSError:
+            continue
+        if not mode & 0o001:
+            out.append(p)
+    return sorted(out)
+
+
 def _toml_str(value: str | Path) -> str:
     return json.dumps(str(value))  # a TOML basic string for any path
 
@@ -276,7 +291,7 @@ class ContainerdDaemon:
         return command.run(self.ctr_argv(*args), env=self.env(), timeout=timeout, check=check,
                            error=BenchmarkError, what=f"ctr {' '.join(args[:2])}")
 
-    def run_argv(self, image: OciImage, container_id: str, args: Sequence[str] = ("true",), *,
+    def run_argv(self, image: OciImage | str, container_id: str, args: Sequence[str] = ("true",), *,
                  userns: bool = True, null_io: bool = True, detach: bool = False) -> list[str]:
         """``ctr run`` of ``image`` (``--rm``, or ``-d``) with the user-namespace mapping and the
         remapped snapshot."""
@@ -287,7 +302,8 @@ class ContainerdDaemon:
             opts.append("--null-io")
         if userns:
             opts += ["--uidmap", USERNS_MAP, "--gidmap", USERNS_MAP, "--remap-labels"]
-        return self.ctr_argv(*opts, image.name, container_id, *args)
+        name = image if isinstance(image, str) else image.name
+        return self.ctr_argv(*opts, name, container_id, *args)
 
     def trace_run(self, image: OciImage, container_id: str, workdir: Path,
                   timeout: float = 300.0) -> MountCounts:
@@ -307,6 +323,14 @@ class ContainerdDaemon:
         p = self.paths
         for d in (p.root, p.state, p.temp, p.tmp):
             d.mkdir(parents=True, exist_ok=True)
+        closed = untraversable(p.state)
+        if closed:
+            raise RequirementError(
+                f"user-namespaced containers cannot reach their rootfs under {p.state}: "
+                + ", ".join(f"{c} (mode {c.stat().st_mode & 0o777:o})" for c in closed)
+                + " cannot be searched by other users",
+                hint="put builds/ where every directory above it is world-searchable "
+                "(chmod o+x), e.g. --builds /var/tmp/patchbench-builds")
         sock = self.socket
         if sock != p.socket:
             sock.parent.parent.mkdir(parents=True, exist_ok=True)
@@ -356,6 +380,14 @@ class ContainerdDaemon:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def leftover_mounts(self) -> list[Path]:
+        """Mounts of this daemon's directory (its run) still in the mount table."""
+        return mounts_under(self.paths.base, self.mountinfo)
+
+    def unmount_leftovers(self) -> tuple[int, list[str]]:
+        """Detach every mount of the run; return how many, and the failures."""
+        return unmount(self.leftover_mounts())
 
     # -- what it left ----------------------------------------------------------------------------
     def images(self) -> dict[str, str]:
@@ -534,3 +566,136 @@ def probe_idmapped_overlay(directory: Path, timeout: float = 60.0) -> dict[str, 
             hint="containerd's user-namespace snapshots need Linux >= 5.19 with idmapped mounts "
             "on the snapshot filesystem (ext4, xfs, btrfs, tmpfs >= 6.3) and overlayfs")
     return record
+
+
+def _run_alive(run_dir: Path) -> bool:
+    """Whether the patchbench process that owns ``run_dir`` (named ...-<pid>) still runs."""
+    pid = run_dir.name.rsplit("-", 1)[-1]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _namespace(token: str, variant: str) -> str:
+    return "pb-" + token + "-" + re.sub(r"[^A-Za-z0-9]+", "-", variant).strip("-")
+
+
+class ContainerdRuntime:
+    """The ``containerd`` runtime: one daemon per variant, started on first use by the scenario
+    (``daemon()``), stopped and accounted for by ``cleanup()``/``leftovers()``; images by
+    ``image()``. ``check()`` runs the idmapped-overlay probe before anything is built."""
+
+    name = "containerd"
+    DIRNAME = "containerd"
+
+    def __init__(self, cgroup_base: Path = CGROUP_ROOT) -> None:
+        import secrets
+
+        self.cgroup_base = cgroup_base
+        self.token = secrets.token_hex(3)
+        self.workdir: Path | None = None
+        self.runc: Path | None = None
+        self.probe: dict[str, object] | None = None
+        self._daemons: dict[str, ContainerdDaemon] = {}
+        self._images: dict[int, OciImage] = {}
+        self._left: dict[str, HostLeftovers] = {}
+
+    def check(self, project: object, comparison: object, target: object) -> None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="pb-idmap-probe-") as tmp:
+            probe_idmapped_overlay(Path(tmp))
+        mounttrace.check()
+        command.which("runc")
+        command.which("busybox")
+
+    def prepare(self, workdir: Path, project: object, comparison: object, dry_run: bool,
+                bin_dir: Path | None = None) -> None:
+        self.workdir = workdir
+        if dry_run:
+            return
+        self.probe = probe_idmapped_overlay(workdir / "idmap-probe")
+        self.runc = Path(command.which("runc")).resolve()
+        stale = [b for run in sorted(workdir.parent.iterdir())
+                 if run != workdir and run.is_dir() and not _run_alive(run)
+                 for b in sorted((run / self.DIRNAME).glob("*"))]
+        removed = clean_stale(stale, cgroup_base=self.cgroup_base)
+        if removed:
+            command.say("removed what a killed earlier run left: " + "; ".join(removed))
+
+    def namespace(self, variant: str) -> str:
+        return _namespace(self.token, variant)
+
+    def runc_info(self) -> dict[str, str]:
+        """The one runc every variant's shim runs (path, sha256, version), for the report."""
+        return runc_record(self.runc) if self.runc is not None else {}
+
+    def daemon_for(self, variant: str, bin_dir: Path) -> ContainerdDaemon:
+        """The variant's daemon object (not started)."""
+        if variant not in self._daemons:
+            wd = self.workdir or Path("<run>")
+            self._daemons[variant] = ContainerdDaemon(
+                bin_dir, wd / self.DIRNAME / variant, self.namespace(variant),
+                self.runc or Path("runc"), cgroup_base=self.cgroup_base)
+        return self._daemons[variant]
+
+    def daemon(self, variant: str, bin_dir: Path) -> ContainerdDaemon:
+        """The variant's daemon, started on first use."""
+        d = self.daemon_for(variant, bin_dir)
+        if d.pid is None:
+            d.start()
+        return d
+
+    def image(self, layers: int) -> OciImage:
+        """The L-layer image (written once per run; the same bytes for every variant)."""
+        if layers not in self._images:
+            from patchbench.oci_image import write_image
+            from patchbench.runtimes.runc import find_busybox, is_static
+
+            busybox = find_busybox().resolve()
+            if not is_static(busybox):
+                raise RequirementError(f"{busybox} is dynamically linked; images need a static "
+                                       "busybox", hint="apt-get install busybox-static")
+            assert self.workdir is not None
+            self._images[layers] = write_image(
+                self.workdir / "images" / f"layers-{layers}.tar", layers, busybox)
+        return self._images[layers]
+
+    def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
+        d = self.daemon_for(variant, bin_dir)
+        return {"ctr": str(bin_dir / "ctr"), "address": str(d.socket), "namespace": d.namespace}
+
+    def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
+        """Stop the variant's daemon (first deleting what is left in its namespace) and remove
+        what it left on the host; return what had to be removed."""
+        d = self._daemons.get(variant)
+        if d is None:
+            return []
+        removed: list[str] = []
+        if d.pid is not None:
+            with contextlib.suppress(BenchmarkError):
+                removed += d.cleanup_state()
+            d.stop()
+        found, problems = d.cleanup_host()
+        self._left[variant] = d.host_leftovers()
+        return removed + found.summary() + problems
+
+    def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
+        left = self._left.get(variant)
+        return left.summary() if left is not None else []
+
+    def plan_notes(self) -> list[str]:
+        return [
+            "before building: probe that idmapped mounts work as overlayfs lower directories",
+            f"one containerd per variant: root, state, sockets under <run>/{self.DIRNAME}/<variant>, "
+            "namespace pb-<run token>-<variant>, config from patchbench/runtimes/"
+            "containerd-config.toml",
+            "after: delete what is left in the namespace, stop the daemon, count and remove "
+            "mounts, shims, shim sockets and cgroups of the run",
+        ]

@@ -14,14 +14,19 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from patchbench import build, command, mountsys, mounttrace, oci_image, pipeline
 from patchbench.errors import RequirementError
+from patchbench.layout import Layout
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes import runc
+from patchbench.runtimes.containerd import ContainerdRuntime
+from patchbench.scenarios import ScenarioContext
+from patchbench.scenarios.layers import KIND, LayersConfig
 from patchbench.workspace import Workspace
 from tests.support import REPO_ROOT
 
@@ -101,31 +106,44 @@ def test_probe_refuses_ramfs(tmp_path: Path) -> None:
         mountsys.umount2(target, mountsys.MNT_DETACH)
 
 
-@pytest.fixture
-def online_go(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in GO_NETWORK_ENV.items():
-        if value is None:
-            monkeypatch.delenv(key, raising=False)
-        else:
-            monkeypatch.setenv(key, value)
+OPTIN = pytest.mark.skipif(
+    not (CONTAINERD_GIT and ROOT and shutil.which("bpftrace") and shutil.which("runc")),
+    reason="set PATCHBENCH_TEST_CONTAINERD_GIT to a containerd git directory (and run as root "
+    "with bpftrace and runc)")
 
 
-@pytest.mark.root
-@needs_root
-@needs_bpftrace
-@pytest.mark.skipif(not CONTAINERD_GIT,
-                    reason="set PATCHBENCH_TEST_CONTAINERD_GIT to a containerd git directory")
-@pytest.mark.skipif(shutil.which("runc") is None, reason="needs runc on PATH")
-def test_real_containerd(tmp_path: Path, online_go: None) -> None:
-    ws = Workspace(root=REPO_ROOT, matrix=REPO_ROOT / "matrix.yaml", builds=tmp_path / "builds",
-                   reports=tmp_path / "reports", sources={"containerd": CONTAINERD_GIT})
-    (built,) = pipeline.build_variants(pipeline.load(ws), ws, "containerd",
-                                       [build.Variant("baseline", ())], [])
-    assert built.manifest["fingerprint"]["version"] == "go1.23.11"
-    assert "v2.1.4" in built.manifest["version_output"]
+@pytest.fixture(scope="module")
+def built_containerd(tmp_path_factory: pytest.TempPathFactory) -> build.Built:
+    """The containerd target's baseline, built once through patchbench (Go 1.23.11 is fetched
+    through the module proxy, so the Go settings this session started with are restored)."""
+    tmp = tmp_path_factory.mktemp("containerd")
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in GO_NETWORK_ENV.items():
+            if value is None:
+                mp.delenv(key, raising=False)
+            else:
+                mp.setenv(key, value)
+        ws = Workspace(root=REPO_ROOT, matrix=REPO_ROOT / "matrix.yaml", builds=tmp / "builds",
+                       reports=tmp / "reports", sources={"containerd": CONTAINERD_GIT})
+        (built,) = pipeline.build_variants(pipeline.load(ws), ws, "containerd",
+                                           [build.Variant("baseline", ())], [])
+    return built
+
+
+def static_busybox() -> Path:
     busybox = Path(shutil.which("busybox") or "/bin/busybox").resolve()
     if not runc.is_static(busybox):
         pytest.skip("needs a static busybox")
+    return busybox
+
+
+@pytest.mark.root
+@OPTIN
+def test_real_containerd(tmp_path: Path, built_containerd: build.Built) -> None:
+    built = built_containerd
+    assert built.manifest["fingerprint"]["version"] == "go1.23.11"
+    assert "v2.1.4" in built.manifest["version_output"]
+    busybox = static_busybox()
     base = Path("/tmp") / f"pb-cd-test-{os.getpid()}"  # short: the socket path must fit
     daemon = cd.ContainerdDaemon(built.bin, base / "d", "pb-test-real",
                                  Path(shutil.which("runc") or "runc"))
@@ -158,3 +176,50 @@ def test_real_containerd(tmp_path: Path, online_go: None) -> None:
     # whole rootfs), so 3 more layers make 6 more of each of open_tree/mount_setattr/move_mount
     for syscall in ("open_tree", "mount_setattr", "move_mount"):
         assert counts[4].by_syscall()[syscall] - counts[1].by_syscall()[syscall] == 6
+
+
+@pytest.mark.root
+@OPTIN
+def test_layers_kind_on_real_containerd(tmp_path: Path, built_containerd: build.Built) -> None:
+    """The scan itself, on v2.1.4 against itself (an A/A pair): daemons per variant under a long
+    run path (so the socket goes through the short link), mount counts and their fit, cells,
+    verify, per-cell leftover checks, and the runtime's teardown."""
+    static_busybox()
+    # not under tmp_path: pytest's /tmp/pytest-of-root is 0700, which the containers' mapped
+    # root cannot search (the daemon refuses to start there, see test_unsearchable_run_dir)
+    top = Path(tempfile.mkdtemp(prefix="pb-layers-test-", dir="/tmp"))
+    top.chmod(0o755)
+    layout = Layout(top / "builds-for-a-run-directory-long-enough-to-need-the-socket-link",
+                    tmp_path / "reports")
+    twin = build.Built(build.Variant("baseline-again", ()), built_containerd.path,
+                       built_containerd.manifest, True)
+    built = [built_containerd, twin]
+    rt = ContainerdRuntime()
+    rt.check(None, None, None)
+    workdir = layout.new_run("mount-mayhem")
+    rt.prepare(workdir, None, None, dry_run=False)
+    sc = LayersConfig(name="scan", layers=[1, 4], k=[1, 2], runs=2, rounds=1, warmup=0,
+                      timeout=60)
+    ctx = ScenarioContext(sc, built, rt, workdir, 3, layout, REPO_ROOT, 0.05, 0.02)
+    try:
+        res, warnings = KIND.run(ctx)
+    finally:
+        removed = {b.variant.name: rt.cleanup(b.variant.name, b.bin) for b in built}
+        shutil.rmtree(top, ignore_errors=True)
+    assert str(rt.daemon_for("baseline", built[0].bin).socket).startswith("/run/patchbench/")
+    assert [c.label for c in res.cells][:2] == ["baseline L=1 k=1", "baseline L=1 k=2"]
+    assert len(res.cells) == 8 and len(res.comparisons) == 4
+    assert all(c.samples.exit_codes == [0, 0] for c in res.cells)
+    for v in ("baseline", "baseline-again"):
+        counts = res.mount_counts[v]
+        assert counts["4"]["open_tree"] - counts["1"]["open_tree"] == 6
+        assert res.mount_fit[v]["open_tree"] == pytest.approx([2.0, 1.0])
+        assert res.verify[v].passed, res.verify[v].output
+        assert rt.leftovers(v, built[0].bin) == []
+    assert set(res.mounts_left.values()) == {0}
+    assert all(t.peak_mounts > 0 for t in res.mount_table.values())
+    assert len(set(res.images.values())) == 2
+    assert KIND.gate(res) == []
+    assert removed == {"baseline": [], "baseline-again": []}
+    assert sorted(ctx.extra_files) == ["scan-mounts.png", "scan-time.png"]
+    assert not [w for w in warnings if "left" in w or "FAILED" in w]

@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
+import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +54,19 @@ case "$1" in
   *) echo "fake ctr: $*" >&2; exit 2 ;;
 esac
 """
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A world-searchable temporary directory instead of pytest's (which sits under a 0700
+    directory): the daemon refuses a run directory its containers' mapped root cannot reach."""
+    d = Path(tempfile.mkdtemp(prefix="pb-containerd-unit-"))
+    d.chmod(0o755)
+    if cd.untraversable(d):
+        shutil.rmtree(d)
+        pytest.skip(f"the temporary directory {d.parent} is not world-searchable")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def fake_bin(tmp_path: Path) -> Path:
@@ -178,7 +196,12 @@ def test_lifecycle_and_leftovers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     sock.write_text("")
     info.write_text(f"1 0 8:1 / / rw - ext4 /dev/vda rw\n"
                     f"9 1 0:50 / {d.paths.state}/{cd.TASK_DIR}/{ns}/c1/rootfs rw - overlay o rw\n")
-    shim = subprocess.Popen(["sh", "-c", "sleep 60", "-address", str(d.socket)])
+    # a process that looks like a shim (python: it never forks, so exactly one matches)
+    shim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-address",
+                             str(d.socket)])
+    deadline = time.monotonic() + 10  # right after exec, /proc/PID/cmdline can still be empty
+    while not Path(f"/proc/{shim.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)
     unmounted: list[Path] = []
     monkeypatch.setattr(mountsys, "umount2", lambda p, flags=0: unmounted.append(Path(p)))
     try:
@@ -271,3 +294,16 @@ def json_of(path: Path) -> Any:
     import json
 
     return json.loads(path.read_text())
+
+
+def test_unsearchable_run_dir(tmp_path: Path) -> None:
+    closed = tmp_path / "closed"
+    (closed / "run").mkdir(parents=True)
+    closed.chmod(0o700)
+    assert cd.untraversable(closed / "run" / "d" / "state") == [closed]
+    assert cd.untraversable(tmp_path / "open" / "x") == []
+    d = cd.ContainerdDaemon(fake_bin(tmp_path), closed / "run" / "d", "ns", Path("/bin/true"))
+    with pytest.raises(RequirementError, match="cannot reach their rootfs") as err:
+        d.start()
+    assert f"{closed} (mode 700)" in err.value.message
+    assert d.pid is None
