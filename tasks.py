@@ -36,6 +36,8 @@ COMPARE_HELP = {
     "scenario": "run only this scenario (repeatable)",
     "gate": "exit 4 if a candidate is significantly slower, fails its verify check, or hangs or "
             "leaves something behind in stress rounds (an A/B gate for CI)",
+    "summary": "append the summary table and the gate's reasons, as markdown, to this file "
+               "(default: $GITHUB_STEP_SUMMARY when set)",
 }
 
 
@@ -67,8 +69,9 @@ def _guarded(fn: Any) -> None:
 def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = False,
             dry_run: bool = False, seed: int = NOT_GIVEN, runs: int = NOT_GIVEN,
             rounds: int = NOT_GIVEN, warmup: int = NOT_GIVEN,
-            scenario: list[str] | None = None, gate: bool = False, matrix: str | None = None,
-            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
+            scenario: list[str] | None = None, gate: bool = False, summary: str | None = None,
+            matrix: str | None = None, builds: str | None = None, reports: str | None = None,
+            verbose: bool = False) -> None:
     """Fetch, patch, build baseline and candidates, measure interleaved, print and save.
 
     Examples:
@@ -86,7 +89,7 @@ def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = F
         sw = Switches(seed=_num(seed, "seed"), aa=aa, dry_run=dry_run, runs=_num(runs, "runs"),
                       rounds=_num(rounds, "rounds"), warmup=_num(warmup, "warmup"),
                       only=tuple(scenario or ()), gate=gate)
-        return cli.do_compare(_ws(source, matrix, builds, reports, verbose), name, sw)
+        return cli.do_compare(_ws(source, matrix, builds, reports, verbose), name, sw, summary)
 
     _guarded(run)
 
@@ -145,6 +148,63 @@ def report(c: Context, run_dir: str | None = None, comparison: str | None = None
 
     _guarded(lambda: cli.do_report(_ws(source, matrix, builds, reports, verbose), run_dir,
                                    comparison))
+
+
+RUNS_HELP = {"reports": COMMON["reports"], "matrix": COMMON["matrix"]}
+
+
+def _reports(matrix: str | None, reports: str | None) -> Any:
+    return _ws(None, matrix, None, reports, False).reports
+
+
+@task(positional=["run"], help={
+    **RUNS_HELP, "run": "a saved run folder, or COMPARISON/TIME under the reports folder",
+    "format": "hyperfine, csv, benchstat, bmf or html", "out": "output folder (default: RUN/export)"})
+def export(c: Context, run: str, format: str = "csv", out: str | None = None,
+           matrix: str | None = None, reports: str | None = None) -> None:
+    """Export a saved run for other tools (hyperfine JSON, CSV, benchstat, Bencher BMF, HTML).
+
+    Examples:
+      invoke export demo/20261129T225457Z --format benchstat
+      invoke export reports/demo/20261129T225457Z --format hyperfine --out /tmp/hf
+    """
+    from patchbench import cli_runs
+
+    _guarded(lambda: cli_runs.do_export(run, format, out, _reports(matrix, reports)))
+
+
+@task(positional=["run_a", "run_b"], help={
+    **RUNS_HELP, "run_a": "the first saved run (A)", "run_b": "the second saved run (B)"})
+def diff(c: Context, run_a: str, run_b: str, matrix: str | None = None,
+         reports: str | None = None) -> None:
+    """Compare two saved runs of one comparison cell by cell (like pyperf compare_to)."""
+    from patchbench import cli_runs
+
+    _guarded(lambda: cli_runs.do_diff(run_a, run_b, _reports(matrix, reports)))
+
+
+@task(positional=["path"], iterable=["run"], help={
+    **RUNS_HELP, "path": "[LABEL=]PATH: a run, or a folder of runs (CI artifacts side by side)",
+    "run": "[LABEL=]PATH of one more run or folder of runs (repeatable)",
+    "out": "output folder (default: REPORTS/COMPARISON/merged-TIME)",
+    "summary": "append the merged summary to this file (default: $GITHUB_STEP_SUMMARY if set)",
+    "gate": "exit 4 if the gate failed on any machine (or a machine's run ended in an error)",
+    "allow_differing_builds": "merge even when identical build inputs gave different artifacts"})
+def merge(c: Context, path: str, run: list[str] | None = None,
+          out: str | None = None, summary: str | None = None, gate: bool = False,
+          allow_differing_builds: bool = False, matrix: str | None = None,
+          reports: str | None = None) -> None:
+    """Merge runs of one comparison from several machines into one report (md + html).
+
+    Examples:
+      invoke merge runs/ --gate --summary "$GITHUB_STEP_SUMMARY"
+      invoke merge m7i=reports/demo/20261129T225457Z --run m7a=/tmp/other/demo/20261130T0237Z
+    """
+    from patchbench import cli_runs
+
+    _guarded(lambda: cli_runs.do_merge(
+        [path, *(run or [])], out=out, summary=summary, gate=gate,
+        allow_differing_builds=allow_differing_builds, reports=_reports(matrix, reports)))
 
 
 @task

@@ -21,7 +21,7 @@ from typing import Any
 
 from patchbench import command
 from patchbench.errors import BenchmarkError, ConfigError
-from patchbench.progress import step
+from patchbench.progress import RoundProgress, step
 
 # Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
 TIMEOUT_SLACK = 10.0
@@ -160,7 +160,9 @@ def measure(
     samples = {c: Samples() for c in cells}
     warmed: set[Cell] = set()
     log = workdir / f"{scenario}.hyperfine.log"
+    shown = RoundProgress(rounds, label=scenario)  # round r/R and the time left, on a terminal
     for r, round_cells in enumerate(order, 1):
+        shown.start(r)
         for cell in round_cells:
             inv = expand(cell)
             name = f"{scenario} {cell.label} round {r}/{rounds}"
@@ -200,6 +202,7 @@ def measure(
                 )
             if on_round:
                 on_round(r, cell, result)
+    shown.finish()
     return samples, [[c.label for c in rc] for rc in order]
 
 

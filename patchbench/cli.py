@@ -74,8 +74,8 @@ def guarded(fn: Callable[[], int | None]) -> None:
     sys.exit(code)
 
 
-def do_compare(ws: Workspace, name: str, sw: Switches) -> int:
-    from patchbench import gate, pipeline, report
+def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
+    from patchbench import gate, pipeline, report, summary
 
     project = pipeline.load(ws)
     results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
@@ -92,8 +92,11 @@ def do_compare(ws: Workspace, name: str, sw: Switches) -> int:
     for w in results.warnings:
         print(f"warning: {w}")
     print(f"\nsaved: {run_dir}")
+    failed = gate.failures(results)
+    target = summary.summary_path(summary_file, os.environ)
+    if target is not None:  # a CI job page ($GITHUB_STEP_SUMMARY) or --summary FILE
+        summary.append_summary(results.dump(), failed, target)
     if sw.gate:
-        failed = gate.failures(results)
         if failed:
             print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))
             return GATE_FAILED_EXIT_CODE

@@ -219,7 +219,10 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact(res.dump(), {str(workdir): "<run>", str(ws.builds): "<builds>",
                                             str(project.root): "<project>"}), "results")
-    return res, [], report.save_run(ws.reports, name, res, extra_files)
+    from patchbench import gate
+
+    return res, [], report.save_run(ws.reports, name, res, extra_files,
+                                    gate_reasons=gate.failures(res))
 
 
 def redact(obj: Any, paths: dict[str, str]) -> Any:

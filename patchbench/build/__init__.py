@@ -163,7 +163,8 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             if hashes:
                 fp["sources"] = hashes
             backend = BACKENDS[plan.target.build.backend]
-            backend.run_recipe(tree, plan.target.build, plan.env, log, f"build {label}")
+            with progress.BuildTicker(label, log):  # elapsed time and the log's last line
+                backend.run_recipe(tree, plan.target.build, plan.env, log, f"build {label}")
             (out / "bin").mkdir(parents=True)
             artifacts: dict[str, dict[str, Any]] = {}
             for rel in plan.target.build.artifacts:

@@ -21,8 +21,10 @@ __all__ = ["extra_blocks", "fmt_time", "latest_run", "load_run", "render", "save
 
 
 def save_run(reports: Path, comparison: str, results: Results,
-             extra_files: dict[str, Path]) -> Path:
-    """Write reports/<comparison>/<UTC time>/ atomically: assembled aside, then renamed."""
+             extra_files: dict[str, Path], gate_reasons: list[str] | None = None) -> Path:
+    """Write reports/<comparison>/<UTC time>/ atomically: assembled aside, then renamed.
+    ``gate_reasons`` (patchbench.gate.failures) go into report.html."""
+    from patchbench.report import html
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     parent = reports / comparison
     parent.mkdir(parents=True, exist_ok=True)
@@ -37,6 +39,7 @@ def save_run(reports: Path, comparison: str, results: Results,
         results.run_dir = f"{comparison}/{final.name}"
         write_json_atomic(tmp / "results.json", results.dump())
         write_text_atomic(tmp / "report.md", render(results))
+        write_text_atomic(tmp / "report.html", html.render_html(results, gate=gate_reasons))
         write_json_atomic(tmp / "machine.json", results.machine)
         for variant, man in results.builds.items():
             write_json_atomic(tmp / f"manifest-{variant}.json", man)

@@ -132,7 +132,7 @@ def test_the_run_folder_is_complete_and_nothing_partial_is_left(
     assert run_dir.parent == reports / "demo"
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "machine.json", "manifest-baseline.json", "manifest-per-sandbox-lock.json",
-        "report.md", "results.json"]
+        "report.html", "report.md", "results.json"]
     assert [p for p in reports.rglob("*") if ".partial" in p.name or p.name.startswith(".")] == []
     md = (run_dir / "report.md").read_text()
     assert md.startswith("# demo: ")

@@ -48,7 +48,7 @@ def test_save_run_writes_a_complete_folder(tmp_path: Path) -> None:
     run = report.save_run(tmp_path, "fx", results(), {})
     assert run.parent == tmp_path / "fx"
     assert sorted(p.name for p in run.iterdir()) == [
-        "machine.json", "manifest-baseline.json", "manifest-greet.json", "report.md",
+        "machine.json", "manifest-baseline.json", "manifest-greet.json", "report.html", "report.md",
         "results.json"]
     data = report.load_run(run)
     assert data.run_dir == f"fx/{run.name}"

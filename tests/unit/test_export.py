@@ -1,0 +1,157 @@
+"""Exports of the committed reference runs: hyperfine JSON per cell, CSV per run, Go benchmark
+text per variant, Bencher Metric Format; each checked against the run's own raw samples."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchbench import export
+from patchbench import results as results_mod
+from patchbench.errors import ReportError
+from tests.support import REPO_ROOT
+
+RUNS = {p.parent.parent.name + "/" + p.parent.name: p
+        for p in sorted((REPO_ROOT / "reports").glob("*/*/results.json"))}
+TIMED = [k for k, p in RUNS.items()
+         if any(sc.get("cells") for sc in json.loads(p.read_text())["scenarios"])]
+BURST = next(k for k in RUNS if k.startswith("runc-burst/"))
+DEMO = "demo/20261129T225457Z"
+
+
+def load(key: str) -> dict[str, Any]:
+    # as every command reads a saved run: through the loader (schema 1 files upgraded)
+    return results_mod.load(RUNS[key]).dump()
+
+
+def cells(results: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(sc, c) for sc in results["scenarios"] for c in sc.get("cells", [])]
+
+
+@pytest.mark.parametrize("key", TIMED)
+def test_hyperfine_export_has_every_cell_with_every_run(key: str) -> None:
+    results = load(key)
+    files = export.to_hyperfine(results)
+    assert len(files) == len(cells(results))
+    for sc, cell in cells(results):
+        doc = json.loads(files[f"hyperfine/{export._safe(sc['name'])}--"
+                               f"{export._safe(cell['label'])}.json"])
+        (entry,) = doc["results"]
+        times = cell["samples"]["times"]
+        assert entry["times"] == times
+        assert entry["exit_codes"] == cell["samples"]["exit_codes"]
+        assert entry["median"] == pytest.approx(cell["summary"]["median"], rel=1e-12)
+        assert entry["mean"] == pytest.approx(cell["summary"]["mean"], rel=1e-12)
+        assert entry["stddev"] == pytest.approx(statistics.stdev(times), rel=1e-9)
+        assert (entry["min"], entry["max"]) == (min(times), max(times))
+        # user/system: hyperfine's per-round means, weighted by the runs of each round
+        rounds = cell["samples"]["hyperfine"]
+        n = sum(len(h["times"]) for h in rounds)
+        assert entry["user"] == pytest.approx(sum(h["user"] * len(h["times"]) for h in rounds) / n)
+        assert entry["system"] > 0
+        assert entry.get("parameters", {}) == cell["params"]
+
+
+def test_hyperfine_export_weights_rounds_by_their_runs() -> None:
+    sc = {"name": "s"}
+    cell = {"label": "b", "params": {}, "samples": {
+        "times": [1.0, 2.0, 3.0], "exit_codes": [0, 0, 0], "user": [], "system": [],
+        "hyperfine": [{"times": [1.0], "user": 0.1, "system": 0.3},
+                      {"times": [2.0, 3.0], "user": 0.4, "system": 0.6}]}}
+    (entry,) = export.hyperfine_cell(sc, cell)["results"]
+    assert entry["user"] == pytest.approx((0.1 + 2 * 0.4) / 3)
+    assert entry["system"] == pytest.approx((0.3 + 2 * 0.6) / 3)
+    assert entry["median"] == 2.0 and entry["stddev"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("key", TIMED)
+def test_csv_has_one_row_per_run(key: str) -> None:
+    results = load(key)
+    rows = list(csv.DictReader(io.StringIO(export.to_csv(results)["results.csv"])))
+    assert list(rows[0]) == export.CSV_COLUMNS
+    assert len(rows) == sum(len(c["samples"]["times"]) for _, c in cells(results))
+    for sc, cell in cells(results):
+        mine = [r for r in rows if r["scenario"] == sc["name"] and r["cell"] == cell["label"]]
+        assert [float(r["time_s"]) for r in mine] == cell["samples"]["times"]
+        assert [int(r["round"]) for r in mine] == cell["samples"]["rounds"]
+        assert {r["variant"] for r in mine} == {cell["variant"]}
+
+
+def test_csv_params_column_of_a_burst_scan() -> None:
+    rows = list(csv.DictReader(io.StringIO(export.to_csv(load(BURST))["results.csv"])))
+    assert {r["params"] for r in rows} == {f"k={k}" for k in (1, 2, 4, 8, 16, 32)}
+
+
+LINE = re.compile(r"^(Benchmark\S+)\s+1\s+(\d+) ns/op$")
+
+
+@pytest.mark.parametrize("key", TIMED)
+def test_benchstat_files_one_per_variant_in_go_format(key: str) -> None:
+    results = load(key)
+    files = export.to_benchstat(results)
+    variants = {c["variant"] for _, c in cells(results)}
+    assert set(files) == {f"benchstat/{v}.txt" for v in variants}
+    for v in variants:
+        lines = files[f"benchstat/{v}.txt"].splitlines()
+        assert lines[:4] == ["goos: linux", "goarch: amd64", f"pkg: patchbench/{results['comparison']}",
+                             f"cpu: {results['machine']['cpu_model']}"]
+        parsed = [LINE.match(line) for line in lines[4:]]
+        assert all(parsed), lines[4:]
+        times = [t for _, c in cells(results) if c["variant"] == v for t in c["samples"]["times"]]
+        assert [int(m.group(2)) for m in parsed if m] == [round(t * 1e9) for t in times]
+        assert all(m.group(1).endswith(f"-{results['machine']['cpu_count']}") for m in parsed if m)
+
+
+def test_benchstat_names_parameters_as_sub_benchmarks() -> None:
+    assert export.benchstat_name("start-8", {}, 2) == "BenchmarkStart8-2"
+    assert export.benchstat_name("exec-detached", {"k": "8"}, 4) == "BenchmarkExecDetached/k=8-4"
+    text = export.to_benchstat(load(BURST))["benchstat/baseline.txt"]
+    assert "BenchmarkBurst/k=32-2 " in text
+
+
+def test_benchstat_refuses_two_scenarios_with_one_go_name() -> None:
+    results = load(DEMO)
+    twin = copy.deepcopy(results["scenarios"][0])
+    twin["name"] = "start_8"  # spelled differently, same Go name
+    results["scenarios"].append(twin)
+    with pytest.raises(ReportError, match="same Go benchmark name"):
+        export.to_benchstat(results)
+
+
+@pytest.mark.parametrize("key", TIMED)
+def test_bmf_is_the_median_and_its_ci_in_nanoseconds(key: str) -> None:
+    results = load(key)
+    doc = json.loads(export.to_bmf(results)["bmf.json"])
+    assert len(doc) == len(cells(results))
+    for sc, cell in cells(results):
+        params = "".join(f"/{k}={v}" for k, v in cell["params"].items())
+        lat = doc[f"{sc['name']}{params}/{cell['variant']}"]["latency"]
+        s = cell["summary"]
+        # runs saved before median_ci existed give the range of the runs instead
+        low, high = s.get("median_ci") or (s["min"], s["max"])
+        assert lat["value"] == pytest.approx(s["median"] * 1e9)
+        assert lat["lower_value"] == pytest.approx(low * 1e9)
+        assert lat["upper_value"] == pytest.approx(high * 1e9)
+        assert lat["lower_value"] <= lat["value"] <= lat["upper_value"]
+
+
+def test_unknown_format_and_a_run_without_timings_are_refused() -> None:
+    with pytest.raises(ReportError, match="unknown export format"):
+        export.export(load(DEMO), "xml")
+    stress = next(k for k in RUNS if k.startswith("runc-stress/"))
+    with pytest.raises(ReportError, match="no measured cells"):
+        export.export(load(stress), "csv")
+
+
+def test_write_export_writes_the_files(tmp_path: Path) -> None:
+    paths = export.write_export(load(DEMO), "benchstat", tmp_path)
+    assert sorted(p.name for p in paths) == ["baseline.txt", "per-sandbox-lock.txt"]
+    assert all(p.read_text().startswith("goos: linux\n") for p in paths)
