@@ -143,3 +143,11 @@ def test_gate_judges_the_candidate_only() -> None:
     base_bad.verify["baseline"] = base_bad.verify["baseline"].model_copy(update={"passed": False})
     base_bad.mounts_left["baseline L=1 k=8"] = 5
     assert KIND.gate(base_bad) == []
+
+
+def test_html_report_shows_the_data() -> None:
+    from patchbench.report import html
+
+    page = html.scenario_section(layers_result().model_dump(mode="json"))
+    assert "Scenario <code>scan</code> (layers)" in page and "layers data" in page
+    assert "mount_counts" in page and "fix L=16 k=8" in page
