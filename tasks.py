@@ -139,15 +139,17 @@ def list_(c: Context, source: list[str] | None = None, matrix: str | None = None
 
 @task(positional=[], iterable=["source"],
       help={**COMMON, "run_dir": "a saved run folder or its results.json (default: the newest run)",
-            "comparison": "the newest run of this comparison"})
-def report(c: Context, run_dir: str | None = None, comparison: str | None = None,
+            "comparison": "the newest run of this comparison",
+            "from": "write the report folder from a run's complete results in builds/runs/ "
+                    "(after a failed report write)"})
+def report(c: Context, run_dir: str | None = None, comparison: str | None = None, from_: str = "",
            source: list[str] | None = None, matrix: str | None = None,
            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Print a saved run's report (default: the newest run)."""
     from patchbench import cli
 
     _guarded(lambda: cli.do_report(_ws(source, matrix, builds, reports, verbose), run_dir,
-                                   comparison))
+                                   comparison, from_ or None))
 
 
 RUNS_HELP = {"reports": COMMON["reports"], "matrix": COMMON["matrix"]}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchbench import command
+from patchbench import command, procguard
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.progress import RoundProgress, step
 
@@ -118,7 +118,7 @@ def hyperfine(
         argv += ["--prepare", inv.prepare]
     if inv.cleanup:
         argv += ["--cleanup", inv.cleanup]
-    argv.append(shlex.join(inv.command))
+    argv += ["--", shlex.join(inv.command)]  # never read as a hyperfine option
     timeout = (runs + warmup) * per_run_timeout + TIMEOUT_SLACK
     try:
         command.run(argv, log=log, timeout=timeout, env=inv.env, error=BenchmarkError, what=name)
@@ -183,6 +183,7 @@ def measure(
                 for argv in inv.teardown:
                     command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
                                 check=False, what=f"{name}: teardown", log=log)
+                procguard.check_active(name)  # what outlived the command: found and killed
             s = samples[cell]
             s.seconds += time.monotonic() - t0
             codes = [int(c) if c is not None else -1 for c in result.get("exit_codes", [])]

@@ -152,9 +152,13 @@ def do_list(ws: Workspace) -> int:
     return 0
 
 
-def do_report(ws: Workspace, run_dir: str | None, comparison: str | None) -> int:
-    from patchbench import report
+def do_report(ws: Workspace, run_dir: str | None, comparison: str | None,
+              from_run: str | None = None) -> int:
+    from patchbench import report, runstore
 
+    if from_run:  # the report folder from a run's complete results (after a failed write)
+        print(f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}")
+        return 0
     path = Path(run_dir) if run_dir else report.latest_run(ws.reports, comparison)
-    print(report.render(report.load_run(path)))
+    print(runstore.render_checked(report.render, report.load_run(path), path))
     return 0

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from patchbench import progress
+from patchbench import procguard, progress, redact
 from patchbench.errors import CommandError, PatchbenchError, RequirementError
 
 VERBOSE = os.environ.get("PATCHBENCH_VERBOSE", "") not in ("", "0")
@@ -113,7 +113,7 @@ def run(
     """
     args = [str(a) for a in argv]
     args[0] = which(args[0])
-    shown = quote([Path(args[0]).name, *args[1:]])
+    shown = redact.text(quote([Path(args[0]).name, *args[1:]]))  # logged: no credential
     if VERBOSE:
         print(f"+ {shown}", file=sys.stderr, flush=True)
     label = what or shown
@@ -136,6 +136,7 @@ def run(
                 stdout=logf if logf is not None else subprocess.PIPE,
                 stderr=subprocess.STDOUT if logf is not None else subprocess.PIPE,
                 start_new_session=True,
+                preexec_fn=procguard.preexec(),  # into the run's cgroup, if guarding
             )
         except OSError as exc:
             raise error(f"{label}: could not start: {exc.strerror or exc}") from None
@@ -208,6 +209,7 @@ class Background:
             stdout=self._logf if self._logf is not None else subprocess.DEVNULL,
             stderr=subprocess.STDOUT if self._logf is not None else subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=procguard.preexec(),  # into the run's cgroup, if guarding
         )
 
     def wait(self, timeout: float) -> int | None:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from patchbench import scenarios
+from patchbench import errors, safeargs, scenarios, yamlsafe
 from patchbench.errors import ConfigError
 from patchbench.models import NAME_RE, Name
 from patchbench.models import StrictModel as _Model
@@ -23,7 +23,7 @@ from patchbench.scenarios import AnyScenario
 
 SCHEMA_VERSION = 1
 # yaml.safe_load's loader, in C when PyYAML was built with libyaml; both refuse !!python tags
-SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER: Any = yamlsafe.SAFE_LOADER
 REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
 
 
@@ -77,6 +77,8 @@ class BuildRecipe(_Model):
             raise ValueError("the docker backend needs 'image', pinned by digest (name@sha256:...)")
         if self.image and "@sha256:" not in self.image:
             raise ValueError("'image' must be pinned by digest (name@sha256:...)")
+        if self.image:
+            safeargs.check_image(self.image, "'image'")
         return self
 
 
@@ -92,6 +94,16 @@ class Target(_Model):
     )
     tools: list[str] = Field(default_factory=list)  # run-time tools needed, e.g. busybox
     runtime: Literal["runc", "apple-container", "containerd"] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return safeargs.check_url(value, "url")
+
+    @field_validator("ref")
+    @classmethod
+    def _ref(cls, value: str) -> str:
+        return safeargs.check_ref(value, "ref")
 
 
 class Comparison(_Model):
@@ -285,12 +297,23 @@ def _format_validation(
 
 def load(path: Path) -> Project:
     """Load and validate ``path``; also check that every named patch series and overlay exists."""
+    errors.MATRIX_IN_USE = _shown(path)  # messages name the matrix file actually in use
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        data = yaml.load(text, Loader=SAFE_LOADER)  # the safe loader only (libyaml's when built)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{at}: not UTF-8 text (byte {exc.start})",
+                          hint="save the matrix as UTF-8") from None
+    try:
+        # the safe loader only (libyaml's when built), after bounds on size, depth and aliases
+        data = yamlsafe.load(text)
+    except yamlsafe.YamlLimitError as exc:
+        raise ConfigError(f"{path}:{exc.line or '?'}: refused: {exc.message}",
+                          hint="a matrix is plain, small YAML") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{mark.line + 1}" if mark is not None else "?"
@@ -336,6 +359,14 @@ def load(path: Path) -> Project:
     return project
 
 
+def _shown(path: Path) -> str:
+    """``path`` as the user would write it: relative to the current directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
 def _check_repo_path(
     project: Project, value: str, key: str, lines: dict[tuple[str, ...], int]
 ) -> None:
@@ -353,12 +384,20 @@ def parse_source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[st
     out: dict[str, str] = {}
     for key, value in environ.items():
         if key.startswith("PATCHBENCH_SOURCE_") and value:
-            out[key[len("PATCHBENCH_SOURCE_") :].lower().replace("_", "-")] = value
+            out[key[len("PATCHBENCH_SOURCE_") :].lower().replace("_", "-")] = _source(value, key)
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not re.match(NAME_RE, name) or not value:
             raise ConfigError(
                 f"--source {pair!r}: expected TARGET=PATH_OR_URL", hint="e.g. --source runc=/src/runc"
             )
-        out[name] = value
+        out[name] = _source(value, f"--source {name}")
     return out
+
+
+def _source(value: str, where: str) -> str:
+    try:
+        return safeargs.check_url(value, where)
+    except safeargs.UnsafeValue as exc:
+        raise ConfigError(str(exc), hint="give a local path (./x or /x) or an https, ssh, git "
+                          "or file URL") from None

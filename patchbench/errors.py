@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
+# The matrix file in use (set when one is loaded): messages that say "matrix.yaml" name it.
+MATRIX_IN_USE: str | None = None
+_MATRIX_WORD = re.compile(r"(?<![\w./-])matrix\.yaml(?![\w.-])")
+
 
 class PatchbenchError(Exception):
     """A fatal, expected error: printed as one line by the top level, never as a traceback."""
@@ -21,7 +27,11 @@ class PatchbenchError(Exception):
             text += f"\n  hint: {self.hint}"
         if self.detail:
             text += "\n" + "\n".join("  | " + line for line in self.detail.rstrip().splitlines())
-        return text
+        from patchbench.redact import text as redact_text
+
+        if MATRIX_IN_USE is not None:
+            text = _MATRIX_WORD.sub(lambda _: MATRIX_IN_USE or "matrix.yaml", text)
+        return redact_text(text)  # a credential in a URL is never printed
 
 
 class ConfigError(PatchbenchError):

@@ -3,18 +3,20 @@
 "Significantly slower" is judged for every kind at once, with Holm-adjusted p-values over every
 comparison of the run (a burst scan makes one per k), so more comparisons do not mean more false
 alarms. Each kind adds its own rule (a failed verify check; hangs, leftovers or failed fresh runs
-of a candidate in stress rounds) through its ``gate``."""
+of a candidate in stress rounds) through its ``gate``. A verdict withheld for too few rounds
+never fails the gate; the report says it was withheld."""
 
 from __future__ import annotations
 
-from patchbench import scenarios, stats
+from patchbench import procguard, scenarios, stats
 from patchbench.results import Results, StressResult
 
 
 def failures(results: Results) -> list[str]:
     out = []
+    # a withheld verdict (too few rounds) never fails the gate and is not one of Holm's tests
     comps = [(sc, c) for sc in results.scenarios if not isinstance(sc, StressResult)
-             for c in sc.comparisons]
+             for c in sc.comparisons if c.verdict != "withheld"]
     adjusted = stats.holm([c.p_value if c.p_value is not None else 1.0 for _, c in comps])
     for (sc, c), p_adj in zip(comps, adjusted, strict=True):
         if c.verdict == "slower" and p_adj < c.alpha:
@@ -22,4 +24,5 @@ def failures(results: Results) -> list[str]:
                        f"Holm-adjusted p {p_adj:.2g})")
     for scenario in results.scenarios:
         out += scenarios.get(scenario.kind).gate(scenario)
+    out += [w for w in results.warnings if w.startswith(procguard.ESCAPED)]
     return out

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,9 +56,17 @@ class Layout:
         return self.builds / "tools"
 
     def new_run(self, comparison: str) -> Path:
-        path = self.runs / f"{comparison}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        """A fresh run directory, created exclusively: two runs never share one (it will hold
+        the run's complete results)."""
+        self.runs.mkdir(parents=True, exist_ok=True)
+        while True:
+            path = self.runs / (f"{comparison}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-"
+                                f"{secrets.token_hex(2)}")
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            return path
 
     def dry_run(self, comparison: str) -> Path:
         return self.runs / f"{comparison}-DRYRUN"

@@ -15,10 +15,12 @@ import hashlib
 import re
 import shutil
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from patchbench import patchform
 from patchbench.errors import PatchError, SourceError
 from patchbench.files import sha256_file
+from patchbench.models import NAME_RE
 from patchbench.source import IDENTITY, SNAPSHOT_DATE, run_git
 
 DEP3_DESCRIPTION = ("Description",)
@@ -47,31 +49,14 @@ class Series:
         return h.hexdigest()
 
 
-
-
 def _unsafe(path: str) -> bool:
-    p = PurePosixPath(path)
-    return (
-        path.startswith("/")
-        or ".." in p.parts
-        or (len(p.parts) > 0 and p.parts[0] == ".git")
-        or "\\" in path
-    )
-
-
-# Whole names, spaces included (git ends a ---/+++ name that has a space with a tab).
-_PATH_LINES = (
-    re.compile(r"^diff --git a/(?P<a>.+) b/(?P<b>.+)$"),
-    re.compile(r"^--- (?:a/)?(?P<a>.+?)\t?$"),
-    re.compile(r"^\+\+\+ (?:b/)?(?P<a>.+?)\t?$"),
-    re.compile(r"^(?:rename|copy) (?:from|to) (?P<a>.+)$"),
-)
+    return patchform.unsafe_path(path)
 
 
 def parse_patch(path: Path, series: str) -> Patch:
     """Check one patch file: format-patch form, DEP-3 header, and no path leaving the tree."""
-    try:
-        text = path.read_text()
+    try:  # bytes as git reads them: no newline translation hides a carriage return
+        text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PatchError(f"series {series!r}: cannot read {path.name}: {exc}") from None
     if not text.startswith("From ") or "\nSubject: " not in text or "\ndiff --git " not in text:
@@ -79,7 +64,11 @@ def parse_patch(path: Path, series: str) -> Patch:
             f"series {series!r}: {path.name} is not in git format-patch form",
             hint="make it with: git format-patch -1 --zero-commit --no-signature",
         )
-    header, _, body = text.partition("\ndiff --git ")
+    try:  # an encoded mail body would hide both the DEP-3 header and the diff
+        patchform.check_mail(text)
+    except patchform.UnsafePatch as exc:
+        raise _refusal(series, path, exc) from None
+    header = text.partition("\ndiff --git ")[0]
     # DEP-3 fields live in the commit message, after the mail headers (whose From: and Subject:
     # would otherwise always satisfy "Author" and "Description")
     message = header.split("\n\n", 1)[1] if "\n\n" in header else ""
@@ -90,39 +79,40 @@ def parse_patch(path: Path, series: str) -> Patch:
                 f"series {series!r}: {path.name} lacks a DEP-3 {' or '.join(group)} field",
                 hint="put Description:, Author: or Origin:, and Forwarded: in the commit message",
             )
-    files: list[str] = []
-    in_diff = False
-    for raw in ("diff --git " + body).splitlines():
-        if raw.startswith("diff --git "):
-            in_diff = True
-        if raw.startswith("@@"):
-            in_diff = False
-        if not in_diff:
-            continue
-        if raw.startswith(("new file mode 120000", "new mode 120000")):
-            raise PatchError(
-                f"series {series!r}: {path.name} creates a symbolic link; refused",
-                hint="symlinks could point outside the tree",
-            )
-        for rx in _PATH_LINES:
-            m = rx.match(raw)
-            if not m:
-                continue
-            for name in m.groupdict().values():
-                if name == "/dev/null":
-                    continue
-                if _unsafe(name):
-                    raise PatchError(
-                        f"series {series!r}: {path.name} writes {name!r}, outside the tree; refused "
-                        "before anything was written",
-                    )
-                if rx is _PATH_LINES[0]:
-                    files.append(name)
+    try:
+        files = patchform.inspect(text).paths
+    except patchform.UnsafePatch as exc:
+        raise _refusal(series, path, exc) from None
     subject = re.search(r"^Subject: (.*)$", header, re.M)
-    return Patch(path, sha256_file(path), tuple(files), subject.group(1) if subject else "")
+    return Patch(path, sha256_file(path), files, subject.group(1) if subject else "")
+
+
+def _refusal(series: str, path: Path, exc: patchform.UnsafePatch) -> PatchError:
+    where = f"series {series!r}: {path.name}"
+    if exc.path is not None:
+        return PatchError(
+            f"{where} writes {exc.path!r}, outside the tree; refused before anything was "
+            "written" + (f" (line {exc.line})" if exc.line else ""),
+        )
+    return PatchError(
+        f"{where} {exc.reason}; refused before git runs"
+        + (f" (line {exc.line})" if exc.line and "line " not in exc.reason else ""),
+        hint=exc.hint,
+    )
+
+
+def _check_name(kind: str, name: str) -> None:
+    """A series or overlay name is one directory name inside patches/ or overlays/ (--series
+    comes from the command line: ../../etc is refused, not read)."""
+    if not re.fullmatch(NAME_RE, name):
+        where = "patches" if kind == "series" else "overlays"
+        raise PatchError(f"{kind} {name!r} is not a name of a directory in {where}/ (lower case "
+                         "letters, digits, '.', '_', '-'; no '/')",
+                         hint=f"the {kind} names are the directories of {where}/")
 
 
 def load_series(root: Path, name: str) -> Series:
+    _check_name("series", name)
     series_file = root / "patches" / name / "series"
     if not series_file.is_file():
         raise PatchError(f"no patch series {name!r} (expected {series_file})")
@@ -249,6 +239,7 @@ class Overlay:
 
 
 def load_overlay(root: Path, name: str) -> Overlay:
+    _check_name("overlay", name)
     base = root / "overlays" / name
     if not base.is_dir():
         raise PatchError(f"no overlay {name!r} (expected overlays/{name}/)")

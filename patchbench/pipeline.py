@@ -10,15 +10,32 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from patchbench import __version__, build, config, patching, report, results, runtimes, scenarios, source
+from patchbench import (
+    __version__,
+    build,
+    cleanup,
+    config,
+    ownership,
+    patching,
+    procguard,
+    results,
+    runstore,
+    runtimes,
+    scenarios,
+    source,
+)
 from patchbench.config import Comparison, Project
 from patchbench.errors import ConfigError, PatchbenchError, PatchError, RequirementError, SourceError
 from patchbench.machine import machine_info
 from patchbench.progress import say
+from patchbench.redact import tree as redact_secrets
 from patchbench.workspace import Switches, Workspace
 
 
 def load(ws: Workspace) -> Project:
+    ownership.check_project(ws.matrix, ws.root, ws.builds)  # as root: StrictModes-style
+    for path in cleanup.sweep(ws.builds):  # what runs killed with SIGKILL left behind
+        say(f"removed {path.relative_to(ws.builds)}, left by a run that no longer runs")
     return config.load(ws.matrix)
 
 
@@ -66,7 +83,7 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
         for target_name in sorted(targets.get(name, set())):
             if checkout is None or checkout.target != target_name:
                 checkout = fetch(project, ws, target_name)
-            tmp = ws.layout.tmp / f"check-{name}-{secrets.token_hex(4)}"
+            tmp = ws.layout.tmp / f"check-{name}-{cleanup.owner_tag()}-{secrets.token_hex(4)}"
             tmp.parent.mkdir(parents=True, exist_ok=True)
             source.add_worktree(checkout, tmp, ws.builds)
             try:
@@ -202,6 +219,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     extra_files: dict[str, Path] = {}
     if runtime is not None:
         runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin)
+    guard = procguard.activate(workdir.name)  # every command from here on is in the run's cgroup
     try:
         for i, sc in enumerate(chosen):
             say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} rounds")
@@ -211,18 +229,21 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             out, warnings = scenarios.get(sc.kind).run(ctx)
             res.scenarios.append(out)
             res.warnings.extend(warnings)
+            procguard.check_active(f"scenario {sc.name}")
     finally:
+        escaped = procguard.deactivate(guard)  # found, reported and killed
         if runtime is not None:
             res.teardown = {b.variant.name: results.Teardown(
                 removed_at_teardown=runtime.cleanup(b.variant.name, b.bin),
                 left_after_teardown=runtime.leftovers(b.variant.name, b.bin)) for b in built}
+    res.warnings.extend(escaped)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    res = results.parse(redact(res.dump(), {str(workdir): "<run>", str(ws.builds): "<builds>",
-                                            str(project.root): "<project>"}), "results")
-    from patchbench import gate
-
-    return res, [], report.save_run(ws.reports, name, res, extra_files,
-                                    gate_reasons=gate.failures(res))
+    res = results.parse(redact_secrets(redact(res.dump(), {
+        str(workdir): "<run>", str(ws.builds): "<builds>", str(project.root): "<project>"})),
+        "results")
+    # the complete results first, under builds/runs/<run>/; then the report folder from them
+    complete = runstore.save_complete(workdir, res, extra_files)
+    return res, [], runstore.publish(complete, ws.reports)
 
 
 def redact(obj: Any, paths: dict[str, str]) -> Any:

@@ -11,6 +11,11 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   text (``markdown`` is gone; burst charts are named by ``chart``); ``median_ci`` always present
   (null when too few samples); stress scenarios have no ``cells``/``comparisons``; a scenario's
   ``warnings`` stay at the top level as before.
+- 3: a comparison is judged by the round-paired rule (issue 9: per-round log ratios of medians,
+  a t interval with R-1 degrees of freedom; "withheld" below ``min_rounds`` rounds) and records
+  ``method``, ``rounds``, ``min_rounds``, ``round_ids``, ``round_ratios``, ``wilcoxon_p``,
+  ``drift`` and ``note``; the pooled Mann-Whitney p and bootstrap CI stay under ``pooled`` as
+  descriptive figures. Older files keep their pooled verdicts (``method`` says so).
 """
 
 from __future__ import annotations
@@ -23,13 +28,17 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from patchbench.errors import ReportError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_HISTORY = {
     1: "first version: per scenario, cells with raw samples (times, exit codes, rounds, "
     "hyperfine JSON) and baseline/candidate comparisons",
     2: "typed per scenario kind; data only (no rendered markdown); median_ci always present; "
     "stress scenarios without empty cells/comparisons",
+    3: "comparisons judged by the round-paired rule (per-round ratios, drift check, withheld "
+    "below min_rounds); the pooled figures kept under pooled, descriptive only",
 }
+
+POOLED_METHOD = "pooled: Mann-Whitney U and a bootstrap CI, every run taken as independent"
 
 
 class _Rec(BaseModel):
@@ -75,8 +84,38 @@ class Cell(_Rec):
     instances: Instances | None = None
 
 
+class Drift(_Rec):
+    """patchbench.stats.DriftCheck: do the per-round ratios vary more than the noise explains?"""
+
+    flagged: bool
+    ratio: float
+    p_value: float
+    observed_sd: float
+    expected_sd: float
+    drift_sd: float
+    df_between: int
+    df_within: int
+    threshold: float
+    meaning: str
+
+
+class Pooled(_Rec):
+    """The pooled rule's figures (patchbench.stats.compare), descriptive only since version 3."""
+
+    speedup: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    verdict: str
+    alpha: float
+    min_effect: float
+    assumes: str
+
+
 class Verdict(_Rec):
-    """One candidate cell against the baseline cell with the same parameters."""
+    """One candidate cell against the baseline cell with the same parameters. Since version 3 the
+    verdict is round-paired (patchbench.verdict.record); older files carry the pooled one, and
+    ``method`` says which."""
 
     baseline: str
     candidate: str
@@ -86,9 +125,22 @@ class Verdict(_Rec):
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    verdict: str  # "faster" | "slower" | "no significant difference"
+    verdict: str  # "faster" | "slower" | "no significant difference" | "withheld"
     alpha: float
     min_effect: float
+    method: str = POOLED_METHOD
+    rounds: int | None = None  # rounds paired (both variants ran)
+    min_rounds: int | None = None
+    round_ids: list[int] = Field(default_factory=list)
+    round_ratios: list[float] = Field(default_factory=list)
+    wilcoxon_p: float | None = None
+    drift: Drift | None = None
+    note: str = ""
+    pooled: Pooled | None = None
+
+    @property
+    def paired(self) -> bool:
+        return self.rounds is not None
 
 
 class Rate(_Rec):
@@ -233,7 +285,7 @@ class Teardown(_Rec):
 
 
 class Results(_Rec):
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
     schema_history: dict[str, str] = Field(
         default_factory=lambda: {str(k): v for k, v in SCHEMA_HISTORY.items()})
     tool: str
@@ -285,7 +337,16 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-UPGRADES = {1: upgrade_v1}
+def upgrade_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 2 file as version 3: its comparisons keep their pooled verdicts (the defaults of
+    the new fields say so)."""
+    out = dict(data)
+    out["schema_version"] = 3
+    out["schema_history"] = {str(k): v for k, v in SCHEMA_HISTORY.items()}
+    return out
+
+
+UPGRADES = {1: upgrade_v1, 2: upgrade_v2}
 
 
 def parse(data: Any, where: str) -> Results:
@@ -294,7 +355,11 @@ def parse(data: Any, where: str) -> Results:
         raise ReportError(f"{where}: not a results document (the top level is not an object)")
     version = data.get("schema_version")
     while isinstance(version, int) and version in UPGRADES:
-        data = UPGRADES[version](data)
+        try:  # an old file of the wrong shape is a damaged file, not a bug (issue 10, class 6)
+            data = UPGRADES[version](data)
+        except (KeyError, TypeError, AttributeError, IndexError, StopIteration, ValueError) as exc:
+            raise ReportError(f"{where}: not a results document of version {version} ({exc!r})",
+                              hint="the file is damaged or was not written by patchbench") from None
         version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ReportError(f"{where}: results schema {version!r} is not one this patchbench reads "
@@ -313,6 +378,6 @@ def load(path: Path) -> Results:
     target = path / "results.json" if path.is_dir() else path
     try:
         data = json.loads(target.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"cannot read {target}: {exc}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ReportError(f"cannot read {target}: {exc!s:.200}") from None
     return parse(data, str(target))

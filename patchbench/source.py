@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchbench import locks
+from patchbench import cleanup, locks, safeargs
 from patchbench.errors import CommandError, SourceError
 from patchbench.gitutil import GIT_CONFIG, IDENTITY, SNAPSHOT_DATE, git_env, run_git
 from patchbench.layout import locks_dir
@@ -77,7 +77,8 @@ def _resolve_remote(url: str, ref: str, target: str) -> str | None:
     """The commit ``ref`` points to at ``url`` (peeled), or None if the ref does not exist."""
     try:
         out = run_git(
-            ["ls-remote", url, ref, f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"],
+            [*safeargs.GIT_TRANSPORTS, "ls-remote", "--", url, ref, f"refs/tags/{ref}",
+             f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"],
             timeout=120,
             error=SourceError,
             what=f"resolve {target} ref {ref!r} at {url}",
@@ -101,6 +102,11 @@ def _resolve_remote(url: str, ref: str, target: str) -> str | None:
 
 def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overridden: bool) -> Checkout:
     """Make ``commit`` available in the cache, refusing a ref that no longer points at it."""
+    try:  # nothing from the command line, environment or matrix reaches git as an option
+        safeargs.check_url(url, f"the source of {target}")
+        safeargs.check_ref(ref, f"the ref of {target}")
+    except safeargs.UnsafeValue as exc:
+        raise SourceError(str(exc)) from None
     cache = cache_dir(builds) / f"{target}.git"
     if _pin_exists_safe(cache, commit):
         return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden)
@@ -108,7 +114,8 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
         if _pin_exists_safe(cache, commit):  # another process finished it while we waited
             return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".{target}-", dir=cache.parent) as tmp_s:
+        with tempfile.TemporaryDirectory(prefix=f".{target}-{cleanup.owner_tag()}-",
+                                         dir=cache.parent) as tmp_s:
             tmp = Path(tmp_s)
             fetch_url = url
             local = Path(url)
@@ -120,6 +127,12 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
                 raise SourceError(
                     f"{target}: ref {ref!r} does not exist at {url}",
                     hint="check 'ref' in matrix.yaml, or pass --source with a copy that has it",
+                )
+            if resolved != commit and fetch_url != url and overridden:  # a plain --source dir
+                raise SourceError(
+                    f"{target}: {url} is not a git repository (no .git), and a snapshot of its "
+                    f"files is not the pinned commit {commit}",
+                    hint=f"point --source {target}= at a git clone of {target} that has {commit}",
                 )
             if resolved != commit:
                 raise SourceError(
@@ -149,7 +162,7 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
             else:
                 try:
                     run_git(
-                        ["fetch", "-q", "--no-tags", str(incoming),
+                        ["fetch", "-q", "--no-tags", "--", str(incoming),
                          "+refs/patchbench/*:refs/patchbench/*", "+refs/tags/*:refs/tags/*"],
                         cwd=cache, error=SourceError,
                         what=f"store {target}@{commit[:12]} in the cache",
@@ -177,7 +190,8 @@ def _fetch_into(repo: Path, url: str, ref: str, commit: str, target: str) -> Non
     attempts = [(["--depth=1"], tag), (["--depth=1"], by_sha), ([], tag), ([], by_sha)]
     for n, (depth, refspec) in enumerate(attempts, 1):
         try:
-            run_git(["fetch", "-q", "--no-tags", *depth, _as_url(url), refspec], cwd=repo,
+            run_git([*safeargs.GIT_TRANSPORTS, "fetch", "-q", "--no-tags", *depth, "--",
+                     _as_url(url), refspec], cwd=repo,
                     timeout=1800, error=SourceError, what=f"fetch {target} {ref}")
             break
         except SourceError:
@@ -248,7 +262,8 @@ def add_worktree(checkout: Checkout, path: Path, builds: Path) -> list[str]:
     (sparse checkout) and returned, so the manifest can say so; everything else is checked out."""
     what = f"create a worktree of {checkout.target}@{checkout.commit[:12]}"
     with locked(builds, f"source-{checkout.target}"):
-        run_git(["worktree", "add", "-q", "--no-checkout", "--detach", str(path), checkout.commit],
+        run_git(["worktree", "add", "-q", "--no-checkout", "--detach", "--", str(path),
+                 checkout.commit],
                 cwd=checkout.repo, error=SourceError, what=what)
     try:
         missing = missing_blobs(path, checkout.commit)
@@ -265,6 +280,7 @@ def add_worktree(checkout: Checkout, path: Path, builds: Path) -> list[str]:
 
 def remove_worktree(checkout: Checkout, path: Path, builds: Path) -> None:
     with locked(builds, f"source-{checkout.target}"):
-        run_git(["worktree", "remove", "--force", str(path)], cwd=checkout.repo, check=False)
+        run_git(["worktree", "remove", "--force", "--", str(path)], cwd=checkout.repo,
+                check=False)
         shutil.rmtree(path, ignore_errors=True)
         run_git(["worktree", "prune"], cwd=checkout.repo, check=False)

@@ -1,8 +1,13 @@
 """Statistics for A/B samples: summaries, ratio of medians with a bootstrap CI, Mann-Whitney U,
-and a verdict that says "no significant difference" when that is the truth."""
+and a verdict that says "no significant difference" when that is the truth.
+
+The verdict that holds under drift is :func:`paired_rounds` (per-round log ratios, a t interval
+with R-1 degrees of freedom, a drift check); :func:`compare` is the older pooled rule, which takes
+every run as independent and is kept because saved reports recompute from it exactly."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -146,11 +151,14 @@ def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> float:
 
 def compare(
     base: Sequence[float], cand: Sequence[float], *, alpha: float = 0.05, min_effect: float = 0.02,
-    seed: int = 0,
+    seed: int = 0, resamples: int = BOOTSTRAP,
 ) -> Comparison:
+    """The pooled rule: every run taken as independent (Mann-Whitney U and a bootstrap CI of the
+    ratio of medians). Runs of one round are consecutive, so drift between blocks makes this rule
+    too confident; :func:`paired_rounds` is the verdict that holds under drift."""
     sb, sc = summarize(base), summarize(cand)
     speedup = sb.median / sc.median if sc.median else float("inf")
-    ci = bootstrap_ratio_ci(base, cand, seed=seed, level=1 - alpha)
+    ci = bootstrap_ratio_ci(base, cand, seed=seed, level=1 - alpha, resamples=resamples)
     p: float | None = None
     if len(base) >= 3 and len(cand) >= 3:
         p = mann_whitney_u(base, cand)
@@ -189,3 +197,334 @@ def slope(ks: Sequence[float], values: Sequence[float]) -> float:
         return float("nan")
     fit = np.polyfit(np.asarray(ks, dtype=float), np.asarray(values, dtype=float), 1)
     return float(fit[0])
+
+
+# --- Student's t and F distributions, without scipy ------------------------------------------
+# scipy.stats costs about a second to import at every start, so the few distribution functions
+# the verdict needs are computed here from the regularized incomplete beta function (a Lentz
+# continued fraction, as in Numerical Recipes' betacf). The tests compare them with scipy.
+
+_BETA_EPS = 1e-15
+_BETA_TINY = 1e-300
+
+
+def _beta_cf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz); x < (a+1)/(a+b+2)."""
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > _BETA_TINY else _BETA_TINY)
+    h = d
+    for m in range(1, 10_000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > _BETA_TINY else _BETA_TINY)
+        c = 1.0 + aa / c
+        c = c if abs(c) > _BETA_TINY else _BETA_TINY
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > _BETA_TINY else _BETA_TINY)
+        c = 1.0 + aa / c
+        c = c if abs(c) > _BETA_TINY else _BETA_TINY
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < _BETA_EPS:
+            return h
+    raise ArithmeticError(f"incomplete beta did not converge (a={a}, b={b}, x={x})")
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1."""
+    if not (a > 0 and b > 0):
+        raise ValueError(f"betainc needs a, b > 0 (got a={a}, b={b})")
+    if not 0.0 <= x <= 1.0:
+        raise ValueError(f"betainc needs 0 <= x <= 1 (got {x})")
+    if x == 0.0 or x == 1.0:
+        return x
+    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                 + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_cf(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_cf(b, a, 1.0 - x) / b
+
+
+def t_sf(t: float, df: float) -> float:
+    """Upper tail P(T > t) of Student's t with ``df`` degrees of freedom."""
+    if df <= 0:
+        raise ValueError(f"t distribution needs df > 0 (got {df})")
+    if math.isnan(t):
+        return math.nan
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    return tail if t > 0 else 1.0 - tail
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) of Student's t with ``df`` degrees of freedom."""
+    return t_sf(-t, df)
+
+
+@functools.lru_cache(maxsize=4096)
+def t_ppf(p: float, df: float) -> float:
+    """Quantile of Student's t: the t with P(T <= t) = p (0 < p < 1)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"t quantile needs 0 < p < 1 (got {p})")
+    if df <= 0:
+        raise ValueError(f"t distribution needs df > 0 (got {df})")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_ppf(1.0 - p, df)
+    # P(T > t) = q = I_x(df/2, 1/2) / 2 with x = df / (df + t^2), decreasing in t: bisect on x
+    target = 2.0 * (1.0 - p)
+    a = df / 2.0
+    lo, hi = 0.0, 1.0  # I_lo(a, 1/2) = 0 < target < 1 = I_hi(a, 1/2)
+    for _ in range(2000):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi) or hi - lo <= 1e-17 * hi:
+            break
+        if betainc(a, 0.5, mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    x = 0.5 * (lo + hi)
+    t = math.sqrt(df * (1.0 - x) / x)
+    # two Newton steps on the CDF sharpen what the bisection's last bits of x leave
+    for _ in range(2):
+        pdf = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)
+                       - 0.5 * math.log(df * math.pi) - (df + 1) / 2 * math.log1p(t * t / df))
+        if pdf <= 0:
+            break
+        t -= (t_cdf(t, df) - p) / pdf
+    return t
+
+
+def f_sf(f: float, df1: float, df2: float) -> float:
+    """Upper tail P(F > f) of the F distribution with (df1, df2) degrees of freedom."""
+    if df1 <= 0 or df2 <= 0:
+        raise ValueError(f"F distribution needs df1, df2 > 0 (got {df1}, {df2})")
+    if f <= 0:
+        return 1.0
+    if math.isinf(f):
+        return 0.0
+    return betainc(df2 / 2.0, df1 / 2.0, df2 / (df2 + df1 * f))
+
+
+# --- Exact Wilcoxon signed-rank test ------------------------------------------------------------
+
+def wilcoxon_signed_rank(d: Sequence[float]) -> float | None:
+    """Two-sided exact p-value of the Wilcoxon signed-rank test that ``d`` is centred on 0.
+
+    Zeros are dropped (scipy's ``zero_method="wilcox"``); tied |d| get their average rank and the
+    p-value is exact for the ranks as tied (the distribution of W+ over all 2^n sign patterns,
+    counted on doubled ranks so that half ranks stay integers). None when no d is non-zero."""
+    x = np.asarray(d, dtype=float)
+    x = x[x != 0]
+    n = x.size
+    if n == 0:
+        return None
+    ranks, _ = _ranks(np.abs(x))
+    doubled = [round(2 * r) for r in ranks]
+    total = sum(doubled)
+    counts = np.zeros(total + 1, dtype=float)  # counts[w] = sign patterns with 2*W+ = w
+    counts[0] = 1.0
+    for r in doubled:
+        counts[r:] = counts[r:] + counts[: total + 1 - r]
+    probs = counts / counts.sum()
+    w = int(sum(r for r, v in zip(doubled, x, strict=True) if v > 0))
+    low = float(probs[: w + 1].sum())
+    high = float(probs[w:].sum())
+    return min(1.0, 2.0 * min(low, high))
+
+
+# --- Round-paired comparison --------------------------------------------------------------------
+
+MIN_ROUNDS = 5
+DRIFT_ALPHA = 0.01
+
+
+@dataclass(frozen=True)
+class DriftCheck:
+    """Do the per-round ratios vary more than the noise within rounds explains?
+
+    Every block (one variant's runs in one round) gets the machine's speed of its moment. A drift
+    that moves both blocks of a round alike cancels in the round's ratio; a drift that differs
+    between the two blocks does not, and it makes the runs of one block dependent. The check
+    compares the variance between rounds of e_r = mean ln(baseline_r) - mean ln(candidate_r)
+    with what the within-block variance s_w^2 (pooled over all blocks) explains,
+    s_w^2 (1/n_base + 1/n_cand) averaged over rounds. Without block drift and with log-normal
+    noise their ratio follows F(R-1, sum of (n_block - 1)) exactly: the check uses log-means, not
+    the log-medians of the verdict, because their within-round variance is known without a
+    distributional constant; a block's drift factor moves both alike. ``flagged`` when the
+    one-sided F test gives p < ``threshold``."""
+
+    flagged: bool
+    ratio: float  # observed / expected variance of e_r (about 1 without drift)
+    p_value: float
+    observed_sd: float  # sd of e_r between rounds (log units)
+    expected_sd: float  # what within-round noise alone explains (log units)
+    drift_sd: float  # estimated sd of a block's drift factor (log units ~ relative), 0 if none
+    df_between: int
+    df_within: int
+    threshold: float
+    meaning: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _by_round(times: Sequence[float], rounds: Sequence[int], what: str) -> dict[int, np.ndarray]:
+    if len(times) != len(rounds):
+        raise ValueError(f"{what}: {len(times)} times but {len(rounds)} round numbers")
+    groups: dict[int, list[float]] = {}
+    for t, r in zip(times, rounds, strict=True):
+        if not t > 0 or math.isinf(t):
+            raise ValueError(f"{what}: times must be positive and finite (got {t})")
+        groups.setdefault(int(r), []).append(float(t))
+    # sorted, so that the order of the runs within a round cannot change a rounding
+    return {r: np.sort(np.asarray(v)) for r, v in groups.items()}
+
+
+def _drift(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int],
+           threshold: float) -> DriftCheck | None:
+    blocks = [np.log(g[r]) for r in common for g in (base, cand)]
+    df_within = sum(b.size - 1 for b in blocks)
+    if len(common) < 2 or df_within < 1:
+        return None
+    within = sum(float(((b - b.mean()) ** 2).sum()) for b in blocks) / df_within
+    e = np.array([np.log(base[r]).mean() - np.log(cand[r]).mean() for r in common])
+    observed = float(e.var(ddof=1))
+    expected = within * float(np.mean([1 / base[r].size + 1 / cand[r].size for r in common]))
+    if expected <= 0:  # every block constant (a coarse clock): no noise to compare with
+        return None
+    df_between = len(common) - 1
+    ratio = observed / expected
+    p = f_sf(ratio, df_between, df_within)
+    flagged = p < threshold
+    drift_sd = math.sqrt(max(0.0, observed - expected) / 2)
+    if flagged:
+        meaning = (f"The per-round ratios vary {math.sqrt(ratio):.1f}x more (in sd) than the noise "
+                   f"within rounds explains (F test p = {p:.2g}): the machine's speed changed "
+                   f"between blocks by about {drift_sd * 100:.1f} % (sd), so the runs of one "
+                   "block are not independent; the round-paired CI includes this, the pooled "
+                   "p-value and bootstrap CI do not.")
+    else:
+        meaning = (f"The per-round ratios vary no more than the noise within rounds explains "
+                   f"(F test p = {p:.2g}): no sign of drift between blocks.")
+    return DriftCheck(
+        flagged=flagged, ratio=ratio, p_value=p, observed_sd=math.sqrt(observed),
+        expected_sd=math.sqrt(expected), drift_sd=drift_sd, df_between=df_between,
+        df_within=df_within, threshold=threshold, meaning=meaning,
+    )
+
+
+def drift_check(
+    base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
+    cand_rounds: Sequence[int], *, threshold: float = DRIFT_ALPHA,
+) -> DriftCheck | None:
+    """:class:`DriftCheck` of two variants' runs; None with fewer than 2 common rounds, no block
+    of 2 or more runs, or no variation within any block (nothing to compare with)."""
+    base = _by_round(base_times, base_rounds, "baseline")
+    cand = _by_round(cand_times, cand_rounds, "candidate")
+    return _drift(base, cand, sorted(set(base) & set(cand)), threshold)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """The round-paired verdict. Each round r gives d_r = ln median(baseline_r) -
+    ln median(candidate_r); ``speedup`` = exp(mean d_r) (above 1: the candidate is faster), its CI
+    the t interval on the mean of d_r with R-1 degrees of freedom, exponentiated; ``p_value`` the
+    two-sided one-sample t test of mean d_r = 0. A drift shared by a block cancels in the pairing
+    or shows in the spread of d_r, so the CI holds under drift. With fewer than ``min_rounds``
+    rounds the estimate is given but the verdict is "withheld"."""
+
+    speedup: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    verdict: str  # "faster" | "slower" | "no significant difference" | "withheld"
+    alpha: float
+    min_effect: float
+    rounds: int  # rounds with runs of both variants (the pairs used)
+    min_rounds: int
+    round_ids: tuple[int, ...]
+    round_ratios: tuple[float, ...]  # median(baseline_r) / median(candidate_r), per round
+    wilcoxon_p: float | None  # exact signed-rank p on the d_r (R >= 6), descriptive
+    drift: DriftCheck | None
+    note: str  # why the verdict is withheld; "" otherwise
+    method: str = "round-paired t on per-round log ratios of medians"
+
+    @property
+    def withheld(self) -> bool:
+        return self.verdict == "withheld"
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["round_ids"] = list(self.round_ids)
+        d["round_ratios"] = list(self.round_ratios)
+        return d
+
+
+def paired_rounds(
+    base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
+    cand_rounds: Sequence[int], *, alpha: float, min_effect: float, min_rounds: int = MIN_ROUNDS,
+    drift_threshold: float = DRIFT_ALPHA,
+) -> PairedComparison:
+    """Compare two variants round by round (see :class:`PairedComparison`). ``*_rounds`` give each
+    run's round number; rounds that only one variant has are left out. The verdict rule is the
+    pooled rule's: p < alpha, the (1 - alpha) CI excludes 1, and |speedup - 1| >= min_effect."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1 (got {alpha})")
+    if min_rounds < 2:
+        raise ValueError(f"min_rounds must be at least 2 (got {min_rounds})")
+    base = _by_round(base_times, base_rounds, "baseline")
+    cand = _by_round(cand_times, cand_rounds, "candidate")
+    common = sorted(set(base) & set(cand))
+    n_rounds = len(common)
+    if n_rounds == 0:
+        raise ValueError("no round has runs of both variants")
+    d = np.array([math.log(float(np.median(base[r]))) - math.log(float(np.median(cand[r])))
+                  for r in common])
+    mean = float(d.mean())
+    speedup = math.exp(mean)
+    ci: tuple[float, float] | None = None
+    p: float | None = None
+    if n_rounds >= 2:
+        sd = float(d.std(ddof=1))
+        if sd > 0:
+            se = sd / math.sqrt(n_rounds)
+            q = t_ppf(1.0 - alpha / 2.0, n_rounds - 1)
+            ci = (math.exp(mean - q * se), math.exp(mean + q * se))
+            p = 2.0 * t_sf(abs(mean) / se, n_rounds - 1)
+        else:  # every round gave the same ratio: no spread to estimate
+            ci = (speedup, speedup)
+            p = 1.0 if mean == 0 else 0.0
+    note = ""
+    if n_rounds < min_rounds:
+        verdict = "withheld"
+        plural = "s" if n_rounds != 1 else ""
+        note = (f"verdict withheld: {n_rounds} round{plural} with runs of both variants, "
+                f"at least {min_rounds} needed for a round-paired verdict")
+    else:
+        verdict = "no significant difference"
+        assert p is not None and ci is not None
+        if p < alpha and not (ci[0] <= 1.0 <= ci[1]) and abs(speedup - 1.0) >= min_effect:
+            verdict = "faster" if speedup > 1 else "slower"
+    return PairedComparison(
+        speedup=speedup,
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+        p_value=p,
+        verdict=verdict,
+        alpha=alpha,
+        min_effect=min_effect,
+        rounds=n_rounds,
+        min_rounds=min_rounds,
+        round_ids=tuple(common),
+        round_ratios=tuple(float(x) for x in np.exp(d)),
+        wilcoxon_p=wilcoxon_signed_rank(d.tolist()) if n_rounds >= 6 else None,
+        drift=_drift(base, cand, common, drift_threshold),
+        note=note,
+    )

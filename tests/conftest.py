@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from patchbench import layout, locks, report, source
+from patchbench import layout, locks, report, runstore, source
 from tests import support
 
 REAL_BUILDS = (support.REPO_ROOT / "builds").resolve()
@@ -59,6 +59,17 @@ def _guarded_method(fn: Any) -> Any:
     return wrapper
 
 
+def _guarded_reports(fn: Any) -> Any:
+    """``publish(results_file, reports, ...)``: the reports directory is the second argument."""
+
+    @functools.wraps(fn)
+    def wrapper(results_file: Any, reports: Any, *args: Any, **kwargs: Any) -> Any:
+        _forbid(reports)
+        return fn(results_file, reports, *args, **kwargs)
+
+    return wrapper
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     base = tmp_path_factory.mktemp("session-env")
@@ -84,6 +95,7 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp.setattr(locks, "locked", _guarded(locks.locked))  # every cache write takes a lock
     mp.setattr(layout.Layout, "new_run", _guarded_method(layout.Layout.new_run))
     mp.setattr(report, "save_run", _guarded(report.save_run))
+    mp.setattr(runstore, "publish", _guarded_reports(runstore.publish))
     try:
         yield
     finally:

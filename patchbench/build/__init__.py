@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchbench import command, locks, patching, progress, source, toolchains
+from patchbench import cache_verify, cleanup, command, locks, patching, progress, redact, source, toolchains
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
 from patchbench.config import BuildRecipe, Project, Target
@@ -106,7 +106,7 @@ class BuildPlan:
             "series": [s.digest for s in series],
             "overlays": [o.digest for o in self.overlays],
             "fingerprint": self.fingerprint,
-            "recipe": self.target.build.model_dump(mode="json"),
+            "recipe": redact.tree(self.target.build.model_dump(mode="json")),  # no credential
             "toolchain": self.target.toolchain.model_dump(mode="json"),
         }
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
@@ -123,19 +123,17 @@ def build_variant(plan: BuildPlan, variant: Variant) -> Built:
     series = [patching.load_series(plan.project.root, name) for name in variant.series]
     key = plan.key(series)
     final = plan.layout.artifacts(plan.target_name) / key[:20]
-    if (final / STAMP).is_file():
-        return Built(variant, final, _load_manifest(final), cached=True)
     with locks.locked(plan.layout.locks, f"build-{key[:20]}"):
-        if (final / STAMP).is_file():  # built by another process while we waited
-            return Built(variant, final, _load_manifest(final), cached=True)
-        if final.exists():  # an interrupted build: never taken as cached
-            shutil.rmtree(final)
+        if final.exists():  # every artifact is hashed again before a cached build is used
+            verdict = cache_verify.verify_entry(final)
+            if verdict.ok and verdict.manifest is not None:
+                return Built(variant, final, {**verdict.manifest, "cache_check": verdict.record()},
+                             cached=True)
+            if (final / STAMP).is_file():  # a complete entry that changed since: say how
+                progress.say(f"warning: the cached build of {plan.target_name}/{variant.name} "
+                             f"({final.name}) is {verdict.summary()}; rebuilding it")
+            shutil.rmtree(final)  # an interrupted, partial or tampered build is never used
         return _build(plan, variant, series, key, final)
-
-
-def _load_manifest(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((path / "manifest.json").read_text())
-    return data
 
 
 def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, final: Path) -> Built:
@@ -148,7 +146,8 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
     label = f"{plan.target_name}/{variant.name}"
     progress.say(f"building {label} at {plan.checkout.commit[:12]} (log: {_rel(log, plan.project.root)})")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=f"{key[:12]}-", dir=tmp_root) as tmp_s:
+    with tempfile.TemporaryDirectory(prefix=f"{key[:12]}-{cleanup.owner_tag()}-",
+                                     dir=tmp_root) as tmp_s:
         tmp = Path(tmp_s)
         tree = tmp / "src"
         out = tmp / "out"
@@ -224,6 +223,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             "log": _rel(log, plan.project.root),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        manifest = redact.tree(manifest)  # no credential is recorded
         write_json_atomic(out / "manifest.json", manifest)
         final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(out, final)

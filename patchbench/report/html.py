@@ -121,13 +121,15 @@ def gate_block(reasons: Sequence[str]) -> str:
 
 
 def summary_section(results: Results) -> str:
-    from patchbench.report.markdown import SUMMARY_HEADERS, summary_rows
+    from patchbench.report.markdown import summary_headers, summary_rows
 
-    rows = summary_rows(as_model(results))
+    model = as_model(results)
+    rows = summary_rows(model)
     if not rows:
         return ""
-    verdict_col = len(SUMMARY_HEADERS) - 1
-    body = table(SUMMARY_HEADERS, rows, "summary",
+    headers = summary_headers(model)
+    verdict_col = len(headers) - 1
+    body = table(headers, rows, "summary",
                  lambda i, j, v: verdict_class(str(v)) if j == verdict_col
                  else ("num" if 2 <= j <= 5 else ""))
     return f'<h2 id="summary">Summary</h2>{body}'
@@ -299,6 +301,8 @@ def machine_summary(m: dict[str, Any]) -> str:
 def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None = None) -> str:
     """The whole report of one run as one HTML document (no external resources).
     ``gate``: the gate's reasons (``patchbench.gate.failures``); None: not shown."""
+    from patchbench.report.markdown import statistics_line
+
     results = as_dict(results)
     title = f"{results['comparison']}: {results.get('description') or ''}".rstrip(": ")
     meta = [
@@ -309,9 +313,7 @@ def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None =
         + (" — <b>A/A run</b> (baseline against itself: the noise floor)" if results["aa"]
            else ""),
         f"machine: {esc(machine_summary(results['machine']))}",
-        f"statistics: speedup = median(baseline) / median(candidate), 95% bootstrap CI; "
-        f"Mann–Whitney U two-sided, alpha {esc(results['settings']['alpha'])}, minimum effect "
-        f"{results['settings']['min_effect']:.0%}",
+        esc(statistics_line(as_model(results)).removeprefix("- ")),
     ]
     body = [f"<h1>{esc(title)}</h1>", '<ul class="meta">'
             + "".join(f"<li>{m}</li>" for m in meta) + "</ul>",

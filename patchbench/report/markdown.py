@@ -11,6 +11,7 @@ from patchbench.results import (
     BurstResult,
     CommandResult,
     LayersResult,
+    Pooled,
     Results,
     ScenarioResult,
     StressBuild,
@@ -29,7 +30,7 @@ def fmt_time(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
 
-def fmt_ratio(c: Verdict) -> str:
+def fmt_ratio(c: Verdict | Pooled) -> str:
     text = f"{c.speedup:.2f}×"
     if c.ci_low is not None and c.ci_high is not None:
         text += f" [{c.ci_low:.2f}, {c.ci_high:.2f}]"
@@ -48,6 +49,18 @@ def fmt_ci(ci: list[float] | None) -> str:
 
 SUMMARY_HEADERS = ["scenario", "candidate", "baseline median", "candidate median",
                    "speedup [95% CI]", "p (MWU)", "verdict"]
+
+
+def paired(results: Results) -> bool:
+    """Whether the run's verdicts are round-paired (results version 3 and later)."""
+    return any(c.paired for sc in results.scenarios if not isinstance(sc, StressResult)
+               for c in sc.comparisons)
+
+
+def summary_headers(results: Results) -> list[str]:
+    if paired(results):
+        return [*SUMMARY_HEADERS[:5], "p (paired t)", "verdict"]
+    return SUMMARY_HEADERS
 
 
 def summary_rows(results: Results) -> list[list[str]]:
@@ -69,7 +82,7 @@ def summary_rows(results: Results) -> list[list[str]]:
 
 
 def summary_table(results: Results, fmt: str = "simple") -> str:
-    return tabulate(summary_rows(results), headers=SUMMARY_HEADERS, tablefmt=fmt,
+    return tabulate(summary_rows(results), headers=summary_headers(results), tablefmt=fmt,
                     disable_numparse=True)
 
 
@@ -90,6 +103,34 @@ def detail_table(sc: CommandResult | BurstResult | LayersResult, fmt: str = "git
     if rate:
         headers.append(f"{rate.unit} [95% CI]")
     return tabulate(rows, headers=[*headers, ""], tablefmt=fmt, disable_numparse=True)
+
+
+def paired_blocks(sc: CommandResult | BurstResult | LayersResult) -> list[str]:
+    """The round-paired details: per-round ratios, the drift check and the pooled figures
+    (descriptive only); report.html charts the per-round ratios. What a drift or a withheld
+    verdict means is in the run's warnings."""
+    comps = [c for c in sc.comparisons if c.paired]
+    if not comps:
+        return []
+    rows = []
+    for c in comps:
+        drift = "-"
+        if c.drift is not None:
+            drift = (f"{'**drift**' if c.drift.flagged else 'none seen'} (spread "
+                     f"{math.sqrt(c.drift.ratio):.1f}× the noise's, p {fmt_p(c.drift.p_value)})")
+        pooled = "-"
+        if c.pooled is not None:
+            pooled = f"{fmt_ratio(c.pooled)}, p {fmt_p(c.pooled.p_value)}"
+        rows.append([c.candidate, str(c.rounds), " ".join(f"{x:.3f}" for x in c.round_ratios),
+                     drift, fmt_p(c.wilcoxon_p), pooled])
+    out = ["Per-round ratios (median baseline / median candidate in each round; the verdict is "
+           "the t interval on their logs). Pooled figures assume independent runs: descriptive "
+           "only.\n\n"
+           + tabulate(rows, headers=["candidate", "rounds", "per-round ratios",
+                                     "drift between blocks", "Wilcoxon p",
+                                     "pooled ratio [CI], p (MWU)"],
+                      tablefmt="github", disable_numparse=True)]
+    return out
 
 
 def verify_block(sc: CommandResult | LayersResult) -> str:
@@ -220,6 +261,19 @@ def extra_blocks(sc: ScenarioResult) -> list[str]:
     return [verify_block(sc)] if sc.verify else []
 
 
+def statistics_line(results: Results) -> str:
+    st = results.settings
+    if not paired(results):
+        return (f"- statistics: speedup = median(baseline) / median(candidate), 95% bootstrap CI; "
+                f"Mann–Whitney U two-sided, alpha {st.alpha}, minimum effect {st.min_effect:.0%}")
+    least = min(c.min_rounds or 0 for sc in results.scenarios if not isinstance(sc, StressResult)
+                for c in sc.comparisons)
+    return (f"- statistics: round-paired — per round, the ratio of the medians; speedup = their "
+            f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
+            f"degrees of freedom) and a two-sided t test; alpha {st.alpha}, minimum effect "
+            f"{st.min_effect:.0%}; no verdict with fewer than {least} rounds")
+
+
 def render(results: Results) -> str:
     """report.md."""
     m = results.machine
@@ -232,9 +286,7 @@ def render(results: Results) -> str:
         f"- machine: {m['cpu_model']}, {m['cpu_count']} cores, kernel {m['kernel']}, "
         f"load {', '.join(f'{x:.2f}' for x in m['load_avg'])} at start"
         + (f", {m['virtualization']}" if m.get("virtualization") else ""),
-        f"- statistics: speedup = median(baseline) / median(candidate), 95% bootstrap CI; "
-        f"Mann–Whitney U two-sided, alpha {results.settings.alpha}, minimum effect "
-        f"{results.settings.min_effect:.0%}",
+        statistics_line(results),
         "",
         "## Builds",
         "",
@@ -260,6 +312,8 @@ def render(results: Results) -> str:
         if not isinstance(sc, StressResult) and sc.cells:
             lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
                       f"{sc.warmup}.", "", detail_table(sc), ""]
+            for block in paired_blocks(sc):
+                lines += [block, ""]
         for extra in extra_blocks(sc):
             lines += [extra, ""]
     if results.warnings:

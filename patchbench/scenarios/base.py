@@ -146,13 +146,23 @@ def cell_result(cell: Cell, samples: Samples, seed: int = 0) -> CellResult:
 
 def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext,
                   ) -> Verdict:
-    from patchbench import results, stats
+    """The round-paired verdict (patchbench.verdict), the pooled figures kept as descriptive."""
+    from patchbench import results, verdict
 
-    c = stats.compare(samples[base].times, samples[cand].times, alpha=ctx.alpha,
-                      min_effect=ctx.min_effect, seed=ctx.seed)
+    b, c = samples[base], samples[cand]
+    rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=ctx.alpha,
+                         min_effect=ctx.min_effect, seed=ctx.seed)
     params = " ".join(f"{k}={v}" for k, v in base.params)
     return results.Verdict(baseline=base.label, candidate=cand.label,
-                           candidate_variant=cand.variant, params=params, **c.as_dict())
+                           candidate_variant=cand.variant, params=params, **rec)
+
+
+def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:
+    """A withheld verdict (too few rounds) and drift between blocks, per comparison."""
+    from patchbench import verdict
+
+    return [w for c in comparisons
+            for w in verdict.notes(f"{name} {c.candidate}", c.model_dump(mode="json"))]
 
 
 def noisy_warnings(name: str, cells: list[CellResult]) -> list[str]:

@@ -24,6 +24,7 @@ from patchbench.scenarios.base import (
     header,
     noisy_warnings,
     plan_invocation,
+    verdict_warnings,
 )
 from patchbench.scenarios.command import CommandConfig, measure_cells
 
@@ -120,15 +121,16 @@ class BurstKind:
         charts.burst(chart, sc.k, variants, medians, sc.name)
         ctx.extra_files[chart.name] = chart
         phases = measure_phases(ctx, exe, variants) if sc.phases else None
+        comparisons = [compare_cells(Cell(variants[0], c.params), c, samples, ctx)
+                       for c in cells if c.variant != variants[0]]
         result = results.BurstResult(
             **header(sc, sc.shown_command()), k=sc.k, order=order, cells=cell_results,
-            comparisons=[compare_cells(Cell(variants[0], c.params), c, samples, ctx)
-                         for c in cells if c.variant != variants[0]],
+            comparisons=comparisons,
             slope_s_per_instance={v: stats.slope(sc.k, [medians[(v, k)] for k in sc.k])
                                   for v in variants},
             launcher_overhead=overhead, chart=chart.name, phases=phases,
             phase_names=[p.name for p in sc.phases])
-        warnings = noisy_warnings(sc.name, cell_results)
+        warnings = noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
         base_k1 = medians.get((variants[0], min(sc.k)))
         worst = max(overhead.values())
         if base_k1 and worst > 0.25 * base_k1:

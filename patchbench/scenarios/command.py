@@ -18,6 +18,7 @@ from patchbench.scenarios.base import (
     noisy_warnings,
     plan_invocation,
     run_verify,
+    verdict_warnings,
 )
 
 if TYPE_CHECKING:
@@ -78,11 +79,11 @@ class CommandKind:
         samples, order = measure_cells(ctx, cells, ctx.expand, sc)
         cell_results = [cell_result(c, samples[c], ctx.seed) for c in cells]
         verify = run_verify(ctx, cells, sc.verify) if sc.verify else None
+        comparisons = [compare_cells(cells[0], c, samples, ctx) for c in cells[1:]]
         res = results.CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
-            comparisons=[compare_cells(cells[0], c, samples, ctx) for c in cells[1:]],
-            verify=verify)
-        warnings = noisy_warnings(sc.name, cell_results)
+            comparisons=comparisons, verify=verify)
+        warnings = noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
         warnings += [f"{sc.name} {v}: the verify check FAILED (exit {r.exit_code})"
                      for v, r in (verify or {}).items() if not r.passed]
         return res, warnings

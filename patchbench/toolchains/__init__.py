@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from patchbench import redact
 from patchbench.config import GoToolchain, SwiftToolchain, Target
 from patchbench.files import sha256_file
 from patchbench.toolchains import go, swift
@@ -45,7 +46,7 @@ def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
 
 def recorded_env(env: dict[str, str], target: Target) -> dict[str, str]:
     keys = set(RECORDED) | set(RECORDED_PASS_THROUGH) | set(target.build.env)
-    return {k: env[k] for k in sorted(keys) if k in env}
+    return redact.env({k: env[k] for k in sorted(keys) if k in env})  # never a secret
 
 
 def fingerprint(target: Target, env: dict[str, str], runner: Runner | None = None

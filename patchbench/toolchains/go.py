@@ -38,8 +38,9 @@ def fingerprint(target: Target, tc: GoToolchain, env: dict[str, str], runner: Ru
     if not m or m.group(1) != tc.version:
         raise ToolchainError(
             f"matrix.yaml pins Go {tc.version}, but the go command ({runner.where}) is {version!r}",
-            hint="install Go " + tc.version + " or set toolchain.download: true; patchbench never "
-            "builds with another version silently",
+            hint=f"install Go {tc.version}" + ("" if tc.download else
+                                               " or set toolchain.download: true")
+            + "; patchbench never builds with another version silently",
         )
     goenv = json.loads(runner.run(
         ["go", "env", "-json", "GOROOT", "GOTOOLDIR", "GOOS", "GOARCH", "GOAMD64", "GOARM64",

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 # patchbench is a namespace package (no __init__.py): its __file__ is None, its __path__ is set
 ROOT = Path(next(iter(patchbench.__path__))).resolve().parent
-RUNS, ROUNDS = 10, 2
+RUNS, ROUNDS = 10, 5  # 5 rounds: the fewest that get a round-paired verdict
 
 
 def options(base: Path, **kw: Any) -> tuple[Workspace, Switches]:
@@ -73,7 +73,7 @@ def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
     _, run_dir = demo_run
     saved = json.loads((run_dir / "results.json").read_text())
     assert saved == report.load_run(run_dir).dump()
-    assert saved["schema_version"] == results.SCHEMA_VERSION == 2
+    assert saved["schema_version"] == results.SCHEMA_VERSION == 3
     assert saved["comparison"] == "demo" and saved["aa"] is False and saved["seed"] == 7
     assert saved["commit"] == "d43fc88e35d5f75debf78106f2c3ebe3b4b13c57"
     (sc,) = saved["scenarios"]
@@ -117,9 +117,9 @@ def test_no_path_of_this_machine_is_saved(demo_run: tuple[dict[str, Any], Path],
         assert builds not in s
         assert str(demo_base) not in s
     for f in run_dir.iterdir():
-        text = f.read_text()
-        assert builds not in text, f
-        assert str(ROOT) not in text, f
+        data = f.read_bytes()  # charts too
+        assert builds.encode() not in data, f
+        assert str(ROOT).encode() not in data, f
     # the redacted placeholders are there instead
     assert any("<builds>/artifacts/demo/" in s for s in strings(results))
 
@@ -151,13 +151,14 @@ def test_an_aa_run_finds_no_difference(demo_run: tuple[dict[str, Any], Path],
     (sc,) = results["scenarios"]
     (comp,) = sc["comparisons"]
     assert comp["candidate_variant"] == "baseline-again"
-    # Identical binaries: the ratio of medians stays close to 1. Whether a 2-4 % drift between
-    # rounds of a short run comes out "significant" is chance (runs within a round are not
-    # independent; see the README's limits), so the verdict itself is not asserted here; the
-    # recorded reference A/A run (reports/demo/) reports no significant difference.
+    # Identical binaries: the ratio stays close to 1. The round-paired rule gives a false alarm
+    # in about 5 % of A/A runs (alpha; benchmarks/results/stats_calibration.md), so one short
+    # run's verdict is not asserted here; the 30-run A/A count is recorded in the README.
     assert 0.9 < comp["speedup"] < 1.1
     assert comp["ci_low"] is not None and comp["ci_low"] <= comp["speedup"] <= comp["ci_high"]
     assert comp["verdict"] in ("no significant difference", "faster", "slower")
+    assert comp["rounds"] == ROUNDS and len(comp["round_ratios"]) == ROUNDS
+    assert comp["pooled"]["assumes"].startswith("independent runs")
     assert [p for p in (demo_base / "reports").rglob("*") if ".partial" in p.name] == []
 
 

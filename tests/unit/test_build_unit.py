@@ -4,6 +4,7 @@ the cache key, and what build_variant does with a cached or an unstamped directo
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -139,9 +140,12 @@ def fake_build(calls: list[str]):  # type: ignore[no-untyped-def]
         calls.append(key)
         assert not final.exists(), "an unstamped directory must be removed before building"
         (final / "bin").mkdir(parents=True)
-        (final / "manifest.json").write_text(json.dumps({"cache_key": key}))
+        (final / "bin" / "hello").write_text("built")
+        manifest = {"cache_key": key, "artifacts": {"hello": {
+            "path": "hello", "sha256": hashlib.sha256(b"built").hexdigest(), "bytes": 5}}}
+        (final / "manifest.json").write_text(json.dumps(manifest))
         (final / build.STAMP).write_text(key + "\n")
-        return Built(variant, final, {"cache_key": key}, cached=False)
+        return Built(variant, final, manifest, cached=False)
 
     return _build
 
@@ -162,11 +166,12 @@ def test_cache_hit_and_unstamped_directory(tmp_path: Path,
     assert calls == [key]
     assert not first.cached
     assert first.path == final
-    assert not (final / "bin" / "hello").exists()
+    assert (final / "bin" / "hello").read_text() == "built"
     second = build.build_variant(plan, v)
     assert second.cached
     assert second.path == final
-    assert second.manifest == {"cache_key": key}
+    assert second.manifest["cache_key"] == key
+    assert second.manifest["cache_check"]["state"] == "ok"  # re-hashed before use
     assert calls == [key]
 
 

@@ -95,3 +95,14 @@ def test_many_comparisons_each_barely_slower_do_not_fail_the_gate() -> None:
     comps[3]["p_value"] = 0.001  # one clear regression survives
     assert gate.failures(make(comparisons=comps)) == [
         "run fix k=8: slower (0.90×, Holm-adjusted p 0.006)"]
+
+
+def test_a_withheld_verdict_never_fails_the_gate_nor_counts_in_holm() -> None:
+    assert gate.failures(make("withheld")) == []
+    # two slower comparisons at p = 0.02 fail Holm together (2 x 0.02 < 0.05); a third one,
+    # withheld for too few rounds, does not count as a test, so they still fail
+    comps = [verdict("fix k=1", "slower", 0.9, 0.02), verdict("fix k=2", "slower", 0.9, 0.02),
+             verdict("fix k=4", "withheld", 0.5, 0.0001)]
+    assert gate.failures(make(comparisons=comps)) == [
+        "run fix k=1: slower (0.90×, Holm-adjusted p 0.04)",
+        "run fix k=2: slower (0.90×, Holm-adjusted p 0.04)"]

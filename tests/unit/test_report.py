@@ -147,3 +147,45 @@ def test_a_stress_only_run_has_no_empty_summary() -> None:
     res.scenarios = []
     assert "## Summary" not in report.render(res)
     assert "## Summary" in report.render(results())
+
+
+def paired_results() -> Results:
+    """A version-3 run: its comparison judged by the round-paired rule (patchbench.verdict)."""
+    from patchbench import verdict
+
+    base = results().dump()
+    rng_times = {1: [0.200, 0.210, 0.205], 2: [0.202, 0.199, 0.201], 3: [0.204, 0.206, 0.2],
+                 4: [0.201, 0.203, 0.202]}
+    bt = [t for r in rng_times for t in rng_times[r]]
+    br = [r for r in rng_times for _ in rng_times[r]]
+    ct = [t / 2 for t in bt]
+    rec = verdict.record(bt, br, ct, br, alpha=0.05, min_effect=0.02, seed=1)
+    sc = base["scenarios"][0]
+    sc["comparisons"] = [{"baseline": "baseline", "candidate": "greet",
+                          "candidate_variant": "greet", "params": "", **rec}]
+    base["schema_version"] = 3
+    return results_mod.parse(base, "test")
+
+
+def test_a_paired_run_shows_rounds_drift_and_pooled_figures() -> None:
+    res = paired_results()
+    (comp,) = res.scenarios[0].comparisons  # type: ignore[union-attr]
+    assert comp.paired and comp.verdict == "withheld" and comp.rounds == 4
+    text = report.render(res)
+    assert "p (paired t)" in text and "p (MWU)" not in report.summary_table(res)
+    assert "round-paired" in text and "no verdict with fewer than 5 rounds" in text
+    assert "| greet       | 4        | 2.000 2.000 2.000 2.000 |" in text
+    assert "Pooled figures assume independent runs: descriptive only." in text
+    assert "withheld" in report.summary_table(res)
+    # an older run keeps its pooled statistics line and header
+    old = report.render(results())
+    assert "p (MWU)" in old and "Mann–Whitney U two-sided" in old and "round-paired" not in old
+
+
+def test_the_html_report_of_a_paired_run_says_how_it_was_judged() -> None:
+    from patchbench.report import html
+
+    page = html.render_html(paired_results())
+    assert "round-paired" in page and "p (paired t)" in page and "withheld" in page
+    old = html.render_html(results())
+    assert "Mann–Whitney U two-sided" in old and "p (MWU)" in old

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import report, results, stats
+from patchbench import report, results, stats, verdict
 from tests.support import REPO_ROOT
 
 REPORTS = sorted((REPO_ROOT / "reports").glob("*/*/results.json"))
@@ -25,11 +25,23 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
             continue
         cells = {c.label: c for c in sc.cells}
         for c in sc.comparisons:
-            base = cells[c.baseline].samples.times
-            cand = cells[c.candidate].samples.times
+            b, k = cells[c.baseline].samples, cells[c.candidate].samples
+            base, cand = b.times, k.times
             assert len(base) == cells[c.baseline].summary.n
-            again = stats.compare(base, cand, alpha=c.alpha, min_effect=c.min_effect,
-                                  seed=data.seed + i)
+            if c.paired:  # results version 3: the round-paired verdict
+                rec = verdict.record(base, b.rounds, cand, k.rounds, alpha=c.alpha,
+                                     min_effect=c.min_effect, seed=data.seed + i,
+                                     min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+                assert rec["round_ratios"] == pytest.approx(c.round_ratios, rel=1e-12)
+                assert c.pooled is not None
+                assert rec["pooled"]["ci_low"] == pytest.approx(c.pooled.ci_low, rel=1e-12)
+                assert rec["pooled"]["p_value"] == pytest.approx(c.pooled.p_value, rel=1e-9)
+                again = stats.paired_rounds(base, b.rounds, cand, k.rounds, alpha=c.alpha,
+                                            min_effect=c.min_effect,
+                                            min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+            else:
+                again = stats.compare(base, cand, alpha=c.alpha, min_effect=c.min_effect,
+                                      seed=data.seed + i)
             assert again.speedup == pytest.approx(c.speedup, rel=1e-12)
             assert again.ci_low == pytest.approx(c.ci_low, rel=1e-12)
             assert again.ci_high == pytest.approx(c.ci_high, rel=1e-12)

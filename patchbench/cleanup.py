@@ -1,0 +1,101 @@
+"""The tool cleans up after itself, even after SIGKILL: the next run removes what dead runs left,
+and only that.
+
+Every scratch directory a run creates under builds/ carries its owner in its name: ``p<pid>s<start>``,
+the process id and its start time in clock ticks since boot (field 22 of /proc/<pid>/stat). The
+name is given when the directory is created, so there is no moment when a live run's directory
+looks ownerless. A directory is removed only when its owner is dead: no such process, or a process
+with that id that started at another time (the id was reused). Git worktrees registered by a dead
+run are unregistered with ``git worktree prune`` once their directories are gone (git skips
+worktrees a live ``git worktree add`` is still creating). Directories without an owner tag (from
+an older patchbench, or not ours) are left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import shutil
+from pathlib import Path
+
+TAG_RE = re.compile(r"-(p(\d+)s(\d+))-")
+
+
+def _start_time(pid: int) -> int | None:
+    """The start time of ``pid`` in clock ticks since boot, or None when it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except OSError:
+        return -1  # unreadable: exists, start unknown
+    # the command name (field 2) is in parentheses and may contain spaces or ')'
+    fields = stat[stat.rfind(")") + 2:].split()
+    try:
+        return int(fields[19])  # field 22 overall; fields here start at field 3
+    except (IndexError, ValueError):
+        return -1
+
+
+@functools.cache
+def owner_tag() -> str:
+    """This process's tag, to put in the name of every scratch directory it creates."""
+    pid = os.getpid()
+    return f"p{pid}s{max(_start_time(pid) or 0, 0)}"
+
+
+def alive(tag: str) -> bool:
+    """Whether the process named by ``tag`` (``p<pid>s<start>``) still runs."""
+    m = re.fullmatch(r"p(\d+)s(\d+)", tag)
+    if not m:
+        return True  # not ours: never treated as dead
+    pid, start = int(m.group(1)), int(m.group(2))
+    if not Path("/proc/self/stat").exists():  # no procfs: the pid alone
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    now = _start_time(pid)
+    if now is None:
+        return False
+    return now in (-1, start) or start == 0
+
+
+def dead_entries(directory: Path) -> list[Path]:
+    """Entries of ``directory`` whose names carry the tag of a process that no longer runs."""
+    if not directory.is_dir():
+        return []
+    out = []
+    for entry in sorted(directory.iterdir()):
+        m = TAG_RE.search(entry.name)
+        if m and not alive(m.group(1)):
+            out.append(entry)
+    return out
+
+
+def sweep(builds: Path) -> list[Path]:
+    """Remove what dead runs left under ``builds``; return what was removed."""
+    removed: list[Path] = []
+    sources = builds / "sources"
+    for directory in (sources, builds / "tmp"):
+        for entry in dead_entries(directory):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+            if not entry.exists():
+                removed.append(entry)
+    if sources.is_dir():
+        # worktrees of dead runs: their directories are gone now; git drops the registrations
+        from patchbench.gitutil import run_git
+
+        for repo in sorted(sources.glob("*.git")):
+            if (repo / "worktrees").is_dir():
+                run_git(["worktree", "prune"], cwd=repo, check=False)
+    return removed

@@ -1,0 +1,114 @@
+"""Unsafe ownership is refused when running as root, the way ssh's StrictModes does.
+
+patchbench as root runs the commands of matrix.yaml, applies the patches and overlays, and runs
+the binaries it finds under builds/. If another user could change any of them, that user could
+run code as root. So, once at load, before anything is read:
+
+- matrix.yaml, every file and directory under patches/ and overlays/, builds/ and the
+  directories directly in it, and every parent directory of these up to /,
+- must be owned by root (or by the user who ran sudo, $SUDO_UID, who can become root anyway),
+- and must not be writable by the world, nor by a group other than root's (or $SUDO_GID's);
+  a parent directory with the sticky bit (/tmp) may be world-writable.
+
+A refusal names the path, who owns it or who may write it, and the command that fixes it.
+Nothing is checked when patchbench does not run as root.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchbench.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Who may own and write what patchbench reads as root."""
+
+    uids: frozenset[int]
+    gids: frozenset[int]
+
+    @classmethod
+    def from_environment(cls, environ: dict[str, str] | None = None) -> Trust:
+        env = os.environ if environ is None else environ
+        uids, gids = {0}, {0}
+        for key, dest in (("SUDO_UID", uids), ("SUDO_GID", gids)):
+            value = env.get(key, "")
+            if value.isdigit():
+                dest.add(int(value))
+        return cls(frozenset(uids), frozenset(gids))
+
+
+def problem(path: Path, st: os.stat_result, trust: Trust, *, parent: bool = False) -> str | None:
+    """Why ``path`` (with ``st``) is unsafe, or None."""
+    if st.st_uid not in trust.uids:
+        return f"is owned by uid {st.st_uid}, not root"
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):  # a link's own mode means nothing; its target is checked too
+        return None
+    sticky_dir = parent and stat.S_ISDIR(mode) and bool(mode & stat.S_ISVTX)
+    if mode & stat.S_IWOTH and not sticky_dir:
+        return "is writable by every user"
+    if mode & stat.S_IWGRP and st.st_gid not in trust.gids and not sticky_dir:
+        return f"is writable by group {st.st_gid}"
+    return None
+
+
+def _fix(path: Path, why: str) -> str:
+    if "owned" in why:
+        return f"chown root:root {path} (or run patchbench as the user who owns it, without root)"
+    return f"chmod go-w {path}"
+
+
+def _tree(root: Path) -> Iterator[Path]:
+    """``root`` and everything under it, without following symlinks."""
+    yield root
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in dirnames + filenames:
+            yield Path(dirpath) / name
+
+
+def check_paths(paths: Iterable[tuple[Path, bool]], trust: Trust) -> None:
+    """Check each (path, recursive) and the parents of each; raise ConfigError at the first
+    unsafe one."""
+    seen: set[Path] = set()
+    for start, recursive in paths:
+        if not start.exists() and not start.is_symlink():
+            continue
+        resolved = start.resolve()
+        candidates = [(p, False) for p in ([start] if start.is_symlink() else [])]
+        candidates += [(p, False) for p in (_tree(resolved) if recursive else [resolved])]
+        if not recursive and resolved.is_dir():
+            candidates += [(child, False) for child in sorted(resolved.iterdir())
+                           if child.is_dir() and not child.is_symlink()]
+        candidates += [(p, True) for p in resolved.parents]
+        for path, is_parent in candidates:
+            if path in seen:
+                continue
+            seen.add(path)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            why = problem(path, st, trust, parent=is_parent)
+            if why:
+                what = "a parent directory of " + str(start) if is_parent else str(path)
+                raise ConfigError(
+                    f"{path} {why}; patchbench runs as root and refuses to use it"
+                    + ("" if what == str(path) else f" ({what})"),
+                    hint=f"fix: {_fix(path, why)}",
+                )
+
+
+def check_project(matrix: Path, root: Path, builds: Path, *, euid: int | None = None,
+                  environ: dict[str, str] | None = None) -> None:
+    """The one call at load: matrix.yaml, patches/, overlays/ and builds/ (when root)."""
+    if (os.geteuid() if euid is None else euid) != 0:
+        return
+    trust = Trust.from_environment(environ)
+    check_paths([(matrix, False), (root / "patches", True), (root / "overlays", True),
+                 (builds, False)], trust)

@@ -1,0 +1,66 @@
+"""Secrets are never recorded.
+
+Everything patchbench writes down (the toolchain fingerprint's environment, build manifests,
+results.json, logs, error messages) passes through here first:
+
+- userinfo in URLs (``https://user:password@host``, ``https://TOKEN@host``) becomes
+  ``<redacted>`` (the plain ssh login ``git@`` is kept), as do query parameters whose names say
+  token, password, secret or key;
+- the value of every variable whose name says token, password/passwd, secret, key, credential
+  or auth becomes ``<redacted>``.
+
+Redaction is deterministic and drops the credential entirely, so the build cache key, computed
+from the redacted fingerprint, does not change when only a credential does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+REDACTED = "<redacted>"
+SECRET_NAME = re.compile(r"(?i)(token|passw|pwd|secret|key|credential|auth|cookie|session)")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s?#]+)@")
+_QUERY = re.compile(r"(?i)([?&;][^=&#\s]*(?:token|passw|pwd|secret|key|auth|sig)[^=&#\s]*=)"
+                    r"([^&#\s]+)")
+
+
+def secret_name(name: str) -> bool:
+    """Whether a variable or field called ``name`` holds a secret by its name."""
+    return bool(SECRET_NAME.search(name))
+
+
+def text(value: str) -> str:
+    """``value`` with credentials inside URLs replaced."""
+    def userinfo(m: re.Match[str]) -> str:
+        return m.group(0) if m.group(2) == "git" else f"{m.group(1)}{REDACTED}@"
+
+    value = _USERINFO.sub(userinfo, value)
+    return _QUERY.sub(lambda m: m.group(1) + REDACTED, value)
+
+
+def env(variables: Mapping[str, str]) -> dict[str, str]:
+    """A recorded environment: secret-named variables hidden, URLs cleaned in the rest."""
+    return {k: REDACTED if secret_name(k) else text(v) for k, v in variables.items()}
+
+
+def tree(obj: Any, *, env_keys: tuple[str, ...] = ("env",)) -> Any:
+    """A JSON-like document with every string cleaned, and every mapping found under a key in
+    ``env_keys`` (an environment) redacted by variable name as well."""
+    if isinstance(obj, str):
+        return text(obj)
+    if isinstance(obj, dict):
+        out: dict[Any, Any] = {}
+        for k, v in obj.items():
+            if k in env_keys and isinstance(v, dict) and all(isinstance(x, str) for x in v):
+                out[k] = {name: (REDACTED if secret_name(name) else tree(val, env_keys=env_keys))
+                          for name, val in v.items()}
+            else:
+                out[k] = tree(v, env_keys=env_keys)
+        return out
+    if isinstance(obj, list):
+        return [tree(v, env_keys=env_keys) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(tree(v, env_keys=env_keys) for v in obj)
+    return obj
