@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchbench import command, mountsys, mounttrace
+from patchbench import cleanup, command, mountsys, mounttrace, procguard
 from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.files import sha256_file, write_json_atomic
 from patchbench.mounttrace import MountCounts
@@ -340,10 +340,14 @@ class ContainerdDaemon:
         p.config.write_text(render_config(p, sock))
         self._daemon = command.Background(
             [self.bin_dir / "containerd", "--config", p.config], env=self.env(), log=p.log)
+        # a daemon outlives every command on purpose: out of the run's escape guard (its shims
+        # follow it); what it leaves is this module's to count (host_leftovers)
+        procguard.exempt(self._daemon.proc.pid)
         # what a later run needs to clean up after this one if it is killed (clean_stale)
         write_json_atomic(p.record, {"namespace": self.namespace, "socket": str(sock),
                                      "bin_dir": str(self.bin_dir), "runc": str(self.runc),
-                                     "pid": self._daemon.proc.pid})
+                                     "pid": self._daemon.proc.pid,
+                                     "owner": cleanup.owner_tag()})
         deadline = time.monotonic() + self.start_timeout
         while True:
             code = self._daemon.wait(0.1)
@@ -508,9 +512,9 @@ def clean_stale(
     bases: Iterable[Path], *, cgroup_base: Path = CGROUP_ROOT, proc: Path = Path("/proc"),
     mountinfo: Path = Path("/proc/self/mountinfo"),
 ) -> list[str]:
-    """What killed earlier runs left: for each daemon directory (one with a ``daemon.json``) in
-    ``bases``, kill its daemon if it still runs, then remove its shims, container processes,
-    mounts, shim sockets and cgroups. The caller passes only directories of runs that are over."""
+    """What killed earlier runs left: for each daemon directory in ``bases`` whose ``daemon.json``
+    names an owner (``patchbench.cleanup`` tag) that no longer runs, kill its daemon if it still
+    runs, then remove its shims, container processes, mounts, shim sockets and cgroups."""
     removed: list[str] = []
     for base in bases:
         paths = DaemonPaths(base)
@@ -518,6 +522,9 @@ def clean_stale(
             rec = json.loads(paths.record.read_text())
         except (OSError, json.JSONDecodeError):
             continue
+        owner = rec.get("owner")
+        if not isinstance(owner, str) or cleanup.alive(owner):
+            continue  # a live run's daemon, or one we cannot attribute: never touched
         for pid in daemon_pids(paths.config, proc):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -568,20 +575,6 @@ def probe_idmapped_overlay(directory: Path, timeout: float = 60.0) -> dict[str, 
     return record
 
 
-def _run_alive(run_dir: Path) -> bool:
-    """Whether the patchbench process that owns ``run_dir`` (named ...-<pid>) still runs."""
-    pid = run_dir.name.rsplit("-", 1)[-1]
-    if not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _namespace(token: str, variant: str) -> str:
     return "pb-" + token + "-" + re.sub(r"[^A-Za-z0-9]+", "-", variant).strip("-")
 
@@ -623,7 +616,7 @@ class ContainerdRuntime:
         self.probe = probe_idmapped_overlay(workdir / "idmap-probe")
         self.runc = Path(command.which("runc")).resolve()
         stale = [b for run in sorted(workdir.parent.iterdir())
-                 if run != workdir and run.is_dir() and not _run_alive(run)
+                 if run != workdir and run.is_dir()
                  for b in sorted((run / self.DIRNAME).glob("*"))]
         removed = clean_stale(stale, cgroup_base=self.cgroup_base)
         if removed:

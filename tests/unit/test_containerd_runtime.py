@@ -5,6 +5,7 @@ shim. The idmapped-overlay probe's verdicts. No real containerd and no root are 
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from patchbench import command, mountsys
+from patchbench import cleanup, command, mountsys, procguard
 from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.runtimes import containerd as cd
 
@@ -280,6 +281,13 @@ def test_clean_stale_after_a_killed_run(tmp_path: Path, monkeypatch: pytest.Monk
     pid = old.pid
     assert pid is not None and cd.daemon_pids(old.paths.config) == [pid]
     (tmp_path / "no-record").mkdir()
+    # its owner (this process) is alive: a live run's daemon is never touched
+    assert cd.clean_stale([old.paths.base], cgroup_base=cg, mountinfo=info) == []
+    assert cd.daemon_pids(old.paths.config) == [pid]
+    rec = json_of(old.paths.record)
+    assert rec["owner"] == cleanup.owner_tag()
+    rec["owner"] = "p999999999s1"  # now its owner is dead
+    old.paths.record.write_text(json.dumps(rec))
     removed = cd.clean_stale([old.paths.base, tmp_path / "no-record"], cgroup_base=cg,
                              mountinfo=info)
     assert removed[0] == f"containerd pid {pid}"
@@ -307,3 +315,28 @@ def test_unsearchable_run_dir(tmp_path: Path) -> None:
         d.start()
     assert f"{closed} (mode 700)" in err.value.message
     assert d.pid is None
+
+
+def test_daemon_leaves_the_run_escape_guard(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's escape guard kills whatever outlives a command; the daemon does on purpose, so it
+    moves back to patchbench's own cgroup (here: a fake v1 freezer hierarchy)."""
+    (tmp_path / "cg" / "freezer").mkdir(parents=True)
+    (tmp_path / "cg" / "freezer" / "cgroup.procs").write_text("")
+    guard = procguard.ProcGuard("run", root=tmp_path / "cg").__enter__()
+    assert guard.kind == "v1-freezer" and guard.available and guard.path is not None
+    (guard.path / "cgroup.procs").write_text("")  # a real cgroup has it; children "join" it
+    proc_cgroup = tmp_path / "self-cgroup"
+    proc_cgroup.write_text("6:freezer:/outer\n0::/\n")
+    assert procguard.own_cgroup("v1-freezer", tmp_path / "cg" / "freezer", proc_cgroup) == \
+        tmp_path / "cg" / "freezer" / "outer"
+    assert procguard.own_cgroup("v2", tmp_path / "cg", proc_cgroup) == tmp_path / "cg"
+    assert procguard.exempt(4242) is False  # not guarding
+    monkeypatch.setattr(procguard, "_ACTIVE", guard)
+    d = cd.ContainerdDaemon(fake_bin(tmp_path), tmp_path / "d", "ns", Path("/bin/true"))
+    d.start()
+    try:
+        own = procguard.own_cgroup("v1-freezer", tmp_path / "cg" / "freezer")
+        assert (own / "cgroup.procs").read_text() == f"{d.pid}\n"
+    finally:
+        d.stop()
