@@ -23,8 +23,12 @@ COMMON = {
     "reports": "where run folders are saved (default: reports/)",
     "verbose": "print every external command",
 }
+BACKEND_HELP = ("build every Go target with this backend: host or docker (default: matrix.yaml's; "
+                "docker uses the target's image, else a recipe image: debian-runc for cgo/make "
+                "builds, go-busybox otherwise; or PATCHBENCH_BACKEND)")
 COMPARE_HELP = {
     **COMMON,
+    "backend": BACKEND_HELP,
     "name": "the comparison to run, as named in matrix.yaml (`invoke list` shows them)",
     "aa": "compare the baseline with itself (the noise floor)",
     "dry_run": "print every command the comparison would run, and stop",
@@ -42,11 +46,11 @@ COMPARE_HELP = {
 
 
 def _ws(source: list[str] | None, matrix: str | None, builds: str | None, reports: str | None,
-        verbose: bool) -> Any:
+        verbose: bool, backend: str | None = None) -> Any:
     from patchbench import cli
 
     return cli.workspace(sources=source or [], matrix=matrix, builds=builds, reports=reports,
-                         verbose=verbose)
+                         verbose=verbose, backend=backend)
 
 
 def _num(value: int, name: str) -> int | None:
@@ -71,7 +75,7 @@ def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = F
             rounds: int = NOT_GIVEN, warmup: int = NOT_GIVEN,
             scenario: list[str] | None = None, gate: bool = False, summary: str | None = None,
             matrix: str | None = None, builds: str | None = None, reports: str | None = None,
-            verbose: bool = False) -> None:
+            verbose: bool = False, backend: str | None = None) -> None:
     """Fetch, patch, build baseline and candidates, measure interleaved, print and save.
 
     Examples:
@@ -89,20 +93,23 @@ def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = F
         sw = Switches(seed=_num(seed, "seed"), aa=aa, dry_run=dry_run, runs=_num(runs, "runs"),
                       rounds=_num(rounds, "rounds"), warmup=_num(warmup, "warmup"),
                       only=tuple(scenario or ()), gate=gate)
-        return cli.do_compare(_ws(source, matrix, builds, reports, verbose), name, sw, summary)
+        return cli.do_compare(_ws(source, matrix, builds, reports, verbose, backend), name, sw,
+                              summary)
 
     _guarded(run)
 
 
-@task(iterable=["source"], help={**COMMON, "patch": "build the baseline and this patch series",
+@task(iterable=["source"], help={**COMMON, "backend": BACKEND_HELP,
+                                 "patch": "build the baseline and this patch series",
                                  "target": "build only this target's baseline"})
 def build(c: Context, patch: str | None = None, target: str | None = None,
           source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
-          reports: str | None = None, verbose: bool = False) -> None:
+          reports: str | None = None, verbose: bool = False, backend: str | None = None) -> None:
     """Build the baseline and a patch series from one pinned commit (cached)."""
     from patchbench import cli
 
-    _guarded(lambda: cli.do_build(_ws(source, matrix, builds, reports, verbose), patch, target))
+    _guarded(lambda: cli.do_build(_ws(source, matrix, builds, reports, verbose, backend), patch,
+                                  target))
 
 
 @task(iterable=["source", "series"],

@@ -29,7 +29,7 @@ GATE_FAILED_EXIT_CODE = 4
 
 def workspace(*, sources: Iterable[str] = (), matrix: str | None = None,
               builds: str | None = None, reports: str | None = None,
-              verbose: bool = False) -> Workspace:
+              verbose: bool = False, backend: str | None = None) -> Workspace:
     """Paths from the options, else PATCHBENCH_MATRIX / _BUILDS / _REPORTS, else beside the
     matrix; --source over PATCHBENCH_SOURCE_<TARGET>."""
     command.set_verbose(verbose or command.VERBOSE)
@@ -41,6 +41,7 @@ def workspace(*, sources: Iterable[str] = (), matrix: str | None = None,
         builds=Path(builds or env.get("PATCHBENCH_BUILDS") or root / "builds").resolve(),
         reports=Path(reports or env.get("PATCHBENCH_REPORTS") or root / "reports").resolve(),
         sources=config.parse_source_overrides(list(sources), dict(env)),
+        backend=backend or env.get("PATCHBENCH_BACKEND") or None,
     )
 
 

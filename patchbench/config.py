@@ -52,6 +52,17 @@ class SwiftToolchain(_Model):
 Toolchain = Annotated[GoToolchain | SwiftToolchain, Field(discriminator="kind")]
 
 
+IMAGE_RECIPES = ("go-busybox", "debian-runc")  # made by patchbench.images, no registry
+
+
+class ImageRecipe(_Model):
+    """An image patchbench builds itself (patchbench/images.py): ``{recipe: go-busybox}`` (busybox
+    plus the pinned Go, small) or ``{recipe: debian-runc}`` (Debian by mmdebstrap with runc's build
+    dependencies, plus the pinned Go)."""
+
+    recipe: Literal["go-busybox", "debian-runc"]
+
+
 class BuildRecipe(_Model):
     backend: Literal["host", "docker"] = "host"
     commands: list[list[str]] = Field(min_length=1)
@@ -59,7 +70,9 @@ class BuildRecipe(_Model):
     # files, or directories when the path ends in "/" (copied whole, e.g. an install root)
     artifacts: list[str] = Field(min_length=1)
     timeout: float = Field(default=1800.0, gt=0)
-    image: str | None = None  # docker backend: an image pinned by digest
+    # docker backend: a registry image pinned by digest (name@sha256:..., never pulled when the
+    # engine holds it) or {recipe: NAME}, an image made here without a registry
+    image: str | ImageRecipe | None = None
     # run after the build, from the artifacts directory; its output goes into the manifest
     # (e.g. [runc, --version], to show the patched commit and that it is not "-dirty")
     version: list[str] = Field(default_factory=list)
@@ -74,10 +87,13 @@ class BuildRecipe(_Model):
     @model_validator(mode="after")
     def _docker_needs_image(self) -> BuildRecipe:
         if self.backend == "docker" and not self.image:
-            raise ValueError("the docker backend needs 'image', pinned by digest (name@sha256:...)")
-        if self.image and "@sha256:" not in self.image:
-            raise ValueError("'image' must be pinned by digest (name@sha256:...)")
-        if self.image:
+            raise ValueError("the docker backend needs 'image': name@sha256:... or {recipe: NAME} "
+                             f"(recipes: {', '.join(IMAGE_RECIPES)})")
+        if self.image is not None and self.backend != "docker":
+            raise ValueError("'image' is used only by the docker backend (backend: docker)")
+        if isinstance(self.image, str) and not re.fullmatch(r"[^@\s]+@sha256:[0-9a-f]{64}", self.image):
+            raise ValueError("'image' must be pinned by digest (name@sha256:<64 hex digits>)")
+        if isinstance(self.image, str):
             safeargs.check_image(self.image, "'image'")
         return self
 
@@ -104,6 +120,16 @@ class Target(_Model):
     @classmethod
     def _ref(cls, value: str) -> str:
         return safeargs.check_ref(value, "ref")
+
+
+def default_image(target: Target) -> ImageRecipe:
+    """The build image for ``--backend docker`` when a target names none: Debian with a C
+    toolchain for cgo or make builds (runc), busybox plus Go otherwise."""
+    tc = target.toolchain
+    cgo = isinstance(tc, GoToolchain) and tc.cgo
+    if cgo or any(argv[0] == "make" for argv in target.build.commands):
+        return ImageRecipe(recipe="debian-runc")
+    return ImageRecipe(recipe="go-busybox")
 
 
 class Comparison(_Model):
@@ -156,6 +182,22 @@ class Project:
         self.matrix = matrix
         self.path = path
         self.root = path.parent
+
+    def with_backend(self, backend: str | None) -> Project:
+        """This project with every Go target built by ``backend`` (``--backend``): docker takes
+        the target's image, else ``default_image``; host drops the image."""
+        if backend is None:
+            return self
+        if backend not in ("host", "docker"):
+            raise ConfigError(f"--backend {backend!r}: expected host or docker")
+        targets = {}
+        for name, t in self.matrix.targets.items():
+            if isinstance(t.toolchain, GoToolchain):
+                image = (t.build.image or default_image(t)) if backend == "docker" else None
+                t = t.model_copy(update={"build": t.build.model_copy(
+                    update={"backend": backend, "image": image})})
+            targets[name] = t
+        return Project(self.matrix.model_copy(update={"targets": targets}), self.path)
 
     def target(self, name: str) -> Target:
         if name not in self.matrix.targets:

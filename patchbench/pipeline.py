@@ -6,9 +6,6 @@ from __future__ import annotations
 import secrets
 import time
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
 
 from patchbench import (
     __version__,
@@ -18,6 +15,7 @@ from patchbench import (
     ownership,
     patching,
     procguard,
+    redact,
     results,
     runstore,
     runtimes,
@@ -25,10 +23,9 @@ from patchbench import (
     source,
 )
 from patchbench.config import Comparison, Project
-from patchbench.errors import ConfigError, PatchbenchError, PatchError, RequirementError, SourceError
+from patchbench.errors import PatchbenchError, PatchError, RequirementError, SourceError
 from patchbench.machine import machine_info
 from patchbench.progress import say
-from patchbench.redact import tree as redact_secrets
 from patchbench.workspace import Switches, Workspace
 
 
@@ -36,7 +33,7 @@ def load(ws: Workspace) -> Project:
     ownership.check_project(ws.matrix, ws.root, ws.builds)  # as root: StrictModes-style
     for path in cleanup.sweep(ws.builds):  # what runs killed with SIGKILL left behind
         say(f"removed {path.relative_to(ws.builds)}, left by a run that no longer runs")
-    return config.load(ws.matrix)
+    return config.load(ws.matrix).with_backend(ws.backend)
 
 
 def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
@@ -125,8 +122,11 @@ def build_variants(project: Project, ws: Workspace, target_name: str,
         checkout = fetch(project, ws, target_name)
         check_machine(project, ws, target_name, variants, checkout, None)
     ovs = [patching.load_overlay(project.root, o) for o in overlays]
-    plan = build.BuildPlan.prepare(project, target_name, checkout, ws.layout, ovs)
-    built = [build.build_variant(plan, v) for v in variants]
+    try:
+        plan = build.BuildPlan.prepare(project, target_name, checkout, ws.layout, ovs)
+        built = [build.build_variant(plan, v) for v in variants]
+    finally:
+        build.close_backends()  # stops patchbench's own dockerd, if it started one
     build.check_same_toolchain(built)
     for other in built[1:]:
         same = build.identical_artifacts(built[0], other)
@@ -168,21 +168,6 @@ def build_for_patch(project: Project, ws: Workspace, series: str) -> list[build.
     return build_variants(project, ws, target_name, variants, comp.overlays if comp else [])
 
 
-def _overridden(sc: scenarios.ScenarioConfig, sw: Switches) -> scenarios.ScenarioConfig:
-    """The scenario with --runs/--rounds/--warmup applied, validated like the matrix."""
-    changes: dict[str, Any] = {k: v for k, v in (("rounds", sw.rounds), ("runs", sw.runs),
-                                                 ("warmup", sw.warmup)) if v is not None}
-    if not changes:
-        return sc
-    rounds, runs = changes.get("rounds", sc.rounds), changes.get("runs", sc.runs)
-    if rounds >= 1 and runs >= 1:
-        changes["runs"] = max(rounds, runs - runs % rounds)
-    try:  # --rounds 0 is refused, not a division by zero
-        return type(sc).model_validate({**sc.model_dump(by_alias=True), **changes})
-    except ValidationError as exc:
-        raise ConfigError(f"--runs/--rounds/--warmup: {exc.errors()[0]['msg']}") from None
-
-
 def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = None
             ) -> tuple[results.Results | None, list[str], Path | None]:
     """Run comparison ``name``; return its results, the --dry-run plan lines, and the saved run
@@ -192,7 +177,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     sw = sw or Switches()
     comp = project.comparison(name)
     target = project.target(comp.target)
-    chosen = [_overridden(s, sw) for s in comp.scenarios if not sw.only or s.name in sw.only]
+    chosen = [scenarios.override(s, sw.runs, sw.rounds, sw.warmup) for s in comp.scenarios
+              if not sw.only or s.name in sw.only]
     if not chosen:
         raise PatchbenchError(f"--scenario {list(sw.only)} matches none of {name}'s scenarios")
     variants = variants_of(comp)
@@ -238,22 +224,10 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
                 left_after_teardown=runtime.leftovers(b.variant.name, b.bin)) for b in built}
     res.warnings.extend(escaped)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    res = results.parse(redact_secrets(redact(res.dump(), {
+    res = results.parse(redact.tree(redact.paths(res.dump(), {
         str(workdir): "<run>", str(ws.builds): "<builds>", str(project.root): "<project>"})),
         "results")
     # the complete results first, under builds/runs/<run>/; then the report folder from them
     complete = runstore.save_complete(workdir, res, extra_files)
     return res, [], runstore.publish(complete, ws.reports)
 
-
-def redact(obj: Any, paths: dict[str, str]) -> Any:
-    """Replace this machine's paths in every string, so saved reports can be committed."""
-    if isinstance(obj, str):
-        for path, name in paths.items():
-            obj = obj.replace(path, name)
-        return obj
-    if isinstance(obj, dict):
-        return {k: redact(v, paths) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [redact(v, paths) for v in obj]
-    return obj

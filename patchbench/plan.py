@@ -26,6 +26,8 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
         out += [f"  build ({target.build.backend}): {shlex.join(argv)}"
                 for argv in target.build.commands]
         out.append(f"  artifacts: {', '.join(target.build.artifacts)}")
+    if target.build.backend == "docker":
+        out += build.docker_backend.plan_lines(target, ws.layout.builds)
     runtime = runtimes.get(target.runtime)
     fake = ws.layout.dry_run(name)
     if runtime is not None:

@@ -64,3 +64,17 @@ def tree(obj: Any, *, env_keys: tuple[str, ...] = ("env",)) -> Any:
     if isinstance(obj, tuple):
         return tuple(tree(v, env_keys=env_keys) for v in obj)
     return obj
+
+
+def paths(obj: Any, names: dict[str, str]) -> Any:
+    """Replace this machine's paths (keys of ``names``) by their names in every string, so saved
+    reports can be committed."""
+    if isinstance(obj, str):
+        for path, name in names.items():
+            obj = obj.replace(path, name)
+        return obj
+    if isinstance(obj, dict):
+        return {k: paths(v, names) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [paths(v, names) for v in obj]
+    return obj

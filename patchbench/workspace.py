@@ -16,6 +16,7 @@ class Workspace:
     builds: Path
     reports: Path
     sources: dict[str, str] = field(default_factory=dict)  # --source TARGET=PATH_OR_URL
+    backend: str | None = None  # --backend: build every Go target with this one (host, docker)
 
     @property
     def layout(self) -> Layout:

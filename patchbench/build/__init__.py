@@ -48,10 +48,16 @@ class Backend(Protocol):
         """What the manifest records about where the build ran."""
 
 
+DOCKER = docker_backend.DockerBackend()
 BACKENDS: dict[str, Backend] = {
     "host": host_backend.HostBackend(),
-    "docker": docker_backend.DockerBackend(),
+    "docker": DOCKER,
 }
+
+
+def close_backends() -> None:
+    """Stop what the backends started (patchbench's own dockerd)."""
+    DOCKER.close()
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,12 @@ class BuildPlan:
         target = project.target(target_name)
         env = toolchains.build_env(target, checkout.commit_epoch())
         backend = BACKENDS[target.build.backend]
+        if isinstance(backend, docker_backend.DockerBackend):  # its image, state under builds/
+            backend.bind(target, layout.builds)
+            env = docker_backend.container_env(env)  # what the container gets, as recorded
         fp = toolchains.fingerprint(target, env, backend.runner(target.build))
+        if isinstance(backend, docker_backend.DockerBackend):
+            fp.update(backend.fingerprint_extra(target))  # the image ID: same for all variants
         return cls(project, target_name, target, checkout, layout, overlays, env, fp)
 
     def key(self, series: list[Series]) -> str:

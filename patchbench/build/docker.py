@@ -1,115 +1,285 @@
-"""The docker backend: the recipe runs in a container from an image pinned by digest, with the
-patched tree mounted at /src. The container has a unique name and is always removed."""
+"""The docker backend: the recipe runs in a container of the target's build image, and so does the
+toolchain fingerprint (``runner()``), so the manifest records the Go that really built.
+
+- The engine: ``DOCKER_HOST``, the system one, or patchbench's own dockerd under
+  ``builds/engine/`` (patchbench.engine), started at first use and stopped by ``close()``.
+- The image: ``{recipe: NAME}``, made here (patchbench.images), or ``name@sha256:...``, used
+  when present and never pulled then. Its ID, ref, engine version and package list go into the
+  fingerprint (key ``image``), so baseline and candidates built from different images are refused.
+- The patched tree and the bare source repository its ``.git`` points to are mounted at their own
+  absolute paths, so git works inside (``runc --version`` keeps its ``git describe``).
+- Go's build and module caches are named volumes (``<prefix>-gocache``, ``<prefix>-gomod``).
+- Every container has a unique name and is killed and removed on every path (timeout, error,
+  Ctrl-C); every SDK error becomes a patchbench error.
+"""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import json
+import os
 import shlex
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from patchbench import command
-from patchbench.config import BuildRecipe
-from patchbench.errors import BuildError, PatchbenchError, RequirementError, ToolchainError
+from patchbench import command, images
+from patchbench import engine as engines
+from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, Target
+from patchbench.errors import BuildError, CommandError, PatchbenchError, RequirementError, ToolchainError
 
-CONTAINER_SRC = "/src"
-
-
-def _client() -> Any:
-    try:
-        import docker
-    except ImportError:  # pragma: no cover - docker is a declared dependency
-        raise RequirementError("the docker backend needs the 'docker' Python package") from None
-    try:
-        client = docker.from_env()
-        client.ping()
-    except Exception as exc:
-        raise RequirementError(
-            f"the docker backend needs a running Docker engine ({exc.__class__.__name__})",
-            hint="start dockerd, or set build.backend: host in matrix.yaml",
-        ) from None
-    return client
+CACHE_ROOT = "/pb/cache"
+# host values that mean nothing inside the image (paths of this machine)
+HOST_ONLY = ("PATH", "HOME", "USER", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE", "SSL_CERT_FILE",
+             "SSL_CERT_DIR", "PKG_CONFIG_PATH", "DEVELOPER_DIR")
 
 
-class DockerRunner:
-    """Runs each fingerprint command in a fresh container of the build image."""
+def container_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The build environment as the container sees it: host paths dropped, the caches on their
+    volumes, and GOTOOLCHAIN=local (the image's Go is the pin; nothing is downloaded inside)."""
+    out = {k: v for k, v in env.items() if k not in HOST_ONLY}
+    out.update({
+        "HOME": "/root", "PATH": images.PATH_IN_IMAGE, "TMPDIR": "/tmp",
+        "GOCACHE": f"{CACHE_ROOT}/go-build", "GOMODCACHE": f"{CACHE_ROOT}/gomod",
+        "GOPATH": f"{CACHE_ROOT}/gopath", "GOTOOLCHAIN": "local",
+    })
+    return out
 
-    def __init__(self, client_factory: Any, image: str):
-        self._client_factory = client_factory
-        self.image = image
-        self.where = f"image {image}"
 
-    def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
-            what: str | None = None, error: type[PatchbenchError] = ToolchainError,
-            ) -> command.Result:
-        client = self._client_factory()
-        inner = {k: v for k, v in env.items() if k not in ("PATH", "HOME", "TMPDIR")}
-        try:
-            out = client.containers.run(self.image, list(argv), environment=inner, remove=True,
-                                        stdout=True, stderr=True, network_mode="host")
-        except Exception as exc:
-            raise error(f"{what or shlex.join(argv)} in {self.where}: {exc}") from None
-        text = out.decode(errors="replace") if isinstance(out, bytes) else str(out)
-        return command.Result(tuple(argv), 0, text, "", 0.0)
-
-    def sha256(self, path: str) -> str:
-        out = self.run(["sha256sum", path], env={}).stdout
-        return out.split()[0]
-
-    def resolve(self, tool: str, env: Mapping[str, str]) -> str:
-        return self.run(["sh", "-c", 'readlink -f "$(command -v "$0")"', tool], env=env
-                        ).stdout.strip()
+def git_common_dir(tree: Path) -> Path | None:
+    """The repository a worktree's ``.git`` file points to (its common dir), or None."""
+    dotgit = tree / ".git"
+    if not dotgit.is_file():
+        return None
+    text = dotgit.read_text().strip()
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = (tree / text.removeprefix("gitdir:").strip()).resolve()
+    common = gitdir / "commondir"
+    if common.is_file():
+        return (gitdir / common.read_text().strip()).resolve()
+    return gitdir
 
 
 class DockerBackend:
+    """The ``Backend`` (patchbench.build) for ``backend: docker``. ``bind(target, builds)`` comes
+    first: it names the builds directory (engine and image state) and the target whose toolchain
+    picks the image; ``runner``, ``run_recipe`` and ``describe`` then use that image."""
+
     name = "docker"
 
-    def __init__(self, client_factory: Any = _client):
-        self._client_factory = client_factory
+    def __init__(self, state: Path | None = None, *, volume_prefix: str = "patchbench",
+                 environ: Mapping[str, str] | None = None, extra_args: Sequence[str] = ()):
+        self.state = state  # builds/; set by open() when not given here
+        self._state_fixed = state is not None
+        self.volume_prefix = volume_prefix
+        self.environ = environ
+        self.extra_args = tuple(extra_args)
+        self._stack: contextlib.ExitStack | None = None
+        self._engine: engines.Engine | None = None
+        self._images: dict[str, images.Image] = {}
+        self._bound: dict[str, images.Image] = {}  # recipe (as JSON) -> its target's image
+        self._atexit = False
 
-    def runner(self, recipe: BuildRecipe) -> DockerRunner:
-        return DockerRunner(self._client_factory, recipe.image or "")
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def open(self, builds: Path) -> None:
+        """Where the engine's and images' state lives (builds/engine, builds/images)."""
+        if not self._state_fixed and self._engine is None:
+            self.state = builds
+
+    def engine(self) -> engines.Engine:
+        if self._engine is None:
+            if self.state is None:
+                raise BuildError("the docker backend was used before open(builds)")
+            stack = contextlib.ExitStack()
+            try:
+                self._engine = stack.enter_context(
+                    engines.engine(self.state / "engine", extra_args=self.extra_args,
+                                   environ=self.environ))
+            except BaseException:
+                stack.close()
+                raise
+            self._stack = stack
+            if not self._atexit:
+                atexit.register(self.close)
+                self._atexit = True
+        return self._engine
+
+    def close(self) -> None:
+        """Stop the engine patchbench started (a no-op for an engine it only connected to)."""
+        stack, self._stack, self._engine = self._stack, None, None
+        self._images.clear()
+        self._bound.clear()
+        if stack is not None:
+            stack.close()
+
+    def __enter__(self) -> DockerBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the image ---------------------------------------------------------------------------
+
+    def image(self, recipe: BuildRecipe, go_version: str | None) -> images.Image:
+        spec = recipe.image
+        if spec is None:
+            raise BuildError("the docker backend needs build.image")
+        key = json.dumps([spec if isinstance(spec, str) else spec.recipe, go_version])
+        if key not in self._images:
+            eng = self.engine()
+            assert self.state is not None
+            if isinstance(spec, ImageRecipe):
+                if go_version is None:
+                    raise RequirementError(f"image recipe {spec.recipe} needs a Go toolchain")
+                self._images[key] = images.ensure_recipe(eng, spec.recipe, go_version,
+                                                         self.state / "images", self.environ)
+            else:
+                self._images[key] = images.ensure_ref(eng, spec)
+        return self._images[key]
+
+    def image_for(self, target: Target) -> images.Image:
+        """The target's build image; later ``run_recipe`` calls with its recipe use this one."""
+        tc = target.toolchain
+        image = self.image(target.build, tc.version if isinstance(tc, GoToolchain) else None)
+        self._bound[target.build.model_dump_json()] = image
+        return image
+
+    # --- running -----------------------------------------------------------------------------
+
+    def volumes(self) -> dict[str, dict[str, str]]:
+        return {f"{self.volume_prefix}-gocache": {"bind": f"{CACHE_ROOT}/go-build", "mode": "rw"},
+                f"{self.volume_prefix}-gomod": {"bind": f"{CACHE_ROOT}/gomod", "mode": "rw"}}
+
+    def remove_volumes(self) -> None:
+        """Drop the Go caches (the next build starts cold)."""
+        import docker.errors
+
+        eng = self.engine()
+        for name in self.volumes():
+            with contextlib.suppress(docker.errors.NotFound), \
+                    engines.sdk_errors(f"remove volume {name}", BuildError):
+                eng.client.volumes.get(name).remove(force=True)
+
+    def run(
+        self, image: images.Image, argv: Sequence[str], *, env: Mapping[str, str],
+        cwd: Path | None = None, timeout: float = 600.0, check: bool = True,
+        error: type[PatchbenchError] = CommandError, what: str | None = None,
+        log: Path | None = None, mounts: Sequence[Path] = (),
+    ) -> command.Result:
+        """``argv`` in a fresh container of ``image``; host paths in ``mounts`` (and ``cwd``) are
+        mounted at the same path. Removed afterwards, whatever happens."""
+        volumes = self.volumes()
+        for path in [*mounts, *([cwd] if cwd is not None else [])]:
+            volumes[str(path)] = {"bind": str(path), "mode": "rw"}
+        return engines.run_container(
+            self.engine().client, image.id, argv, what=what or command.quote(argv),
+            env=container_env(env), workdir=str(cwd) if cwd is not None else None,
+            volumes=volumes, network="host", timeout=timeout, log=log, check=check, error=error,
+        )
+
+    def bind(self, target: Target, builds: Path) -> images.Image:
+        """Open the backend for ``builds`` and resolve ``target``'s build image (engine started
+        or connected on first use)."""
+        self.open(builds)
+        return self.image_for(target)
+
+    def bound(self, recipe: BuildRecipe) -> images.Image:
+        image = self._bound.get(recipe.model_dump_json())
+        if image is None:
+            raise BuildError("the docker backend was asked about a recipe before bind(target, builds)")
+        return image
+
+    def runner(self, recipe: BuildRecipe) -> ContainerRunner:
+        """A runner for the toolchain fingerprint, inside the recipe's build image."""
+        return ContainerRunner(self, self.bound(recipe))
 
     def describe(self, recipe: BuildRecipe) -> dict[str, Any]:
-        return {"backend": "docker", "image": recipe.image}
+        """The manifest's ``built_in``: the image and the engine (the fingerprint holds the rest)."""
+        image = self.bound(recipe)
+        return {"backend": "docker", "image": image.ref, "image_id": image.id,
+                "engine": image.engine}
+
+    def fingerprint_extra(self, target: Target) -> dict[str, Any]:
+        """What the fingerprint adds for a docker build: the image, so that baseline and
+        candidates built from different image IDs are refused like any other difference."""
+        return {"image": self.image_for(target).record()}
 
     def run_recipe(
         self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str
     ) -> None:
-        client = self._client_factory()
-        container_env = {k: v for k, v in env.items() if k not in ("PATH", "HOME", "TMPDIR")}
-        script = " && ".join(" ".join(_sh_quote(a) for a in argv) for argv in recipe.commands)
-        name = f"patchbench-{uuid.uuid4().hex[:12]}"
-        container = client.containers.run(
-            recipe.image,
-            ["/bin/sh", "-c", script],
-            name=name,
-            detach=True,
-            working_dir=CONTAINER_SRC,
-            environment=container_env,
-            volumes={str(tree): {"bind": CONTAINER_SRC, "mode": "rw"}},
-            network_mode="host",
-        )
-        try:
-            try:
-                status = container.wait(timeout=recipe.timeout)
-            except Exception as exc:
-                raise BuildError(f"{what}: timed out or lost the container ({exc})") from None
-            output = container.logs().decode(errors="replace")
-            with open(log, "a") as f:
-                f.write(f"+ docker run {recipe.image} sh -c {script!r}\n{output}")
-            code = int(status.get("StatusCode", 1))
-            if code != 0:
-                tail = "\n".join(output.rstrip().splitlines()[-25:])
-                raise BuildError(f"{what}: exited with code {code}", detail=f"{tail}\n(full log: {log})")
-        finally:
-            with contextlib.suppress(Exception):  # best effort; the name is unique
-                container.remove(force=True)
+        image = self.bound(recipe)
+        script = " && ".join(shlex.join(argv) for argv in recipe.commands)
+        mounts = [tree]
+        common = git_common_dir(tree)
+        if common is not None:
+            mounts.append(common)
+        self.run(image, ["/bin/sh", "-c", script], env=env, cwd=tree, timeout=recipe.timeout,
+                 error=BuildError, what=what, log=log, mounts=mounts)
 
 
-def _sh_quote(arg: str) -> str:
-    import shlex
+class ContainerRunner:
+    """patchbench.toolchains.Runner inside a build image (one container per command)."""
 
-    return shlex.quote(arg)
+    def __init__(self, backend: DockerBackend, image: images.Image):
+        self.backend = backend
+        self.image = image
+        self.where = f"in image {image.ref} ({image.id[:19]})"
+
+    def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
+            what: str | None = None, error: type[PatchbenchError] = ToolchainError,
+            ) -> command.Result:
+        return self.backend.run(self.image, argv, env=env, timeout=timeout, error=error,
+                                what=what or f"{shlex.join(argv)} {self.where}")
+
+    def sha256(self, path: str) -> str:
+        res = self.run(["sha256sum", path], env={}, timeout=120,
+                       what=f"sha256sum {path} {self.where}")
+        return res.stdout.split()[0]
+
+    def resolve(self, tool: str, env: Mapping[str, str]) -> str:
+        res = self.run(["/bin/sh", "-c", f'readlink -f "$(command -v {shlex.quote(tool)})"'],
+                       env=env, timeout=60, error=RequirementError,
+                       what=f"find {tool} {self.where}")
+        path = res.stdout.strip()
+        if not path:
+            raise RequirementError(f"{tool} is not in the build image {self.image.ref}")
+        return path
+
+
+def plan_lines(target: Target, builds: Path, environ: Mapping[str, str] | None = None) -> list[str]:
+    """What a docker build will do, for --dry-run (nothing is contacted or started)."""
+    env = os.environ if environ is None else environ
+    state = builds / "engine"
+    if env.get("DOCKER_HOST"):
+        eng = f"engine  DOCKER_HOST={env['DOCKER_HOST']} (must answer)"
+    else:
+        run = engines.run_dir_for(state)
+        eng = (f"engine  unix://{engines.SYSTEM_SOCKET} if it answers, else patchbench's own: dockerd "
+               f"--data-root {state / 'data'} --exec-root {run / 'x'} --host unix://{run}/docker.sock "
+               "--iptables=false --bridge=none (stopped after the builds)")
+    spec = target.build.image
+    tc = target.toolchain
+    if isinstance(spec, ImageRecipe):
+        recipe = images.RECIPES[spec.recipe]
+        go = images.toolchain_module(tc.version) if isinstance(tc, GoToolchain) else "-"
+        img = (f"image   recipe {spec.recipe}: {recipe.description}; Go from {go} (module cache, "
+               "else go mod download, else with GOPROXY=off the host's GOROOT of that version); "
+               "docker load, identified by ID")
+        ref = "IMAGE"
+    else:
+        img = f"image   {spec} (used when present, pulled only when absent)"
+        ref = str(spec)
+    vols = " ".join(f"-v {k}:{v['bind']}" for k, v in DockerBackend().volumes().items())
+    script = " && ".join(shlex.join(argv) for argv in target.build.commands)
+    return [
+        eng,
+        img,
+        f"  fingerprint in the image: docker run --rm {ref} go version; go env -json; sha256sum of "
+        "go, compile, link" + ("; cc, ld, ldd --version" if isinstance(tc, GoToolchain) and tc.cgo
+                               else ""),
+        f"  build: docker run --rm --network host -v TREE:TREE -v SOURCE_REPO:SOURCE_REPO {vols} "
+        f"-w TREE {ref} /bin/sh -c {shlex.quote(script)}",
+    ]

@@ -297,7 +297,9 @@ def render(results: Results) -> str:
         arts = ", ".join(f"{k} {v['sha256'][:12]}" for k, v in man["artifacts"].items())
         brows.append([name, man["built_commit"][:12],
                       ", ".join(s["name"] for s in man["series"]) or "(none)",
-                      fp.get("version") or fp.get("swift", ""), arts])
+                      (fp.get("version") or fp.get("swift", "")) + (  # docker: the build image
+                          f" in {fp['image']['ref']} {fp['image']['id'][:19]}" if "image" in fp
+                          else ""), arts])
     lines.append(tabulate(brows, headers=["variant", "built commit", "series", "toolchain",
                                            "artifacts (sha256)"], tablefmt="github"))
     if summary_rows(results):

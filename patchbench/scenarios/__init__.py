@@ -36,6 +36,27 @@ def get(name: str) -> ScenarioKind:
     return KINDS[name]
 
 
+def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: int | None
+             ) -> ScenarioConfig:
+    """The scenario with --runs/--rounds/--warmup applied, validated like the matrix (runs are
+    rounded down to a multiple of rounds)."""
+    from pydantic import ValidationError
+
+    from patchbench.errors import ConfigError
+
+    changes: dict[str, Any] = {k: v for k, v in (("rounds", rounds), ("runs", runs),
+                                                 ("warmup", warmup)) if v is not None}
+    if not changes:
+        return sc
+    r, n = changes.get("rounds", sc.rounds), changes.get("runs", sc.runs)
+    if r >= 1 and n >= 1:
+        changes["runs"] = max(r, n - n % r)
+    try:  # --rounds 0 is refused, not a division by zero
+        return type(sc).model_validate({**sc.model_dump(by_alias=True), **changes})
+    except ValidationError as exc:
+        raise ConfigError(f"--runs/--rounds/--warmup: {exc.errors()[0]['msg']}") from None
+
+
 if TYPE_CHECKING:
     AnyScenario = ScenarioConfig
 else:
@@ -48,4 +69,5 @@ else:
                       + ", ".join(KINDS) + ")"),
     ]
 
-__all__ = ["KINDS", "AnyScenario", "ScenarioConfig", "ScenarioContext", "ScenarioKind", "get"]
+__all__ = ["KINDS", "AnyScenario", "ScenarioConfig", "ScenarioContext", "ScenarioKind", "get",
+           "override"]

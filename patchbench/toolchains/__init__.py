@@ -31,13 +31,19 @@ PASS_THROUGH = (
     "DEVELOPER_DIR",
 )
 RECORDED_PASS_THROUGH = ("GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE")
-RECORDED = ("TZ", "LC_ALL", "SOURCE_DATE_EPOCH", "GOFLAGS", "CGO_ENABLED", "GOTOOLCHAIN")
+# A build's `git describe` (runc's Makefile embeds it) abbreviates hashes by the repository's
+# object count: a shallow source cache gives g59923ef, one holding full history g59923ef1, so the
+# same commit and toolchain gave different binaries. Pinned above every config file, like git -c.
+GIT_PINNED = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.abbrev", "GIT_CONFIG_VALUE_0": "7"}
+RECORDED = ("TZ", "LC_ALL", "SOURCE_DATE_EPOCH", "GOFLAGS", "CGO_ENABLED", "GOTOOLCHAIN",
+            *GIT_PINNED)
 
 
 def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update({"TZ": "UTC", "LC_ALL": "C", "SOURCE_DATE_EPOCH": str(source_date_epoch)})
+    env.update(GIT_PINNED)
     tc = target.toolchain
     env.update(go.env(tc) if isinstance(tc, GoToolchain) else swift.env(tc))
     env.update(target.build.env)

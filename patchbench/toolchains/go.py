@@ -60,6 +60,14 @@ def fingerprint(target: Target, tc: GoToolchain, env: dict[str, str], runner: Ru
         cc = goenv.get("CC") or "cc"
         extra["cc"] = runner.run([cc, "--version"], env=env, timeout=60).stdout.splitlines()[0]
         extra["cc_sha256"] = runner.sha256(runner.resolve(cc, env))
+        # what cgo's external link also reads: the linker and the C library's version
+        ld = runner.run([cc, "-print-prog-name=ld"], env=env, timeout=60).stdout.strip() or "ld"
+        extra["ld_sha256"] = runner.sha256(runner.resolve(ld, env))
+        try:
+            libc = runner.run(["ldd", "--version"], env=env, timeout=60).stdout.strip()
+        except ToolchainError:  # musl's ldd exits 1 on --version
+            libc = ""
+        extra["libc"] = libc.splitlines()[0] if libc else "unknown"
     for name, argv in tc.fingerprint.items():
         extra[name] = runner.run(argv, env=env, timeout=60,
                                  what=f"toolchain fingerprint {name}").stdout.strip()

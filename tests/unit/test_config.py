@@ -228,6 +228,34 @@ def test_docker_backend_needs_a_pinned_image(root: Path) -> None:
     assert "digest" in err.message
 
 
+def _with_build(extra: str) -> str:
+    return BASE.replace("      artifacts: [hello]", "      artifacts: [hello]\n" + extra)
+
+
+def test_docker_image_is_a_digest_or_a_recipe(root: Path) -> None:
+    digest = "0" * 64
+    project = config.load(write(root, _with_build(
+        f"      backend: docker\n      image: golang@sha256:{digest}")))
+    assert project.target("hello").build.image == f"golang@sha256:{digest}"
+    project = config.load(write(root, _with_build(
+        "      backend: docker\n      image: {recipe: go-busybox}")))
+    image = project.target("hello").build.image
+    assert isinstance(image, config.ImageRecipe) and image.recipe == "go-busybox"
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    ("      backend: docker", "needs 'image'"),
+    ("      backend: docker\n      image: golang@sha256:abc", "64 hex"),
+    ("      backend: docker\n      image: {recipe: alpine}", "go-busybox"),
+    ("      backend: docker\n      image: {recipe: go-busybox, tag: x}", "unknown key"),
+    ("      image: {recipe: go-busybox}", "only by the docker backend"),
+])
+def test_docker_image_errors(root: Path, extra: str, needle: str) -> None:
+    err = load_error(root, _with_build(extra))
+    assert "targets.hello.build" in err.message
+    assert needle in err.message + (err.detail or "")
+
+
 def test_unknown_target_and_comparison_by_name(root: Path) -> None:
     project = config.load(write(root, BASE))
     with pytest.raises(ConfigError, match="did you mean 'hello'"):
@@ -267,3 +295,27 @@ def test_the_same_key_in_different_mappings_is_fine(root: Path) -> None:
     text = BASE.replace("comparisons:", second + "comparisons:")
     project = config.load(write(root, text))
     assert set(project.matrix.targets) == {"hello", "other"}
+
+
+def test_backend_switch_builds_every_go_target_in_docker(root: Path) -> None:
+    project = config.load(write(root, BASE))
+    assert project.with_backend(None) is project
+    docker = project.with_backend("docker")
+    recipe = docker.target("hello").build
+    assert recipe.backend == "docker" and recipe.image == config.ImageRecipe(recipe="go-busybox")
+    assert project.target("hello").build.backend == "host"  # the loaded project is unchanged
+    assert docker.with_backend("host").target("hello").build.image is None
+    with pytest.raises(ConfigError, match="expected host or docker"):
+        project.with_backend("podman")
+
+
+def test_default_image_needs_a_c_toolchain_for_cgo_or_make() -> None:
+    def target(cgo: bool, commands: list[list[str]]) -> config.Target:
+        return config.Target.model_validate({
+            "url": "x", "ref": "v1", "commit": "0" * 40,
+            "toolchain": {"kind": "go", "version": "1.23.6", "cgo": cgo},
+            "build": {"commands": commands, "artifacts": ["a"]}})
+
+    assert config.default_image(target(False, [["go", "build"]])).recipe == "go-busybox"
+    assert config.default_image(target(True, [["go", "build"]])).recipe == "debian-runc"
+    assert config.default_image(target(False, [["make", "runc"]])).recipe == "debian-runc"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from patchbench import pipeline, report
+from patchbench import redact, report
 from patchbench import results as results_mod
 from patchbench.errors import ReportError
 from patchbench.results import Results
@@ -128,7 +128,7 @@ def test_fmt_time(seconds: float | None, text: str) -> None:
 def test_redact_replaces_paths_everywhere() -> None:
     data = {"a": "/tmp/b/runs/x/file", "l": ["/tmp/b/artifacts/h", 3, None],
             "n": {"k": "run /tmp/b/runs/x and /proj/p"}}
-    out = pipeline.redact(data, {"/tmp/b/runs/x": "<run>", "/tmp/b": "<builds>",
+    out = redact.paths(data, {"/tmp/b/runs/x": "<run>", "/tmp/b": "<builds>",
                                  "/proj": "<project>"})
     assert out == {"a": "<run>/file", "l": ["<builds>/artifacts/h", 3, None],
                    "n": {"k": "run <run> and <project>/p"}}

@@ -1,0 +1,115 @@
+"""Docker builds of the fixture upstream against a real engine patchbench starts (root only):
+the fingerprint is taken inside the image and names it, the worktree's git works in the
+container, builds with cold Go caches are byte-identical to each other and to the host build, and
+a Go in the image that differs from the pin is refused."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchbench import build, images, pipeline
+from patchbench.build import Variant
+from patchbench.build import docker as docker_backend
+from patchbench.errors import ToolchainError
+from tests.support import TARGET, Project, assert_nothing_left, matrix_data, write_matrix
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="patchbench starts its own dockerd only as root"),
+]
+
+BASE = Variant("baseline", ())
+GREET = Variant("greet", ("greet",))
+# fails unless the bare repository the worktree's .git names is mounted in the container
+GIT_CHECK = ["/bin/sh", "-c", 'test -f "$(sed -n "s/^gitdir: //p" .git)/HEAD"']
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("docker-build-state")
+
+
+@pytest.fixture
+def backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+            ) -> Iterator[docker_backend.DockerBackend]:
+    """The build's docker backend on a shared engine state (the image is made once), with Go
+    cache volumes of its own (cold)."""
+    be = docker_backend.DockerBackend(state, volume_prefix=f"pbtest-{request.node.name[:40]}")
+    monkeypatch.setattr(build, "DOCKER", be)
+    monkeypatch.setitem(build.BACKENDS, "docker", be)
+    yield be
+    be.remove_volumes()
+    be.close()
+
+
+def write_docker(project: Project, **kw: Any) -> None:
+    data = matrix_data(project.upstream, project.go_version, **kw)
+    recipe = data["targets"][TARGET]["build"]
+    recipe.update({"backend": "docker", "image": {"recipe": "go-busybox"},
+                   "commands": [GIT_CHECK, *recipe["commands"]]})
+    write_matrix(project.root, data)
+
+
+def build_all(project: Project, variants: list[Variant], builds: Path) -> list[build.Built]:
+    opts = dataclasses.replace(project.options(), builds=builds)
+    return pipeline.build_variants(project.load(), opts, TARGET, variants, [])
+
+
+def test_docker_build_fingerprints_inside_and_is_reproducible(
+    project: Project, backend: docker_backend.DockerBackend, tmp_path: Path
+) -> None:
+    host_base, host_greet = build_all(project, [BASE, GREET], tmp_path / "host")
+    write_docker(project)
+    base, greet = build_all(project, [BASE, GREET], tmp_path / "docker-1")
+    fp = base.manifest["fingerprint"]
+    assert fp == greet.manifest["fingerprint"]  # one image, one toolchain
+    image = fp["image"]
+    assert image["ref"] == "recipe:go-busybox" and image["id"].startswith("sha256:")
+    assert image["engine"]["engine"] and image["packages"][0].startswith("BusyBox v")
+    assert fp["version"] == f"go{project.go_version}"
+    assert fp["env"]["GOTOOLCHAIN"] == "local"
+    assert fp["go_sha256"] == host_base.manifest["fingerprint"]["go_sha256"]  # the same Go
+    assert base.manifest["built_in"] == {"backend": "docker", "image": "recipe:go-busybox",
+                                         "image_id": image["id"], "engine": image["engine"]}
+    assert str(tmp_path) not in repr(fp)
+    # the engine patchbench started is stopped after building
+    assert backend._engine is None
+    # cold caches (new volumes), another builds directory: the same bytes
+    backend.remove_volumes()
+    again = build_all(project, [BASE, GREET], tmp_path / "docker-2")
+    for one, two, host in ((base, again[0], host_base), (greet, again[1], host_greet)):
+        assert not two.cached
+        sha = one.manifest["artifacts"]["hello"]["sha256"]
+        assert two.manifest["artifacts"]["hello"]["sha256"] == sha
+        assert host.manifest["artifacts"]["hello"]["sha256"] == sha  # and the host build's
+    assert_nothing_left(tmp_path / "docker-2", project.cache)
+
+
+def test_a_go_in_the_image_other_than_the_pin_is_refused(
+    project: Project, backend: docker_backend.DockerBackend, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host_go = project.go_version
+    real = images.ensure_recipe
+
+    def host_go_image(eng: Any, name: str, version: str, state: Path, environ: Any = None
+                      ) -> images.Image:
+        return real(eng, name, host_go, state, environ)  # an image whose Go is not the pin
+
+    monkeypatch.setattr(images, "ensure_recipe", host_go_image)
+    major, minor, *_ = host_go.split(".")
+    project.go_version = f"{major}.{int(minor) - 1}.0"
+    write_docker(project)
+    with pytest.raises(ToolchainError) as info:
+        build_all(project, [BASE], tmp_path / "builds")
+    assert info.value.message.startswith(f"matrix.yaml pins Go {project.go_version}, but the go "
+                                         "command (in image recipe:go-busybox (sha256:")
+    assert f"'go version go{host_go} " in info.value.message
+    assert not (tmp_path / "builds" / "artifacts").exists()
+    assert backend._engine is None

@@ -1,0 +1,189 @@
+"""The docker pieces that need no engine: SDK error classification, the engine's choice and its
+refusal without root, the run directory's length, the container environment, the worktree's git
+directory, and a digest-pinned image that is present and therefore never pulled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+import requests.exceptions
+
+from patchbench import engine, images
+from patchbench.build import docker as docker_backend
+from patchbench.errors import BuildError, RequirementError, ToolchainError
+
+
+class _Resp:
+    def __init__(self, status: int, reason: str = "boom"):
+        self.status_code = status
+        self.reason = reason
+        self.url = "http://engine/x"
+
+    def json(self) -> dict[str, str]:
+        return {"message": self.reason}
+
+
+@pytest.mark.parametrize(("exc", "cls", "needle"), [
+    (docker.errors.ImageNotFound("No such image: x"), RequirementError, "not present"),
+    (requests.exceptions.ConnectionError("refused"), RequirementError, "unreachable"),
+    (docker.errors.DockerException("Error while fetching server API version: x"), RequirementError,
+     "unreachable"),
+    (requests.exceptions.ReadTimeout("read timed out"), BuildError, "did not answer in time"),
+    (docker.errors.APIError("500 Server Error", _Resp(500, "driver failed")),  # type: ignore[no-untyped-call]
+     BuildError, "HTTP 500"),
+    (docker.errors.APIError("409 Conflict", _Resp(409, "name in use")),  # type: ignore[no-untyped-call]
+     BuildError, "HTTP 409"),
+    (docker.errors.ContainerError(None, 2, "sh -c x", "img", b"oops"), BuildError, "code 2"),
+    (OSError("broken pipe"), BuildError, "talking to the Docker engine failed"),
+    (ValueError("odd"), BuildError, "unexpected ValueError"),
+])
+def test_every_sdk_error_is_classified(exc: Exception, cls: type[Exception], needle: str) -> None:
+    err = engine.classify(exc, "step")
+    assert type(err) is cls
+    assert err.message.startswith("step: ") and needle in err.message
+
+
+def test_the_default_class_is_the_callers() -> None:
+    err = engine.classify(requests.exceptions.ReadTimeout("t"), "go version", ToolchainError)
+    assert isinstance(err, ToolchainError) and err.exit_code == 13
+
+
+def test_sdk_errors_context_translates_and_lets_ctrl_c_through() -> None:
+    with pytest.raises(RequirementError) as info, engine.sdk_errors("look up"):
+        raise docker.errors.ImageNotFound("No such image: y")
+    assert info.value.exit_code == 16
+    with pytest.raises(KeyboardInterrupt), engine.sdk_errors("look up"):
+        raise KeyboardInterrupt
+
+
+def test_without_engine_and_without_root_exit_16_names_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "SYSTEM_SOCKET", str(tmp_path / "no.sock"))
+    monkeypatch.setattr("patchbench.engine.os.geteuid", lambda: 1000)
+    with pytest.raises(RequirementError) as info, engine.engine(tmp_path / "engine", environ={}):
+        pass
+    assert info.value.exit_code == 16
+    assert "docker.io" in (info.value.hint or "")
+    assert not (tmp_path / "engine").exists()
+
+
+def test_docker_host_that_does_not_answer_is_an_error_not_a_fallback(tmp_path: Path) -> None:
+    host = f"unix://{tmp_path}/absent.sock"
+    with pytest.raises(RequirementError) as info, \
+            engine.engine(tmp_path / "engine", environ={"DOCKER_HOST": host}):
+        pass
+    assert "unreachable" in info.value.message
+    assert not (tmp_path / "engine").exists()
+
+
+def test_run_directory_stays_short_enough_for_unix_sockets(tmp_path: Path) -> None:
+    short = Path("/pb-short/e")  # never created: only the path's length matters
+    assert engine.run_dir_for(short) == short / "run"
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 5)
+    run = engine.run_dir_for(deep)
+    assert len(str(run / "x" / "containerd" / "containerd.sock.ttrpc")) <= engine.SOCKET_MAX
+    assert run == engine.run_dir_for(deep)  # stable for the same state directory
+    assert run != engine.run_dir_for(deep / "other")
+
+
+def test_container_env_drops_host_paths_and_pins_the_local_go() -> None:
+    env = docker_backend.container_env({
+        "PATH": "/host/bin", "HOME": "/root-of-host", "GOCACHE": "/host/cache", "GOPROXY": "off",
+        "GOTOOLCHAIN": "go1.23.6", "SOURCE_DATE_EPOCH": "1", "GOFLAGS": "-trimpath",
+    })
+    assert env["PATH"] == images.PATH_IN_IMAGE and env["HOME"] == "/root"
+    assert env["GOCACHE"].startswith(docker_backend.CACHE_ROOT)
+    assert env["GOTOOLCHAIN"] == "local"
+    assert (env["GOPROXY"], env["SOURCE_DATE_EPOCH"], env["GOFLAGS"]) == ("off", "1", "-trimpath")
+
+
+def test_git_common_dir_of_a_worktree(tmp_path: Path) -> None:
+    bare = tmp_path / "repo.git"
+    gitdir = bare / "worktrees" / "src"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    tree = tmp_path / "src"
+    tree.mkdir()
+    (tree / ".git").write_text(f"gitdir: {gitdir}\n")
+    assert docker_backend.git_common_dir(tree) == bare.resolve()
+    plain = tmp_path / "plain"
+    (plain / ".git").mkdir(parents=True)
+    assert docker_backend.git_common_dir(plain) is None
+
+
+class _FakeImages:
+    def __init__(self, present: set[str]):
+        self.present = present
+        self.pulled: list[tuple[str, str]] = []
+
+    def get(self, ref: str) -> Any:
+        if ref not in self.present:
+            raise docker.errors.ImageNotFound(f"No such image: {ref}")
+        return type("Img", (), {"id": "sha256:" + "1" * 64})()
+
+    def pull(self, repo: str, tag: str) -> None:
+        self.pulled.append((repo, tag))
+        raise docker.errors.APIError("no registry")  # type: ignore[no-untyped-call]
+
+
+def test_a_present_digest_pinned_image_is_never_pulled(monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = "golang@sha256:" + "a" * 64
+    fake = _FakeImages({ref})
+    client = type("Client", (), {"images": fake})()
+    monkeypatch.setattr(images, "package_list", lambda eng, image: ["pkg=1"])
+    image = images.ensure_ref(engine.Engine(client, "unix:///x", own=False, version={"engine": "1"}),
+                              ref)
+    assert fake.pulled == []
+    assert (image.ref, image.id, image.packages) == (ref, "sha256:" + "1" * 64, ["pkg=1"])
+    absent = "golang@sha256:" + "b" * 64
+    with pytest.raises(RequirementError) as info:
+        images.ensure_ref(engine.Engine(client, "unix:///x", own=False), absent)
+    assert fake.pulled == [("golang", "sha256:" + "b" * 64)]
+    assert info.value.message.startswith(f"pull {absent}")
+
+
+def test_toolchain_module_names_the_pinned_version() -> None:
+    assert images.toolchain_module("1.26.8").startswith("golang.org/toolchain@v0.0.1-go1.26.8.linux-")
+
+
+def test_go_tree_is_found_in_a_module_cache_without_the_network(tmp_path: Path) -> None:
+    module = images.toolchain_module("1.99.1")
+    path, _, ver = module.partition("@")
+    root = tmp_path / "gomod" / f"{path}@{ver}"
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "go").write_text("#!/bin/sh\n")
+    (root / "VERSION").write_text("go1.99.1\ntime 2026-01-01\n")
+    tree = images.go_tree("1.99.1", tmp_path, environ={"GOMODCACHE": str(tmp_path / "none")},
+                          allow_download=False)
+    assert (tree.root, tree.origin) == (root, "module cache")
+    assert tree.sha256 == images.tree_sha256(root)
+    (root / "bin" / "go").chmod(0o755)  # modes are normalised: bin/ and pkg/tool/ executable
+    assert images.tree_sha256(root) == tree.sha256
+    (root / "test").mkdir()  # not in the toolchain module, so not in the image
+    (root / "test" / "x.go").write_text("package x\n")
+    assert images.tree_sha256(root) == tree.sha256
+    (root / "bin" / "gofmt").write_text("x")
+    assert images.tree_sha256(root) != tree.sha256
+
+
+def test_dry_run_lines_name_engine_image_and_every_docker_step(tmp_path: Path) -> None:
+    from patchbench import config
+
+    target = config.Target.model_validate({
+        "url": "x", "ref": "v1", "commit": "0" * 40,
+        "toolchain": {"kind": "go", "version": "1.23.6", "cgo": True},
+        "build": {"commands": [["make", "runc"]], "artifacts": ["runc"], "backend": "docker",
+                  "image": {"recipe": "debian-runc"}},
+    })
+    lines = docker_backend.plan_lines(target, tmp_path, environ={})
+    text = "\n".join(lines)
+    assert "--iptables=false --bridge=none" in text and str(tmp_path / "engine" / "data") in text
+    assert "recipe debian-runc" in text and "go1.23.6" in text
+    assert "cc, ld, ldd --version" in text
+    assert "/bin/sh -c 'make runc'" in text
+    lines = docker_backend.plan_lines(target, tmp_path, environ={"DOCKER_HOST": "tcp://h:2375"})
+    assert lines[0] == "engine  DOCKER_HOST=tcp://h:2375 (must answer)"
