@@ -5,6 +5,7 @@ and one line below; the pipeline never names a kind.
 - ``command`` (default): one command per variant, timed by hyperfine in interleaved rounds.
 - ``burst``: k instances launched at one moment, for each k (the seed's k-at-once table).
 - ``stress``: instances killed, deleted or signalled mid-start; hangs and leftovers counted.
+- ``layers``: containerd, image layers × concurrency, with exact mount-syscall counts.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Tag
 
-from patchbench.scenarios import burst, command, stress
+from patchbench.scenarios import burst, command, layers, stress
 from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, ScenarioKind
 
 KINDS: dict[str, ScenarioKind] = {
     "command": command.KIND,
     "burst": burst.KIND,
     "stress": stress.KIND,
+    "layers": layers.KIND,
 }
 
 
