@@ -220,3 +220,28 @@ def merge(c: Context, path: str, run: list[str] | None = None,
 def test(c: Context) -> None:
     """Run the test suite (the same as: python -m pytest)."""
     c.run("python -m pytest -q", pty=False)
+
+
+@task(positional=["action", "name", "commits"], iterable=["source"],
+      help={**COMMON, "action": "add: append upstream commits to the series NAME (made if new)",
+            "name": "the series (patches/NAME/series)",
+            "commits": "full upstream commit SHAs, comma-separated",
+            "target": "the target whose upstream has the commits"})
+def series(c: Context, action: str, name: str, commits: str, target: str,
+           source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
+           reports: str | None = None, verbose: bool = False) -> None:
+    """Name upstream commits in a series by reference: invoke series add NAME --target T SHA[,SHA]."""
+    from patchbench import pipeline, series_ref
+    from patchbench.errors import ConfigError
+
+    def run() -> None:
+        if action != "add":
+            raise ConfigError(f"series {action!r}: the only action is 'add'")
+        ws = _ws(source, matrix, builds, reports, verbose)
+        project = pipeline.load(ws)
+        checkout = pipeline.fetch(project, ws, target)
+        shas = [s for s in commits.replace(",", " ").split() if s]
+        for line in series_ref.add(project.root, checkout, name, shas, ws.builds):
+            print(line)
+
+    _guarded(run)

@@ -9,13 +9,13 @@ never fails the gate; the report says it was withheld."""
 from __future__ import annotations
 
 from patchbench import procguard, scenarios, stats
-from patchbench.results import Results, StressResult
+from patchbench.results import Results, SoakResult, StressResult
 
 
 def failures(results: Results) -> list[str]:
     out = []
     # a withheld verdict (too few rounds) never fails the gate and is not one of Holm's tests
-    comps = [(sc, c) for sc in results.scenarios if not isinstance(sc, StressResult)
+    comps = [(sc, c) for sc in results.scenarios if not isinstance(sc, StressResult | SoakResult)
              for c in sc.comparisons if c.verdict != "withheld"]
     adjusted = stats.holm([c.p_value if c.p_value is not None else 1.0 for _, c in comps])
     for (sc, c), p_adj in zip(comps, adjusted, strict=True):

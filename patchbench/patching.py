@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from patchbench import patchform
+from patchbench import patchform, series_ref
 from patchbench.errors import PatchError, SourceError
 from patchbench.files import sha256_file
 from patchbench.models import NAME_RE
@@ -34,6 +34,7 @@ class Patch:
     sha256: str
     files: tuple[str, ...]
     subject: str
+    upstream: series_ref.UpstreamRef | None = None  # an upstream commit by reference
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,10 @@ def load_series(root: Path, name: str) -> Series:
         if not line:
             continue
         where = f"patches/{name}/series:{lineno}"
+        if series_ref.is_ref(line):  # an upstream commit by reference: see series_ref.py
+            ref = series_ref.parse_line(line, where)
+            patches.append(Patch(Path(ref.file_name), ref.pin_digest, (), "", upstream=ref))
+            continue
         if len(line.split()) != 1 or "/" in line or line in (".", ".."):
             raise PatchError(f"{where}: expected one patch file name per line, got {raw!r}")
         if line in seen:
@@ -207,6 +212,8 @@ def apply_series(worktree: Path, series: list[Series], date_epoch: int) -> list[
     applied: list[str] = []
     for s in series:
         for patch in s.patches:
+            if patch.upstream is not None:  # made from the fetched source, its hash checked
+                patch = replace(patch, path=series_ref.materialise(worktree, patch.upstream, s.name))
             info, message, diff = _mailinfo(worktree, patch)
             res = run_git(["apply", "--index", "--whitespace=nowarn", str(diff)], cwd=worktree,
                           check=False)

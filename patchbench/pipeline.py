@@ -51,6 +51,10 @@ def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
     checkout = source.fetch(ws.builds, target_name, url, target.ref, target.commit,
                             overridden=bool(override))
     say(f"{target_name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
+    from patchbench import series_ref  # upstream commits that series name by reference
+
+    series_ref.ensure_commits(checkout, series_ref.commits_for_series(
+        project.root, series_ref.series_of_target(project, target_name)), ws.builds)
     return checkout
 
 
@@ -68,12 +72,13 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
             targets.setdefault(s, set()).add(comp.target)
     rows: list[tuple[str, str, str]] = []
     failures: list[str] = []
+    unreadable: list[str] = []  # series that could not be read (form, DEP-3): never "did not apply"
     for name in names or project.all_series():
         try:
             series = patching.load_series(project.root, name)
         except PatchError as exc:
             rows.append((name, "-", f"FAILED: {exc.message}"))
-            failures.append(exc.message)
+            unreadable.append(exc.message)
             continue
         if not targets.get(name):
             rows.append((name, "-", "not used by any comparison"))
@@ -92,9 +97,11 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
                 failures.append(exc.message)
             finally:
                 source.remove_worktree(checkout, tmp, ws.builds)
-    if failures:
-        raise PatchError(f"{len(failures)} series did not apply",
-                         detail="\n".join(f"{a}  {b}  {c}" for a, b, c in rows))
+    if failures or unreadable:
+        heads = ([unreadable[0] if len(unreadable) == 1 else f"{len(unreadable)} series could not "
+                  "be read"] if unreadable else []) + (
+            [f"{len(failures)} series did not apply"] if failures else [])
+        raise PatchError("; ".join(heads), detail="\n".join(f"{a}  {b}  {c}" for a, b, c in rows))
     return rows
 
 

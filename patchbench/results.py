@@ -18,7 +18,8 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   descriptive figures. Older files keep their pooled verdicts (``method`` says so). Added later
   without a version change: an optional top-level ``runtime`` (what a runtime set up for the
   whole run; docker-run: engine, image ID, registered runtimes with their sha256), null or absent
-  otherwise.
+  otherwise. Kinds added since, without a version change (files without them read as before):
+  ``soak``, ``layers``.
 """
 
 from __future__ import annotations
@@ -259,6 +260,52 @@ class StressResult(_Scenario):
     actions: list[str]
 
 
+class SoakVariant(_Rec):
+    """One variant under one soak condition."""
+
+    runs: int
+    hangs: int
+    failures: int
+    failure_codes: dict[str, int]  # exit code -> runs (hangs not included)
+    leftovers: list[str]
+    escaped: list[str]
+    evidence: list[str]  # hang evidence files in the run folder
+    lost_sigchld: int  # hangs whose evidence shows a zombie child under a sleeping parent
+    median_s: float | None  # of the runs that exited 0 (incidental)
+    times: list[float]
+    exit_codes: list[int]  # per run, in order; 124 = hang
+
+
+class SoakTest(_Rec):
+    """Fisher's exact test of a candidate's counts against the baseline's."""
+
+    candidate: str
+    hang_p: float  # two-sided
+    hang_p_more: float  # one-sided: the candidate hangs more often
+    failure_p: float
+    failure_p_more: float
+
+
+class SoakCondition(_Rec):
+    name: str
+    summary: str
+    applied: dict[str, Any]
+    blocks: int
+    wall_s: float
+    stopped_by: str  # "runs" or "budget"
+    per_variant: dict[str, SoakVariant]
+    tests: list[SoakTest]
+
+
+class SoakResult(_Scenario):
+    kind: Literal["soak"] = "soak"
+    deadline_s: float
+    block: int
+    budget_s: float | None = None
+    conditions: list[SoakCondition]
+    evidence_summary: str | None = None  # a readable account of every hang, in the run folder
+
+
 def _kind_of(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("kind", "command"))
@@ -266,13 +313,14 @@ def _kind_of(value: Any) -> str:
 
 
 if TYPE_CHECKING:
-    ScenarioResult = CommandResult | BurstResult | StressResult | LayersResult
+    ScenarioResult = CommandResult | BurstResult | StressResult | LayersResult | SoakResult
 else:
     ScenarioResult = Annotated[
         Annotated[CommandResult, Tag("command")]
         | Annotated[BurstResult, Tag("burst")]
         | Annotated[StressResult, Tag("stress")]
-        | Annotated[LayersResult, Tag("layers")],
+        | Annotated[LayersResult, Tag("layers")]
+        | Annotated[SoakResult, Tag("soak")],
         Discriminator(_kind_of),
     ]
 

@@ -39,6 +39,7 @@ class Checkout:
     ref: str
     from_cache: bool
     overridden: bool  # fetched from a --source override rather than the matrix URL
+    url: str = ""  # where it was fetched from (the matrix URL or the --source override)
 
     def commit_epoch(self) -> int:
         out = run_git(["show", "-s", "--format=%ct", self.commit], cwd=self.repo).stdout
@@ -109,10 +110,12 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
         raise SourceError(str(exc)) from None
     cache = cache_dir(builds) / f"{target}.git"
     if _pin_exists_safe(cache, commit):
-        return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden)
+        return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden,
+                        url=url)
     with locked(builds, f"source-{target}"):
         if _pin_exists_safe(cache, commit):  # another process finished it while we waited
-            return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden)
+            return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden,
+                            url=url)
         cache.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f".{target}-{cleanup.owner_tag()}-",
                                          dir=cache.parent) as tmp_s:
@@ -171,7 +174,7 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
                     _copy_local(incoming, cache, ref, resolved_ref_object(str(incoming), ref))
             # Written last: the pin is the stamp that says this commit is completely cached.
             run_git(["update-ref", f"{PIN_PREFIX}{commit}", commit], cwd=cache)
-    return Checkout(target, cache, commit, ref, from_cache=False, overridden=overridden)
+    return Checkout(target, cache, commit, ref, from_cache=False, overridden=overridden, url=url)
 
 
 def _pin_exists_safe(cache: Path, commit: str) -> bool:

@@ -215,7 +215,9 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             "variant": variant.name,
             "series": [
                 {"name": s.name, "digest": s.digest,
-                 "patches": [{"file": p.path.name, "sha256": p.sha256} for p in s.patches]}
+                 "patches": [{"file": p.path.name, "sha256": p.sha256, **(
+                     {"origin": p.upstream.origin, "hash": p.upstream.hash} if p.upstream else {}
+                 )} for p in s.patches]}
                 for s in series
             ],
             "overlays": [{"name": o.name, "sha256": o.digest, "files": list(o.files)}

@@ -1,6 +1,6 @@
 // burst starts k copies of a command at one moment and waits for all of them.
 //
-//	burst -k K [-o FILE] -- CMD [ARGS...] [--then CMD [ARGS...]]...
+//	burst -k K [-o FILE] [-deadline DUR [-evidence DIR] [-n N] [-escapes]] -- CMD [ARGS...] [--then CMD [ARGS...]]...
 //
 // Every argument's "{i}" is replaced by the instance index (0..k-1). All k instances are
 // released together (goroutines blocked on one channel), so no instance waits for another to
@@ -8,6 +8,14 @@
 // stops at the first that fails. Each instance's latency (release to the end of its last command),
 // the duration of each phase and its exit code are appended to FILE as one JSON line. The exit
 // code is 0 only if every instance exited 0.
+//
+// With -deadline DUR (e.g. 5s), every command runs in its own process group and gets DUR; one
+// still running then is a hang: its evidence is saved into DIR before its group is killed, and
+// the launcher exits with 124 (see deadline.go). With -n N the k instances are launched N times,
+// one after the other ("{rep}" in an argument is the repetition, 0..N-1), one JSON line each. With
+// -escapes the launcher is a child subreaper: a process that outlives its command is reparented
+// to it, recorded as escaped, and killed (not for commands whose children are meant to live on,
+// such as runc exec -d). Without -deadline nothing changes.
 package main
 
 import (
@@ -16,9 +24,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -28,6 +38,11 @@ type record struct {
 	Latencies []float64   `json:"latencies"`
 	ExitCodes []int       `json:"exit_codes"`
 	Phases    [][]float64 `json:"phases"`
+	Hung      []bool      `json:"hung,omitempty"` // with -deadline: which instances passed it
+	Rep       int         `json:"rep"`            // the repetition (-n)
+	// with -deadline: processes that outlived their command (reparented to the launcher, which
+	// is a child subreaper), as "pid comm: cmdline"; they were killed
+	Escaped []string `json:"escaped,omitempty"`
 }
 
 // split cuts the argument list at every "--then" into the phases' commands.
@@ -64,6 +79,10 @@ func run(argv []string) (float64, int) {
 func main() {
 	k := flag.Int("k", 1, "instances to launch at once")
 	out := flag.String("o", "", "append one JSON line with per-instance latencies to this file")
+	deadline := flag.Duration("deadline", 0, "each command's deadline (0: none); a command past it is a hang")
+	reps := flag.Int("n", 1, "with -deadline: launch the k instances this many times, one after the other")
+	escapes := flag.Bool("escapes", false, "with -deadline: be a child subreaper; record and kill processes that outlive their command")
+	evidence := flag.String("evidence", "", "with -deadline: save each hang's evidence into this directory")
 	flag.Parse()
 	args := flag.Args()
 	if len(args) == 0 || *k < 1 {
@@ -77,13 +96,66 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	rec := record{K: *k, Latencies: make([]float64, *k), ExitCodes: make([]int, *k),
-		Phases: make([][]float64, *k)}
+	if *reps < 1 || (*reps > 1 && *deadline <= 0) {
+		fmt.Fprintln(os.Stderr, "burst: -n needs -deadline, and at least 1")
+		os.Exit(2)
+	}
+	if *deadline > 0 {
+		// the commands are in process groups of their own: take them along when told to stop
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		go func() {
+			sig := <-stop
+			stopping.Store(true)
+			killGroups()
+			os.Exit(128 + int(sig.(syscall.Signal)))
+		}()
+		if *escapes {
+			becomeSubreaper()
+		}
+	}
+	failed, hung := 0, 0
+	for rep := 0; rep < *reps; rep++ {
+		rec := once(phases, *k, rep, *deadline, *evidence, *escapes)
+		for i, code := range rec.ExitCodes {
+			if code != 0 {
+				failed++
+			}
+			if rec.Hung != nil && rec.Hung[i] {
+				hung++
+			}
+		}
+		if *out != "" {
+			f, err := os.OpenFile(*out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err == nil {
+				line, _ := json.Marshal(rec)
+				f.Write(append(line, '\n'))
+				f.Close()
+			}
+		}
+	}
+	if hung > 0 {
+		fmt.Fprintf(os.Stderr, "burst: %d of %d runs hung (passed the %s deadline)\n", hung, *k**reps, *deadline)
+		os.Exit(HangExitCode)
+	}
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "burst: %d of %d runs failed\n", failed, *k**reps)
+		os.Exit(1)
+	}
+}
+
+// once launches the k instances together (repetition rep) and waits for all of them.
+func once(phases [][]string, k, rep int, deadline time.Duration, evidence string, escapes bool) record {
+	rec := record{K: k, Rep: rep, Latencies: make([]float64, k), ExitCodes: make([]int, k),
+		Phases: make([][]float64, k)}
+	if deadline > 0 {
+		rec.Hung = make([]bool, k)
+	}
 	release := make(chan struct{})
 	var ready, done sync.WaitGroup
-	ready.Add(*k)
-	done.Add(*k)
-	for i := 0; i < *k; i++ {
+	ready.Add(k)
+	done.Add(k)
+	for i := 0; i < k; i++ {
 		go func(i int) {
 			defer done.Done()
 			ready.Done()
@@ -91,9 +163,18 @@ func main() {
 			for _, p := range phases {
 				argv := make([]string, len(p))
 				for j, a := range p {
-					argv[j] = strings.ReplaceAll(a, "{i}", strconv.Itoa(i))
+					a = strings.ReplaceAll(a, "{i}", strconv.Itoa(i))
+					argv[j] = strings.ReplaceAll(a, "{rep}", strconv.Itoa(rep))
 				}
-				d, code := run(argv)
+				var d float64
+				var code int
+				if deadline > 0 {
+					var hung bool
+					d, code, hung = runDeadline(argv, i, deadline, evidence)
+					rec.Hung[i] = hung
+				} else {
+					d, code = run(argv)
+				}
 				rec.Phases[i] = append(rec.Phases[i], d)
 				rec.Latencies[i] += d
 				if code != 0 {
@@ -107,23 +188,12 @@ func main() {
 	start := time.Now()
 	close(release)
 	done.Wait()
+	if stopping.Load() {
+		select {} // the signal handler exits
+	}
 	rec.Wall = time.Since(start).Seconds()
-	failed := 0
-	for _, code := range rec.ExitCodes {
-		if code != 0 {
-			failed++
-		}
+	if deadline > 0 && escapes {
+		rec.Escaped = reapOrphans()
 	}
-	if *out != "" {
-		f, err := os.OpenFile(*out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			line, _ := json.Marshal(rec)
-			f.Write(append(line, '\n'))
-			f.Close()
-		}
-	}
-	if failed > 0 {
-		fmt.Fprintf(os.Stderr, "burst: %d of %d instances failed\n", failed, *k)
-		os.Exit(1)
-	}
+	return rec
 }

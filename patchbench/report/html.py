@@ -231,6 +231,36 @@ def stress_table(sc: dict[str, Any]) -> str:
                   "fresh run failed", "list latency median / max", "outcomes"], rows, "stress")
 
 
+def soak_table(sc: dict[str, Any]) -> str:
+    """Per condition and variant: hangs N of M with Fisher's p, failures, leftovers, escaped
+    processes; then links to every hang's evidence."""
+    from patchbench.report.markdown import fmt_p, fmt_time
+
+    if sc.get("kind") != "soak":
+        return ""
+    rows, links = [], []
+    for cond in sc.get("conditions", []):
+        tests = {t["candidate"]: t for t in cond.get("tests", [])}
+        for v, pv in cond["per_variant"].items():
+            t = tests.get(v)
+            rows.append([cond["name"], v, f"{pv['hangs']} of {pv['runs']}",
+                         fmt_p(t["hang_p"]) if t else "-", pv["failures"],
+                         fmt_p(t["failure_p"]) if t else "-", len(pv["leftovers"]),
+                         len(pv["escaped"]), fmt_time(pv.get("median_s"))])
+            links += [f'<li>{esc(cond["name"])} / {esc(v)}: <a href="{esc(n)}">{esc(n)}</a></li>'
+                      for n in pv.get("evidence", [])]
+    out = (f"<p>{esc(sc['block'])} runs of a variant per block, variants interleaved block by "
+           f"block; each run has a {esc(sc['deadline_s'])} s deadline.</p>"
+           + table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
+                    "leftovers", "escaped", "median (exit 0)"], rows, "soak"))
+    if links:
+        out += ("<h3>Hang evidence (saved before the kill)</h3>"
+                + (f'<p><a href="{esc(sc["evidence_summary"])}">every hang, described</a></p>'
+                   if sc.get("evidence_summary") else "")
+                + f'<ul class="evidence">{"".join(links)}</ul>')
+    return out
+
+
 def verify_list(sc: dict[str, Any]) -> str:
     checks = sc.get("verify") or {}
     if not checks:
@@ -267,7 +297,7 @@ def scenario_charts(sc: dict[str, Any]) -> list[tuple[str, bytes, str]]:
     return out
 
 
-KNOWN_KINDS = ("command", "burst", "stress")
+KNOWN_KINDS = ("command", "burst", "stress", "soak")
 
 
 def scenario_section(sc: dict[str, Any]) -> str:
@@ -284,6 +314,7 @@ def scenario_section(sc: dict[str, Any]) -> str:
                            lambda i, j, v: "num" if 1 <= j <= 6 else ""))
     parts.append(burst_tables(sc))
     parts.append(stress_table(sc))
+    parts.append(soak_table(sc))
     parts.append(verify_list(sc))
     if sc.get("kind") not in KNOWN_KINDS:  # a kind this page has no tables for: its data
         parts.append(details(f"{sc.get('kind')} data", json_block(

@@ -14,6 +14,7 @@ from patchbench.results import (
     Pooled,
     Results,
     ScenarioResult,
+    SoakResult,
     StressBuild,
     StressResult,
     Verdict,
@@ -53,7 +54,7 @@ SUMMARY_HEADERS = ["scenario", "candidate", "baseline median", "candidate median
 
 def paired(results: Results) -> bool:
     """Whether the run's verdicts are round-paired (results version 3 and later)."""
-    return any(c.paired for sc in results.scenarios if not isinstance(sc, StressResult)
+    return any(c.paired for sc in results.scenarios if not isinstance(sc, StressResult | SoakResult)
                for c in sc.comparisons)
 
 
@@ -66,7 +67,7 @@ def summary_headers(results: Results) -> list[str]:
 def summary_rows(results: Results) -> list[list[str]]:
     rows = []
     for sc in results.scenarios:
-        if isinstance(sc, StressResult):
+        if isinstance(sc, StressResult | SoakResult):
             continue
         cells = {c.label: c for c in sc.cells}
         for comp in sc.comparisons:
@@ -258,7 +259,54 @@ def extra_blocks(sc: ScenarioResult) -> list[str]:
         return [stress_table(sc.per_build)]
     if isinstance(sc, LayersResult):
         return layers_blocks(sc)
+    if isinstance(sc, SoakResult):
+        return soak_blocks(sc)
     return [verify_block(sc)] if sc.verify else []
+
+
+def soak_blocks(sc: SoakResult) -> list[str]:
+    """Per condition and variant: hangs N of M with Fisher's p against the baseline, failures,
+    leftovers, escaped processes; then what each hang looked like, by evidence file."""
+    rows = []
+    for cond in sc.conditions:
+        tests = {t.candidate: t for t in cond.tests}
+        for v, pv in cond.per_variant.items():
+            t = tests.get(v)
+            codes = ", ".join(f"{k}: {n}" for k, n in sorted(pv.failure_codes.items()))
+            rows.append([
+                cond.name, v, f"{pv.hangs} of {pv.runs}", fmt_p(t.hang_p) if t else "-",
+                f"{pv.failures}" + (f" ({codes})" if codes else ""),
+                fmt_p(t.failure_p) if t else "-", str(len(pv.leftovers)), str(len(pv.escaped)),
+                fmt_time(pv.median_s)])
+    out = [f"{sc.block} runs of a variant per block, variants interleaved block by block; each "
+           f"run has a {sc.deadline_s:g} s deadline. Fisher's exact test (two-sided) against the "
+           "baseline under the same condition.",
+           tabulate(rows, headers=["condition", "variant", "hangs", "p (Fisher)", "failures",
+                                   "p (Fisher)", "leftovers", "escaped", "median (exit 0)"],
+                    tablefmt="github", disable_numparse=True)]
+    conds = [f"- `{c.name}`: {c.summary}; {c.blocks} blocks in {c.wall_s:.0f} s"
+             + (" (stopped by the time budget)" if c.stopped_by == "budget" else "")
+             for c in sc.conditions]
+    out.append("Conditions:\n\n" + "\n".join(conds))
+    seen = []
+    for cond in sc.conditions:
+        for v, pv in cond.per_variant.items():
+            if pv.evidence:
+                sig = (f"; {pv.lost_sigchld} with a zombie child under a sleeping parent (the "
+                       "classic lost-SIGCHLD signature)") if pv.lost_sigchld else ""
+                files = ", ".join(f"[{n}]({n})" for n in pv.evidence[:5])
+                more = f" and {len(pv.evidence) - 5} more" if len(pv.evidence) > 5 else ""
+                seen.append(f"- `{cond.name}` / {v}: {len(pv.evidence)} hangs{sig}; evidence "
+                            f"(saved before the kill): {files}{more}")
+            for e in pv.escaped[:3] + pv.leftovers[:3]:
+                seen.append(f"- `{cond.name}` / {v}: {e}")
+    if seen:
+        summary = (f" A readable account of every hang: [{sc.evidence_summary}]"
+                   f"({sc.evidence_summary}).") if sc.evidence_summary else ""
+        out.append("What was seen, by condition:" + summary + "\n\n" + "\n".join(seen))
+    else:
+        out.append("Nothing was seen: no hang, leftover or escaped process under any condition.")
+    return out
 
 
 def statistics_line(results: Results) -> str:
@@ -266,7 +314,7 @@ def statistics_line(results: Results) -> str:
     if not paired(results):
         return (f"- statistics: speedup = median(baseline) / median(candidate), 95% bootstrap CI; "
                 f"Mann–Whitney U two-sided, alpha {st.alpha}, minimum effect {st.min_effect:.0%}")
-    least = min(c.min_rounds or 0 for sc in results.scenarios if not isinstance(sc, StressResult)
+    least = min(c.min_rounds or 0 for sc in results.scenarios if not isinstance(sc, StressResult | SoakResult)
                 for c in sc.comparisons)
     return (f"- statistics: round-paired — per round, the ratio of the medians; speedup = their "
             f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
@@ -328,7 +376,7 @@ def render(results: Results) -> str:
         if sc.description:
             lines += [sc.description, ""]
         lines += [f"Command: `{sc.command}`", ""]
-        if not isinstance(sc, StressResult) and sc.cells:
+        if not isinstance(sc, StressResult | SoakResult) and sc.cells:
             lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
                       f"{sc.warmup}.", "", detail_table(sc), ""]
             for block in paired_blocks(sc):

@@ -6,6 +6,8 @@ and one line below; the pipeline never names a kind.
 - ``burst``: k instances launched at one moment, for each k (the seed's k-at-once table).
 - ``stress``: instances killed, deleted or signalled mid-start; hangs and leftovers counted.
 - ``layers``: containerd, image layers × concurrency, with exact mount-syscall counts.
+- ``soak``: thousands of short runs with per-run deadlines, under conditions; hangs (with
+  evidence), failures, leftovers and escaped processes counted per variant.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Tag
 
-from patchbench.scenarios import burst, command, layers, stress
+from patchbench.scenarios import burst, command, layers, soak, stress
 from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, ScenarioKind
 
 KINDS: dict[str, ScenarioKind] = {
@@ -22,6 +24,7 @@ KINDS: dict[str, ScenarioKind] = {
     "burst": burst.KIND,
     "stress": stress.KIND,
     "layers": layers.KIND,
+    "soak": soak.KIND,
 }
 
 

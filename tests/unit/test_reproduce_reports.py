@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import report, results, stats, verdict
+from patchbench import hangs, report, results, stats, verdict
 from tests.support import REPO_ROOT
 
 REPORTS = sorted((REPO_ROOT / "reports").glob("*/*/results.json"))
@@ -22,6 +22,9 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
     checked = 0
     for i, sc in enumerate(data.scenarios):
         if isinstance(sc, results.StressResult):
+            continue
+        if isinstance(sc, results.SoakResult):
+            checked += check_soak(sc)
             continue
         cells = {c.label: c for c in sc.cells}
         for c in sc.comparisons:
@@ -50,6 +53,30 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
             checked += 1
     if any(sc.kind != "stress" for sc in data.scenarios):
         assert checked > 0
+
+
+def check_soak(sc: results.SoakResult) -> int:
+    """A soak's counts come from its per-run exit codes, and its Fisher p-values from the
+    counts."""
+    checked = 0
+    for cond in sc.conditions:
+        variants = list(cond.per_variant)
+        counts = {}
+        for v, pv in cond.per_variant.items():
+            assert pv.runs == len(pv.exit_codes) == len(pv.times)
+            assert pv.hangs == hangs.count_hangs(pv.exit_codes)
+            assert pv.failures == sum(c not in (0, hangs.HANG_EXIT_CODE) for c in pv.exit_codes)
+            assert len(pv.evidence) == pv.hangs
+            counts[v] = (hangs.HangCount(v, pv.hangs, pv.runs),
+                         hangs.HangCount(v, pv.failures, pv.runs))
+        for t in cond.tests:
+            h = hangs.compare_hangs(counts[variants[0]][0], counts[t.candidate][0])
+            f = hangs.compare_hangs(counts[variants[0]][1], counts[t.candidate][1])
+            assert (h.p_value, h.p_more) == pytest.approx((t.hang_p, t.hang_p_more), rel=1e-12)
+            assert (f.p_value, f.p_more) == pytest.approx((t.failure_p, t.failure_p_more),
+                                                          rel=1e-12)
+            checked += 1
+    return checked
 
 
 @pytest.mark.parametrize("path", REPORTS, ids=IDS)

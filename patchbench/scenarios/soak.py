@@ -1,0 +1,308 @@
+"""The ``soak`` kind: thousands of short runs, each with its own deadline; timing is incidental.
+
+Rare hangs and lost signals show in a few runs of every thousand, and only under some conditions.
+A soak runs the command ``runs`` times per variant and condition (or until ``budget_s`` of wall
+time is spent per condition), in blocks of ``block`` runs: every round runs one block of each
+variant, in a seeded random order, so the variants share the machine's state fairly. A block is
+one call of the launcher (``launcher/burst.go -k 1 -n BLOCK -deadline TIMEOUT -evidence DIR``):
+
+- every run has its own deadline (``timeout``, seconds); a run past it is a **hang**: its
+  evidence (process tree, signal masks, wchan, zombies; see patchbench.hangs) is saved before its
+  process group is killed, and the soak goes on;
+- a run that exits non-zero is a **failure** (counted by exit code);
+- a process that outlives its run (reparented to the launcher, a child subreaper) is an
+  **escaped** process, named and killed (``escapes: false`` turns this off, for commands whose
+  children are meant to outlive them, such as ``runc exec -d``);
+- after each block (and its teardown), what the runtime still holds (``runtime.leftovers``), or
+  else what the ``list`` command shows under the run's id prefix, is a **leftover**, cleaned up.
+
+Each condition (patchbench.conditions: environment, CPU affinity, CPU hogs, a CPU quota) runs as
+its own set of blocks and is reported on its own. Per condition and variant: "hangs: N of M"
+with Fisher's exact p against the baseline, failures, leftovers, escaped processes, and the
+evidence files, which are copied into the report folder (paths redacted) with a readable
+``<scenario>-hangs.txt``. The gate fails a candidate that hangs at all, leaves anything behind,
+lets a process escape, or fails significantly more often than the baseline (Fisher, one-sided).
+
+Placeholders: as every kind, plus ``{block}`` (the block's number) and ``{rep}`` (the run within
+the block, filled by the launcher), e.g. a unique container id ``{id}-b{block}-{rep}``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from patchbench.conditions import DEFAULT, Condition
+from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, header
+
+if TYPE_CHECKING:
+    from patchbench.build import Built
+    from patchbench.conditions import Applied
+    from patchbench.results import SoakResult
+
+HANG_ALPHA = 0.05  # the one-sided Fisher level for "fails more often than the baseline"
+
+
+class SoakConfig(ScenarioConfig):
+    kind: Literal["soak"] = "soak"
+    command: list[str] = Field(min_length=1)
+    warmup: int = Field(default=0, ge=0, le=0)  # nothing to warm: timing is incidental
+    rounds: int = 1  # unused: a soak interleaves in blocks
+    timeout: float = Field(default=5.0, gt=0)  # each run's deadline, seconds
+    block: int = Field(default=20, ge=1)  # runs of one variant in a row
+    budget_s: float | None = Field(default=None, gt=0)  # wall time per condition (all variants)
+    list_cmd: list[str] | None = Field(default=None, alias="list")  # leftovers, without a runtime
+    conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1)
+    # count (and kill) processes that outlive their run; off for commands whose children are
+    # meant to live on (runc exec -d): the launcher is then not a child subreaper either
+    escapes: bool = True
+
+    @model_validator(mode="after")
+    def _blocks(self) -> SoakConfig:
+        if self.runs % self.block:
+            raise ValueError(f"runs ({self.runs}) must be a multiple of block ({self.block})")
+        names = [c.name for c in self.conditions]
+        if len(set(names)) != len(names):
+            raise ValueError("condition names must be unique")
+        return self
+
+    def shown_command(self) -> str:
+        return shlex.join(self.command)
+
+    def plan_detail(self) -> str:
+        budget = f", at most {self.budget_s:g} s per condition" if self.budget_s else ""
+        return (f"; soak: blocks of {self.block}, deadline {self.timeout:g} s per run{budget}, "
+                f"conditions {', '.join(c.name for c in self.conditions)}")
+
+
+@dataclass
+class _Tally:
+    """What one variant did under one condition."""
+
+    times: list[float] = field(default_factory=list)
+    codes: list[int] = field(default_factory=list)  # per run; 124 = hang
+    leftovers: list[str] = field(default_factory=list)
+    escaped: list[str] = field(default_factory=list)
+    evidence: list[Path] = field(default_factory=list)
+
+
+def _block(ctx: ScenarioContext, exe: Path, b: Built, cond: Condition, applied: Applied,
+           block_no: int, log: Path, tally: _Tally) -> None:
+    """One block of ``sc.block`` runs of one variant."""
+    from patchbench import bench, command
+    from patchbench.bench import Cell
+    from patchbench.errors import BenchmarkError
+
+    sc: SoakConfig = ctx.scenario
+    where = f"scenario {sc.name}"
+    values = {**ctx.values(b, Cell(b.variant.name)), "block": str(block_no), "rep": "{rep}",
+              "condition": cond.name}
+    variant = b.variant.name
+    ev_dir = ctx.workdir / f"{sc.name}-evidence" / cond.name / variant
+    rec = ctx.workdir / f"{sc.name}-records" / cond.name / f"{variant}-b{block_no}.jsonl"
+    rec.parent.mkdir(parents=True, exist_ok=True)
+    before = set(ev_dir.glob("hang-*.json")) if ev_dir.is_dir() else set()
+    for argv in sc.setup:
+        command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
+                    error=BenchmarkError, what=f"{where} {variant}: setup")
+    try:
+        argv = applied.wrap([str(exe), "-k", "1", "-n", str(sc.block), "-deadline",
+                             f"{sc.timeout:g}s", "-evidence", str(ev_dir), "-o", str(rec),
+                             *(["-escapes"] if sc.escapes else []), "--",
+                             *bench.fill_argv(sc.command, values, where)])
+        # the launcher enforces every deadline; this timeout only catches the launcher itself
+        command.run(argv, env=applied.environ(), timeout=sc.block * (sc.timeout + 12) + 30,
+                    check=False, log=log, error=BenchmarkError,
+                    what=f"{where} {variant} block {block_no}")
+    finally:
+        for argv in sc.teardown:
+            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
+                        check=False, what=f"{where} {variant}: teardown")
+    lines = rec.read_text().splitlines() if rec.is_file() else []
+    if len(lines) != sc.block:
+        raise BenchmarkError(f"{where} {variant} block {block_no}: the launcher recorded "
+                             f"{len(lines)} of {sc.block} runs", detail=f"(log: {log})")
+    from patchbench.hangs import HANG_EXIT_CODE
+
+    for line in lines:
+        r = json.loads(line)
+        tally.times.append(float(r["latencies"][0]))
+        tally.codes.append(HANG_EXIT_CODE if r.get("hung", [False])[0] else int(r["exit_codes"][0]))
+        tally.escaped += [f"block {block_no} run {r['rep']}: {e}" for e in r.get("escaped") or []]
+    if ev_dir.is_dir():
+        tally.evidence += sorted(set(ev_dir.glob("hang-*.json")) - before)
+    if ctx.runtime is not None:
+        left = ctx.runtime.leftovers(variant, b.bin)
+        if left:
+            ctx.runtime.cleanup(variant, b.bin)
+    elif sc.list_cmd:
+        try:
+            res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout * 10,
+                              check=False)
+            prefix = values["id"] + "-"
+            left = [f"instance {x}" for x in res.stdout.split() if x.startswith(prefix)]
+        except BenchmarkError as exc:
+            left = [f"the listing failed: {exc.message}"]
+    else:
+        left = []
+    tally.leftovers += [f"block {block_no}: {x}" for x in left]
+
+
+def _redacted_copy(src: Path, dest: Path, ctx: ScenarioContext) -> None:
+    text = src.read_text()
+    for path, name in ((str(ctx.workdir), "<run>"), (str(ctx.layout.builds), "<builds>"),
+                       (str(ctx.project_root), "<project>")):
+        text = text.replace(path, name)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text)
+
+
+class SoakKind:
+    name = "soak"
+    config: ClassVar[type[ScenarioConfig]] = SoakConfig
+
+    def plan(self, ctx: ScenarioContext) -> list[str]:
+        from patchbench import bench
+        from patchbench.bench import Cell
+
+        sc: SoakConfig = ctx.scenario
+        lines = []
+        for cond in sc.conditions:
+            lines.append(f"  condition {cond.name}: {cond.summary()}")
+            for b in ctx.built:
+                vals = {**ctx.values(b, Cell(b.variant.name)), "block": "<block>", "rep": "{rep}",
+                        "condition": cond.name}
+                tag = f"    [{b.variant.name}]"
+                lines += [f"{tag} setup:    {shlex.join(bench.fill_argv(a, vals, sc.name))}"
+                          for a in sc.setup]
+                lines.append(f"{tag} {sc.block} runs: launcher -deadline {sc.timeout:g}s -- "
+                             f"{shlex.join(bench.fill_argv(sc.command, vals, sc.name))}")
+                lines += [f"{tag} teardown: {shlex.join(bench.fill_argv(a, vals, sc.name))}"
+                          for a in sc.teardown]
+        return lines
+
+    def run(self, ctx: ScenarioContext) -> tuple[SoakResult, list[str]]:
+        from patchbench import bench, conditions, hangs, launcher, progress, results, stats
+        from patchbench.bench import Cell
+
+        sc: SoakConfig = ctx.scenario
+        exe = launcher.build(ctx.layout)
+        log = ctx.workdir / f"{sc.name}.soak.log"
+        variants = [b.variant.name for b in ctx.built]
+        base = variants[0]
+        out_conditions: list[results.SoakCondition] = []
+        summary_lines: list[str] = []
+        warnings: list[str] = []
+        all_order: list[list[str]] = []
+        for ci, cond in enumerate(sc.conditions):
+            tallies = {v: _Tally() for v in variants}
+            order = bench.schedule([Cell(v) for v in variants], sc.runs // sc.block,
+                                   ctx.seed + 7919 * ci)
+            started = time.monotonic()
+            stopped_by = "runs"
+            blocks = 0
+            progress.say(f"  condition {cond.name}: {cond.summary()}")
+            with conditions.apply(cond, log=log) as applied:
+                for r, cells in enumerate(order, 1):
+                    # at least one round; then the budget is checked between rounds
+                    if r > 1 and sc.budget_s is not None and time.monotonic() - started > sc.budget_s:
+                        stopped_by = "budget"
+                        break
+                    for cell in cells:
+                        _block(ctx, exe, ctx.build_of(cell.variant), cond, applied, r, log,
+                               tallies[cell.variant])
+                    all_order.append([f"{cond.name}/{c.label}" for c in cells])
+                    blocks = r
+                    if r % max(1, 500 // sc.block) == 0 or r == len(order):
+                        progress.step(cond.name, f"{r * sc.block} runs per variant: hangs " + ", ".join(
+                            f"{v} {hangs.count_hangs(t.codes)}" for v, t in tallies.items()))
+            wall = time.monotonic() - started
+            per_variant: dict[str, results.SoakVariant] = {}
+            for v, t in tallies.items():
+                hung = hangs.count_hangs(t.codes)
+                fails = Counter(str(c) for c in t.codes if c not in (0, hangs.HANG_EXIT_CODE))
+                ok_times = [x for x, c in zip(t.times, t.codes, strict=True) if c == 0]
+                names, lost = [], 0
+                for path in t.evidence:
+                    name = f"{sc.name}-{cond.name}-{v}-{path.name}"
+                    copy = ctx.workdir / f"{sc.name}-evidence-report" / name
+                    _redacted_copy(path, copy, ctx)
+                    ctx.extra_files[name] = copy
+                    names.append(name)
+                    ev = hangs.load_evidence_file(path)
+                    lost += ev.lost_sigchld
+                    summary_lines += [f"## {cond.name} / {v}: {name}", hangs.describe(ev), ""]
+                per_variant[v] = results.SoakVariant(
+                    runs=len(t.codes), hangs=hung, failures=sum(fails.values()),
+                    failure_codes=dict(fails), leftovers=t.leftovers, escaped=t.escaped,
+                    evidence=names, lost_sigchld=lost,
+                    median_s=stats.summarize(ok_times).median if ok_times else None,
+                    times=t.times, exit_codes=t.codes)
+            tests = []
+            b_pv = per_variant[base]
+            for v in variants[1:]:
+                pv = per_variant[v]
+                h = hangs.compare_hangs(hangs.HangCount(base, b_pv.hangs, b_pv.runs),
+                                        hangs.HangCount(v, pv.hangs, pv.runs))
+                f = hangs.compare_hangs(hangs.HangCount(base, b_pv.failures, b_pv.runs),
+                                        hangs.HangCount(v, pv.failures, pv.runs))
+                tests.append(results.SoakTest(candidate=v, hang_p=h.p_value, hang_p_more=h.p_more,
+                                              failure_p=f.p_value, failure_p_more=f.p_more))
+            for v, pv in per_variant.items():
+                if pv.hangs or pv.leftovers or pv.escaped:
+                    warnings.append(f"{sc.name} [{cond.name}] {v}: hangs {pv.hangs} of {pv.runs}, "
+                                    f"{len(pv.leftovers)} leftovers, {len(pv.escaped)} escaped")
+            out_conditions.append(results.SoakCondition(
+                name=cond.name, summary=cond.summary(), applied=applied.record(), blocks=blocks,
+                wall_s=round(wall, 3), stopped_by=stopped_by, per_variant=per_variant,
+                tests=tests))
+        evidence_summary = None
+        if summary_lines:
+            text = ctx.workdir / f"{sc.name}-hangs.txt"
+            text.write_text("\n".join(summary_lines) + "\n")
+            evidence_summary = f"{sc.name}-hangs.txt"
+            red = ctx.workdir / f"{sc.name}-evidence-report" / evidence_summary
+            _redacted_copy(text, red, ctx)
+            ctx.extra_files[evidence_summary] = red
+        res = results.SoakResult(
+            **header(sc, sc.shown_command()), order=all_order, deadline_s=sc.timeout,
+            block=sc.block, budget_s=sc.budget_s, conditions=out_conditions,
+            evidence_summary=evidence_summary)
+        return res, warnings
+
+    def gate(self, result: SoakResult) -> list[str]:
+        """A candidate fails when, under any condition, it hangs at all, leaves something
+        behind, lets a process escape, or fails significantly more often than the baseline
+        (Fisher one-sided p < 0.05). The baseline's own hangs are shown beside it."""
+        out = []
+        for cond in result.conditions:
+            variants = list(cond.per_variant)
+            base = cond.per_variant[variants[0]]
+            tests = {t.candidate: t for t in cond.tests}
+            for v in variants[1:]:
+                pv, t = cond.per_variant[v], tests.get(v)
+                why = []
+                if pv.hangs:
+                    p = f", Fisher p {t.hang_p:.2g}" if t else ""
+                    why.append(f"hangs: {pv.hangs} of {pv.runs} (baseline {base.hangs} of "
+                               f"{base.runs}{p})")
+                if pv.leftovers:
+                    why.append(f"{len(pv.leftovers)} leftovers")
+                if pv.escaped:
+                    why.append(f"{len(pv.escaped)} escaped processes")
+                if t is not None and pv.failures and t.failure_p_more < HANG_ALPHA:
+                    why.append(f"failures: {pv.failures} of {pv.runs} against the baseline's "
+                               f"{base.failures} (Fisher one-sided p {t.failure_p_more:.2g})")
+                if why:
+                    out.append(f"{result.name} [{cond.name}] {v}: " + "; ".join(why))
+        return out
+
+
+KIND = SoakKind()

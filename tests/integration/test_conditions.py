@@ -1,0 +1,72 @@
+"""Conditions with real processes: affinity and environment reach the command, CPU hogs run
+during the cells and are gone after, and a cgroup v1/v2 CPU quota throttles a busy loop (root)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from patchbench import conditions
+from patchbench.conditions import Condition
+from patchbench.errors import RequirementError
+from tests.support import processes_with
+
+pytestmark = pytest.mark.integration
+
+
+def test_affinity_and_environment_reach_the_command() -> None:
+    cond = Condition(name="one-core", cpus=[0], env={"GOMAXPROCS": "1"})
+    with conditions.apply(cond) as applied:
+        argv = applied.wrap(["sh", "-c", "echo $GOMAXPROCS; grep Cpus_allowed_list /proc/self/status"])
+        out = subprocess.run(argv, env=applied.environ(), capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert out == ["1", "Cpus_allowed_list:", "0"]
+
+
+def test_hogs_run_during_the_cells_and_nothing_is_left() -> None:
+    cond = Condition(name="busy", hogs=2, cpus=[0])
+    with conditions.apply(cond) as applied:
+        markers = [h.argv[-1] for h in applied.hogs]
+        assert all(m.startswith(conditions.HOG_MARKER) for m in markers)
+        assert all(len(processes_with(m)) == 1 for m in markers)
+        pid = applied.hogs[0].proc.pid
+        status = Path(f"/proc/{pid}/status").read_text()
+        assert "Cpus_allowed_list:\t0\n" in status  # the hogs compete on the condition's cores
+        t0 = float(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11])
+        time.sleep(0.5)
+        t1 = float(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11])
+        assert t1 > t0  # it burns CPU (user ticks grow)
+    time.sleep(0.1)
+    assert [m for m in markers if processes_with(m)] == []
+
+
+@pytest.mark.root
+def test_a_cpu_quota_throttles_a_busy_loop() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root for cgroups")
+    try:
+        conditions.cgroup_version()
+    except RequirementError:
+        pytest.skip("no cgroup CPU controller")
+    cond = Condition(name="quota", cpu_quota=0.2, cpu_period_us=100_000)
+    busy = ["timeout", "1", "sh", "-c", "while :; do :; done"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with conditions.apply(cond) as applied:
+        assert applied.cgroup is not None
+        cg = applied.cgroup.path
+        subprocess.run(applied.wrap(busy), check=False)
+        stat = (cg / "cpu.stat").read_text()
+        quota = (cg / ("cpu.max" if applied.cgroup.version == 2 else "cpu.cfs_quota_us")).read_text()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 0.45, cpu  # 1 s of wall time at 0.2 CPU: about 0.2 s, never a whole second
+    assert quota.split()[0] == "20000"
+    # the loop ran inside the cgroup (periods with runnable tasks were counted); on a busy machine
+    # it may get less than its quota and never be throttled, so nr_throttled is not asserted
+    assert int(dict(line.split() for line in stat.splitlines())["nr_periods"]) > 0
+    assert not cg.exists() and applied.leftovers == []
