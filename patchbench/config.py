@@ -109,7 +109,7 @@ class Target(_Model):
         default_factory=list
     )
     tools: list[str] = Field(default_factory=list)  # run-time tools needed, e.g. busybox
-    runtime: Literal["runc", "apple-container", "docker-run"] | None = None
+    runtime: Literal["runc", "apple-container", "docker-run", "containerd"] | None = None
 
     @field_validator("url")
     @classmethod

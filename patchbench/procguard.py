@@ -241,6 +241,29 @@ def preexec() -> Callable[[], None] | None:
     return join
 
 
+def own_cgroup(kind: str, base: Path, proc_cgroup: Path = Path("/proc/self/cgroup")) -> Path:
+    """The cgroup this process is in, in the hierarchy of ``kind`` mounted at ``base``."""
+    want = "" if kind == "v2" else kind.removeprefix("v1-")
+    for line in proc_cgroup.read_text().splitlines():
+        hid, ctrls, path = line.split(":", 2)
+        if (not want and hid == "0" and not ctrls) or (want and want in ctrls.split(",")):
+            return base / path.lstrip("/")
+    return base
+
+
+def exempt(pid: int) -> bool:
+    """Move ``pid`` out of the active run's cgroup, back to the one patchbench runs in: for a
+    service a runtime starts on purpose and keeps across commands (one containerd per variant),
+    which the per-command escape check would otherwise kill. The runtime accounts for what that
+    service leaves. False when not guarding."""
+    guard = _ACTIVE
+    if guard is None or guard.path is None or guard.kind is None:
+        return False
+    base = guard.path.parent.parent  # <hierarchy>/patchbench/<run>
+    (own_cgroup(guard.kind, base) / "cgroup.procs").write_text(f"{pid}\n")
+    return True
+
+
 def check_active(step: str) -> Found | None:
     """After ``step`` and its teardown: find, record and kill what outlived it."""
     return _ACTIVE.check(step) if _ACTIVE is not None else None

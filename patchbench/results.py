@@ -18,7 +18,8 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   descriptive figures. Older files keep their pooled verdicts (``method`` says so). Added later
   without a version change: an optional top-level ``runtime`` (what a runtime set up for the
   whole run; docker-run: engine, image ID, registered runtimes with their sha256), null or absent
-  otherwise; the scenario kind ``soak`` (files without it read as before).
+  otherwise. Kinds added since, without a version change (files without them read as before):
+  ``soak``, ``layers``.
 """
 
 from __future__ import annotations
@@ -197,6 +198,33 @@ class BurstResult(_Timed):
     phase_names: list[str] = Field(default_factory=list)
 
 
+class MountTable(_Rec):
+    """The host's mount table during one cell's bursts: its largest size, and the longest time
+    reading /proc/self/mountinfo took."""
+
+    peak_mounts: int
+    slowest_read_s: float
+
+
+class LayersResult(_Timed):
+    """A layers × concurrency scan on containerd (cells are per variant, L and k)."""
+
+    kind: Literal["layers"] = "layers"
+    layers: list[int]
+    k: list[int]
+    images: dict[str, str]  # L -> manifest digest, the same for every variant
+    mount_counts: dict[str, dict[str, dict[str, int]]]  # variant -> L -> syscall -> count
+    mount_counts_by_comm: dict[str, dict[str, dict[str, int]]]  # variant -> L -> process -> count
+    mount_fit: dict[str, dict[str, list[float]]]  # variant -> syscall -> [slope, intercept]
+    seed_formula: str
+    mount_table: dict[str, MountTable]  # cell label -> peak
+    mounts_left: dict[str, int]  # cell label -> mounts of the run left after its rounds
+    active_snapshots: dict[str, int]  # cell label -> most active snapshots after a round
+    verify: dict[str, Check]
+    runc: dict[str, str]
+    charts: list[str] = Field(default_factory=list)
+
+
 class StressRound(_Rec):
     round: int
     variant: str
@@ -285,12 +313,13 @@ def _kind_of(value: Any) -> str:
 
 
 if TYPE_CHECKING:
-    ScenarioResult = CommandResult | BurstResult | StressResult | SoakResult
+    ScenarioResult = CommandResult | BurstResult | StressResult | LayersResult | SoakResult
 else:
     ScenarioResult = Annotated[
         Annotated[CommandResult, Tag("command")]
         | Annotated[BurstResult, Tag("burst")]
         | Annotated[StressResult, Tag("stress")]
+        | Annotated[LayersResult, Tag("layers")]
         | Annotated[SoakResult, Tag("soak")],
         Discriminator(_kind_of),
     ]

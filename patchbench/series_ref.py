@@ -56,6 +56,12 @@ FORMAT_PATCH = [
     "format-patch", "-1", "--stdout", "--zero-commit", "--no-signature", "--full-index",
     "--no-renames", "-U3", "--diff-algorithm=myers", "--no-indent-heuristic", "--no-color",
 ]
+# the same diff options as FORMAT_PATCH, for the diff of a commit against its parent
+DIFF = [
+    "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
+    "diff", "--full-index", "--no-renames", "-U3", "--diff-algorithm=myers",
+    "--no-indent-heuristic", "--no-color", "--no-ext-diff", "--no-textconv",
+]
 _SHA1 = re.compile(r"^[0-9a-f]{40}$")
 _HASH = re.compile(r"^(?P<kind>patch-id|sha256):(?P<value>[0-9a-f]+)$")
 _HASH_LEN = {"patch-id": 40, "sha256": 64}
@@ -154,8 +160,13 @@ def _has_commit(repo: Path, commit: str) -> bool:
 
 
 def _parents(repo: Path, commit: str) -> list[str]:
-    out = run_git(["rev-list", "--parents", "-n", "1", commit], cwd=repo, error=PatchError).stdout
-    return out.split()[1:]
+    """The parents the commit object names. Read from the object itself, not through rev-list:
+    in a shallow cache a commit can be a shallow boundary (fetching its child at depth 2 makes it
+    one), and git then pretends it has no parent, so a patch would be made against the empty
+    tree."""
+    out = run_git(["cat-file", "commit", commit], cwd=repo, error=PatchError).stdout
+    header = out.split("\n\n", 1)[0]
+    return [line.split()[1] for line in header.splitlines() if line.startswith("parent ")]
 
 
 def _complete(repo: Path, commit: str) -> bool:
@@ -234,8 +245,13 @@ def make_patch(repo: Path, commit: str, where: str = "") -> str:
     if parents and not _has_commit(repo, parents[0]):
         raise PatchError(f"{label}the parent of upstream commit {commit} is missing from the "
                          "fetched source")
+    what = f"make the patch of upstream commit {commit[:12]}"
     text = run_git([*FORMAT_PATCH, *([] if parents else ["--root"]), commit], cwd=repo,
-                   error=PatchError, what=f"make the patch of upstream commit {commit[:12]}").stdout
+                   error=PatchError, what=what).stdout
+    if parents:  # the diff against the parent the object names, whatever the shallow file says
+        head = text.split("\n---\n", 1)[0]
+        diff = run_git([*DIFF, parents[0], commit], cwd=repo, error=PatchError, what=what).stdout
+        text = f"{head}\n---\n\n{diff}"
     if "\ndiff --git " not in text:
         raise PatchError(f"{label}upstream commit {commit} changes no file")
     return text

@@ -306,3 +306,49 @@ def burst(path: Path, ks: list[int], variants: list[str],
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def layers_time(path: Path, layers: list[int], ks: list[int], variants: list[str],
+                medians: dict[tuple[str, int, int], float], title: str) -> None:
+    """Median time until all k containers exited, against L, one line per (variant, k)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+    styles = ["-", "--", ":", "-."]
+    for i, v in enumerate(variants):
+        for k in ks:
+            ax.plot(layers, [medians[(v, n, k)] for n in layers], marker="o",
+                    linestyle=styles[i % len(styles)], label=f"{v} k={k}")
+    ax.set_xlabel("image layers (L)")
+    ax.set_ylabel("seconds until the last container exits (median)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def layers_mounts(path: Path, layers: list[int], counts: dict[str, dict[str, dict[str, int]]],
+                  syscalls: tuple[str, ...], title: str) -> None:
+    """Mount syscalls of one container start against L, per variant (sum of ``syscalls``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+    for v, per_l in counts.items():
+        ax.plot(layers, [sum(per_l[str(n)][s] for s in syscalls) for n in layers], marker="o",
+                label=v)
+    ax.set_xlabel("image layers (L)")
+    ax.set_ylabel(" + ".join(syscalls) + " per start")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -10,6 +10,7 @@ from tabulate import tabulate
 from patchbench.results import (
     BurstResult,
     CommandResult,
+    LayersResult,
     Pooled,
     Results,
     ScenarioResult,
@@ -86,7 +87,7 @@ def summary_table(results: Results, fmt: str = "simple") -> str:
                     disable_numparse=True)
 
 
-def detail_table(sc: CommandResult | BurstResult, fmt: str = "github") -> str:
+def detail_table(sc: CommandResult | BurstResult | LayersResult, fmt: str = "github") -> str:
     rate = sc.rate
     rows = []
     for c in sc.cells:
@@ -105,7 +106,7 @@ def detail_table(sc: CommandResult | BurstResult, fmt: str = "github") -> str:
     return tabulate(rows, headers=[*headers, ""], tablefmt=fmt, disable_numparse=True)
 
 
-def paired_blocks(sc: CommandResult | BurstResult) -> list[str]:
+def paired_blocks(sc: CommandResult | BurstResult | LayersResult) -> list[str]:
     """The round-paired details: per-round ratios, the drift check and the pooled figures
     (descriptive only); report.html charts the per-round ratios. What a drift or a withheld
     verdict means is in the run's warnings."""
@@ -133,7 +134,7 @@ def paired_blocks(sc: CommandResult | BurstResult) -> list[str]:
     return out
 
 
-def verify_block(sc: CommandResult) -> str:
+def verify_block(sc: CommandResult | LayersResult) -> str:
     lines = ["Check after measuring (`verify`):", ""]
     for variant, v in (sc.verify or {}).items():
         state = "passed" if v.passed else f"FAILED (exit {v.exit_code})"
@@ -187,6 +188,64 @@ def stress_table(per_build: dict[str, StressBuild]) -> str:
                     tablefmt="github", disable_numparse=True)
 
 
+def layers_blocks(sc: LayersResult) -> list[str]:
+    """Mount syscalls per start against L (with the fitted line and the seed's formula), the
+    time table per (L, k), the mount table and leftovers per cell, verify, charts."""
+    out = []
+    variants = list(sc.mount_counts)
+    if variants:
+        syscalls = list(next(iter(next(iter(sc.mount_counts.values())).values())))
+        rows = []
+        for n in sc.layers:
+            row = [str(n)]
+            for v in variants:
+                c = sc.mount_counts[v][str(n)]
+                row.append(" / ".join(str(c[s]) for s in syscalls))
+            rows.append(row)
+        fit_row = ["fit (slope × L + intercept)"]
+        for v in variants:
+            fit_row.append(" / ".join(
+                f"{f[0]:.2f}L{f[1]:+.1f}" if (f := sc.mount_fit.get(v, {}).get(s)) else "-"
+                for s in syscalls))
+        rows.append(fit_row)
+        out.append("Mount syscalls of one container start (ctr, the daemon, its shim, runc), "
+                   f"{' / '.join(syscalls)}:\n\n"
+                   + tabulate(rows, headers=["L", *variants], tablefmt="github",
+                              disable_numparse=True)
+                   + f"\n\nThe seed's count: {sc.seed_formula}.")
+    out.append("Per (L, k): median time until all k containers exited, and, per variant in "
+               "that order, the largest mount table seen during its bursts, the slowest read "
+               "of /proc/self/mountinfo, and the mounts of the run left after its rounds "
+               "(removed after each round).")
+    cells = {c.label: c for c in sc.cells}
+    comps = {c.candidate: c for c in sc.comparisons}
+    tvariants = list(dict.fromkeys(c.variant for c in sc.cells))
+    rows = []
+    for n in sc.layers:
+        for k in sc.k:
+            labels = [f"{v} L={n} k={k}" for v in tvariants]
+            row = [str(n), str(k), *[fmt_time(cells[lb].summary.median) for lb in labels]]
+            row += [fmt_ratio(comps[lb]) for lb in labels[1:]]
+            tables = [sc.mount_table.get(lb) for lb in labels]
+            row += [", ".join(str(t.peak_mounts) if t else "-" for t in tables),
+                    ", ".join(fmt_time(t.slowest_read_s) if t else "-" for t in tables),
+                    ", ".join(str(sc.mounts_left.get(lb, 0)) for lb in labels)]
+            rows.append(row)
+    out.append(tabulate(rows, headers=["L", "k", *tvariants,
+                                       *[f"speedup {v} [95% CI]" for v in tvariants[1:]],
+                                       "mount table peak", "slowest mountinfo read",
+                                       "mounts left"],
+                        tablefmt="github", disable_numparse=True))
+    out.append("Images (identical for every variant): "
+               + ", ".join(f"L={n} `{d}`" for n, d in sc.images.items())
+               + (f". runc: {sc.runc.get('version', '').splitlines()[0]} "
+                  f"(sha256 {sc.runc.get('sha256', '')[:12]})" if sc.runc else "") + ".")
+    if sc.verify:
+        out.append(verify_block(sc))
+    out += [f"![{name}]({name})" for name in sc.charts]
+    return out
+
+
 def extra_blocks(sc: ScenarioResult) -> list[str]:
     """A kind's own sections after its detail table (markdown blocks; images start with '![')."""
     if isinstance(sc, BurstResult):
@@ -198,6 +257,8 @@ def extra_blocks(sc: ScenarioResult) -> list[str]:
         return out
     if isinstance(sc, StressResult):
         return [stress_table(sc.per_build)]
+    if isinstance(sc, LayersResult):
+        return layers_blocks(sc)
     if isinstance(sc, SoakResult):
         return soak_blocks(sc)
     return [verify_block(sc)] if sc.verify else []

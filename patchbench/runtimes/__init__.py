@@ -108,4 +108,8 @@ def get(name: str | None) -> Runtime | None:
         from patchbench.runtimes.apple_container import AppleContainerRuntime
 
         return AppleContainerRuntime()
+    if name == "containerd":
+        from patchbench.runtimes.containerd import ContainerdRuntime
+
+        return ContainerdRuntime()
     raise RequirementError(f"unknown runtime {name!r}")

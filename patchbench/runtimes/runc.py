@@ -187,10 +187,14 @@ def purge(runc: Path, root: Path, prefix: str, cgroup_base: Path = CGROUP_ROOT) 
 
 
 def _alive(run_dir: Path) -> bool:
-    """Whether the patchbench process that owns ``run_dir`` (named ...-<pid>) still runs."""
-    pid = run_dir.name.rsplit("-", 1)[-1]
+    """Whether the patchbench process that owns ``run_dir`` still runs. Run directories are named
+    ``<comparison>-<time>-<pid>-<4 hex>`` (older ones ``…-<pid>``); a name without a pid is never
+    taken for a dead run's, so its containers are left alone."""
+    parts = run_dir.name.rsplit("-", 2)
+    # new: [..time, pid, hex]; old: [.., time, pid] (the time has a "T", a pid never does)
+    pid = parts[-2] if len(parts) == 3 and parts[-2].isdigit() else parts[-1]
     if not pid.isdigit():
-        return False
+        return True
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:

@@ -5,6 +5,7 @@ and one line below; the pipeline never names a kind.
 - ``command`` (default): one command per variant, timed by hyperfine in interleaved rounds.
 - ``burst``: k instances launched at one moment, for each k (the seed's k-at-once table).
 - ``stress``: instances killed, deleted or signalled mid-start; hangs and leftovers counted.
+- ``layers``: containerd, image layers × concurrency, with exact mount-syscall counts.
 - ``soak``: thousands of short runs with per-run deadlines, under conditions; hangs (with
   evidence), failures, leftovers and escaped processes counted per variant.
 """
@@ -15,13 +16,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Tag
 
-from patchbench.scenarios import burst, command, soak, stress
+from patchbench.scenarios import burst, command, layers, soak, stress
 from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, ScenarioKind
 
 KINDS: dict[str, ScenarioKind] = {
     "command": command.KIND,
     "burst": burst.KIND,
     "stress": stress.KIND,
+    "layers": layers.KIND,
     "soak": soak.KIND,
 }
 

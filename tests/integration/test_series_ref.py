@@ -5,6 +5,7 @@ a wrong hash and a missing commit are refused; the right one is applied, built a
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,29 @@ def test_an_upstream_commit_of_a_refused_form_is_refused(project: Project) -> No
     use(project, "link", f"upstream {c} patch-id:{patch_id(project, c)}")
     with pytest.raises(PatchError, match=f"the patch made from upstream commit {c} .*symbolic"):
         pipeline.build_for_patch(project.load(), project.options(), "link")
+
+
+def test_a_commit_that_is_a_shallow_boundary_still_gives_its_own_patch(tmp_path: Path) -> None:
+    """Fetching B, then its child C, at depth 2 makes B a shallow boundary: git then pretends B
+    has no parent. The patch (and so its hash) must still be B's diff against its real parent,
+    not against the empty tree (this gave a 56 MB 'patch' of containerd's whole tree)."""
+    full = tmp_path / "full"
+    full.mkdir()
+    git(full, "init", "-q", "-b", "main")
+    shas = []
+    for i, text in enumerate(["a\n", "a\nb\n", "a\nb\nc\n"]):
+        (full / "f.txt").write_text(text)
+        (full / f"other{i}.txt").write_text(f"{i}\n")
+        git(full, "add", "-A")
+        git(full, "commit", "-q", "-m", f"commit {i}")
+        shas.append(git(full, "rev-parse", "HEAD").strip())
+    shallow = tmp_path / "shallow.git"
+    git(tmp_path, "init", "-q", "--bare", str(shallow))
+    for sha in shas[1:]:  # B, then C: B ends up listed in the shallow file
+        git(shallow, "fetch", "-q", "--depth=2", full.as_uri(), sha)
+    assert shas[1] in (shallow / "shallow").read_text()
+    b_full = series_ref.make_patch(full, shas[1])
+    b_shallow = series_ref.make_patch(shallow, shas[1])
+    assert "other0.txt" not in b_shallow  # not a diff against the empty tree
+    assert series_ref.patch_hash(shallow, b_shallow, "patch-id") == \
+        series_ref.patch_hash(full, b_full, "patch-id")

@@ -69,6 +69,9 @@ delete)
 esac
 """
 
+# the run directory of a patchbench process that no longer runs (a pid above pid_max)
+DEAD_RUN = f"demo-20261129T000000-{2**22 + 1}-00ff"
+
 
 def fake_runc(tmp_path: Path) -> tuple[Path, Path]:
     """bin/runc (the fake) and the file it logs its calls to."""
@@ -434,7 +437,7 @@ def test_prepare_cleans_stale_state_then_makes_the_bundles(
     exe, _ = fake_runc(tmp_path)
     make_tree(tmp_path / "project" / "rootfs-src")
     runs = tmp_path / "builds" / "runs"
-    old = runs / "old-run" / runc.STATE_DIRNAME / "baseline"
+    old = runs / DEAD_RUN / runc.STATE_DIRNAME / "baseline"
     plant(old, "pb-aaaaaa-baseline-run")
     rt = RuncRuntime(cgroup_base=tmp_path / "cgroup")
     (tmp_path / "cgroup").mkdir()
@@ -595,3 +598,14 @@ def test_runtimes_get() -> None:
     assert isinstance(runtimes.get("runc"), RuncRuntime)
     with pytest.raises(RequirementError, match="unknown runtime 'podman'"):
         runtimes.get("podman")
+
+
+def test_a_run_directory_names_its_owner_in_both_name_forms() -> None:
+    me = os.getpid()
+    assert runc._alive(Path(f"/r/demo-20261130T033049-{me}-00ff"))
+    assert runc._alive(Path(f"/r/demo-20261130T033049-{me}-1234"))  # an all-digit suffix
+    assert runc._alive(Path(f"/r/demo-20261130T033049-{me}"))  # before the suffix existed
+    dead = 2**22 + 1  # above the kernel's pid_max default range
+    assert not runc._alive(Path(f"/r/demo-20261130T033049-{dead}-1234"))
+    assert not runc._alive(Path(f"/r/demo-20261130T033049-{dead}"))
+    assert runc._alive(Path("/r/some-directory"))  # no pid: never taken for a dead run's

@@ -1,0 +1,287 @@
+"""The ``layers`` kind: a layers × concurrency scan of user-namespaced container starts on
+containerd (issue 13, the "mount mayhem" seed). Needs a target with ``runtime: containerd``.
+
+For every variant, the runtime starts that variant's own daemon; the same L-layer images
+(patchbench.oci_image, identical digests) are imported into each. Then:
+
+1. **Mount operations.** For one container start per (variant, L), the exact count of
+   ``open_tree``, ``mount_setattr``, ``move_mount``, ``mount`` and ``umount2`` of ``ctr``, the
+   daemon, its shim and runc (bpftrace), and a least-squares line per syscall against L.
+2. **Time.** For each (variant, L, k) cell, k ``ctr run --rm ... true`` with the ID mapping and
+   the remapped snapshot, released at once by the burst launcher and timed by hyperfine, the cells
+   shuffled per round, variants interleaved. Each instance's own latency is kept. During the
+   measurement the mount table's size, and how long reading it takes, are sampled; after each cell
+   round, mounts of the run still in the table are counted and removed, and active snapshots are
+   counted.
+3. **Verify**, per variant, on the largest image: inside the container every layer's file is
+   there and root-owned files show uid 0; on the host, the container's process runs as the mapped
+   uid.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from pydantic import Field
+
+from patchbench.scenarios.base import (
+    ScenarioConfig,
+    ScenarioContext,
+    cell_result,
+    compare_cells,
+    header,
+    noisy_warnings,
+)
+
+if TYPE_CHECKING:
+    from patchbench.bench import Cell, Invocation
+    from patchbench.oci_image import OciImage
+    from patchbench.results import Check, LayersResult, MountTable
+    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
+
+SYSCALLS = ("open_tree", "mount_setattr", "move_mount", "mount", "umount2")
+# the seed: 100 containers x 2 x (1 + 50 + 50) mount operations for 50-layer images
+SEED_FORMULA = ("2 × (1 + L + L) mount operations per container (100 × 2 × (1 + 50 + 50) = "
+                "20,200 for 100 containers of 50 layers)")
+
+
+class LayersConfig(ScenarioConfig):
+    kind: Literal["layers"] = "layers"
+    layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1)
+    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
+    args: list[str] = Field(default_factory=lambda: ["true"], min_length=1)
+    count_mounts: bool = True
+
+    def shown_command(self) -> str:
+        return ("ctr run --rm --null-io --snapshotter overlayfs --uidmap 0:100000:65536 "
+                "--gidmap 0:100000:65536 --remap-labels IMAGE(L) ID " + shlex.join(self.args)
+                + ", k at once")
+
+    def plan_detail(self) -> str:
+        return f", L = {self.layers}, k = {self.k}"
+
+
+def _runtime(ctx: ScenarioContext) -> ContainerdRuntime:
+    from patchbench.errors import ConfigError
+
+    rt = ctx.runtime
+    if rt is None or getattr(rt, "name", None) != "containerd":
+        raise ConfigError(f"scenario {ctx.scenario.name}: the layers kind needs a target with "
+                          "'runtime: containerd'")
+    return rt  # type: ignore[return-value]
+
+
+def _lat_file(ctx: ScenarioContext, cell: Cell) -> Path:
+    return (ctx.workdir / f"{ctx.scenario.name}-latencies"
+            / f"{cell.variant}-L{cell.param('L')}-k{cell.param('k')}.jsonl")
+
+
+def fit(xs: list[int], ys: list[int]) -> tuple[float, float] | None:
+    """Least-squares slope and intercept of ys against xs (None with fewer than 2 distinct x)."""
+    if len(set(xs)) < 2:
+        return None
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return slope, my - slope * mx
+
+
+class LayersKind:
+    name = "layers"
+    config: ClassVar[type[ScenarioConfig]] = LayersConfig
+
+    def plan(self, ctx: ScenarioContext) -> list[str]:
+        from patchbench.oci_image import image_name
+
+        sc: LayersConfig = ctx.scenario
+        rt = _runtime(ctx)
+        lines = []
+        for b in ctx.built:
+            d = rt.daemon_for(b.variant.name, b.bin)
+            lines.append(f"  [{b.variant.name}] daemon:  {b.bin / 'containerd'} --config "
+                         f"{d.paths.config}")
+            argv = d.run_argv(image_name(max(sc.layers)),
+                              f"{d.namespace}-L{max(sc.layers)}-k{max(sc.k)}-{{i}}", sc.args)
+            lines.append(f"  [{b.variant.name}] measure: launcher -k K -- {shlex.join(argv)}")
+        lines.append(f"  images: L = {sc.layers} (busybox + one file per layer), k = {sc.k}")
+        if sc.count_mounts:
+            lines.append("  mount syscalls: one traced start per (variant, L) with bpftrace")
+        return lines
+
+    def run(self, ctx: ScenarioContext) -> tuple[LayersResult, list[str]]:
+        from patchbench import bench, launcher, mounttrace, progress, results
+        from patchbench.bench import Cell, Invocation
+
+        sc: LayersConfig = ctx.scenario
+        rt = _runtime(ctx)
+        variants = [b.variant.name for b in ctx.built]
+        images = {n: rt.image(n) for n in sc.layers}
+        daemons: dict[str, ContainerdDaemon] = {}
+        for b in ctx.built:
+            d = rt.daemon(b.variant.name, b.bin)
+            for img in images.values():
+                d.import_image(img)
+            daemons[b.variant.name] = d
+        warnings: list[str] = []
+
+        counts: dict[str, dict[str, dict[str, int]]] = {}
+        by_comm: dict[str, dict[str, dict[str, int]]] = {}
+        if sc.count_mounts:
+            for v, d in daemons.items():
+                for n, img in images.items():
+                    mc = d.trace_run(img, f"{d.namespace}-trace-L{n}",
+                                     ctx.workdir / "mounttrace" / f"{v}-L{n}",
+                                     timeout=sc.timeout * 5)
+                    if mc.exit_code != 0:
+                        warnings.append(f"{sc.name} {v} L={n}: the traced start exited "
+                                        f"{mc.exit_code}")
+                    counts.setdefault(v, {})[str(n)] = mc.by_syscall()
+                    by_comm.setdefault(v, {})[str(n)] = mc.by_comm()
+                    progress.step(f"{v} L={n}", f"mount syscalls {mc.by_syscall()}")
+        fits = {v: {s: list(f) for s in SYSCALLS
+                    if (f := fit(sc.layers, [counts[v][str(n)][s] for n in sc.layers]))}
+                for v in counts}
+
+        exe = launcher.build(ctx.layout)
+        (ctx.workdir / f"{sc.name}-latencies").mkdir(parents=True, exist_ok=True)
+
+        def expand(cell: Cell) -> Invocation:
+            d = daemons[cell.variant]
+            n, k = int(cell.param("L") or 1), cell.param("k") or "1"
+            argv = d.run_argv(images[n], f"{d.namespace}-L{n}-k{k}-{{i}}", sc.args)
+            return Invocation(command=[str(exe), "-k", k, "-o", str(_lat_file(ctx, cell)), "--",
+                                       *argv], env=d.env())
+
+        cells = [Cell(v, (("L", str(n)), ("k", str(k))))
+                 for v in variants for n in sc.layers for k in sc.k]
+        table: dict[str, MountTable] = {}
+        left: dict[str, int] = {}
+        snaps: dict[str, int] = {}
+        sampler = mounttrace.MountTableSampler(interval=0.05)
+        mark = [0]
+
+        def on_round(r: int, cell: Cell, result: dict[str, Any]) -> None:
+            bench.show_round(r, cell, result)
+            window = sampler.samples[mark[0]:] or [sampler.sample()]
+            mark[0] = len(sampler.samples)
+            peak = max(window, key=lambda s: s.mounts)
+            prev = table.get(cell.label)
+            slowest = max(s.read_seconds for s in window)
+            table[cell.label] = results.MountTable(
+                peak_mounts=max(peak.mounts, prev.peak_mounts if prev else 0),
+                slowest_read_s=max(slowest, prev.slowest_read_s if prev else 0.0))
+            d = daemons[cell.variant]
+            n_left, _ = d.unmount_leftovers()
+            left[cell.label] = left.get(cell.label, 0) + n_left
+            active = [x for x in d.state_leftovers() if x.startswith("active snapshot")]
+            snaps[cell.label] = max(snaps.get(cell.label, 0), len(active))
+
+        sampler.start()
+        try:
+            samples, order = bench.measure(sc.name, cells, expand, runs=sc.runs,
+                                           rounds=sc.rounds, warmup=sc.warmup,
+                                           timeout=sc.timeout, seed=ctx.seed,
+                                           workdir=ctx.workdir, on_round=on_round)
+        finally:
+            sampler.stop()
+        cell_results = [cell_result(c, samples[c], ctx.seed) for c in cells]
+        from patchbench.scenarios.burst import _instances
+
+        for c, res in zip(cells, cell_results, strict=True):
+            res.instances = _instances(_lat_file(ctx, c))
+        verify = {v: _verify(d, images[max(sc.layers)], sc.timeout) for v, d in daemons.items()}
+
+        from patchbench import stats
+        from patchbench.report import charts
+
+        medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)):
+                   stats.summarize(samples[c].times).median for c in cells}
+        chart_names = []
+        time_chart = ctx.workdir / f"{sc.name}-time.png"
+        charts.layers_time(time_chart, sc.layers, sc.k, variants, medians, sc.name)
+        chart_names.append(time_chart.name)
+        if counts:
+            mount_chart = ctx.workdir / f"{sc.name}-mounts.png"
+            charts.layers_mounts(mount_chart, sc.layers, counts, SYSCALLS[:3], sc.name)
+            chart_names.append(mount_chart.name)
+        for name in chart_names:
+            ctx.extra_files[name] = ctx.workdir / name
+        result = results.LayersResult(
+            **header(sc, sc.shown_command()), layers=sc.layers, k=sc.k, order=order,
+            cells=cell_results,
+            comparisons=[compare_cells(Cell(variants[0], c.params), c, samples, ctx)
+                         for c in cells if c.variant != variants[0]],
+            images={str(n): img.manifest_digest for n, img in images.items()},
+            mount_counts=counts, mount_counts_by_comm=by_comm, mount_fit=fits,
+            seed_formula=SEED_FORMULA, mount_table=table, mounts_left=left,
+            active_snapshots=snaps, verify=verify, runc=rt.runc_info(), charts=chart_names)
+        warnings += noisy_warnings(sc.name, cell_results)
+        warnings += [f"{sc.name} {label}: {n} mount(s) of the run were left after its rounds "
+                     "(removed)" for label, n in left.items() if n]
+        warnings += [f"{sc.name} {v}: the verify check FAILED: {c.output[:200]}"
+                     for v, c in verify.items() if not c.passed]
+        return result, warnings
+
+    def gate(self, result: LayersResult) -> list[str]:
+        base = next(iter(result.verify), None)
+        out = [f"{result.name} {v}: verify failed" for v, c in result.verify.items()
+               if not c.passed and v != base]
+        out += [f"{result.name} {label}: {n} mount(s) left behind" for label, n in
+                result.mounts_left.items() if n and not label.startswith(f"{base} ")]
+        return out
+
+
+def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
+    """Inside: every layer's file is there and root-owned files show uid 0. Outside: the
+    container's process runs as the mapped uid (100000)."""
+    from patchbench import command, results
+    from patchbench.errors import PatchbenchError
+
+    files = ["/bin/busybox", *image.layer_files()]
+    inner = ["sh", "-c", 'stat -c %u "$@"; ls /layers | wc -l', "sh", *files]
+    argv = d.run_argv(image, f"{d.namespace}-verify", inner, null_io=False)
+    shown = shlex.join(argv)
+    try:
+        res = command.run(argv, env=d.env(), timeout=timeout * 5, check=False)
+        words = res.stdout.split()
+        inside_ok = (res.returncode == 0 and words[:-1] == ["0"] * len(files)
+                     and words[-1:] == [str(image.layers - 1)])
+        host_uid = _host_uid(d, image, timeout)
+    except PatchbenchError as exc:
+        return results.Check(command=shown, exit_code=None, passed=False, output=exc.message)
+    out = (f"inside: {len(files)} files uid {sorted(set(words[:-1]))}, "
+           f"{words[-1] if words else '?'} layer files; host uid of the container's process: "
+           f"{host_uid}")
+    return results.Check(command=shown, exit_code=res.returncode,
+                         passed=inside_ok and host_uid == 100000, output=out)
+
+
+def _host_uid(d: ContainerdDaemon, image: OciImage, timeout: float) -> int | None:
+    from patchbench import command
+
+    cid = f"{d.namespace}-hostuid"
+    command.run(d.run_argv(image, cid, ["sleep", "30"], detach=True), env=d.env(),
+                timeout=timeout * 5)
+    try:
+        for line in d.ctr("tasks", "ls").stdout.splitlines()[1:]:
+            cols = line.split()
+            if cols and cols[0] == cid:
+                for st in Path(f"/proc/{cols[1]}/status").read_text().splitlines():
+                    if st.startswith("Uid:"):
+                        return int(st.split()[1])
+        return None
+    finally:
+        d.ctr("tasks", "kill", "-s", "KILL", cid, check=False)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if d.ctr("tasks", "delete", cid, check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        d.ctr("containers", "delete", cid, check=False)
+
+
+KIND = LayersKind()
