@@ -16,15 +16,13 @@ binary, a few tens of milliseconds).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchbench.files import sha256_file
+from patchbench.files import sha256_file, tree_digest
 
 STAMP = "COMPLETE"
 MANIFEST = "manifest.json"
@@ -57,21 +55,6 @@ class Verdict:
 
     def summary(self) -> str:
         return f"{self.state}: " + "; ".join(self.problems)
-
-
-def tree_digest(root: Path) -> tuple[str, int]:
-    """sha256 over the sorted relative paths and contents of a directory, and its total size
-    (the same digest the build records for a directory artifact)."""
-    h = hashlib.sha256()
-    size = 0
-    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
-        rel = path.relative_to(root).as_posix()
-        if path.is_symlink():
-            h.update(f"{rel}\0link:{os.readlink(path)}\n".encode())
-            continue
-        h.update(f"{rel}\0{sha256_file(path)}\n".encode())
-        size += path.stat().st_size
-    return h.hexdigest(), size
 
 
 def _read_manifest(entry: Path, verdict: Verdict) -> dict[str, Any] | None:

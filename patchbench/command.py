@@ -138,8 +138,9 @@ def run(
                 start_new_session=True,
                 preexec_fn=procguard.preexec(),  # into the run's cgroup, if guarding
             )
-        except OSError as exc:
-            raise error(f"{label}: could not start: {exc.strerror or exc}") from None
+        except (OSError, subprocess.SubprocessError) as exc:  # also a failing preexec_fn
+            raise error(f"{label}: could not start: {getattr(exc, 'strerror', None) or exc}"
+                        ) from None
         try:
             out_b, err_b = proc.communicate(
                 input=input.encode() if input is not None else None, timeout=timeout
@@ -199,18 +200,24 @@ class Background:
         args[0] = which(args[0])
         self.argv = tuple(args)
         if VERBOSE:
-            print(f"+ {quote(args)} &", file=sys.stderr, flush=True)
+            print(f"+ {redact.text(quote(args))} &", file=sys.stderr, flush=True)
         self._logf: IO[bytes] | None = open(log, "ab") if log is not None else None  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            args,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=self._logf if self._logf is not None else subprocess.DEVNULL,
-            stderr=subprocess.STDOUT if self._logf is not None else subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=procguard.preexec(),  # into the run's cgroup, if guarding
-        )
+        try:
+            self.proc = subprocess.Popen(
+                args,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL,
+                stdout=self._logf if self._logf is not None else subprocess.DEVNULL,
+                stderr=subprocess.STDOUT if self._logf is not None else subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=procguard.preexec(),  # into the run's cgroup, if guarding
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            if self._logf is not None:
+                self._logf.close()
+            raise CommandError(f"{quote(args)}: could not start: "
+                               f"{getattr(exc, 'strerror', None) or exc}") from None
 
     def wait(self, timeout: float) -> int | None:
         """The exit code, or None when it is still running after ``timeout`` seconds."""

@@ -172,14 +172,17 @@ def make_quota_cgroup(cond: Condition, token: str, root: Path = CGROUP_ROOT) -> 
     assert cond.cpu_quota is not None
     quota_us = int(cond.cpu_quota * cond.cpu_period_us)
     version = cgroup_version(root)
-    if version == 2:
-        path = root / f"{CGROUP_PREFIX}{token}"
+    base = root if version == 2 else (root / "cpu" if (root / "cpu").is_dir()
+                                      else root / "cpu,cpuacct")
+    path = base / f"{CGROUP_PREFIX}{token}"
+    try:
         path.mkdir()
+    except OSError as exc:
+        raise RequirementError(f"condition {cond.name!r}: cannot make the quota cgroup {path}: "
+                               f"{exc.strerror or exc}") from None
+    if version == 2:
         files = {"cpu.max": f"{quota_us} {cond.cpu_period_us}\n"}
     else:
-        base = root / "cpu" if (root / "cpu").is_dir() else root / "cpu,cpuacct"
-        path = base / f"{CGROUP_PREFIX}{token}"
-        path.mkdir()
         # the period first: a quota is checked against the current period
         files = {"cpu.cfs_period_us": f"{cond.cpu_period_us}\n",
                  "cpu.cfs_quota_us": f"{quota_us}\n"}
@@ -265,6 +268,15 @@ def check(cond: Condition) -> None:
         command.which("taskset")
     if cond.hogs:
         command.which("sh")
+    if cond.cpu_quota is not None:
+        if os.geteuid() != 0:
+            raise RequirementError(f"condition {cond.name!r}: a CPU quota needs root (a cgroup)")
+        version = cgroup_version(CGROUP_ROOT)
+        cpu = CGROUP_ROOT if version == 2 else next(
+            (CGROUP_ROOT / d for d in ("cpu", "cpu,cpuacct") if (CGROUP_ROOT / d).is_dir()), None)
+        if cpu is None or not os.access(cpu, os.W_OK):
+            raise RequirementError(f"condition {cond.name!r}: no writable cpu cgroup hierarchy "
+                                   f"under {CGROUP_ROOT} for the CPU quota")
 
 
 @contextlib.contextmanager

@@ -38,3 +38,18 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def tree_digest(root: Path) -> tuple[str, int]:
+    """sha256 over the sorted relative paths and contents of a directory, and its total size
+    (what the build records for a directory artifact, and what the cache check compares)."""
+    h = hashlib.sha256()
+    size = 0
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            h.update(f"{rel}\0link:{os.readlink(path)}\n".encode())
+            continue
+        h.update(f"{rel}\0{sha256_file(path)}\n".encode())
+        size += path.stat().st_size
+    return h.hexdigest(), size

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,15 @@ def _cpu_model() -> str:
 
 
 def _version(argv: list[str]) -> str | None:
+    """The first line a tool prints about itself, or None (missing, failing or hanging)."""
+    from patchbench import command
+    from patchbench.errors import PatchbenchError
+
     if shutil.which(argv[0]) is None:
         return None
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        out = command.run(argv, timeout=30, check=False)
+    except PatchbenchError:
         return None
     text = (out.stdout or out.stderr).strip()
     return text.splitlines()[0] if text else None

@@ -23,7 +23,7 @@ from patchbench import (
     source,
 )
 from patchbench.config import Comparison, Project
-from patchbench.errors import PatchbenchError, PatchError, RequirementError, SourceError
+from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
 from patchbench.machine import machine_info
 from patchbench.progress import say
 from patchbench.workspace import Switches, Workspace
@@ -186,8 +186,10 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     target = project.target(comp.target)
     chosen = [scenarios.override(s, sw.runs, sw.rounds, sw.warmup) for s in comp.scenarios
               if not sw.only or s.name in sw.only]
-    if not chosen:
-        raise PatchbenchError(f"--scenario {list(sw.only)} matches none of {name}'s scenarios")
+    unknown = sorted(set(sw.only) - {s.name for s in comp.scenarios})
+    if unknown:
+        raise ConfigError(f"--scenario {', '.join(unknown)}: no such scenario in {name}",
+                          hint="its scenarios: " + ", ".join(s.name for s in comp.scenarios))
     variants = variants_of(comp)
     if sw.dry_run:
         return None, plan.lines(project, ws, name, comp, variants, chosen), None
@@ -225,17 +227,17 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             res.scenarios.append(out)
             res.warnings.extend(warnings)
             procguard.check_active(f"scenario {sc.name}")
-    finally:
-        escaped = procguard.deactivate(guard)  # found, reported and killed
+    finally:  # every step runs and none raises: a failing teardown never loses the measurement
+        try:
+            res.warnings.extend(procguard.deactivate(guard))  # found, reported and killed
+        except OSError as exc:
+            res.warnings.append(f"teardown: the escaped-process check failed: {exc}")
         if runtime is not None:
-            removed = {b.variant.name: runtime.cleanup(b.variant.name, b.bin) for b in built}
-            record = runtime.record()
-            runtime.close()  # an engine for the whole run stops here
-            res.teardown = {b.variant.name: results.Teardown(
-                removed_at_teardown=removed[b.variant.name],
-                left_after_teardown=runtime.leftovers(b.variant.name, b.bin)) for b in built}
-            res.runtime = results.RuntimeRecord.model_validate(record) if record else None
-    res.warnings.extend(escaped)
+            td = runtimes.tear_down(runtime, [(b.variant.name, b.bin) for b in built])
+            res.teardown = {n: results.Teardown(removed_at_teardown=td.removed[n],
+                                                left_after_teardown=td.left[n]) for n in td.left}
+            res.runtime = results.RuntimeRecord.model_validate(td.record) if td.record else None
+            res.warnings.extend(td.problems)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact.tree(redact.paths(res.dump(), {
         str(workdir): "<run>", str(ws.builds): "<builds>", str(project.root): "<project>"})),

@@ -24,7 +24,7 @@ from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
 from patchbench.config import BuildRecipe, Project, Target
 from patchbench.errors import BuildError, ToolchainError
-from patchbench.files import sha256_file, write_json_atomic
+from patchbench.files import sha256_file, tree_digest, write_json_atomic
 from patchbench.layout import Layout
 from patchbench.patching import Overlay, Series
 from patchbench.toolchains import Runner
@@ -243,20 +243,6 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
     (final / STAMP).write_text(key + "\n")  # written last: the build is complete
     progress.say(f"built {label} in {manifest['duration_s']:.1f} s")
     return Built(variant, final, manifest, cached=False)
-
-
-def tree_digest(root: Path) -> tuple[str, int]:
-    """sha256 over the sorted relative paths and contents of a directory, and its total size."""
-    h = hashlib.sha256()
-    size = 0
-    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
-        rel = path.relative_to(root).as_posix()
-        if path.is_symlink():
-            h.update(f"{rel}\0link:{os.readlink(path)}\n".encode())
-            continue
-        h.update(f"{rel}\0{sha256_file(path)}\n".encode())
-        size += path.stat().st_size
-    return h.hexdigest(), size
 
 
 def check_same_toolchain(builds: list[Built]) -> None:

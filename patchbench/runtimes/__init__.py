@@ -1,6 +1,6 @@
 """Runtime targets: what a comparison needs around the measured binaries (an OCI bundle and a
 state root for runc, the container service for apple/container). Each runtime is one module behind
-the ``Runtime`` protocol, registered in ``RUNTIMES``; a target without one measures plain commands.
+the ``Runtime`` protocol, listed in ``get``; a target without one measures plain commands.
 """
 
 from __future__ import annotations
@@ -56,6 +56,41 @@ class Runtime(Protocol):
     def record(self) -> dict[str, Any] | None:
         """What results.json records about the runtime (engine, image, registered binaries),
         or None."""
+
+
+@dataclass
+class TornDown:
+    """What a run's teardown found: per variant, what had to be removed and what is still left;
+    the runtime's record of the run; and the steps that failed (kept as warnings, never raised:
+    a failing teardown must not lose the measurement, nor skip the other steps)."""
+
+    removed: dict[str, list[str]] = field(default_factory=dict)
+    left: dict[str, list[str]] = field(default_factory=dict)
+    record: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def tear_down(runtime: Runtime, variants: Sequence[tuple[str, Path]]) -> TornDown:
+    """cleanup() per variant, record(), close() (an engine for the whole run stops here), then
+    leftovers() per variant; each step runs even when an earlier one failed."""
+    out = TornDown()
+
+    def attempt(what: str, step: Any) -> Any:
+        try:
+            return step()
+        except Exception as exc:  # any failure is recorded; the other steps still run
+            out.problems.append(f"teardown: {what} failed: {exc}")
+            return None
+
+    for name, bin_dir in variants:
+        out.removed[name] = attempt(f"cleanup of {name}",
+                                    lambda n=name, b=bin_dir: runtime.cleanup(n, b)) or []
+    out.record = attempt("the runtime's record", runtime.record)
+    attempt("stopping the runtime", runtime.close)
+    for name, bin_dir in variants:
+        out.left[name] = attempt(f"leftover check of {name}",
+                                 lambda n=name, b=bin_dir: runtime.leftovers(n, b)) or []
+    return out
 
 
 def check_requirements(target: Target) -> None:
