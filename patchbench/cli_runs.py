@@ -63,7 +63,10 @@ def failed_machines(args: list[str], reports: Path) -> list[str]:
         path = Path(arg.rpartition("=")[2])
         path = path if path.exists() else reports / path
         for f in sorted(path.glob("**/exit-code-*")) if path.is_dir() else []:
-            code = f.read_text().strip()
+            try:
+                code = f.read_text(errors="replace").strip()
+            except OSError as exc:
+                code = f"unreadable ({exc.strerror or exc})"
             if code not in ("0", "4"):
                 out.append(f"{f.name.removeprefix('exit-code-')}: invoke compare exited {code} "
                            "(an error, not a gate verdict; see that job's log)")
@@ -104,9 +107,13 @@ def do_merge(args: list[str], *, reports: Path, out: str | None, summary: str | 
     out_dir = Path(out) if out else reports / merged.comparison / f"merged-{stamp}"
     merged.errors.extend(errors)
     text = merge.render_markdown(merged)
-    write_text_atomic(out_dir / "report.md", text)
-    write_text_atomic(out_dir / "report.html", merge.render_html(merged))
-    write_json_atomic(out_dir / "merged.json", merge.to_json(merged))
+    try:
+        write_text_atomic(out_dir / "report.md", text)
+        write_text_atomic(out_dir / "report.html", merge.render_html(merged))
+        write_json_atomic(out_dir / "merged.json", merge.to_json(merged))
+    except OSError as exc:
+        raise ReportError(f"cannot write the merged report under {out_dir}: "
+                          f"{exc.strerror or exc}") from None
     print(text)
     print(f"saved: {out_dir}")
     target = summary_path(summary, os.environ)

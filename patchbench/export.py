@@ -195,7 +195,10 @@ def write_export(results: Results, fmt: str, out_dir: Path) -> list[Path]:
     written = []
     for rel, text in export(results, fmt).items():
         path = out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, text)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, text)
+        except OSError as exc:
+            raise ReportError(f"cannot write the export {path}: {exc.strerror or exc}") from None
         written.append(path)
     return written

@@ -67,9 +67,16 @@ def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
 
 def append_text(path: Path, text: str) -> None:
     """Append (never truncate: a job summary collects every step's part)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(text)
+    from patchbench.errors import ReportError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise ReportError(f"cannot append the summary to {path}: {exc.strerror or exc}",
+                          hint="the run itself is saved; check --summary or "
+                          "$GITHUB_STEP_SUMMARY") from None
 
 
 def append_summary(results: Results, gate_reasons: Sequence[str], path: Path) -> None:
