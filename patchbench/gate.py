@@ -26,5 +26,5 @@ def failures(results: Results) -> list[str]:
                        f"Holm-adjusted p {p_adj:.2g})")
     for scenario in results.scenarios:
         out += scenarios.get(scenario.kind).gate(scenario)
-    out += [w for w in results.warnings if w.startswith(procguard.ESCAPED)]
+    out += [w for w in results.warnings if w.startswith(procguard.ESCAPED + ":")]
     return out

@@ -58,6 +58,7 @@ class Found:
     step: str
     survivors: list[Survivor] = field(default_factory=list)
     killed: bool = False
+    variant: str | None = None  # the variant whose command it was, when it was one variant's
 
     def as_dict(self) -> dict[str, object]:
         return {"step": self.step, "count": len(self.survivors), "killed": self.killed,
@@ -186,12 +187,13 @@ class ProcGuard:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
 
-    def check(self, step: str) -> Found | None:
-        """After ``step`` (a command and its teardown): find, record and kill what is left."""
+    def check(self, step: str, variant: str | None = None) -> Found | None:
+        """After ``step`` (a command and its teardown, of ``variant`` when it is one variant's):
+        find, record and kill what is left."""
         left = self.survivors()
         if not left:
             return None
-        found = Found(step, left)
+        found = Found(step, left, variant=variant)
         self.kill_all()
         found.killed = not self.pids()
         self.found.append(found)
@@ -207,7 +209,9 @@ class ProcGuard:
 # --- the run's guard, consulted by patchbench.command ----------------------------------------
 
 _ACTIVE: ProcGuard | None = None
-ESCAPED = "escaped process"  # the prefix of the warnings (the gate fails on them)
+ESCAPED = "escaped process"  # the prefix of the warnings the gate fails on
+# the baseline's own escapes are reported but fail no candidate (as in stress and soak)
+ESCAPED_BASELINE = "escaped process of the baseline (reported, not gated)"
 
 
 def activate(run_id: str) -> ProcGuard:
@@ -264,9 +268,9 @@ def exempt(pid: int) -> bool:
     return True
 
 
-def check_active(step: str) -> Found | None:
-    """After ``step`` and its teardown: find, record and kill what outlived it."""
-    return _ACTIVE.check(step) if _ACTIVE is not None else None
+def check_active(step: str, variant: str | None = None) -> Found | None:
+    """After ``step`` (of ``variant``) and its teardown: find, record and kill what outlived it."""
+    return _ACTIVE.check(step, variant) if _ACTIVE is not None else None
 
 
 def deactivate(guard: ProcGuard) -> list[str]:
@@ -277,7 +281,8 @@ def deactivate(guard: ProcGuard) -> list[str]:
     try:
         guard.check("after the last scenario") if guard.available else None
         warnings = [
-            f"{ESCAPED}: {f.step}: {len(f.survivors)} process{'es' if len(f.survivors) > 1 else ''}"
+            f"{ESCAPED_BASELINE if f.variant == 'baseline' else ESCAPED}: {f.step}: "
+            f"{len(f.survivors)} process{'es' if len(f.survivors) > 1 else ''}"
             f" outlived the command{' and were killed' if f.killed else ' (could not be killed)'}: "
             + "; ".join(f"{s.cmdline} (pid {s.pid})" for s in f.survivors[:5])
             for f in guard.found]

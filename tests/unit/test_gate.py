@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -106,3 +106,37 @@ def test_a_withheld_verdict_never_fails_the_gate_nor_counts_in_holm() -> None:
     assert gate.failures(make(comparisons=comps)) == [
         "run fix k=1: slower (0.90×, Holm-adjusted p 0.04)",
         "run fix k=2: slower (0.90×, Holm-adjusted p 0.04)"]
+
+
+def test_an_escape_of_the_baseline_is_reported_but_fails_no_candidate() -> None:
+    from patchbench import procguard
+
+    res = make()
+    res.warnings.append(f"{procguard.ESCAPED_BASELINE}: run baseline round 1/5: 1 process "
+                        "outlived the command and were killed: sleep 9 (pid 1)")
+    assert gate.failures(res) == []
+    res.warnings.append(f"{procguard.ESCAPED}: run fix round 1/5: 1 process outlived the "
+                        "command and were killed: sleep 9 (pid 2)")
+    assert gate.failures(res) == [res.warnings[-1]]
+
+
+def test_the_baseline_s_escapes_get_their_own_prefix() -> None:
+    from patchbench import procguard
+
+    class Guard:  # what deactivate reads of a ProcGuard that found two escapes
+        available = True
+        found: ClassVar[list[procguard.Found]] = [
+            procguard.Found("run baseline round 1/5", [procguard.Survivor(1, "sleep 9")],
+                            killed=True, variant="baseline"),
+            procguard.Found("run fix round 1/5", [procguard.Survivor(2, "sleep 9")],
+                            killed=True, variant="fix")]
+
+        def check(self, step: str) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    warnings = procguard.deactivate(Guard())  # type: ignore[arg-type]
+    assert warnings[0].startswith(procguard.ESCAPED_BASELINE + ": run baseline round 1/5")
+    assert warnings[1].startswith(procguard.ESCAPED + ": run fix round 1/5")
