@@ -38,6 +38,7 @@ from typing import Any
 from patchbench import command, progress
 from patchbench import engine as engines
 from patchbench.errors import RequirementError, ToolchainError
+from patchbench.files import sha256_file
 
 FORMAT = 2  # bump when the way images are assembled changes (invalidates cached records)
 EPOCH = "1970-01-01T00:00:00Z"
@@ -219,15 +220,7 @@ def tree_sha256(root: Path) -> str:
         elif stat.S_ISDIR(st.st_mode):
             h.update(f"D {rel}\n".encode())
         else:
-            h.update(f"F {rel} {goroot_mode(rel):o} {_file_sha256(p)}\n".encode())
-    return h.hexdigest()
-
-
-def _file_sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+            h.update(f"F {rel} {goroot_mode(rel):o} {sha256_file(p)}\n".encode())
     return h.hexdigest()
 
 
@@ -281,7 +274,7 @@ class _Layer:
 
     def close(self) -> str:
         self.tar.close()
-        return "sha256:" + _file_sha256(self.path)
+        return "sha256:" + sha256_file(self.path)
 
 
 def _busybox_layer(path: Path) -> tuple[str, str]:
@@ -410,7 +403,7 @@ def ensure_recipe(eng: engines.Engine, name: str, go_version: str, state: Path,
     go = go_tree(go_version, state, environ)
     extra: dict[str, str] = {}
     if recipe.base == "busybox":
-        extra["busybox"] = _file_sha256(Path(command.which("busybox")).resolve())
+        extra["busybox"] = sha256_file(Path(command.which("busybox")).resolve())
     key = recipe_key(recipe, go, extra)
     record_path = state / f"{name}-{key[:16]}.json"
     if record_path.is_file():
@@ -506,7 +499,7 @@ def busybox_archive(tmp: Path) -> tuple[str, str, str]:
     ID, tag and busybox's version line. Nothing is loaded (``--dry-run`` shows the ID)."""
     busybox = Path(command.which("busybox")).resolve()
     key = hashlib.sha256(json.dumps({"format": FORMAT, "recipe": BUSYBOX.name,
-                                     "busybox": _file_sha256(busybox)}).encode()).hexdigest()
+                                     "busybox": sha256_file(busybox)}).encode()).hexdigest()
     tag = f"patchbench/{BUSYBOX.name}:{key[:16]}"
     diff, version = _busybox_layer(tmp / "base.tar")
     image_id = _archive(tmp / "image.tar", [tmp / "base.tar"], [diff], BUSYBOX, key, tag)

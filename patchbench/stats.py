@@ -149,6 +149,16 @@ def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> float:
     return float(min(1.0, math.erfc(z / math.sqrt(2.0))))
 
 
+def judge(speedup: float, ci: tuple[float, float] | None, p: float | None, *, alpha: float,
+          min_effect: float) -> str:
+    """The verdict rule, for every method: "faster" or "slower" only when p < alpha, the effect
+    is at least ``min_effect`` and the CI (when there is one) excludes 1."""
+    significant = p is not None and p < alpha and abs(speedup - 1.0) >= min_effect
+    if significant and (ci is None or not (ci[0] <= 1.0 <= ci[1])):
+        return "faster" if speedup > 1 else "slower"
+    return "no significant difference"
+
+
 def compare(
     base: Sequence[float], cand: Sequence[float], *, alpha: float = 0.05, min_effect: float = 0.02,
     seed: int = 0, resamples: int = BOOTSTRAP,
@@ -162,11 +172,7 @@ def compare(
     p: float | None = None
     if len(base) >= 3 and len(cand) >= 3:
         p = mann_whitney_u(base, cand)
-    verdict = "no significant difference"
-    significant = p is not None and p < alpha and abs(speedup - 1.0) >= min_effect
-    # the CI must also exclude 1 for a verdict, when there is one
-    if significant and (ci is None or not (ci[0] <= 1.0 <= ci[1])):
-        verdict = "faster" if speedup > 1 else "slower"
+    verdict = judge(speedup, ci, p, alpha=alpha, min_effect=min_effect)
     return Comparison(
         speedup=speedup,
         ci_low=ci[0] if ci else None,
@@ -541,10 +547,8 @@ def paired_rounds(
         note = (f"verdict withheld: {n_rounds} round{plural} with runs of both variants, "
                 f"at least {min_rounds} needed for a round-paired verdict")
     else:
-        verdict = "no significant difference"
         assert p is not None and ci is not None
-        if p < alpha and not (ci[0] <= 1.0 <= ci[1]) and abs(speedup - 1.0) >= min_effect:
-            verdict = "faster" if speedup > 1 else "slower"
+        verdict = judge(speedup, ci, p, alpha=alpha, min_effect=min_effect)
     return PairedComparison(
         speedup=speedup,
         ci_low=ci[0] if ci else None,
