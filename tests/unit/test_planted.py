@@ -76,3 +76,24 @@ def test_measure_delay_on_a_build_without_the_flag_is_one_error(tmp_path: Path) 
     exe = fake_binary(tmp_path, "print('booted')")
     with pytest.raises(CommandError, match="printed no delay_seconds"):
         planted.measure_delay(exe, runs=1)
+
+
+def test_the_band_absorbs_the_models_own_error_and_nothing_more() -> None:
+    # a precise comparison (CI +-0.05 %) of a run that grew by 5.25 ms for a measured 5.16 ms
+    # delay: outside the point estimate, inside the 5 % band
+    class Precise:
+        def __init__(self, growth: float) -> None:
+            self.speedup = 0.1231 / (0.1231 + growth)
+            self.ci_low, self.ci_high = self.speedup * 0.9995, self.speedup * 1.0005
+            self.verdict = "slower"
+
+    medians = [0.1231] * 8
+    near = planted.check(Precise(0.00525), medians, [0.00516])
+    assert not (near.ci_low or 0) <= near.expected_speedup <= (near.ci_high or 0)
+    assert near.covered and near.ok
+    assert near.band[0] < near.expected_speedup < near.band[1]
+    # a growth 10 % off the delay is a miss, and so is anything with no tolerance at all
+    assert not planted.check(Precise(0.00568), medians, [0.00516]).covered
+    assert not planted.check(Precise(0.00525), medians, [0.00516], tolerance=0.0).covered
+    with pytest.raises(ValueError):
+        planted.check(Precise(0.005), medians, [0.005], tolerance=1.0)
