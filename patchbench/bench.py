@@ -4,8 +4,12 @@ k for a burst).
 Every round runs every cell once, in an order drawn from a seeded generator, so baseline and
 candidate alternate through the whole measurement and never run as all-A-then-all-B. hyperfine does
 the timing (``-N``, warmup, prepare, cleanup, ``--export-json``); this module keeps every run's
-time, exit code and round, stops a hanging call with a timeout, and reports a failing run with its
-round and exit code.
+time, exit code and round, and reports a failing run with its round and exit code.
+
+Per-run deadlines: the kinds run each command under patchbench's launcher with ``-deadline``
+(``Invocation.deadline``), which kills a run past it after saving its evidence and exits 124. Such a
+run is a hang: it is kept apart (``hung_times``, ``hung_rounds``), never timed, and the measurement
+goes on. The timeout of a whole hyperfine call stays as a backstop for the launcher itself.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchbench import command, procguard
+from patchbench import command, hangs, procguard
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.progress import RoundProgress, step
 
@@ -50,6 +54,13 @@ class Samples:
     rounds: list[int] = field(default_factory=list)
     hyperfine: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0  # wall time spent in hyperfine (and setup/teardown) for this cell
+    hung_times: list[float] = field(default_factory=list)  # runs past their deadline
+    hung_rounds: list[int] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        """Every measured run, hung or not."""
+        return len(self.times) + len(self.hung_times)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,7 +71,32 @@ class Samples:
             "rounds": self.rounds,
             "hyperfine": self.hyperfine,
             "seconds": self.seconds,
+            "hung_times": self.hung_times,
+            "hung_rounds": self.hung_rounds,
         }
+
+    def add(self, result: dict[str, Any], rnd: int) -> list[int]:
+        """Take one hyperfine call's runs (round ``rnd``): a run that exited 124 (the launcher's
+        hang code) goes to the hung lists, every other run to the timed ones. Returns the exit
+        codes of the runs that failed otherwise."""
+        codes = [int(c) if c is not None else -1 for c in result.get("exit_codes", [])]
+        times = list(result["times"])
+        user = list(result.get("user_times", []) or [])
+        system = list(result.get("system_times", []) or [])
+        for n, (t, code) in enumerate(zip(times, codes or [0] * len(times), strict=True)):
+            if code == hangs.HANG_EXIT_CODE:
+                self.hung_times.append(t)
+                self.hung_rounds.append(rnd)
+                continue
+            self.times.append(t)
+            self.exit_codes.append(code)
+            self.rounds.append(rnd)
+            if n < len(user):
+                self.user.append(user[n])
+            if n < len(system):
+                self.system.append(system[n])
+        self.hyperfine.append(result)
+        return [c for c in codes if c not in (0, hangs.HANG_EXIT_CODE)]
 
 
 @dataclass(frozen=True)
@@ -73,6 +109,8 @@ class Invocation:
     prepare: str | None = None
     cleanup: str | None = None
     env: Mapping[str, str] | None = None
+    wrap: list[str] = field(default_factory=list)  # a prefix for hyperfine (a condition's)
+    deadline: float | None = None  # each run's deadline, enforced by the launcher in `command`
 
 
 def schedule(cells: Sequence[Cell], rounds: int, seed: int) -> list[list[Cell]]:
@@ -110,7 +148,7 @@ def hyperfine(
     name: str,
 ) -> dict[str, Any]:
     """One hyperfine call (no shell, failures recorded rather than fatal); returns its result."""
-    argv = [
+    argv = [*inv.wrap,
         "hyperfine", "-N", "-i", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
         "--export-json", str(export), "--command-name", name,
     ]
@@ -119,20 +157,35 @@ def hyperfine(
     if inv.cleanup:
         argv += ["--cleanup", inv.cleanup]
     argv += ["--", shlex.join(inv.command)]  # never read as a hyperfine option
-    timeout = (runs + warmup) * per_run_timeout + TIMEOUT_SLACK
+    per_run = per_run_timeout if inv.deadline is None else inv.deadline + hangs.KILL_SLACK
+    timeout = (runs + warmup) * per_run + TIMEOUT_SLACK
     try:
         command.run(argv, log=log, timeout=timeout, env=inv.env, error=BenchmarkError, what=name)
     except BenchmarkError as exc:
         if "timed out" in exc.message:
-            raise BenchmarkError(
-                f"{name}: the benchmark command hung; stopped after {timeout:g} s",
-                hint="raise the scenario's 'timeout' (seconds per run) if it is legitimately slow",
-                detail=exc.detail,
-            ) from None
+            seen = _seen_so_far(log)
+            if inv.deadline is not None:
+                what = (f"hyperfine did not finish {runs + warmup} runs in {timeout:g} s although "
+                        f"each run has a deadline of {inv.deadline:g} s: the launcher itself or "
+                        "hyperfine's prepare/cleanup hung")
+            else:
+                what = (f"the benchmark command hung (this command runs without a per-run "
+                        f"deadline); stopped after {timeout:g} s")
+            raise BenchmarkError(f"{name}: {what}. Seen: {seen}", detail=exc.detail) from None
         raise
     data = json.loads(export.read_text())
     result: dict[str, Any] = data["results"][0]
     return result
+
+
+def _seen_so_far(log: Path) -> str:
+    """What hyperfine's log last said (its progress lines), for an error that says what was seen
+    rather than what to raise."""
+    try:
+        lines = [x.strip() for x in log.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return "no log"
+    return " | ".join(lines[-3:])[-400:] or "nothing in the log"
 
 
 Expander = Callable[[Cell], Invocation]
@@ -187,15 +240,9 @@ def measure(
                 procguard.check_active(name, cell.variant)
             s = samples[cell]
             s.seconds += time.monotonic() - t0
-            codes = [int(c) if c is not None else -1 for c in result.get("exit_codes", [])]
-            s.times.extend(result["times"])
-            s.exit_codes.extend(codes)
-            s.rounds.extend([r] * len(result["times"]))
-            s.user.extend(result.get("user_times", []) or [])
-            s.system.extend(result.get("system_times", []) or [])
-            s.hyperfine.append(result)
-            failed = [c for c in codes if c != 0]
+            failed = s.add(result, r)
             if failed:
+                codes = result.get("exit_codes", [])
                 raise BenchmarkError(
                     f"{name}: {len(failed)} of {len(codes)} runs failed "
                     f"(exit codes {sorted(set(failed))})",

@@ -34,6 +34,7 @@ from patchbench import stats
 from patchbench.errors import ReportError
 
 HANG_EXIT_CODE = 124  # launcher/deadline.go: HangExitCode
+KILL_SLACK = 12.0  # seconds the launcher may take past a deadline: evidence, kill, 10 s grace
 EVIDENCE_GLOB = "hang-*.json"
 LOST_SIGCHLD = "the classic lost-SIGCHLD signature"
 
@@ -194,15 +195,6 @@ def describe(ev: Evidence) -> str:
     return "\n".join(lines)
 
 
-def deadline_argv(launcher: Path, argv: Sequence[str], deadline_s: float, evidence: Path,
-                  ) -> list[str]:
-    """``argv`` run by the launcher with a per-run deadline: for a hyperfine command (with
-    ``-i``), so that a hung run is killed at its deadline, its evidence saved into ``evidence``,
-    and recorded as exit code 124 (``count_hangs``) instead of stopping the whole call."""
-    return [str(launcher), "-k", "1", "-deadline", f"{deadline_s:g}s", "-evidence",
-            str(evidence), "--", *argv]
-
-
 # --- counting --------------------------------------------------------------------------------
 
 
@@ -269,7 +261,6 @@ __all__ = [
     "ProcessInfo",
     "compare_hangs",
     "count_hangs",
-    "deadline_argv",
     "describe",
     "gate_failures",
     "load_evidence",

@@ -20,6 +20,13 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   whole run; docker-run: engine, image ID, registered runtimes with their sha256), null or absent
   otherwise. Kinds added since, without a version change (files without them read as before):
   ``soak``, ``layers``.
+- 4: every measured run of the ``command`` and ``burst`` kinds has its own deadline (issue 11):
+  a run past it is a hang, killed after its evidence is saved, left out of ``times`` and kept in
+  the samples' ``hung_times``/``hung_rounds``; a cell records ``hangs`` ("N of M", the deadline,
+  its evidence files) and a comparison records ``hangs`` (Fisher's exact test against the
+  baseline). Those kinds may list ``conditions``: a cell's ``params`` then name its
+  ``condition``, and the scenario records each condition as applied. Version 3 files read as
+  runs without deadlines (``hangs`` null).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from patchbench.errors import ReportError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SCHEMA_HISTORY = {
     1: "first version: per scenario, cells with raw samples (times, exit codes, rounds, "
     "hyperfine JSON) and baseline/candidate comparisons",
@@ -40,6 +47,8 @@ SCHEMA_HISTORY = {
     "stress scenarios without empty cells/comparisons",
     3: "comparisons judged by the round-paired rule (per-round ratios, drift check, withheld "
     "below min_rounds); the pooled figures kept under pooled, descriptive only",
+    4: "per-run deadlines in command and burst: hung runs counted per cell (hangs), kept apart "
+    "from the timing (hung_times, hung_rounds) and tested against the baseline; conditions",
 }
 
 POOLED_METHOD = "pooled: Mann-Whitney U and a bootstrap CI, every run taken as independent"
@@ -69,6 +78,37 @@ class Samples(_Rec):
     rounds: list[int] = Field(default_factory=list)
     hyperfine: list[dict[str, Any]] = Field(default_factory=list)  # hyperfine's own JSON
     seconds: float = 0.0  # wall time spent measuring this cell
+    # runs that passed their deadline (version 4): their time (about the deadline) and round;
+    # never in ``times``, so never in the timing statistics
+    hung_times: list[float] = Field(default_factory=list)
+    hung_rounds: list[int] = Field(default_factory=list)
+
+
+class Hangs(_Rec):
+    """A cell's runs that passed their deadline: "hangs: N of M" (M counts every measured run,
+    hung or not), with the evidence the launcher saved before each kill (files in the run
+    folder) and how many of those show a zombie child under a sleeping parent."""
+
+    hangs: int
+    runs: int
+    deadline_s: float
+    evidence: list[str] = Field(default_factory=list)
+    lost_sigchld: int = 0
+
+    @property
+    def text(self) -> str:
+        return f"{self.hangs} of {self.runs}"
+
+
+class HangTest(_Rec):
+    """A candidate's hangs against the baseline's (Fisher's exact test)."""
+
+    hangs: int
+    runs: int
+    baseline_hangs: int
+    baseline_runs: int
+    p_value: float  # two-sided: do the hang rates differ?
+    p_more: float  # one-sided: does the candidate hang more often?
 
 
 class Instances(_Rec):
@@ -86,6 +126,7 @@ class Cell(_Rec):
     summary: Summary
     samples: Samples
     instances: Instances | None = None
+    hangs: Hangs | None = None  # null: measured without per-run deadlines (version 3 and older)
 
 
 class Drift(_Rec):
@@ -141,6 +182,7 @@ class Verdict(_Rec):
     drift: Drift | None = None
     note: str = ""
     pooled: Pooled | None = None
+    hangs: HangTest | None = None
 
     @property
     def paired(self) -> bool:
@@ -172,9 +214,20 @@ class _Scenario(_Rec):
     order: list[list[str]] = Field(default_factory=list)
 
 
+class AppliedCondition(_Rec):
+    """A condition a timed scenario's cells ran under (patchbench.conditions), as applied."""
+
+    name: str
+    summary: str
+    applied: dict[str, Any] = Field(default_factory=dict)
+
+
 class _Timed(_Scenario):
     cells: list[Cell]
     comparisons: list[Verdict]
+    deadline_s: float | None = None  # each run's deadline (version 4); null: none
+    conditions: list[AppliedCondition] = Field(default_factory=list)  # empty: the default only
+    evidence_summary: str | None = None  # a readable account of every hang, in the run folder
 
 
 class CommandResult(_Timed):
@@ -351,7 +404,7 @@ class RuntimeRecord(_Rec):
 
 
 class Results(_Rec):
-    schema_version: Literal[3] = 3
+    schema_version: Literal[4] = 4
     schema_history: dict[str, str] = Field(
         default_factory=lambda: {str(k): v for k, v in SCHEMA_HISTORY.items()})
     tool: str
@@ -413,7 +466,15 @@ def upgrade_v2(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-UPGRADES = {1: upgrade_v1, 2: upgrade_v2}
+def upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 3 file as version 4: runs without per-run deadlines (the defaults say so)."""
+    out = dict(data)
+    out["schema_version"] = 4
+    out["schema_history"] = {str(k): v for k, v in SCHEMA_HISTORY.items()}
+    return out
+
+
+UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3}
 
 
 def parse(data: Any, where: str) -> Results:

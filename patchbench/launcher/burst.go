@@ -114,12 +114,13 @@ func main() {
 			becomeSubreaper()
 		}
 	}
-	failed, hung := 0, 0
+	failed, hung, lastCode := 0, 0, 0
 	for rep := 0; rep < *reps; rep++ {
 		rec := once(phases, *k, rep, *deadline, *evidence, *escapes)
 		for i, code := range rec.ExitCodes {
 			if code != 0 {
 				failed++
+				lastCode = code
 			}
 			if rec.Hung != nil && rec.Hung[i] {
 				hung++
@@ -140,7 +141,7 @@ func main() {
 	}
 	if failed > 0 {
 		fmt.Fprintf(os.Stderr, "burst: %d of %d runs failed\n", failed, *k**reps)
-		os.Exit(1)
+		os.Exit(singleCode(*k**reps, lastCode))
 	}
 }
 
@@ -196,4 +197,19 @@ func once(phases [][]string, k, rep int, deadline time.Duration, evidence string
 		rec.Escaped = reapOrphans()
 	}
 	return rec
+}
+
+// singleCode is the launcher's exit code when runs failed: for a single run (-k 1 without -n),
+// the command's own code, so that a caller timing one command through the launcher sees it as if
+// it had run the command itself. A command killed by a signal (its code is -1 here) and one that
+// itself exits with the hang code give 1, so that the latter is never counted as a hang. For
+// several runs, 1.
+func singleCode(runs, code int) int {
+	if runs != 1 || code == 0 || code == HangExitCode || code > 255 {
+		return 1
+	}
+	if code < 0 {
+		return 1 // killed by a signal the run could not name (see exitCode)
+	}
+	return code
 }

@@ -32,6 +32,8 @@ def fmt_time(seconds: float | None) -> str:
 
 
 def fmt_ratio(c: Verdict | Pooled) -> str:
+    if math.isnan(c.speedup):  # no round with finished runs of both (every run of one hung)
+        return "-"
     text = f"{c.speedup:.2f}×"
     if c.ci_low is not None and c.ci_high is not None:
         text += f" [{c.ci_low:.2f}, {c.ci_high:.2f}]"
@@ -99,11 +101,57 @@ def detail_table(sc: CommandResult | BurstResult | LayersResult, fmt: str = "git
             ci = s.median_ci
             row.append(f"{rate.count / s.median:,.0f}"
                        + (f" [{rate.count / ci[1]:,.0f}, {rate.count / ci[0]:,.0f}]" if ci else ""))
+        if any(x.hangs is not None for x in sc.cells):
+            row.append(c.hangs.text if c.hangs is not None else "-")
         rows.append([*row, "noisy" if s.noisy else ""])
     headers = ["cell", "n", "median", "95% CI of median", "mean ± σ", "min", "max"]
     if rate:
         headers.append(f"{rate.unit} [95% CI]")
+    if any(x.hangs is not None for x in sc.cells):
+        headers.append("hangs")
     return tabulate(rows, headers=[*headers, ""], tablefmt=fmt, disable_numparse=True)
+
+
+def hang_blocks(sc: CommandResult | BurstResult | LayersResult) -> list[str]:
+    """Runs with deadlines (results version 4): the rule, the conditions, and per candidate its
+    hangs against the baseline's (Fisher's exact test) with the evidence saved before each kill."""
+    if not isinstance(sc, CommandResult | BurstResult) or sc.deadline_s is None:
+        return []
+    out = [f"Each run had a {sc.deadline_s:g} s deadline: a run past it is a hang, its evidence "
+           "saved, its process group killed; hangs are counted (n above counts the runs that "
+           "finished) and left out of the timing."]
+    if sc.conditions:
+        out.append("Conditions (each its own set of interleaved cells):\n\n" + "\n".join(
+            f"- `{c.name}`: {c.summary}" for c in sc.conditions))
+    if not any(c.hangs is not None and c.hangs.hangs for c in sc.cells):
+        out.append("No run hung.")
+        return out
+    rows = []
+    for c in sc.comparisons:
+        if c.hangs is not None:
+            t = c.hangs
+            rows.append([c.candidate, f"{t.hangs} of {t.runs}",
+                         f"{t.baseline_hangs} of {t.baseline_runs}", fmt_p(t.p_value),
+                         fmt_p(t.p_more)])
+    out.append(tabulate(rows, headers=["candidate", "hangs", "baseline hangs",
+                                       "p (Fisher, two-sided)", "p (hangs more, one-sided)"],
+                        tablefmt="github", disable_numparse=True))
+    seen = []
+    for cell in sc.cells:
+        h = cell.hangs
+        if h is None or not h.evidence:
+            continue
+        sig = (f"; {h.lost_sigchld} with a zombie child under a sleeping parent (the classic "
+               "lost-SIGCHLD signature)") if h.lost_sigchld else ""
+        files = ", ".join(f"[{n}]({n})" for n in h.evidence[:5])
+        more = f" and {len(h.evidence) - 5} more" if len(h.evidence) > 5 else ""
+        seen.append(f"- {cell.label}: {len(h.evidence)} evidence files (warmup runs included)"
+                    f"{sig}: {files}{more}")
+    if seen:
+        summary = (f" A readable account of every hang: [{sc.evidence_summary}]"
+                   f"({sc.evidence_summary}).") if sc.evidence_summary else ""
+        out.append("What was seen:" + summary + "\n\n" + "\n".join(seen))
+    return out
 
 
 def paired_blocks(sc: CommandResult | BurstResult | LayersResult) -> list[str]:
@@ -379,7 +427,7 @@ def render(results: Results) -> str:
         if not isinstance(sc, StressResult | SoakResult) and sc.cells:
             lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
                       f"{sc.warmup}.", "", detail_table(sc), ""]
-            for block in paired_blocks(sc):
+            for block in paired_blocks(sc) + hang_blocks(sc):
                 lines += [block, ""]
         for extra in extra_blocks(sc):
             lines += [extra, ""]

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from patchbench.build import Built
     from patchbench.layout import Layout
     from patchbench.results import Cell as CellResult
-    from patchbench.results import Check, ScenarioResult, Verdict
+    from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
     from patchbench.runtimes import Runtime
 
 
@@ -131,30 +131,58 @@ def header(sc: Any, command: str) -> dict[str, Any]:
             "rate": rate.model_dump() if rate is not None else None}
 
 
-def cell_result(cell: Cell, samples: Samples, seed: int = 0) -> CellResult:
+def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None = None
+                ) -> CellResult:
+    """A cell's summary and raw samples. Its timing statistics are of the runs that finished;
+    runs past their deadline are counted in ``hangs``. A cell whose every run hung has no
+    timing: its summary is of no runs (n 0, NaN figures)."""
     from patchbench import results, stats
 
-    summ = stats.summarize(samples.times)
-    ci = stats.median_ci(samples.times, seed=seed)
+    summ = stats.summarize(samples.times) if samples.times else stats.summarize([float("nan")])
+    ci = stats.median_ci(samples.times, seed=seed) if samples.times else None
+    summary = results.Summary(**summ.__dict__, cv=summ.cv, noisy=summ.noisy,
+                              median_ci=list(ci) if ci else None)
+    if not samples.times:
+        summary.n = 0
     return results.Cell(
-        variant=cell.variant, params=dict(cell.params), label=cell.label,
-        summary=results.Summary(**summ.__dict__, cv=summ.cv, noisy=summ.noisy,
-                                median_ci=list(ci) if ci else None),
-        samples=results.Samples(**samples.as_dict()),
+        variant=cell.variant, params=dict(cell.params), label=cell.label, summary=summary,
+        samples=results.Samples(**samples.as_dict()), hangs=hangs,
     )
 
 
+def hang_test(base: Samples, cand: Samples) -> HangTest:
+    """The candidate's hangs against the baseline's, by Fisher's exact test."""
+    from patchbench import hangs, results
+
+    cmp = hangs.compare_hangs(hangs.HangCount("baseline", len(base.hung_times), base.runs),
+                              hangs.HangCount("candidate", len(cand.hung_times), cand.runs))
+    return results.HangTest(hangs=len(cand.hung_times), runs=cand.runs,
+                            baseline_hangs=len(base.hung_times), baseline_runs=base.runs,
+                            p_value=cmp.p_value, p_more=cmp.p_more)
+
+
 def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext,
-                  ) -> Verdict:
-    """The round-paired verdict (patchbench.verdict), the pooled figures kept as descriptive."""
-    from patchbench import results, verdict
+                  *, deadline: bool = False) -> Verdict:
+    """The round-paired verdict (patchbench.verdict), the pooled figures kept as descriptive;
+    with ``deadline`` (runs had one each), the hang counts tested against the baseline."""
+    from patchbench import results, stats, verdict
 
     b, c = samples[base], samples[cand]
+    params = " ".join(f"{k}={v}" for k, v in base.params)
+    if not set(b.rounds) & set(c.rounds):  # every run of one of them hung (or no round shared)
+        return results.Verdict(
+            baseline=base.label, candidate=cand.label, candidate_variant=cand.variant,
+            params=params, speedup=float("nan"), ci_low=None, ci_high=None, p_value=None,
+            verdict="withheld", alpha=ctx.alpha, min_effect=ctx.min_effect,
+            method="round-paired t on per-round log ratios of medians", rounds=0,
+            min_rounds=stats.MIN_ROUNDS,
+            note="verdict withheld: no round has finished runs of both variants",
+            hangs=hang_test(b, c) if deadline else None)
     rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=ctx.alpha,
                          min_effect=ctx.min_effect, seed=ctx.seed)
-    params = " ".join(f"{k}={v}" for k, v in base.params)
     return results.Verdict(baseline=base.label, candidate=cand.label,
-                           candidate_variant=cand.variant, params=params, **rec)
+                           candidate_variant=cand.variant, params=params,
+                           hangs=hang_test(b, c) if deadline else None, **rec)
 
 
 def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:
@@ -212,3 +240,92 @@ def plan_invocation(ctx: ScenarioContext, cell: Cell, verify: list[str] | None =
         lines.append(f"  {tag} verify:   "
                      + shlex.join(bench.fill_argv(verify, vals, ctx.scenario.name)))
     return lines
+
+
+# --- per-run deadlines: evidence and the gate rule (command, burst, soak) ---------------------
+
+
+def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext) -> None:
+    """Copy a text file for the report folder with this machine's paths replaced by names."""
+    text = src.read_text()
+    for path, name in ((str(ctx.workdir), "<run>"), (str(ctx.layout.builds), "<builds>"),
+                       (str(ctx.project_root), "<project>")):
+        text = text.replace(path, name)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text)
+
+
+def evidence_dir(ctx: ScenarioContext, cell: Cell) -> Path:
+    """Where the launcher saves the hang evidence of one cell's runs."""
+    slug = cell.label.replace(" ", "_").replace("=", "")
+    return ctx.workdir / f"{ctx.scenario.name}-evidence" / slug
+
+
+def deadline_flags(ctx: ScenarioContext, cell: Cell, deadline: float) -> list[str]:
+    """The launcher's options for a per-run deadline with the cell's evidence folder."""
+    return ["-deadline", f"{deadline:g}s", "-evidence", str(evidence_dir(ctx, cell))]
+
+
+def report_evidence(ctx: ScenarioContext, files: list[Path], prefix: str,
+                    summary: list[str]) -> tuple[list[str], int]:
+    """Copy hang evidence into the report folder (paths redacted), append a readable account of
+    each hang to ``summary``; return the names in the report folder and how many show the
+    lost-SIGCHLD signature."""
+    from patchbench import hangs
+
+    names, lost = [], 0
+    for path in files:
+        name = f"{prefix}-{path.name}"
+        copy = ctx.workdir / f"{ctx.scenario.name}-evidence-report" / name
+        redacted_copy(path, copy, ctx)
+        ctx.extra_files[name] = copy
+        names.append(name)
+        ev = hangs.load_evidence_file(path)
+        lost += ev.lost_sigchld
+        summary += [f"## {prefix}: {name}", hangs.describe(ev), ""]
+    return names, lost
+
+
+def evidence_summary(ctx: ScenarioContext, summary: list[str]) -> str | None:
+    """Write the readable account of every hang (if any) for the report folder; its name."""
+    if not summary:
+        return None
+    name = f"{ctx.scenario.name}-hangs.txt"
+    text = ctx.workdir / name
+    text.write_text("\n".join(summary) + "\n")
+    red = ctx.workdir / f"{ctx.scenario.name}-evidence-report" / name
+    redacted_copy(text, red, ctx)
+    ctx.extra_files[name] = red
+    return name
+
+
+def cell_hangs(ctx: ScenarioContext, cell: Cell, samples: Samples, deadline: float,
+               summary: list[str]) -> Hangs:
+    """A cell's "hangs: N of M" with its evidence (warmup hangs leave evidence too, and are
+    named with the rest)."""
+    from patchbench import hangs, results
+
+    d = evidence_dir(ctx, cell)
+    files = sorted(d.glob(hangs.EVIDENCE_GLOB)) if d.is_dir() else []
+    slug = cell.label.replace(" ", "_").replace("=", "")
+    names, lost = report_evidence(ctx, files, slug, summary)
+    return results.Hangs(hangs=len(samples.hung_times), runs=samples.runs, deadline_s=deadline,
+                         evidence=names, lost_sigchld=lost)
+
+
+def hang_gate(name: str, comparisons: list[Verdict]) -> list[str]:
+    """The gate rule for runs with deadlines: any hang of a candidate fails; the baseline's
+    count and Fisher's p are named beside it, and a baseline's own hangs never fail."""
+    out = []
+    for c in comparisons:
+        h = c.hangs
+        if h is not None and h.hangs:
+            out.append(f"{name} {c.candidate}: hangs: {h.hangs} of {h.runs} (baseline "
+                       f"{h.baseline_hangs} of {h.baseline_runs}; Fisher p {h.p_value:.2g})")
+    return out
+
+
+def hang_warnings(name: str, cells: list[CellResult]) -> list[str]:
+    return [f"{name} {c.label}: hangs: {c.hangs.text} (runs past the {c.hangs.deadline_s:g} s "
+            "deadline, killed and left out of the timing)"
+            for c in cells if c.hangs is not None and c.hangs.hangs]

@@ -5,6 +5,11 @@ The launcher (patchbench/launcher) creates the k children, then releases them to
 appends each instance's own latency to a file. hyperfine times the launcher. The launcher's own
 overhead (k copies of ``true``) is measured and reported. With ``phases``, each instance's start
 is split into commands run one after the other and each phase is timed.
+
+Every instance has its own deadline (``timeout``): the launcher kills one past it after saving
+its evidence, and the run (all k instances) counts as a hang, out of the timing (see the
+``command`` kind). Conditions are not offered here (the scan's table is per k); the ``command``
+and ``soak`` kinds have them.
 """
 
 from __future__ import annotations
@@ -19,14 +24,17 @@ from patchbench.models import Name, StrictModel
 from patchbench.scenarios.base import (
     ScenarioConfig,
     ScenarioContext,
-    cell_result,
-    compare_cells,
+    hang_gate,
     header,
-    noisy_warnings,
     plan_invocation,
-    verdict_warnings,
 )
-from patchbench.scenarios.command import CommandConfig, measure_cells
+from patchbench.scenarios.command import (
+    CommandConfig,
+    measure_cells,
+    plan_deadline,
+    timed_results,
+    with_deadline,
+)
 
 if TYPE_CHECKING:
     from patchbench.bench import Cell, Invocation
@@ -57,6 +65,9 @@ class BurstConfig(CommandConfig):
     def _phases(self) -> BurstConfig:
         if self.phases and not self.phase_k:
             raise ValueError("'phases' need 'phase_k', the instance counts to time them at")
+        if self.conditioned:
+            raise ValueError("a burst scan takes no 'conditions' (its table is per k); use a "
+                             "command or soak scenario for conditions")
         return self
 
 
@@ -79,7 +90,7 @@ class BurstKind:
         lines = []
         for b in ctx.built:
             lines += plan_invocation(ctx, Cell(b.variant.name, (("k", str(sc.k[0])),)))
-        return lines
+        return lines + plan_deadline(sc)
 
     def run(self, ctx: ScenarioContext) -> tuple[BurstResult, list[str]]:
         from patchbench import launcher, results, stats
@@ -92,12 +103,8 @@ class BurstKind:
         def expand(cell: Cell) -> Invocation:
             if cell.variant == OVERHEAD_VARIANT:
                 return Invocation(command=[str(exe), "-k", cell.param("k") or "1", "--", "true"])
-            inv = ctx.expand(cell)
-            return Invocation(
-                command=[str(exe), "-k", cell.param("k") or "1", "-o", str(_lat_file(ctx, cell)),
-                         "--", *inv.command],
-                setup=inv.setup, teardown=inv.teardown, prepare=inv.prepare, cleanup=inv.cleanup,
-            )
+            return with_deadline(ctx, exe, cell, ctx.expand(cell),
+                                 ["-k", cell.param("k") or "1", "-o", str(_lat_file(ctx, cell))])
 
         variants = [b.variant.name for b in ctx.built]
         cells = [Cell(v, (("k", str(k)),)) for v in variants for k in sc.k]
@@ -108,11 +115,11 @@ class BurstKind:
                                         "teardown": [], "prepare": None, "cleanup": None})
         over, _ = measure_cells(ctx, over_cells, expand, over_sc)
 
-        cell_results = [cell_result(c, samples[c], ctx.seed) for c in cells]
+        cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
         for c, res in zip(cells, cell_results, strict=True):
             res.instances = _instances(_lat_file(ctx, c))
-        medians = {(c.variant, int(c.param("k") or 1)): stats.summarize(samples[c].times).median
-                   for c in cells}
+        medians = {(c.variant, int(c.param("k") or 1)): r.summary.median  # NaN: every run hung
+                   for c, r in zip(cells, cell_results, strict=True)}
         overhead = {str(k): stats.summarize(over[Cell(OVERHEAD_VARIANT, (("k", str(k)),))].times
                                             ).median for k in sc.k}
         from patchbench.report import charts
@@ -121,16 +128,14 @@ class BurstKind:
         charts.burst(chart, sc.k, variants, medians, sc.name)
         ctx.extra_files[chart.name] = chart
         phases = measure_phases(ctx, exe, variants) if sc.phases else None
-        comparisons = [compare_cells(Cell(variants[0], c.params), c, samples, ctx)
-                       for c in cells if c.variant != variants[0]]
         result = results.BurstResult(
             **header(sc, sc.shown_command()), k=sc.k, order=order, cells=cell_results,
             comparisons=comparisons,
             slope_s_per_instance={v: stats.slope(sc.k, [medians[(v, k)] for k in sc.k])
                                   for v in variants},
             launcher_overhead=overhead, chart=chart.name, phases=phases,
-            phase_names=[p.name for p in sc.phases])
-        warnings = noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
+            phase_names=[p.name for p in sc.phases], deadline_s=sc.timeout,
+            evidence_summary=ev_summary)
         base_k1 = medians.get((variants[0], min(sc.k)))
         worst = max(overhead.values())
         if base_k1 and worst > 0.25 * base_k1:
@@ -140,7 +145,7 @@ class BurstKind:
         return result, warnings
 
     def gate(self, result: BurstResult) -> list[str]:
-        return []
+        return hang_gate(result.name, result.comparisons)
 
 
 def measure_phases(ctx: ScenarioContext, exe: Path, variants: list[str]

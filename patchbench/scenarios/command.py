@@ -1,19 +1,32 @@
 """The ``command`` kind (the default): one command per variant, timed by hyperfine in
-interleaved rounds, compared with the baseline; an optional ``verify`` check after measuring."""
+interleaved rounds, compared with the baseline; an optional ``verify`` check after measuring.
+
+Every measured run has its own deadline (``timeout``, seconds): hyperfine runs the command under
+patchbench's launcher (``-k 1 -deadline``), which kills a run past it after saving its evidence
+(process tree, signal masks, wchan, zombies). Such a run is counted as a hang ("hangs: N of M" per
+cell, Fisher's exact p against the baseline), left out of the timing, and the scenario goes on;
+under ``--gate`` any candidate hang fails. With ``conditions`` (patchbench.conditions), each
+condition runs as its own set of interleaved cells, named by a ``condition`` parameter."""
 
 from __future__ import annotations
 
 import shlex
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from patchbench.conditions import DEFAULT, Condition
 from patchbench.models import StrictModel
 from patchbench.scenarios.base import (
     ScenarioConfig,
     ScenarioContext,
+    cell_hangs,
     cell_result,
     compare_cells,
+    deadline_flags,
+    evidence_summary,
+    hang_gate,
+    hang_warnings,
     header,
     noisy_warnings,
     plan_invocation,
@@ -22,7 +35,11 @@ from patchbench.scenarios.base import (
 )
 
 if TYPE_CHECKING:
-    from patchbench.results import CommandResult
+    from pathlib import Path
+
+    from patchbench.bench import Cell, Expander, Invocation, Samples
+    from patchbench.results import AppliedCondition, CommandResult, Verdict
+    from patchbench.results import Cell as CellResult
 
 
 class Rate(StrictModel):
@@ -40,10 +57,28 @@ class CommandConfig(ScenarioConfig):
     rate: Rate | None = None
     # a check command run once per variant after measuring (exit 0 = pass); its stdout is kept
     verify: list[str] = Field(default_factory=list)
+    # machine states the cells run under, each its own set of cells (patchbench.conditions)
+    conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1)
 
+    @model_validator(mode="after")
+    def _conditions(self) -> CommandConfig:
+        names = [c.name for c in self.conditions]
+        if len(set(names)) != len(names):
+            raise ValueError("condition names must be unique")
+        return self
 
     def shown_command(self) -> str:
         return shlex.join(self.command)
+
+    def plan_detail(self) -> str:
+        if self.conditioned:
+            return ", conditions " + ", ".join(c.name for c in self.conditions)
+        return ""
+
+    @property
+    def conditioned(self) -> bool:
+        """Whether cells are named by condition (anything but the default alone)."""
+        return len(self.conditions) > 1 or not self.conditions[0].is_default
 
 
 def measure_cells(ctx: ScenarioContext, cells: list[Any], expand: Any, sc: Any,
@@ -57,6 +92,80 @@ def measure_cells(ctx: ScenarioContext, cells: list[Any], expand: Any, sc: Any,
                          on_round=bench.show_round)
 
 
+def plan_deadline(sc: CommandConfig) -> list[str]:
+    """Dry-run lines for the per-run deadline and the conditions."""
+    lines = [f"  every run: deadline {sc.timeout:g} s (patchbench's launcher; a run past it is "
+             "a hang: evidence saved, killed, counted, left out of the timing)"]
+    if sc.conditioned:
+        lines += [f"  condition {c.name}: {c.summary()}" for c in sc.conditions]
+    return lines
+
+
+def with_deadline(ctx: ScenarioContext, launcher: Path, cell: Cell, inv: Invocation,
+                  launcher_flags: list[str]) -> Invocation:
+    """``inv`` with its command run by the launcher under a per-run deadline (the scenario's
+    ``timeout``); ``launcher_flags`` go before the deadline's (``-k K``, ``-o FILE``)."""
+    from dataclasses import replace
+
+    deadline = ctx.scenario.timeout
+    argv = [str(launcher), *launcher_flags, *deadline_flags(ctx, cell, deadline), "--",
+            *inv.command]
+    return replace(inv, command=argv, deadline=deadline)
+
+
+def measure_conditions(ctx: ScenarioContext, cells: list[Cell], expand: Expander
+                       ) -> tuple[dict[Cell, Samples], list[list[str]], list[AppliedCondition]]:
+    """Measure ``cells`` under each of the scenario's conditions in turn, every condition its
+    own interleaved set (cells named by a ``condition`` parameter unless only the default
+    runs); return the samples, the order and what each condition applied."""
+    from dataclasses import replace
+
+    from patchbench import conditions, progress, results
+    from patchbench.bench import Cell
+
+    sc = ctx.scenario
+    if not sc.conditioned:
+        samples, order = measure_cells(ctx, cells, expand, sc)
+        return samples, order, []
+    all_samples: dict[Cell, Samples] = {}
+    all_order: list[list[str]] = []
+    applied_list: list[AppliedCondition] = []
+    log = ctx.workdir / f"{sc.name}.conditions.log"
+    for ci, cond in enumerate(sc.conditions):
+        named = [Cell(c.variant, (*c.params, ("condition", cond.name))) for c in cells]
+        progress.say(f"  condition {cond.name}: {cond.summary()}")
+        with conditions.apply(cond, log=log) as applied:
+            def under(cell: Cell, applied: conditions.Applied = applied) -> Invocation:
+                inv = expand(cell)
+                return replace(inv, wrap=applied.wrap([]), env=applied.environ(inv.env))
+
+            samples, order = measure_cells(ctx, named, under, sc, seed=ctx.seed + 7919 * ci)
+        all_samples.update(samples)
+        all_order += order
+        applied_list.append(results.AppliedCondition(name=cond.name, summary=cond.summary(),
+                                                     applied=applied.record()))
+    return all_samples, all_order, applied_list
+
+
+def timed_results(ctx: ScenarioContext, cells: list[Cell], samples: dict[Cell, Samples],
+                  ) -> tuple[list[CellResult], list[Verdict], str | None, list[str]]:
+    """Cell results with their hangs, each candidate cell against the baseline cell with the
+    same parameters, the hang evidence summary's name, and the warnings."""
+    from patchbench.bench import Cell
+
+    sc = ctx.scenario
+    summary: list[str] = []
+    cell_results = [cell_result(c, samples[c], ctx.seed,
+                                cell_hangs(ctx, c, samples[c], sc.timeout, summary))
+                    for c in cells]
+    base = ctx.built[0].variant.name
+    comparisons = [compare_cells(Cell(base, c.params), c, samples, ctx, deadline=True)
+                   for c in cells if c.variant != base]
+    warnings = (noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
+                + hang_warnings(sc.name, cell_results))
+    return cell_results, comparisons, evidence_summary(ctx, summary), warnings
+
+
 class CommandKind:
     name = "command"
     config: ClassVar[type[ScenarioConfig]] = CommandConfig
@@ -68,29 +177,35 @@ class CommandKind:
         lines = []
         for b in ctx.built:
             lines += plan_invocation(ctx, Cell(b.variant.name), sc.verify or None)
-        return lines
+        return lines + plan_deadline(sc)
 
     def run(self, ctx: ScenarioContext) -> tuple[CommandResult, list[str]]:
-        from patchbench import results
+        from patchbench import launcher, results
         from patchbench.bench import Cell
 
         sc: CommandConfig = ctx.scenario
-        cells = [Cell(b.variant.name) for b in ctx.built]
-        samples, order = measure_cells(ctx, cells, ctx.expand, sc)
-        cell_results = [cell_result(c, samples[c], ctx.seed) for c in cells]
-        verify = run_verify(ctx, cells, sc.verify) if sc.verify else None
-        comparisons = [compare_cells(cells[0], c, samples, ctx) for c in cells[1:]]
+        exe = launcher.build(ctx.layout)
+        plain = [Cell(b.variant.name) for b in ctx.built]
+
+        def expand(cell: Cell) -> Invocation:
+            return with_deadline(ctx, exe, cell, ctx.expand(cell), ["-k", "1"])
+
+        samples, order, applied = measure_conditions(ctx, plain, expand)
+        cells = list(samples)
+        cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
+        verify = run_verify(ctx, plain, sc.verify) if sc.verify else None
         res = results.CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
-            comparisons=comparisons, verify=verify)
-        warnings = noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
+            comparisons=comparisons, verify=verify, deadline_s=sc.timeout, conditions=applied,
+            evidence_summary=ev_summary)
         warnings += [f"{sc.name} {v}: the verify check FAILED (exit {r.exit_code})"
                      for v, r in (verify or {}).items() if not r.passed]
         return res, warnings
 
     def gate(self, result: CommandResult) -> list[str]:
         return [f"{result.name} {variant}: verify failed (exit {v.exit_code})"
-                for variant, v in (result.verify or {}).items() if not v.passed]
+                for variant, v in (result.verify or {}).items() if not v.passed
+                ] + hang_gate(result.name, result.comparisons)
 
 
 KIND = CommandKind()

@@ -40,7 +40,13 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from patchbench.conditions import DEFAULT, Condition
-from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, header
+from patchbench.scenarios.base import (
+    ScenarioConfig,
+    ScenarioContext,
+    evidence_summary,
+    header,
+    report_evidence,
+)
 
 if TYPE_CHECKING:
     from patchbench.build import Built
@@ -155,15 +161,6 @@ def _block(ctx: ScenarioContext, exe: Path, b: Built, cond: Condition, applied: 
     tally.leftovers += [f"block {block_no}: {x}" for x in left]
 
 
-def _redacted_copy(src: Path, dest: Path, ctx: ScenarioContext) -> None:
-    text = src.read_text()
-    for path, name in ((str(ctx.workdir), "<run>"), (str(ctx.layout.builds), "<builds>"),
-                       (str(ctx.project_root), "<project>")):
-        text = text.replace(path, name)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(text)
-
-
 class SoakKind:
     name = "soak"
     config: ClassVar[type[ScenarioConfig]] = SoakConfig
@@ -229,16 +226,8 @@ class SoakKind:
                 hung = hangs.count_hangs(t.codes)
                 fails = Counter(str(c) for c in t.codes if c not in (0, hangs.HANG_EXIT_CODE))
                 ok_times = [x for x, c in zip(t.times, t.codes, strict=True) if c == 0]
-                names, lost = [], 0
-                for path in t.evidence:
-                    name = f"{sc.name}-{cond.name}-{v}-{path.name}"
-                    copy = ctx.workdir / f"{sc.name}-evidence-report" / name
-                    _redacted_copy(path, copy, ctx)
-                    ctx.extra_files[name] = copy
-                    names.append(name)
-                    ev = hangs.load_evidence_file(path)
-                    lost += ev.lost_sigchld
-                    summary_lines += [f"## {cond.name} / {v}: {name}", hangs.describe(ev), ""]
+                names, lost = report_evidence(ctx, t.evidence, f"{sc.name}-{cond.name}-{v}",
+                                              summary_lines)
                 per_variant[v] = results.SoakVariant(
                     runs=len(t.codes), hangs=hung, failures=sum(fails.values()),
                     failure_codes=dict(fails), leftovers=t.leftovers, escaped=t.escaped,
@@ -263,18 +252,11 @@ class SoakKind:
                 name=cond.name, summary=cond.summary(), applied=applied.record(), blocks=blocks,
                 wall_s=round(wall, 3), stopped_by=stopped_by, per_variant=per_variant,
                 tests=tests))
-        evidence_summary = None
-        if summary_lines:
-            text = ctx.workdir / f"{sc.name}-hangs.txt"
-            text.write_text("\n".join(summary_lines) + "\n")
-            evidence_summary = f"{sc.name}-hangs.txt"
-            red = ctx.workdir / f"{sc.name}-evidence-report" / evidence_summary
-            _redacted_copy(text, red, ctx)
-            ctx.extra_files[evidence_summary] = red
+        ev_summary = evidence_summary(ctx, summary_lines)
         res = results.SoakResult(
             **header(sc, sc.shown_command()), order=all_order, deadline_s=sc.timeout,
             block=sc.block, budget_s=sc.budget_s, conditions=out_conditions,
-            evidence_summary=evidence_summary)
+            evidence_summary=ev_summary)
         return res, warnings
 
     def gate(self, result: SoakResult) -> list[str]:

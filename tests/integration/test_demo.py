@@ -73,7 +73,7 @@ def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
     _, run_dir = demo_run
     saved = json.loads((run_dir / "results.json").read_text())
     assert saved == report.load_run(run_dir).dump()
-    assert saved["schema_version"] == results.SCHEMA_VERSION == 3
+    assert saved["schema_version"] == results.SCHEMA_VERSION == 4
     assert saved["comparison"] == "demo" and saved["aa"] is False and saved["seed"] == 7
     assert saved["commit"] == "d43fc88e35d5f75debf78106f2c3ebe3b4b13c57"
     (sc,) = saved["scenarios"]
@@ -87,6 +87,11 @@ def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
         assert sorted(set(samples["rounds"])) == list(range(1, ROUNDS + 1))
         assert len(samples["hyperfine"]) == ROUNDS
         assert cell["summary"]["n"] == RUNS
+        # every run had a deadline: none hung, so none is kept apart
+        assert cell["hangs"]["hangs"] == 0 and cell["hangs"]["runs"] == RUNS
+        assert samples["hung_times"] == [] and samples["hung_rounds"] == []
+    assert sc["deadline_s"] > 0
+    assert sc["comparisons"][0]["hangs"]["hangs"] == 0
     for variant in ("baseline", "per-sandbox-lock"):
         assert sc["verify"][variant]["passed"] is True
         assert json.loads(sc["verify"][variant]["output"]) == {"started": 32, "booted": 32}
