@@ -113,12 +113,14 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
             shutil.copy2(run_dir / rel, tmp / name)
         os.replace(tmp, final)  # onto the empty reserved directory
         return final
-    except OSError as exc:
+    except BaseException as exc:  # Ctrl-C too: no partial folder, no empty reserved name
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
         if final is not None:
             with contextlib.suppress(OSError):
                 final.rmdir()
+        if not isinstance(exc, OSError):
+            raise
         full = " (the disk is full)" if exc.errno == errno.ENOSPC else ""
         raise ReportError(
             f"could not write the report folder under {reports}: {exc.strerror or exc}{full}; "

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from patchbench import layout, locks, report, runstore, source
+from patchbench import layout, locks, runstore, source
 from tests import support
 
 REAL_BUILDS = (support.REPO_ROOT / "builds").resolve()
@@ -94,7 +94,6 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp.setattr(source, "locked", _guarded(source.locked))
     mp.setattr(locks, "locked", _guarded(locks.locked))  # every cache write takes a lock
     mp.setattr(layout.Layout, "new_run", _guarded_method(layout.Layout.new_run))
-    mp.setattr(report, "save_run", _guarded(report.save_run))
     mp.setattr(runstore, "publish", _guarded_reports(runstore.publish))
     try:
         yield

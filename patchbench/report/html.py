@@ -160,15 +160,26 @@ def detail_rows(sc: dict[str, Any]) -> list[list[str]]:
     from patchbench.report.markdown import fmt_time
 
     rows = []
+    hung = has_hangs(sc)
     for c in sc.get("cells", []):
         s = c["summary"]
+        h = c.get("hangs")
         rows.append([c["label"], str(s["n"]), fmt_time(s["median"]), _ci(s.get("median_ci")),
                      f"{fmt_time(s['mean'])} ± {fmt_time(s['stdev'])}", fmt_time(s["min"]),
-                     fmt_time(s["max"]), "noisy" if s.get("noisy") else ""])
+                     fmt_time(s["max"]),
+                     *([f"{h['hangs']} of {h['runs']}" if h else "-"] if hung else []),
+                     "noisy" if s.get("noisy") else ""])
     return rows
 
 
+def has_hangs(sc: dict[str, Any]) -> bool:
+    """Whether the cells were measured with per-run deadlines (results version 4)."""
+    return any(c.get("hangs") is not None for c in sc.get("cells", []))
+
+
 def ratio_text(c: dict[str, Any]) -> str:
+    if c["speedup"] != c["speedup"]:  # NaN: no round with finished runs of both
+        return "-"
     text = f"{c['speedup']:.2f}×"
     if c.get("ci_low") is not None:
         text += f" [{c['ci_low']:.2f}, {c['ci_high']:.2f}]"
@@ -310,7 +321,7 @@ def scenario_section(sc: dict[str, Any]) -> str:
         parts.append(f"<p>{esc(sc['runs'])} runs per cell in {esc(sc['rounds'])} interleaved "
                      f"rounds, warmup {esc(sc['warmup'])}.</p>")
         parts.append(table(["cell", "n", "median", "95% CI of median", "mean ± σ", "min", "max",
-                            ""], detail_rows(sc), "detail",
+                            *(["hangs"] if has_hangs(sc) else []), ""], detail_rows(sc), "detail",
                            lambda i, j, v: "num" if 1 <= j <= 6 else ""))
     parts.append(burst_tables(sc))
     parts.append(stress_table(sc))

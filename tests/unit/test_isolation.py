@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import cli, report, source
+from patchbench import cli, runstore, source
 from tests.conftest import GO_ENV, REAL_BUILDS, REAL_REPORTS
 from tests.support import REPO_ROOT
 
@@ -42,6 +42,6 @@ def test_the_repository_builds_and_reports_are_unusable() -> None:
             source.locked(REAL_BUILDS / "sub", "x"):
         pass
     with pytest.raises(AssertionError, match="reached the repository"):
-        report.save_run(REAL_REPORTS, "demo", {}, {})
+        runstore.publish(REAL_BUILDS / "runs" / "x" / "results.json", REAL_REPORTS)
     after = sorted(p.name for p in REAL_BUILDS.iterdir()) if REAL_BUILDS.exists() else None
     assert before == after

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from patchbench import redact, report
+from patchbench import redact, report, runstore
 from patchbench import results as results_mod
 from patchbench.errors import ReportError
 from patchbench.results import Results
@@ -44,8 +44,15 @@ def results() -> Results:
     }, "test")
 
 
-def test_save_run_writes_a_complete_folder(tmp_path: Path) -> None:
-    run = report.save_run(tmp_path, "fx", results(), {})
+def save_run(reports: Path, res: Results) -> Path:
+    """What a run does: its complete results into its run directory, then the report folder."""
+    run_dir = reports.parent / "runs" / f"run-{len(list(reports.parent.glob('runs/*')))}"
+    return runstore.publish(runstore.save_complete(run_dir, res, {}), reports)
+
+
+def test_publish_writes_a_complete_folder(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "reports"
+    run = save_run(tmp_path, results())
     assert run.parent == tmp_path / "fx"
     assert sorted(p.name for p in run.iterdir()) == [
         "machine.json", "manifest-baseline.json", "manifest-greet.json", "report.html", "report.md",
@@ -58,26 +65,26 @@ def test_save_run_writes_a_complete_folder(tmp_path: Path) -> None:
 
 
 def test_two_runs_in_one_second_get_two_folders(tmp_path: Path) -> None:
-    a = report.save_run(tmp_path, "fx", results(), {})
-    b = report.save_run(tmp_path, "fx", results(), {})
+    a = save_run(tmp_path / "reports", results())
+    b = save_run(tmp_path / "reports", results())
     assert a != b
     assert (a / "results.json").is_file() and (b / "results.json").is_file()
 
 
 def test_a_failed_write_leaves_no_partial_folder(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(results: Results) -> str:
-        raise OSError("disk full")
+    def boom(path: Path, text: str) -> None:
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(report, "render", boom)
-    with pytest.raises(OSError, match="disk full"):
-        report.save_run(tmp_path, "fx", results(), {})
-    assert list((tmp_path / "fx").iterdir()) == []
+    monkeypatch.setattr(runstore, "write_text_atomic", boom)
+    with pytest.raises(ReportError, match="the disk is full"):
+        save_run(tmp_path / "reports", results())
+    assert list((tmp_path / "reports").glob("fx/*")) == []
 
 
 def test_an_interrupted_write_leaves_no_partial_folder(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    real = report.write_json_atomic
+    real = runstore.write_json_atomic
     calls = []
 
     def interrupted(path: Path, data: Any) -> None:
@@ -86,11 +93,11 @@ def test_an_interrupted_write_leaves_no_partial_folder(tmp_path: Path,
             raise KeyboardInterrupt
         real(path, data)
 
-    monkeypatch.setattr(report, "write_json_atomic", interrupted)
+    monkeypatch.setattr(runstore, "write_json_atomic", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        report.save_run(tmp_path, "fx", results(), {})
+        save_run(tmp_path / "reports", results())
     assert "results.json" in calls
-    assert list((tmp_path / "fx").iterdir()) == []
+    assert list((tmp_path / "reports" / "fx").iterdir()) == []  # neither partial nor reserved
 
 
 def test_load_run_refuses_another_schema(tmp_path: Path) -> None:
