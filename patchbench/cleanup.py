@@ -9,15 +9,20 @@ with that id that started at another time (the id was reused). Git worktrees reg
 run are unregistered with ``git worktree prune`` once their directories are gone (git skips
 worktrees a live ``git worktree add`` is still creating). Directories without an owner tag (from
 an older patchbench, or not ours) are left alone.
+
+The same holds for cgroups: procguard's per-run cgroup and a condition's quota cgroup carry the
+owner tag in their names; ``sweep_cgroups`` kills what a dead run left in them and removes them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 TAG_RE = re.compile(r"-(p(\d+)s(\d+))-")
@@ -99,3 +104,84 @@ def sweep(builds: Path) -> list[Path]:
             if (repo / "worktrees").is_dir():
                 run_git(["worktree", "prune"], cwd=repo, check=False)
     return removed
+
+
+# --- cgroups of dead runs ---------------------------------------------------------------------
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+# procguard's per-run cgroups live under <hierarchy>/patchbench/, the quota cgroups of conditions
+# are <hierarchy>/patchbench-cond-*; both names carry their run's owner tag
+CGROUP_PARENT = "patchbench"
+CGROUP_COND_GLOB = "patchbench-cond-*"
+
+
+def sweep_all(builds: Path, cgroups: Path = CGROUP_ROOT) -> list[str]:
+    """``sweep`` and ``sweep_cgroups``: what dead runs left, said in a line each."""
+    out = [f"removed {p.relative_to(builds)}, left by a run that no longer runs"
+           for p in sweep(builds)]
+    return out + sweep_cgroups(cgroups)
+
+
+def _hierarchies(root: Path) -> list[Path]:
+    """The cgroup hierarchies under ``root``: the root itself (v2) and each mounted v1
+    controller or the hybrid ``unified`` tree (each counted once)."""
+    bases: dict[Path, Path] = {}
+    candidates = [root]
+    with contextlib.suppress(OSError):
+        # v1 names some hierarchies twice (cpu -> cpu,cpuacct): the symlinks are skipped
+        candidates += sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+    for base in candidates:
+        if (base / "cgroup.procs").is_file():
+            bases.setdefault(base.resolve(), base)
+    return list(bases.values())
+
+
+def stale_cgroups(root: Path = CGROUP_ROOT) -> list[Path]:
+    """patchbench's cgroups whose run no longer runs (killed with SIGKILL before its cleanup)."""
+    out = []
+    for base in _hierarchies(root):
+        parent = base / CGROUP_PARENT
+        found = sorted(parent.iterdir()) if parent.is_dir() else []
+        found += sorted(base.glob(CGROUP_COND_GLOB))
+        for cg in found:
+            m = TAG_RE.search(cg.name + "-")
+            if cg.is_dir() and m and not alive(m.group(1)):
+                out.append(cg)
+    return out
+
+
+def _members(cg: Path) -> list[int]:
+    try:
+        return [int(x) for x in (cg / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def sweep_cgroups(root: Path = CGROUP_ROOT, *, remove: Callable[[Path], None] = os.rmdir,
+                  wait: float = 2.0) -> list[str]:
+    """Kill what a dead run left in its cgroups and remove them; say what was done. Cgroups
+    that cannot be removed (not root, still busy after ``wait``) are named and left."""
+    import signal
+    import time
+
+    done = []
+    for cg in stale_cgroups(root):
+        pids = _members(cg)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                remove(cg)
+            except OSError as exc:
+                if exc.errno == errno.EBUSY and time.monotonic() < deadline:
+                    time.sleep(0.05)  # the killed members are still exiting
+                    continue
+                done.append(f"cgroup {cg} of a dead run could not be removed: {exc.strerror}")
+                break
+            plural = "es" if len(pids) != 1 else ""
+            killed = f", killing {len(pids)} process{plural} left in it" if pids else ""
+            done.append(f"removed cgroup {cg}{killed}")
+            break
+    return done

@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from patchbench import command
+from patchbench import cleanup, command
 from patchbench.command import Background
 from patchbench.errors import BenchmarkError, ConfigError, RequirementError
 
@@ -286,7 +286,7 @@ def apply(cond: Condition, *, log: Path | None = None, cgroup_root: Path = CGROU
     on the way out stop every hog (its whole process group) and remove the cgroup, killing
     whatever was left in it (named in ``Applied.leftovers``)."""
     check(cond)
-    token = secrets.token_hex(4)
+    token = f"{cleanup.owner_tag()}-{secrets.token_hex(4)}"  # swept by cleanup if killed
     applied = Applied(cond, env=dict(cond.env))
     affinity = ["taskset", "-c", ",".join(map(str, cond.cpus))] if cond.cpus is not None else []
     try:

@@ -31,8 +31,8 @@ from patchbench.workspace import Switches, Workspace
 
 def load(ws: Workspace) -> Project:
     ownership.check_project(ws.matrix, ws.root, ws.builds)  # as root: StrictModes-style
-    for path in cleanup.sweep(ws.builds):  # what runs killed with SIGKILL left behind
-        say(f"removed {path.relative_to(ws.builds)}, left by a run that no longer runs")
+    for what in cleanup.sweep_all(ws.builds):  # what runs killed with SIGKILL left behind
+        say(what)
     return config.load(ws.matrix).with_backend(ws.backend)
 
 
@@ -216,7 +216,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin,
                         variants=[runtimes.VariantBuild(b.variant.name, b.bin,
                                                         b.manifest["artifacts"]) for b in built])
-    guard = procguard.activate(workdir.name)  # every command from here on is in the run's cgroup
+    guard = procguard.activate(f"{workdir.name}-{cleanup.owner_tag()}")  # the run's cgroup
     try:
         for i, sc in enumerate(chosen):
             say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} rounds")

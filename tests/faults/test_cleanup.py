@@ -100,3 +100,35 @@ def test_sigkill_during_a_build_leaves_no_worktree_after_the_next_run(project: P
     pipeline.load(project.options())  # the next run
     assert list(tmp.iterdir()) == []
     assert worktrees(project.cache) == [str(project.cache)]
+
+
+GUARDED_CHILD = """
+import subprocess, sys, time
+from patchbench import cleanup, procguard
+guard = procguard.activate("faults-" + cleanup.owner_tag())
+assert guard.available, guard.reason
+subprocess.Popen(["sleep", sys.argv[1]], preexec_fn=procguard.preexec(), start_new_session=True)
+print(guard.path, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="per-run cgroups need root")
+def test_sigkill_of_a_guarded_run_leaves_a_cgroup_the_next_run_sweeps() -> None:
+    marker = "61.2468"
+    child = subprocess.Popen([sys.executable, "-c", GUARDED_CHILD, marker], cwd=REPO_ROOT,
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    path = Path(child.stdout.readline().strip())
+    assert path.is_dir() and processes_with(f"sleep {marker}")
+    os.kill(child.pid, signal.SIGKILL)  # no cleanup of its own
+    child.wait()
+    assert path.is_dir() and processes_with(f"sleep {marker}")  # left behind, in its cgroup
+    assert path in cleanup.stale_cgroups()
+    said = cleanup.sweep_cgroups()
+    assert f"removed cgroup {path}, killing 1 process left in it" in said
+    assert not path.exists()
+    deadline = time.monotonic() + 10
+    while processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_with(f"sleep {marker}") == []
