@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shlex
 import shutil
 import signal
@@ -94,6 +95,24 @@ def _kill_group(proc: subprocess.Popen[bytes], grace: float = 2.0) -> None:
         proc.wait(timeout=grace)
 
 
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """Wait for ``proc`` to exit, woken by the exit itself (a pidfd) rather than by
+    ``Popen.wait``'s polling, which sleeps up to 50 ms past the exit; raise TimeoutExpired."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: Popen's own wait
+        proc.wait(timeout=timeout)
+        return
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(max(0, int(timeout * 1000))):
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+    finally:
+        os.close(fd)
+    proc.wait(timeout=5)  # reap: it has exited
+
+
 def run(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -142,9 +161,13 @@ def run(
             raise error(f"{label}: could not start: {getattr(exc, 'strerror', None) or exc}"
                         ) from None
         try:
-            out_b, err_b = proc.communicate(
-                input=input.encode() if input is not None else None, timeout=timeout
-            )
+            if logf is not None and input is None:  # no pipes: wait for the exit itself
+                out_b, err_b = None, None
+                _wait_exit(proc, timeout)
+            else:
+                out_b, err_b = proc.communicate(
+                    input=input.encode() if input is not None else None, timeout=timeout
+                )
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             # a process that left the group (a detached container) may still hold the pipes
