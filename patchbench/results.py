@@ -19,7 +19,7 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   without a version change: an optional top-level ``runtime`` (what a runtime set up for the
   whole run; docker-run: engine, image ID, registered runtimes with their sha256), null or absent
   otherwise. Kinds added since, without a version change (files without them read as before):
-  ``soak``, ``layers``.
+  ``soak``, ``layers``, ``ctrstress``.
 """
 
 from __future__ import annotations
@@ -260,6 +260,72 @@ class StressResult(_Scenario):
     actions: list[str]
 
 
+class CtrStressCensus(_Rec):
+    """What one variant had left after a ctrstress round (or after its fresh start)."""
+
+    mounts: int  # mounts of the run in /proc/self/mountinfo
+    idmapped_mounts: int  # of which idmapped
+    snapshots: int  # active snapshots listed
+    snapshot_dirs: int  # snapshot directories the snapshotter does not list
+    shims: int
+    tasks: int
+    containers: int
+    errors: list[str] = Field(default_factory=list)  # listings that failed
+
+
+class CtrStressRound(_Rec):
+    round: int
+    variant: str
+    layers: int
+    k: int
+    action: str  # kill, delete or restart
+    delay_s: float
+    exit_codes: list[int | None]  # of the k ctr run clients; None: hung
+    kill_errors: int
+    hangs: int
+    restart_s: float | None = None  # stopping and starting the daemon again
+    settle_s: float
+    left: CtrStressCensus
+    left_detail: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    fresh_ok: bool
+    fresh_output: str = ""
+    fresh_left: CtrStressCensus
+
+
+class CtrStressVariant(_Rec):
+    """One variant's ctrstress rounds summed (leftovers after the rounds and their fresh starts)."""
+
+    rounds: int
+    actions: dict[str, int]
+    hangs: int = 0
+    kill_errors: int = 0
+    fresh_failures: int = 0
+    mounts: int = 0
+    idmapped_mounts: int = 0
+    snapshots: int = 0
+    snapshot_dirs: int = 0
+    shims: int = 0
+    tasks: int = 0
+    containers: int = 0
+    rounds_with_leftovers: int = 0
+
+
+class CtrStressResult(_Scenario):
+    """containerd containers killed mid-start, the daemon restarted mid-burst (issue 13)."""
+
+    kind: Literal["ctrstress"] = "ctrstress"
+    layers: list[int]
+    instances: int  # k: containers started per round
+    actions: list[str]
+    delay: list[float]
+    settle: float
+    images: dict[str, str]  # L -> manifest digest
+    rounds_detail: list[CtrStressRound]
+    per_variant: dict[str, CtrStressVariant]
+    runc: dict[str, str] = Field(default_factory=dict)
+
+
 class SoakVariant(_Rec):
     """One variant under one soak condition."""
 
@@ -313,14 +379,16 @@ def _kind_of(value: Any) -> str:
 
 
 if TYPE_CHECKING:
-    ScenarioResult = CommandResult | BurstResult | StressResult | LayersResult | SoakResult
+    ScenarioResult = (CommandResult | BurstResult | StressResult | LayersResult | SoakResult
+                      | CtrStressResult)
 else:
     ScenarioResult = Annotated[
         Annotated[CommandResult, Tag("command")]
         | Annotated[BurstResult, Tag("burst")]
         | Annotated[StressResult, Tag("stress")]
         | Annotated[LayersResult, Tag("layers")]
-        | Annotated[SoakResult, Tag("soak")],
+        | Annotated[SoakResult, Tag("soak")]
+        | Annotated[CtrStressResult, Tag("ctrstress")],
         Discriminator(_kind_of),
     ]
 
