@@ -281,8 +281,10 @@ class CtrStressRound(_Rec):
     action: str  # kill, delete or restart
     delay_s: float
     exit_codes: list[int | None]  # of the k ctr run clients; None: hung
-    kill_errors: int
+    kill_errors: int  # kill/delete attempts still refused at the timeout
     hangs: int
+    # kill/delete per container: hit (took effect), missed (it had finished), hang, failed
+    action_outcomes: dict[str, int] = Field(default_factory=dict)
     restart_s: float | None = None  # stopping and starting the daemon again
     settle_s: float
     left: CtrStressCensus
@@ -309,6 +311,7 @@ class CtrStressVariant(_Rec):
     tasks: int = 0
     containers: int = 0
     rounds_with_leftovers: int = 0
+    action_outcomes: dict[str, int] = Field(default_factory=dict)  # summed over the rounds
 
 
 class CtrStressResult(_Scenario):

@@ -255,6 +255,8 @@ def ctrstress_blocks(sc: CtrStressResult) -> list[str]:
     rows = []
     for v, pv in sc.per_variant.items():
         rows.append([v, str(pv.rounds), ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
+                     ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
+                               if a != "restart") or "-",
                      str(pv.hangs), str(pv.kill_errors), f"{pv.mounts} ({pv.idmapped_mounts})",
                      f"{pv.snapshots} / {pv.snapshot_dirs}", str(pv.shims),
                      f"{pv.tasks} / {pv.containers}", str(pv.rounds_with_leftovers),
@@ -263,9 +265,11 @@ def ctrstress_blocks(sc: CtrStressResult) -> list[str]:
            f"round after a seeded delay in [{sc.delay[0]:g}, {sc.delay[1]:g}] s, the same for "
            "every variant; afterwards (up to "
            f"{sc.settle:g} s for the shims to go) what is left is counted, then removed, and a "
-           "fresh container must run `true`. Leftovers are summed over the rounds (after each "
-           "round and after its fresh start).\n\n"
-           + tabulate(rows, headers=["variant", "rounds", "actions", "hangs", "kill errors",
+           "fresh container must run `true`. A kill or delete is retried on each container "
+           "until it takes effect (hit) or the container has finished (missed). Leftovers are "
+           "summed over the rounds (after each round and after its fresh start).\n\n"
+           + tabulate(rows, headers=["variant", "rounds", "actions",
+                                     "kills/deletes: hit, missed", "hangs", "kill errors",
                                      "mounts left (idmapped)", "snapshots active / unlisted dirs",
                                      "shims left", "tasks / containers left",
                                      "rounds with leftovers", "fresh start failed"],
@@ -279,8 +283,11 @@ def ctrstress_blocks(sc: CtrStressResult) -> list[str]:
         exits = ", ".join(f"{code if code is not None else 'hang'}×{n}" for code, n in sorted(
             ((x, r.exit_codes.count(x)) for x in set(r.exit_codes)),
             key=lambda t: (t[0] is None, t[0] or 0)))
+        hits = ", ".join(f"{a} {n}" for a, n in sorted(r.action_outcomes.items())
+                         if a != "restart")
         by_round.setdefault(r.round, []).append(
-            f"{r.variant}: exits {exits}; left {left}; fresh {'ok' if r.fresh_ok else 'FAILED'}")
+            f"{r.variant}: {hits + '; ' if hits else ''}exits {exits}; left {left}; "
+            f"fresh {'ok' if r.fresh_ok else 'FAILED'}")
         draw[r.round] = [str(r.round), str(r.layers), r.action, f"{r.delay_s:.2f} s"]
     rows = [[*draw[n], "<br>".join(by_round[n])] for n in sorted(draw)]
     out.append("Every round (left: mounts (idmapped) / active snapshots / shims / tasks / "

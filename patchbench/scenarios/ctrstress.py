@@ -43,13 +43,18 @@ from pydantic import Field, model_validator
 from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, header
 
 if TYPE_CHECKING:
+    from patchbench.command import Background
     from patchbench.oci_image import OciImage
     from patchbench.results import CtrStressCensus, CtrStressResult, CtrStressRound
     from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 
 Action = Literal["kill", "delete", "restart"]
-# the leftover kinds a census counts; the gate compares them one by one
+# the leftover kinds a census counts ("mounts" counts all of them, idmapped or not)
 LEFTOVER_KINDS = ("mounts", "snapshots", "snapshot_dirs", "shims", "tasks", "containers")
+# what the gate compares one by one: the idmapped mounts apart from the others, so that a
+# baseline's rootfs mount left by a restart does not excuse a candidate's idmapped mounts
+GATE_KINDS = ("idmapped_mounts", "other_mounts", "snapshots", "snapshot_dirs", "shims", "tasks",
+              "containers")
 SNAPSHOT_DIR = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
 
 
@@ -239,36 +244,54 @@ def clean(d: ContainerdDaemon, found: Census) -> list[str]:
 # --- one round -------------------------------------------------------------------------------
 
 
-def apply(d: ContainerdDaemon, action: str, ids: list[str], timeout: float
-          ) -> tuple[int, int]:
-    """Apply ``action`` to the round's containers; return (kill commands that failed, kill
-    commands that hung). ``restart`` stops the daemon and starts it again."""
-    from patchbench.errors import PatchbenchError
+def action_argv(d: ContainerdDaemon, action: str, cid: str) -> list[str]:
+    """One attempt of ``kill`` or ``delete`` on one container; exit 0 when it took effect."""
+    if action == "kill":
+        return d.ctr_argv("tasks", "kill", "-s", "KILL", cid)
+    delete, force = (shlex.join(d.ctr_argv(*a)) for a in (("containers", "delete", cid),
+                                                          ("tasks", "delete", "--force", cid)))
+    # refused while a task is there: force-delete the task, then the container
+    return ["sh", "-c", f"{delete} || {{ {force} && {delete}; }}"]
 
-    errors = hangs = 0
+
+def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], timeout: float,
+          log: Path | None = None, pause: float = 0.02) -> Counter[str]:
+    """Apply ``action`` to the round's containers and return how each went: ``hit`` (it took
+    effect), ``missed`` (the container had finished before it could), ``hang`` (an attempt did
+    not return within ``timeout``) or ``failed`` (still refused after ``timeout``). ``kill`` and
+    ``delete`` chase every container: one attempt per container at once, repeated every
+    ``pause`` seconds until it takes effect or the container's client has exited (a container is
+    killable only once its task exists). ``restart`` stops the daemon and starts it again."""
+    from patchbench import command
+
     if action == "restart":
         d.stop()
         d.start()
-        return 0, 0
-
-    def ctr(*args: str) -> int | None:
-        try:
-            return d.ctr(*args, check=False, timeout=timeout).returncode
-        except PatchbenchError:
-            return None
-
-    for cid in ids:
-        if action == "kill":
-            code = ctr("tasks", "kill", "-s", "KILL", cid)
-        else:
-            code = ctr("containers", "delete", cid)
-            if code not in (0, None):  # refused while a task is there
-                code = ctr("tasks", "delete", "--force", cid)
-                if code is not None:
-                    code = ctr("containers", "delete", cid)
-        hangs += code is None
-        errors += code not in (0, None)
-    return errors, hangs
+        return Counter(restart=1)
+    out: Counter[str] = Counter()
+    pending = list(clients)
+    deadline = time.monotonic() + timeout
+    while pending:
+        tries = {cid: command.Background(action_argv(d, action, cid), env=d.env(), log=log)
+                 for cid in pending}
+        again = []
+        for cid, proc in tries.items():
+            code = proc.wait(max(0.1, deadline - time.monotonic()))
+            proc.stop()
+            if code is None:
+                out["hang"] += 1
+            elif code == 0:
+                out["hit"] += 1
+            elif clients[cid].proc.poll() is not None:
+                out["missed"] += 1
+            elif time.monotonic() >= deadline:
+                out["failed"] += 1
+            else:
+                again.append(cid)
+        pending = again
+        if pending:
+            time.sleep(pause)
+    return out
 
 
 def settle(d: ContainerdDaemon, seconds: float, dirs_before: int) -> float:
@@ -295,18 +318,18 @@ def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: Oc
     sc: CtrStressConfig = ctx.scenario
     ids = [f"{d.namespace}-r{draw.round}-{i}" for i in range(sc.k)]
     dirs_before = unlisted_dirs(d)
-    procs = [command.Background(d.run_argv(image, cid, sc.args), env=d.env(), log=log)
-             for cid in ids]
+    procs = {cid: command.Background(d.run_argv(image, cid, sc.args), env=d.env(), log=log)
+             for cid in ids}
     restart_s = None
     try:
         time.sleep(draw.delay)
         t0 = time.monotonic()
-        kill_errors, kill_hangs = apply(d, draw.action, ids, sc.timeout)
+        how = apply(d, draw.action, procs, sc.timeout, log)
         if draw.action == "restart":
             restart_s = round(time.monotonic() - t0, 3)
-        codes = [p.wait(sc.timeout) for p in procs]
+        codes = [p.wait(sc.timeout) for p in procs.values()]
     finally:
-        for p in procs:
+        for p in procs.values():
             p.stop()
     waited = settle(d, sc.settle, dirs_before)
     left = census(d, dirs_before)
@@ -319,8 +342,9 @@ def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: Oc
         removed += clean(d, after)
     return results.CtrStressRound(
         round=draw.round, variant=variant, layers=draw.layers, k=sc.k, action=draw.action,
-        delay_s=draw.delay, exit_codes=codes, kill_errors=kill_errors,
-        hangs=sum(c is None for c in codes) + kill_hangs, restart_s=restart_s,
+        delay_s=draw.delay, exit_codes=codes, kill_errors=how["failed"],
+        hangs=sum(c is None for c in codes) + how["hang"], action_outcomes=dict(how),
+        restart_s=restart_s,
         settle_s=round(waited, 3), left=left.record(), left_detail=_detail(left),
         removed=removed, fresh_ok=fresh_ok, fresh_output=fresh_out,
         fresh_left=after.record())
@@ -367,17 +391,29 @@ def totals(rounds: list[CtrStressRound]) -> dict[str, int]:
     return dict(out)
 
 
+def outcomes(rounds: list[CtrStressRound]) -> dict[str, int]:
+    """How the kill and delete attempts went, summed (hit, missed, hang, failed; restart)."""
+    out: Counter[str] = Counter()
+    for r in rounds:
+        out.update(r.action_outcomes)
+    return dict(sorted(out.items()))
+
+
 def gate_failures(name: str, per_variant: dict[str, dict[str, int]]) -> list[str]:
     """A candidate (every variant after the first, the baseline) fails where it has leftovers
-    of a kind, fresh-start failures or hangs and the baseline has none of them."""
+    of a kind (``GATE_KINDS``), fresh-start failures or hangs and the baseline has none of
+    them."""
     if not per_variant:
         return []
+    def kinds(t: dict[str, int]) -> dict[str, int]:
+        return {**t, "other_mounts": t.get("mounts", 0) - t.get("idmapped_mounts", 0)}
+
     base_name, *cands = per_variant
-    base = per_variant[base_name]
+    base = kinds(per_variant[base_name])
     out = []
     for v in cands:
-        mine = per_variant[v]
-        why = [f"{mine[k]} leftover {k.replace('_', ' ')}" for k in LEFTOVER_KINDS
+        mine = kinds(per_variant[v])
+        why = [f"{mine[k]} leftover {k.replace('_', ' ')}" for k in GATE_KINDS
                if mine.get(k, 0) and not base.get(k, 0)]
         why += [f"{mine[k]} {label}" for k, label in (("fresh_failures", "failed fresh starts"),
                                                       ("hangs", "hangs"))
@@ -447,12 +483,14 @@ class CtrStressKind:
                 rounds.append(one)
                 left = {k: v for k, v in one.left.model_dump().items() if v and k != "errors"}
                 progress.step(cell.variant, f"round {draw.round}: L={draw.layers} "
-                              f"{draw.action:<7} after {draw.delay:.2f} s: exits "
+                              f"{draw.action:<7} after {draw.delay:.2f} s: "
+                              f"{one.action_outcomes} exits "
                               f"{dict(Counter(one.exit_codes))} left {left or 'nothing'} "
                               f"fresh {'ok' if one.fresh_ok else 'FAILED'}")
         per_variant = {v: results.CtrStressVariant(
             **totals([r for r in rounds if r.variant == v]),
-            actions=dict(Counter(r.action for r in rounds if r.variant == v)))
+            actions=dict(Counter(r.action for r in rounds if r.variant == v)),
+            action_outcomes=outcomes([r for r in rounds if r.variant == v]))
             for v in daemons}
         res = results.CtrStressResult(
             **header(sc, sc.shown_command()), order=[[c.label for c in cs] for cs in order],
