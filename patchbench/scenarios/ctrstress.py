@@ -186,9 +186,7 @@ class Census:
 def unlisted_dirs(d: ContainerdDaemon) -> int:
     """Snapshot directories of the overlayfs snapshotter that ``ctr snapshots ls`` does not list
     (removed snapshots whose directories the snapshotter has not deleted yet, or leaked)."""
-    from patchbench.runtimes.containerd import SNAPSHOTTER
-
-    _, total = listed_snapshots(d.ctr("snapshots", "--snapshotter", SNAPSHOTTER, "ls").stdout)
+    _, total = listed_snapshots(d.ctr("snapshots", "--snapshotter", d.snapshotter, "ls").stdout)
     snapdir = d.paths.root / SNAPSHOT_DIR
     dirs = sum(1 for p in snapdir.iterdir() if p.is_dir()) if snapdir.is_dir() else 0
     return max(0, dirs - total)
@@ -199,19 +197,18 @@ def census(d: ContainerdDaemon, dirs_before: int = 0) -> Census:
     directories count beyond the ``dirs_before`` there were when the round began (the snapshotter
     removes them itself, so they are never removed here and would otherwise count again)."""
     from patchbench.errors import PatchbenchError
-    from patchbench.runtimes.containerd import SNAPSHOTTER, shim_pids
 
     out = Census()
     for point, idm in run_mounts(d.paths.base.resolve(), d.mountinfo.read_text()):
         out.mounts.append(point)
         if idm:
             out.idmapped.append(point)
-    out.shims = shim_pids(d.socket, d.proc)
+    out.shims = d.shims()
     try:
         out.tasks = listed_tasks(d.ctr("tasks", "ls").stdout)
         out.containers = d.ctr("containers", "ls", "-q").stdout.split()
         out.snapshots, _ = listed_snapshots(
-            d.ctr("snapshots", "--snapshotter", SNAPSHOTTER, "ls").stdout)
+            d.ctr("snapshots", "--snapshotter", d.snapshotter, "ls").stdout)
         out.snapshot_dirs = max(0, unlisted_dirs(d) - dirs_before)
     except PatchbenchError as exc:
         out.errors.append(exc.message)
@@ -222,19 +219,17 @@ def clean(d: ContainerdDaemon, found: Census) -> list[str]:
     """Remove what ``census`` found: tasks, containers, active snapshots (through the daemon),
     then mounts of the run and shims still running. Returns what was removed or failed."""
     from patchbench.errors import PatchbenchError
-    from patchbench.runtimes.containerd import shim_pids, unmount
 
     removed: list[str] = []
     try:
         removed += d.cleanup_state()
     except PatchbenchError as exc:
         removed.append(f"cleaning the namespace failed: {exc.message}")
-    points = [p for p, _ in run_mounts(d.paths.base.resolve(), d.mountinfo.read_text())]
-    done, failed = unmount(Path(p) for p in points)
+    done, failed = d.unmount_leftovers()
     if done:
         removed.append(f"{done} mount(s)")
     removed += [f"unmount failed: {f}" for f in failed]
-    for pid in shim_pids(d.socket, d.proc):
+    for pid in d.shims():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         removed.append(f"shim pid {pid}")
@@ -298,12 +293,11 @@ def settle(d: ContainerdDaemon, seconds: float, dirs_before: int) -> float:
     """Wait until no shim of the daemon runs and the snapshotter has deleted the directories of
     removed snapshots (at most ``seconds``); return the time waited."""
     from patchbench.errors import PatchbenchError
-    from patchbench.runtimes.containerd import shim_pids
 
     t0 = time.monotonic()
     while time.monotonic() - t0 < seconds:
         try:
-            if not shim_pids(d.socket, d.proc) and unlisted_dirs(d) <= dirs_before:
+            if not d.shims() and unlisted_dirs(d) <= dirs_before:
                 break
         except PatchbenchError:
             pass  # counted by the census

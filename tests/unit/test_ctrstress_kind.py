@@ -23,6 +23,7 @@ from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.gate import failures
 from patchbench.layout import Layout
 from patchbench.report import markdown
+from patchbench.runtimes import containerd as cd
 from patchbench.runtimes.containerd import ContainerdRuntime
 from patchbench.scenarios import ctrstress
 from patchbench.scenarios.ctrstress import KIND, Census, CtrStressConfig
@@ -105,8 +106,16 @@ class FakeDaemon:
     def ctr(self, *args: str, **_: Any) -> SimpleNamespace:
         if self.fail:
             raise BenchmarkError("ctr tasks: timed out after 60 s and was killed")
-        key = " ".join(a for a in args if not a.startswith("--snapshotter") and a != "overlayfs")
+        key = " ".join(a for a in args if a not in ("--snapshotter", "overlayfs"))
         return SimpleNamespace(stdout=self.listings.get(key, ""), returncode=0)
+
+    snapshotter = "overlayfs"
+
+    def shims(self) -> list[int]:
+        return cd.shim_pids(self.socket, self.proc)
+
+    def unmount_leftovers(self) -> tuple[int, list[str]]:
+        return cd.unmount(cd.mounts_under(self.base, self.mountinfo))
 
     def cleanup_state(self) -> list[str]:
         self.cleaned += 1
