@@ -245,8 +245,9 @@ def action_argv(d: ContainerdDaemon, action: str, cid: str) -> list[str]:
         return d.ctr_argv("tasks", "kill", "-s", "KILL", cid)
     delete, force = (shlex.join(d.ctr_argv(*a)) for a in (("containers", "delete", cid),
                                                           ("tasks", "delete", "--force", cid)))
-    # refused while a task is there: force-delete the task, then the container
-    return ["sh", "-c", f"{delete} || {{ {force} && {delete}; }}"]
+    # refused while a task is there: force-delete the task (then it took effect), then the
+    # container, which the run's own client may have removed first (what is left is counted)
+    return ["sh", "-c", f"{delete} || {{ {force} && {{ {delete}; true; }}; }}"]
 
 
 def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], timeout: float,

@@ -343,10 +343,12 @@ def test_clean_records_what_it_removed_and_what_failed(tmp_path: Path,
 
 FAKE_CTR = """#!/bin/sh
 # a fake ctr: "tasks kill -s KILL ID" / "containers delete ID" / "tasks delete --force ID"
-# succeed when DIR/ID exists, hang when DIR/ID.hang exists, are refused otherwise
+# succeed when DIR/ID exists, hang when DIR/ID.hang exists, are refused otherwise; "tasks
+# delete" also succeeds when DIR/ID.task exists (a task the container delete was refused for)
 for last; do :; done
 [ -e "{dir}/$last.hang" ] && exec sleep 30
 [ -e "{dir}/$last" ] && exit 0
+[ "$1 $2" = "tasks delete" ] && [ -e "{dir}/$last.task" ] && exit 0
 echo "ctr: $last: not found" >&2
 exit 1
 """
@@ -372,17 +374,19 @@ def test_apply_chases_each_container_until_hit_or_finished(tmp_path: Path) -> No
     d = ScriptDaemon(tmp_path)
     (tmp_path / "there").touch()  # its task exists: hit at once
     (tmp_path / "stuck.hang").touch()  # the attempt never returns: a hang
+    (tmp_path / "forced.task").touch()  # delete: refused, the task force-deleted: a hit
     clients = {cid: subprocess.Popen(["sleep", secs]) for cid, secs in
                (("there", "30"), ("later", "30"), ("gone", "0"), ("stuck", "30"),
-                ("refused", "30"))}
+                ("refused", "30"), ("forced", "30"))}
     wrapped = {cid: SimpleNamespace(proc=p) for cid, p in clients.items()}
     clients["gone"].wait()
     # "later" appears after a few attempts; "refused" never does and its client never exits
     later = subprocess.Popen(["sh", "-c", f"sleep 0.5; touch {tmp_path / 'later'}"])
     try:
-        for action in ("kill", "delete"):
-            how = ctrstress.apply(d, action, wrapped, timeout=3.0)  # type: ignore[arg-type]
-            assert how == Counter(hit=2, missed=1, hang=1, failed=1), action
+        how = ctrstress.apply(d, "kill", wrapped, timeout=3.0)  # type: ignore[arg-type]
+        assert how == Counter(hit=2, missed=1, hang=1, failed=2)
+        how = ctrstress.apply(d, "delete", wrapped, timeout=3.0)  # type: ignore[arg-type]
+        assert how == Counter(hit=3, missed=1, hang=1, failed=1)
     finally:
         later.wait()
         for p in clients.values():
@@ -397,7 +401,7 @@ def test_action_argv() -> None:
     sh = ctrstress.action_argv(d, "delete", "c1")  # type: ignore[arg-type]
     assert sh[:2] == ["sh", "-c"]
     assert sh[2] == ("/x/ctr containers delete c1 || { /x/ctr tasks delete --force c1 && "
-                     "/x/ctr containers delete c1; }")
+                     "{ /x/ctr containers delete c1; true; }; }")
 
 
 # --- totals, gate, results, report ---------------------------------------------------------
