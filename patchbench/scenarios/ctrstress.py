@@ -215,9 +215,10 @@ def census(d: ContainerdDaemon, dirs_before: int = 0) -> Census:
     return out
 
 
-def clean(d: ContainerdDaemon, found: Census) -> list[str]:
-    """Remove what ``census`` found: tasks, containers, active snapshots (through the daemon),
-    then mounts of the run and shims still running. Returns what was removed or failed."""
+def clean(d: ContainerdDaemon) -> list[str]:
+    """Remove what a census counts: tasks, containers and active snapshots of the namespace
+    (through the daemon), then mounts of the run and shims still running (unlisted snapshot
+    directories are the snapshotter's own to delete). Returns what was removed or failed."""
     from patchbench.errors import PatchbenchError
 
     removed: list[str] = []
@@ -328,13 +329,13 @@ def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: Oc
             p.stop()
     waited = settle(d, sc.settle, dirs_before)
     left = census(d, dirs_before)
-    removed = clean(d, left)
+    removed = clean(d)
     fresh_id = f"{d.namespace}-r{draw.round}-fresh"
     fresh_ok, fresh_out = _fresh(d, image, fresh_id, sc.timeout, log)
     settle(d, sc.settle, dirs_before)
     after = census(d, dirs_before)
     if after.kinds():
-        removed += clean(d, after)
+        removed += clean(d)
     return results.CtrStressRound(
         round=draw.round, variant=variant, layers=draw.layers, k=sc.k, action=draw.action,
         delay_s=draw.delay, exit_codes=codes, kill_errors=how["failed"],

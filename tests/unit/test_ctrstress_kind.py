@@ -26,7 +26,7 @@ from patchbench.report import markdown
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes.containerd import ContainerdRuntime
 from patchbench.scenarios import ctrstress
-from patchbench.scenarios.ctrstress import KIND, Census, CtrStressConfig
+from patchbench.scenarios.ctrstress import KIND, CtrStressConfig
 
 VARIANTS = ("baseline", "idmap-once-per-overlay")
 
@@ -330,7 +330,7 @@ def test_clean_records_what_it_removed_and_what_failed(tmp_path: Path,
     try:
         with monkeypatch.context() as mp:
             mp.setattr(os, "kill", lambda pid, sig: killed.append(pid))
-            removed = ctrstress.clean(d, Census())  # type: ignore[arg-type]
+            removed = ctrstress.clean(d)  # type: ignore[arg-type]
     finally:
         shim.kill()
         shim.wait()
