@@ -274,6 +274,21 @@ def ctrstress_blocks(sc: CtrStressResult) -> list[str]:
                                      "shims left", "tasks / containers left",
                                      "rounds with leftovers", "fresh start failed"],
                       tablefmt="github", disable_numparse=True)]
+    variants = list(sc.per_variant)
+    cells: dict[tuple[int, str, str], list[int]] = {}
+    for r in sc.rounds_detail:  # (L, action, variant) -> summed leftovers
+        acc = cells.setdefault((r.layers, r.action, r.variant), [0] * 6)
+        for c in (r.left, r.fresh_left):
+            for i, n in enumerate((c.mounts, c.idmapped_mounts, c.snapshots, c.shims, c.tasks,
+                                   c.containers)):
+                acc[i] += n
+    rows = [[str(n), a, *[("{} ({}) / {} / {} / {} / {}".format(*cells[(n, a, v)])
+                           if (n, a, v) in cells else "-") for v in variants]]
+            for n, a in sorted({(k[0], k[1]) for k in cells})]
+    out.append("Leftovers by L and action (summed over rounds and fresh starts; mounts "
+               "(idmapped) / active snapshots / shims / tasks / containers):\n\n"
+               + tabulate(rows, headers=["L", "action", *variants], tablefmt="github",
+                          disable_numparse=True))
     by_round: dict[int, list[str]] = {}
     draw: dict[int, list[str]] = {}
     for r in sc.rounds_detail:

@@ -498,6 +498,10 @@ def test_report_section() -> None:
     assert rows["fix"] == ["2", "kill 1, restart 1", "hit 1, missed 7", "0", "2", "6 (6)",
                            "0 / 0", "0", "0 / 0", "2", "1"]
     assert "8 containers per round (L = 64)" in text and "[0.2, 2] s" in text
+    by_cell = [line for line in blocks[1].splitlines() if line.startswith("| 64 ")]
+    assert [[c.strip() for c in line.split("|")[1:-1]] for line in by_cell] == [
+        ["64", "kill", "0 (0) / 0 / 0 / 0 / 0", "3 (3) / 0 / 0 / 0 / 0"],
+        ["64", "restart", "0 (0) / 0 / 0 / 0 / 0", "3 (3) / 0 / 0 / 0 / 0"]]
     assert "fix: hit 1, missed 7; exits 0×7, 137×1; left 3 (3) / 0 / 0 / 0 / 0; fresh ok" in text
     assert "fix: exits 0×7, 137×1; left 3 (3) / 0 / 0 / 0 / 0; fresh FAILED" in text
     assert "| 2       | 64  | restart  | 0.50 s  |" in text
