@@ -283,7 +283,8 @@ class CtrStressRound(_Rec):
     exit_codes: list[int | None]  # of the k ctr run clients; None: hung
     kill_errors: int  # kill/delete attempts still refused at the timeout
     hangs: int
-    # kill/delete per container: hit (took effect), missed (it had finished), hang, failed
+    # kill/delete per container: hit (took effect), missed (it had finished), refused (its
+    # start failed anyway), hang, failed (still refused at the timeout); restart: 1
     action_outcomes: dict[str, int] = Field(default_factory=dict)
     restart_s: float | None = None  # stopping and starting the daemon again
     settle_s: float

@@ -266,10 +266,12 @@ def ctrstress_blocks(sc: CtrStressResult) -> list[str]:
            "every variant; afterwards (up to "
            f"{sc.settle:g} s for the shims to go) what is left is counted, then removed, and a "
            "fresh container must run `true`. A kill or delete is retried on each container "
-           "until it takes effect (hit) or the container has finished (missed). Leftovers are "
+           "until it takes effect (hit) or the container has finished (missed) or failed to "
+           "start (refused). Leftovers are "
            "summed over the rounds (after each round and after its fresh start).\n\n"
            + tabulate(rows, headers=["variant", "rounds", "actions",
-                                     "kills/deletes: hit, missed", "hangs", "kill errors",
+                                     "kills/deletes: hit, missed, refused", "hangs",
+                                     "kill errors",
                                      "mounts left (idmapped)", "snapshots active / unlisted dirs",
                                      "shims left", "tasks / containers left",
                                      "rounds with leftovers", "fresh start failed"],

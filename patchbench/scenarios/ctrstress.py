@@ -254,8 +254,10 @@ def action_argv(d: ContainerdDaemon, action: str, cid: str) -> list[str]:
 def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], timeout: float,
           log: Path | None = None, pause: float = 0.02) -> Counter[str]:
     """Apply ``action`` to the round's containers and return how each went: ``hit`` (it took
-    effect), ``missed`` (the container had finished before it could), ``hang`` (an attempt did
-    not return within ``timeout``) or ``failed`` (still refused after ``timeout``). ``kill`` and
+    effect), ``missed`` (refused, and the container's client had exited 0: it finished before
+    the action could reach it), ``refused`` (refused, and the client had failed: the container
+    did not start, whether through a partly applied attempt or by itself), ``hang`` (an attempt
+    did not return within ``timeout``) or ``failed`` (still refused after ``timeout``). ``kill`` and
     ``delete`` chase every container: one attempt per container at once, repeated every
     ``pause`` seconds until it takes effect or the container's client has exited (a container is
     killable only once its task exists). ``restart`` stops the daemon and starts it again."""
@@ -279,8 +281,8 @@ def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], time
                 out["hang"] += 1
             elif code == 0:
                 out["hit"] += 1
-            elif clients[cid].proc.poll() is not None:
-                out["missed"] += 1
+            elif (exited := clients[cid].proc.poll()) is not None:
+                out["missed" if exited == 0 else "refused"] += 1
             elif time.monotonic() >= deadline:
                 out["failed"] += 1
             else:

@@ -231,8 +231,9 @@ def test_layers_kind_on_real_containerd(tmp_path: Path, built_containerd: build.
 @OPTIN
 def test_ctrstress_kind_on_real_containerd(tmp_path: Path, built_containerd: build.Built) -> None:
     """Three rounds on v2.1.4 against itself: one kill, one delete, one daemon restart, each
-    applied to both variants; containers run ``sleep 2`` so that every chased kill or delete
-    takes effect; after every round a fresh container starts, and nothing is left at teardown."""
+    applied to both variants; containers run ``sleep 2`` so that none finishes before a chased
+    kill or delete reaches it (each is hit, or refused where its start failed anyway); after
+    every round a fresh container starts, and nothing is left at teardown."""
     static_busybox()
     top = Path(tempfile.mkdtemp(prefix="pb-ctrstress-test-", dir="/tmp"))
     top.chmod(0o755)
@@ -266,8 +267,9 @@ def test_ctrstress_kind_on_real_containerd(tmp_path: Path, built_containerd: bui
         assert r.hangs == 0 and r.left.errors == []
         if r.action == "restart":
             assert r.restart_s is not None and r.action_outcomes == {"restart": 1}
-        else:  # chased until it took effect: every container was still running sleep 2
-            assert r.action_outcomes == {"hit": 2}, r
+        else:  # chased: no container can finish sleep 2 before the action reaches it
+            assert set(r.action_outcomes) <= {"hit", "refused"}, r
+            assert sum(r.action_outcomes.values()) == 2, r
             assert all(code not in (0, None) for code in r.exit_codes), r.exit_codes
     for v, pv in res.per_variant.items():
         assert pv.rounds == 3 and pv.actions == {"kill": 1, "delete": 1, "restart": 1}

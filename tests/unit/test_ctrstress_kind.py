@@ -375,18 +375,20 @@ def test_apply_chases_each_container_until_hit_or_finished(tmp_path: Path) -> No
     (tmp_path / "there").touch()  # its task exists: hit at once
     (tmp_path / "stuck.hang").touch()  # the attempt never returns: a hang
     (tmp_path / "forced.task").touch()  # delete: refused, the task force-deleted: a hit
-    clients = {cid: subprocess.Popen(["sleep", secs]) for cid, secs in
-               (("there", "30"), ("later", "30"), ("gone", "0"), ("stuck", "30"),
-                ("refused", "30"), ("forced", "30"))}
+    clients = {cid: subprocess.Popen(argv) for cid, argv in
+               (("there", ["sleep", "30"]), ("later", ["sleep", "30"]), ("gone", ["true"]),
+                ("broke", ["false"]), ("stuck", ["sleep", "30"]), ("refused", ["sleep", "30"]),
+                ("forced", ["sleep", "30"]))}
     wrapped = {cid: SimpleNamespace(proc=p) for cid, p in clients.items()}
-    clients["gone"].wait()
+    clients["gone"].wait()  # finished normally before the action: missed
+    clients["broke"].wait()  # its start failed before the action: refused
     # "later" appears after a few attempts; "refused" never does and its client never exits
     later = subprocess.Popen(["sh", "-c", f"sleep 0.5; touch {tmp_path / 'later'}"])
     try:
         how = ctrstress.apply(d, "kill", wrapped, timeout=3.0)  # type: ignore[arg-type]
-        assert how == Counter(hit=2, missed=1, hang=1, failed=2)
+        assert how == Counter(hit=2, missed=1, refused=1, hang=1, failed=2)
         how = ctrstress.apply(d, "delete", wrapped, timeout=3.0)  # type: ignore[arg-type]
-        assert how == Counter(hit=3, missed=1, hang=1, failed=1)
+        assert how == Counter(hit=3, missed=1, refused=1, hang=1, failed=1)
     finally:
         later.wait()
         for p in clients.values():
