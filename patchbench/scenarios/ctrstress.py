@@ -498,7 +498,9 @@ class CtrStressKind:
         warnings = [f"{sc.name} {v}: " + ", ".join(
             f"{getattr(pv, k)} {k.replace('_', ' ')}"
             for k in ("hangs", *LEFTOVER_KINDS, "fresh_failures") if getattr(pv, k))
-            + " (leftovers removed after each round)"
+            + " (leftovers removed after each round"
+            + ("; unlisted snapshot dirs are the snapshotter's to delete)" if pv.snapshot_dirs
+               else ")")
             for v, pv in per_variant.items()
             if pv.hangs or pv.fresh_failures or any(getattr(pv, k) for k in LEFTOVER_KINDS)]
         warnings += [f"{sc.name} {r.variant} round {r.round}: counting failed: {e}"
