@@ -237,10 +237,10 @@ def test_run_applies_each_rounds_draw_to_every_variant_interleaved(
 
 MOUNTINFO = """\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
-{n1} 22 8:1 /x {base}/tmp/ovl-idmapped1 rw,relatime,idmapped shared:2 - ext4 /dev/sda1 rw
+{n1} 22 8:1 /x {base}/t/ovl-idmapped1 rw,relatime,idmapped shared:2 - ext4 /dev/sda1 rw
 {n2} 22 0:50 / {base}/state/rootfs rw,relatime shared:3 - overlay overlay rw,lowerdir=/a
-{n3} 22 8:1 /y {base}/tmp/with\\040space rw,nosuid,idmapped - ext4 /dev/sda1 rw
-99 22 8:1 /z {base}-other/tmp/x rw,idmapped - ext4 /dev/sda1 rw
+{n3} 22 8:1 /y {base}/t/with\\040space rw,nosuid,idmapped - ext4 /dev/sda1 rw
+99 22 8:1 /z {base}-other/t/x rw,idmapped - ext4 /dev/sda1 rw
 """
 
 
@@ -252,8 +252,8 @@ def test_run_mounts_finds_the_runs_mounts_and_which_are_idmapped(tmp_path: Path)
     base = tmp_path / "d"
     text = MOUNTINFO.format(base=base, n1=30, n2=31, n3=32)
     assert ctrstress.run_mounts(base, text) == [
-        (f"{base}/tmp/with space", True), (f"{base}/state/rootfs", False),
-        (f"{base}/tmp/ovl-idmapped1", True)]
+        (f"{base}/t/with space", True), (f"{base}/state/rootfs", False),
+        (f"{base}/t/ovl-idmapped1", True)]
     assert ctrstress.run_mounts(tmp_path / "elsewhere", text) == []
 
 
@@ -307,7 +307,7 @@ def test_census_counts_and_classifies_every_kind(tmp_path: Path) -> None:
     # unlisted snapshot directories count beyond those there when the round began
     assert ctrstress.census(d, dirs_before=2).snapshot_dirs == 0  # type: ignore[arg-type]
     detail = ctrstress._detail(c)
-    assert f"idmapped mount {d.base}/tmp/ovl-idmapped1" in detail
+    assert f"idmapped mount {d.base}/t/ovl-idmapped1" in detail
     assert f"mount {d.base}/state/rootfs" in detail and "2 unlisted snapshot dir(s)" in detail
     assert ctrstress._detail(c, limit=2)[-1] == f"... {len(detail) - 2} more"
 
