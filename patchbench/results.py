@@ -26,7 +26,8 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   its evidence files) and a comparison records ``hangs`` (Fisher's exact test against the
   baseline). Those kinds may list ``conditions``: a cell's ``params`` then name its
   ``condition``, and the scenario records each condition as applied. Version 3 files read as
-  runs without deadlines (``hangs`` null).
+  runs without deadlines (``hangs`` null). Added in version 4: the kind ``ctrstress``
+  (containerd containers killed mid-start, the daemon restarted mid-burst; leftovers counted).
 """
 
 from __future__ import annotations
@@ -313,6 +314,76 @@ class StressResult(_Scenario):
     actions: list[str]
 
 
+class CtrStressCensus(_Rec):
+    """What one variant had left after a ctrstress round (or after its fresh start)."""
+
+    mounts: int  # mounts of the run in /proc/self/mountinfo
+    idmapped_mounts: int  # of which idmapped
+    snapshots: int  # active snapshots listed
+    snapshot_dirs: int  # snapshot directories the snapshotter does not list
+    shims: int
+    tasks: int
+    containers: int
+    errors: list[str] = Field(default_factory=list)  # listings that failed
+
+
+class CtrStressRound(_Rec):
+    round: int
+    variant: str
+    layers: int
+    k: int
+    action: str  # kill, delete or restart
+    delay_s: float
+    exit_codes: list[int | None]  # of the k ctr run clients; None: hung
+    kill_errors: int  # kill/delete attempts still refused at the timeout
+    hangs: int
+    # kill/delete per container: hit (took effect), missed (it had finished), refused (its
+    # start failed anyway), hang, failed (still refused at the timeout); restart: 1
+    action_outcomes: dict[str, int] = Field(default_factory=dict)
+    restart_s: float | None = None  # stopping and starting the daemon again
+    settle_s: float
+    left: CtrStressCensus
+    left_detail: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    fresh_ok: bool
+    fresh_output: str = ""
+    fresh_left: CtrStressCensus
+
+
+class CtrStressVariant(_Rec):
+    """One variant's ctrstress rounds summed (leftovers after the rounds and their fresh starts)."""
+
+    rounds: int
+    actions: dict[str, int]
+    hangs: int = 0
+    kill_errors: int = 0
+    fresh_failures: int = 0
+    mounts: int = 0
+    idmapped_mounts: int = 0
+    snapshots: int = 0
+    snapshot_dirs: int = 0
+    shims: int = 0
+    tasks: int = 0
+    containers: int = 0
+    rounds_with_leftovers: int = 0
+    action_outcomes: dict[str, int] = Field(default_factory=dict)  # summed over the rounds
+
+
+class CtrStressResult(_Scenario):
+    """containerd containers killed mid-start, the daemon restarted mid-burst (issue 13)."""
+
+    kind: Literal["ctrstress"] = "ctrstress"
+    layers: list[int]
+    instances: int  # k: containers started per round
+    actions: list[str]
+    delay: list[float]
+    settle: float
+    images: dict[str, str]  # L -> manifest digest
+    rounds_detail: list[CtrStressRound]
+    per_variant: dict[str, CtrStressVariant]
+    runc: dict[str, str] = Field(default_factory=dict)
+
+
 class SoakVariant(_Rec):
     """One variant under one soak condition."""
 
@@ -366,14 +437,16 @@ def _kind_of(value: Any) -> str:
 
 
 if TYPE_CHECKING:
-    ScenarioResult = CommandResult | BurstResult | StressResult | LayersResult | SoakResult
+    ScenarioResult = (CommandResult | BurstResult | StressResult | LayersResult | SoakResult
+                      | CtrStressResult)
 else:
     ScenarioResult = Annotated[
         Annotated[CommandResult, Tag("command")]
         | Annotated[BurstResult, Tag("burst")]
         | Annotated[StressResult, Tag("stress")]
         | Annotated[LayersResult, Tag("layers")]
-        | Annotated[SoakResult, Tag("soak")],
+        | Annotated[SoakResult, Tag("soak")]
+        | Annotated[CtrStressResult, Tag("ctrstress")],
         Discriminator(_kind_of),
     ]
 

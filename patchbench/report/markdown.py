@@ -10,6 +10,7 @@ from tabulate import tabulate
 from patchbench.results import (
     BurstResult,
     CommandResult,
+    CtrStressResult,
     LayersResult,
     Pooled,
     Results,
@@ -19,6 +20,8 @@ from patchbench.results import (
     StressResult,
     Verdict,
 )
+
+UNTIMED = (StressResult, SoakResult, CtrStressResult)  # kinds without cells and comparisons
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -56,7 +59,7 @@ SUMMARY_HEADERS = ["scenario", "candidate", "baseline median", "candidate median
 
 def paired(results: Results) -> bool:
     """Whether the run's verdicts are round-paired (results version 3 and later)."""
-    return any(c.paired for sc in results.scenarios if not isinstance(sc, StressResult | SoakResult)
+    return any(c.paired for sc in results.scenarios if not isinstance(sc, UNTIMED)
                for c in sc.comparisons)
 
 
@@ -69,7 +72,7 @@ def summary_headers(results: Results) -> list[str]:
 def summary_rows(results: Results) -> list[list[str]]:
     rows = []
     for sc in results.scenarios:
-        if isinstance(sc, StressResult | SoakResult):
+        if isinstance(sc, UNTIMED):
             continue
         cells = {c.label: c for c in sc.cells}
         for comp in sc.comparisons:
@@ -294,6 +297,75 @@ def layers_blocks(sc: LayersResult) -> list[str]:
     return out
 
 
+def ctrstress_blocks(sc: CtrStressResult) -> list[str]:
+    """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then every
+    round with its draw and what each variant left."""
+    rows = []
+    for v, pv in sc.per_variant.items():
+        rows.append([v, str(pv.rounds), ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
+                     ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
+                               if a != "restart") or "-",
+                     str(pv.hangs), str(pv.kill_errors), f"{pv.mounts} ({pv.idmapped_mounts})",
+                     f"{pv.snapshots} / {pv.snapshot_dirs}", str(pv.shims),
+                     f"{pv.tasks} / {pv.containers}", str(pv.rounds_with_leftovers),
+                     str(pv.fresh_failures)])
+    out = [f"{sc.instances} containers per round (L = {', '.join(map(str, sc.layers))}), one action per "
+           f"round after a seeded delay in [{sc.delay[0]:g}, {sc.delay[1]:g}] s, the same for "
+           "every variant; afterwards (up to "
+           f"{sc.settle:g} s for the shims to go) what is left is counted, then removed, and a "
+           "fresh container must run `true`. A kill or delete is retried on each container "
+           "until it takes effect (hit) or the container has finished (missed) or failed to "
+           "start (refused). Leftovers are "
+           "summed over the rounds (after each round and after its fresh start).\n\n"
+           + tabulate(rows, headers=["variant", "rounds", "actions",
+                                     "kills/deletes: hit, missed, refused", "hangs",
+                                     "kill errors",
+                                     "mounts left (idmapped)", "snapshots active / unlisted dirs",
+                                     "shims left", "tasks / containers left",
+                                     "rounds with leftovers", "fresh start failed"],
+                      tablefmt="github", disable_numparse=True)]
+    variants = list(sc.per_variant)
+    cells: dict[tuple[int, str, str], list[int]] = {}
+    for r in sc.rounds_detail:  # (L, action, variant) -> summed leftovers
+        acc = cells.setdefault((r.layers, r.action, r.variant), [0] * 6)
+        for c in (r.left, r.fresh_left):
+            for i, n in enumerate((c.mounts, c.idmapped_mounts, c.snapshots, c.shims, c.tasks,
+                                   c.containers)):
+                acc[i] += n
+    rows = [[str(n), a, *[("{} ({}) / {} / {} / {} / {}".format(*cells[(n, a, v)])
+                           if (n, a, v) in cells else "-") for v in variants]]
+            for n, a in sorted({(k[0], k[1]) for k in cells})]
+    out.append("Leftovers by L and action (summed over rounds and fresh starts; mounts "
+               "(idmapped) / active snapshots / shims / tasks / containers):\n\n"
+               + tabulate(rows, headers=["L", "action", *variants], tablefmt="github",
+                          disable_numparse=True))
+    by_round: dict[int, list[str]] = {}
+    draw: dict[int, list[str]] = {}
+    for r in sc.rounds_detail:
+        c = r.left
+        left = (f"{c.mounts} ({c.idmapped_mounts}) / {c.snapshots} / {c.shims} / "
+                f"{c.tasks} / {c.containers}")
+        exits = ", ".join(f"{code if code is not None else 'hang'}×{n}" for code, n in sorted(
+            ((x, r.exit_codes.count(x)) for x in set(r.exit_codes)),
+            key=lambda t: (t[0] is None, t[0] or 0)))
+        hits = ", ".join(f"{a} {n}" for a, n in sorted(r.action_outcomes.items())
+                         if a != "restart")
+        by_round.setdefault(r.round, []).append(
+            f"{r.variant}: {hits + '; ' if hits else ''}exits {exits}; left {left}; "
+            f"fresh {'ok' if r.fresh_ok else 'FAILED'}")
+        draw[r.round] = [str(r.round), str(r.layers), r.action, f"{r.delay_s:.2f} s"]
+    rows = [[*draw[n], "<br>".join(by_round[n])] for n in sorted(draw)]
+    out.append("Every round (left: mounts (idmapped) / active snapshots / shims / tasks / "
+               "containers):\n\n"
+               + tabulate(rows, headers=["round", "L", "action", "delay", "per variant"],
+                          tablefmt="github", disable_numparse=True))
+    out.append("Images (identical for every variant): "
+               + ", ".join(f"L={n} `{d}`" for n, d in sc.images.items())
+               + (f". runc: {sc.runc.get('version', '').splitlines()[0]} "
+                  f"(sha256 {sc.runc.get('sha256', '')[:12]})" if sc.runc else "") + ".")
+    return out
+
+
 def extra_blocks(sc: ScenarioResult) -> list[str]:
     """A kind's own sections after its detail table (markdown blocks; images start with '![')."""
     if isinstance(sc, BurstResult):
@@ -309,6 +381,8 @@ def extra_blocks(sc: ScenarioResult) -> list[str]:
         return layers_blocks(sc)
     if isinstance(sc, SoakResult):
         return soak_blocks(sc)
+    if isinstance(sc, CtrStressResult):
+        return ctrstress_blocks(sc)
     return [verify_block(sc)] if sc.verify else []
 
 
@@ -362,7 +436,7 @@ def statistics_line(results: Results) -> str:
     if not paired(results):
         return (f"- statistics: speedup = median(baseline) / median(candidate), 95% bootstrap CI; "
                 f"Mann–Whitney U two-sided, alpha {st.alpha}, minimum effect {st.min_effect:.0%}")
-    least = min(c.min_rounds or 0 for sc in results.scenarios if not isinstance(sc, StressResult | SoakResult)
+    least = min(c.min_rounds or 0 for sc in results.scenarios if not isinstance(sc, UNTIMED)
                 for c in sc.comparisons)
     return (f"- statistics: round-paired — per round, the ratio of the medians; speedup = their "
             f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
@@ -424,7 +498,7 @@ def render(results: Results) -> str:
         if sc.description:
             lines += [sc.description, ""]
         lines += [f"Command: `{sc.command}`", ""]
-        if not isinstance(sc, StressResult | SoakResult) and sc.cells:
+        if not isinstance(sc, UNTIMED) and sc.cells:
             lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
                       f"{sc.warmup}.", "", detail_table(sc), ""]
             for block in paired_blocks(sc) + hang_blocks(sc):

@@ -242,6 +242,8 @@ class HostLeftovers:
 class ContainerdDaemon:
     """One variant's containerd, from start to leftover accounting."""
 
+    snapshotter = SNAPSHOTTER
+
     def __init__(
         self,
         bin_dir: Path,
@@ -389,6 +391,10 @@ class ContainerdDaemon:
     def leftover_mounts(self) -> list[Path]:
         """Mounts of this daemon's directory (its run) still in the mount table."""
         return mounts_under(self.paths.base, self.mountinfo)
+
+    def shims(self) -> list[int]:
+        """The shims running with this daemon's address."""
+        return shim_pids(self.socket, self.proc)
 
     def unmount_leftovers(self) -> tuple[int, list[str]]:
         """Detach every mount of the run; return how many, and the failures."""

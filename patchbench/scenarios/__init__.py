@@ -6,6 +6,8 @@ and one line below; the pipeline never names a kind.
 - ``burst``: k instances launched at one moment, for each k (the seed's k-at-once table).
 - ``stress``: instances killed, deleted or signalled mid-start; hangs and leftovers counted.
 - ``layers``: containerd, image layers × concurrency, with exact mount-syscall counts.
+- ``ctrstress``: containerd containers killed mid-start, its daemon restarted mid-burst;
+  leftover mounts, snapshots, shims, tasks and containers counted per variant.
 - ``soak``: thousands of short runs with per-run deadlines, under conditions; hangs (with
   evidence), failures, leftovers and escaped processes counted per variant.
 """
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Tag
 
-from patchbench.scenarios import burst, command, layers, soak, stress
+from patchbench.scenarios import burst, command, ctrstress, layers, soak, stress
 from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, ScenarioKind
 
 KINDS: dict[str, ScenarioKind] = {
@@ -25,6 +27,7 @@ KINDS: dict[str, ScenarioKind] = {
     "stress": stress.KIND,
     "layers": layers.KIND,
     "soak": soak.KIND,
+    "ctrstress": ctrstress.KIND,
 }
 
 

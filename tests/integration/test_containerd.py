@@ -6,7 +6,9 @@
 - opt-in, ``PATCHBENCH_TEST_CONTAINERD_GIT=/path/to/containerd.git``: build the ``containerd``
   target through patchbench (v2.1.4, Go 1.23.11 through the module proxy), start its daemon, import
   L-layer images, run a user-namespaced container that sees every layer's file as uid 0, count its
-  mount syscalls (growing by 2 per layer on v2.1.4), and account for leftovers (none).
+  mount syscalls (growing by 2 per layer on v2.1.4), and account for leftovers (none); the
+  ``layers`` scan on an A/A pair; and one short ``ctrstress`` run (a kill, a delete and a daemon
+  restart mid-burst, leftovers counted and removed, a fresh start after each).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from patchbench.layout import Layout
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes import runc
 from patchbench.runtimes.containerd import ContainerdRuntime
-from patchbench.scenarios import ScenarioContext
+from patchbench.scenarios import ScenarioContext, ctrstress
 from patchbench.scenarios.layers import KIND, LayersConfig
 from patchbench.workspace import Workspace
 from tests.support import REPO_ROOT
@@ -223,3 +225,54 @@ def test_layers_kind_on_real_containerd(tmp_path: Path, built_containerd: build.
     assert removed == {"baseline": [], "baseline-again": []}
     assert sorted(ctx.extra_files) == ["scan-mounts.png", "scan-time.png"]
     assert not [w for w in warnings if "left" in w or "FAILED" in w]
+
+
+@pytest.mark.root
+@OPTIN
+def test_ctrstress_kind_on_real_containerd(tmp_path: Path, built_containerd: build.Built) -> None:
+    """Three rounds on v2.1.4 against itself: one kill, one delete, one daemon restart, each
+    applied to both variants; containers run ``sleep 2`` so that none finishes before a chased
+    kill or delete reaches it (each is hit, or refused where its start failed anyway); after
+    every round a fresh container starts, and nothing is left at teardown."""
+    static_busybox()
+    top = Path(tempfile.mkdtemp(prefix="pb-ctrstress-test-", dir="/tmp"))
+    top.chmod(0o755)
+    layout = Layout(top / "builds", tmp_path / "reports")
+    twin = build.Built(build.Variant("baseline-again", ()), built_containerd.path,
+                       built_containerd.manifest, True)
+    built = [built_containerd, twin]
+    rt = ContainerdRuntime()
+    rt.check(None, None, None)
+    workdir = layout.new_run("mount-mayhem-stress")
+    rt.prepare(workdir, None, None, dry_run=False)
+    sc = ctrstress.CtrStressConfig(name="kill-restart", layers=[4], k=2,
+                                   actions=["kill", "delete", "restart"], args=["sleep", "2"],
+                                   delay=(0.5, 1.0), runs=3, rounds=3, warmup=0, timeout=60)
+    ctx = ScenarioContext(sc, built, rt, workdir, 11, layout, REPO_ROOT, 0.05, 0.02)
+    try:
+        res, _ = ctrstress.KIND.run(ctx)
+        pids = {b.variant.name: rt.daemon_for(b.variant.name, b.bin).pid for b in built}
+    finally:
+        removed = {b.variant.name: rt.cleanup(b.variant.name, b.bin) for b in built}
+        shutil.rmtree(top, ignore_errors=True)
+    assert len(res.rounds_detail) == 6 and all(p is not None for p in pids.values())
+    assert sorted(r.action for r in res.rounds_detail) == ["delete"] * 2 + ["kill"] * 2 + [
+        "restart"] * 2
+    for n in (1, 2, 3):
+        pair = [r for r in res.rounds_detail if r.round == n]
+        assert {r.variant for r in pair} == {"baseline", "baseline-again"}
+        assert len({(r.action, r.delay_s, r.layers) for r in pair}) == 1
+    for r in res.rounds_detail:
+        assert r.fresh_ok, r.fresh_output
+        assert r.hangs == 0 and r.left.errors == []
+        if r.action == "restart":
+            assert r.restart_s is not None and r.action_outcomes == {"restart": 1}
+        else:  # chased: no container can finish sleep 2 before the action reaches it
+            assert set(r.action_outcomes) <= {"hit", "refused"}, r
+            assert sum(r.action_outcomes.values()) == 2, r
+            assert all(code not in (0, None) for code in r.exit_codes), r.exit_codes
+    for v, pv in res.per_variant.items():
+        assert pv.rounds == 3 and pv.actions == {"kill": 1, "delete": 1, "restart": 1}
+        assert pv.fresh_failures == 0
+        assert rt.leftovers(v, built[0].bin) == []
+    assert removed == {"baseline": [], "baseline-again": []}
