@@ -26,6 +26,9 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
         if isinstance(sc, results.SoakResult):
             checked += check_soak(sc)
             continue
+        if isinstance(sc, results.CtrStressResult):
+            checked += check_ctrstress(sc)
+            continue
         cells = {c.label: c for c in sc.cells}
         for c in sc.comparisons:
             b, k = cells[c.baseline].samples, cells[c.candidate].samples
@@ -53,6 +56,21 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
             checked += 1
     if any(sc.kind != "stress" for sc in data.scenarios):
         assert checked > 0
+
+
+def check_ctrstress(sc: results.CtrStressResult) -> int:
+    """A ctrstress scenario's per-variant totals are the sums of its rounds."""
+    from collections import Counter
+
+    from patchbench.scenarios import ctrstress
+
+    for v, pv in sc.per_variant.items():
+        rounds = [r for r in sc.rounds_detail if r.variant == v]
+        assert pv.rounds == len(rounds)
+        assert pv.actions == dict(Counter(r.action for r in rounds))
+        again = ctrstress.totals(rounds)
+        assert {k: getattr(pv, k) for k in again} == again
+    return len(sc.per_variant)
 
 
 def check_soak(sc: results.SoakResult) -> int:
