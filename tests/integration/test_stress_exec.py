@@ -8,6 +8,8 @@ fails."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,3 +96,51 @@ def test_the_host_is_torn_down_when_a_round_fails(project: Project, tmp_path: Pa
     assert hosts == []
     started = list(project.builds.glob("runs/*/*.stress.log"))
     assert started and "start" in started[0].read_text()  # a host was started, then removed
+
+
+def real_runc() -> str | None:
+    """The host's runc, when the test can use it (root, runc, a static busybox)."""
+    from patchbench.runtimes import runc
+
+    found = shutil.which("runc")
+    if os.geteuid() != 0 or found is None:
+        return None
+    try:
+        busybox = runc.find_busybox()
+    except PatchbenchError:
+        return None
+    return found if runc.is_static(busybox.resolve()) else None
+
+
+@pytest.mark.skipif(real_runc() is None, reason="needs root, runc and a static busybox")
+def test_exec_mode_with_the_real_runc(project: Project, tmp_path: Path) -> None:
+    """The host's runc for both variants: a host container per round, `runc exec` instances into
+    it; SIGUSR1 and SIGUSR2 are forwarded every time, SIGWINCH never (by design), no leftover,
+    and no container or cgroup is left."""
+    from patchbench.runtimes import runc
+
+    binary = real_runc()
+    assert binary is not None
+    bundles = tmp_path / "bundles"
+    runc.make_bundles(bundles, Path(binary), None, tmp_path)
+    root = str(tmp_path / "runc-root")
+    cmd = [binary, "--root", root]
+    real = {
+        **EXEC, "name": "runc",
+        "host": [[*cmd, "run", "-d", "-b", str(bundles / "bundle_sleep"), "{host}"]],
+        "host_teardown": [[*cmd, "delete", "-f", "{host}"]],
+        "launch": [*cmd, "exec", "{host}", "sh", "-c", SCRIPT],
+        "list": [*cmd, "list", "-q"],
+        "fresh": [*cmd, "exec", "{host}", "true"],
+    }
+    project.write(candidates={CAND: ["greet"]}, scenarios=[real])
+    res, _ = support.compare(project.load(), project.options(), "fx", seed=7)
+    n = ROUNDS * INSTANCES
+    sent = {"sent": n, "forwarded": n, "lost": 0, "by_design": 0}
+    for pb in scenario(res, "runc")["per_build"].values():
+        assert pb["signals"] == {"SIGUSR1": sent, "SIGUSR2": sent, "SIGWINCH": {
+            "sent": n, "forwarded": 0, "lost": 0, "by_design": n}}
+        assert (pb["leftovers"], pb["hangs"], pb["fresh_failures"]) == (0, 0, 0)
+    assert runc.list_containers(Path(binary), Path(root)) == []
+    token = res["scenarios"][0]["rounds_detail"][0]["host"].split("-")[1]
+    assert runc.cgroups_of(f"pb-{token}-") == []
