@@ -348,11 +348,11 @@ class StressKind:
                 one = run_round(ctx, ctx.build_of(cell.variant), r, draw, log, seen[cell.variant])
                 rounds.append(one)
                 lost = sum(c.lost for c in one.signals.values())
-                sigs = (f" signals lost {lost} of {sum(c.sent for c in one.signals.values())}"
+                said = (f" signals lost {lost} of {sum(c.sent for c in one.signals.values())}"
                         if one.signals else "")
                 progress.step(cell.variant, f"round {r}: {one.action:<7} after {one.delay_s:.2f} s: "
                               f"{one.outcomes} leftovers {len(one.leftovers)} hangs {one.hangs} "
-                              f"fresh {'ok' if one.fresh_ok else 'FAILED'}{sigs}")
+                              f"fresh {'ok' if one.fresh_ok else 'FAILED'}{said}")
         per_build = {}
         for b in ctx.built:
             mine = [x for x in rounds if x.variant == b.variant.name]
