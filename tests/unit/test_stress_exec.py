@@ -256,3 +256,16 @@ def test_the_signal_table() -> None:
                     ["fix", "SIGWINCH", "8", "0", "0 of 8", "8", "1"]]
     page = html.stress_table(sc.model_dump(mode="json"))
     assert "not forwarded (by design)" in page and "1 of 8" in page
+
+
+@pytest.mark.parametrize("base", ["async-signal-notify", "async-signal-notify-v1"])
+def test_the_planted_late_series_carry_the_patch_they_plant_into(base: str) -> None:
+    """patches/<base>-late is <base> plus the planted delay: its first patch must stay an exact
+    copy of <base>'s, or the planted comparison would no longer test <base>."""
+    from tests.support import REPO_ROOT
+
+    name = "0001-signals-register-signal.Notify-off-the-start-path.patch"
+    late = REPO_ROOT / "patches" / f"{base}-late"
+    assert (late / name).read_bytes() == (REPO_ROOT / "patches" / base / name).read_bytes()
+    assert next(ln for ln in (late / "series").read_text().splitlines()
+                if not ln.startswith("#")) == name
