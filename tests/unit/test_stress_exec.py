@@ -269,3 +269,62 @@ def test_the_planted_late_series_carry_the_patch_they_plant_into(base: str) -> N
     assert (late / name).read_bytes() == (REPO_ROOT / "patches" / base / name).read_bytes()
     assert next(ln for ln in (late / "series").read_text().splitlines()
                 if not ln.startswith("#")) == name
+
+
+class FakeRuntime:
+    """A runtime whose containers are files in ``dir``: the host's commands touch and remove
+    them; ``cleanup`` removes them all, unless ``stuck``."""
+
+    def __init__(self, dir: Path, stuck: bool = False) -> None:
+        self.dir = dir
+        self.stuck = stuck
+        self.cleanups = 0
+        dir.mkdir()
+
+    def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
+        return {"id": f"pb-t-{variant}+"}
+
+    def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
+        return [f"{p.name} (state)" for p in sorted(self.dir.iterdir())]
+
+    def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
+        self.cleanups += 1
+        if not self.stuck:
+            for p in self.dir.iterdir():
+                p.unlink()
+        return []
+
+
+def one_round(tmp_path: Path, runtime: FakeRuntime, teardown: list[str]) -> results.StressRound:
+    from patchbench.build import Built, Variant
+    from patchbench.scenarios.base import ScenarioContext
+
+    sc = StressConfig.model_validate({
+        "name": "x", "mode": "exec", "runs": 1, "rounds": 1, "instances": 2, "delay": [0, 0],
+        "actions": ["none"], "host": [["touch", f"{runtime.dir}/{{host}}"]],
+        "host_teardown": [teardown],
+        # an instance runs only while its host exists
+        "launch": ["test", "-e", f"{runtime.dir}/{{host}}"], "list": ["true"],
+        "fresh": ["test", "-e", f"{runtime.dir}/{{host}}"]})
+    b = Built(Variant("fix", ()), tmp_path, {"artifacts": []}, True)
+    ctx = ScenarioContext(sc, [b], runtime, tmp_path, 1, None, tmp_path,  # type: ignore[arg-type]
+                          0.05, 0.02)
+    return stress.run_round(ctx, b, 1, ("none", 0.0), tmp_path / "log")
+
+
+def test_the_host_is_no_leftover_and_never_outlives_its_round(tmp_path: Path) -> None:
+    host = "pb-t-fix+-h1"
+    # the host exists during the round (the instances and the fresh run find it), is not a
+    # leftover, and its teardown removes it: nothing for the runtime's cleanup to do
+    rt = FakeRuntime(tmp_path / "a")
+    rd = one_round(tmp_path, rt, ["rm", f"{rt.dir}/{{host}}"])
+    assert (rd.exit_codes, rd.fresh_ok, rd.leftovers, rd.host) == ([0, 0], True, [], host)
+    assert (rt.cleanups, list(rt.dir.iterdir())) == (0, [])
+    # a failing teardown: the runtime's cleanup removes the host, still no leftover
+    rt = FakeRuntime(tmp_path / "b")
+    rd = one_round(tmp_path, rt, ["false"])
+    assert (rd.leftovers, rt.cleanups, list(rt.dir.iterdir())) == ([], 1, [])
+    # a host that even the cleanup cannot remove is a leftover after all
+    rt = FakeRuntime(tmp_path / "c", stuck=True)
+    rd = one_round(tmp_path, rt, ["false"])
+    assert rd.leftovers == [f"{host} (state)"] and rt.cleanups == 1
