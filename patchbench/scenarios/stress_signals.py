@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from patchbench.results import SignalCount, StressBuild
 
 UNTRAPPABLE = ("SIGKILL", "SIGSTOP")
-POLL_S = 0.0005  # how often an instance's output is looked at for its readiness line
+POLL_S = 0.0005  # how often an instance's output is looked at for its readiness line, at first
+SLOW_POLL_S = 0.01  # after FAST_FOR_S seconds without every instance ready
+FAST_FOR_S = 1.0
 
 
 def canonical(name: str) -> str:
@@ -146,7 +148,8 @@ def send_when_ready(procs: Sequence[Background], outputs: Sequence[Path], check:
     ready_at: list[float | None] = [None] * n
     done = [False] * n
     sent = [False] * n
-    deadline = clock() + timeout
+    start = clock()
+    deadline = start + timeout
     numbers = [number(s) for s in check.send]
     while not all(done) and clock() < deadline:
         for i in range(n):
@@ -168,7 +171,7 @@ def send_when_ready(procs: Sequence[Background], outputs: Sequence[Path], check:
                 for sig in numbers:
                     procs[i].signal(sig)
                 sent[i] = done[i] = True
-        time.sleep(POLL_S)
+        time.sleep(POLL_S if clock() - start < FAST_FOR_S else SLOW_POLL_S)
     return sent
 
 
