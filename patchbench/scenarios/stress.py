@@ -348,7 +348,9 @@ class StressKind:
                 one = run_round(ctx, ctx.build_of(cell.variant), r, draw, log, seen[cell.variant])
                 rounds.append(one)
                 lost = sum(c.lost for c in one.signals.values())
+                design = sum(c.by_design for c in one.signals.values())
                 said = (f" signals lost {lost} of {sum(c.sent for c in one.signals.values())}"
+                        + (f" ({design} not forwarded by design)" if design else "")
                         if one.signals else "")
                 progress.step(cell.variant, f"round {r}: {one.action:<7} after {one.delay_s:.2f} s: "
                               f"{one.outcomes} leftovers {len(one.leftovers)} hangs {one.hangs} "
