@@ -279,6 +279,17 @@ class LayersResult(_Timed):
     charts: list[str] = Field(default_factory=list)
 
 
+class SignalCount(_Rec):
+    """What became of one signal sent to a build's launched processes (the stress signal check):
+    ``forwarded`` = the process recorded it; ``lost`` = it did not; ``by_design`` = it did not, and
+    the runtime is known not to forward this signal (never counted as lost)."""
+
+    sent: int = 0
+    forwarded: int = 0
+    lost: int = 0
+    by_design: int = 0
+
+
 class StressRound(_Rec):
     round: int
     variant: str
@@ -291,6 +302,11 @@ class StressRound(_Rec):
     leftovers: list[str]
     list_latency_s: float
     fresh_ok: bool
+    # added later (optional; older files read as before): the exec mode's host container, the
+    # signal check per signal name, launched processes that never said they were ready
+    host: str | None = None
+    signals: dict[str, SignalCount] = Field(default_factory=dict)
+    not_ready: int = 0
 
 
 class StressBuild(_Rec):
@@ -303,6 +319,8 @@ class StressBuild(_Rec):
     list_latency_median_s: float
     list_latency_max_s: float
     outcomes: dict[str, int]
+    signals: dict[str, SignalCount] = Field(default_factory=dict)  # added later, optional
+    not_ready: int = 0  # added later, optional
 
 
 class StressResult(_Scenario):
@@ -312,6 +330,8 @@ class StressResult(_Scenario):
     instances: int
     delay: list[float]
     actions: list[str]
+    mode: Literal["run", "exec"] = "run"  # added later, optional
+    not_forwarded: list[str] = Field(default_factory=list)  # added later: by design, never gated
 
 
 class CtrStressCensus(_Rec):

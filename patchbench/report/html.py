@@ -226,7 +226,7 @@ def burst_tables(sc: dict[str, Any]) -> str:
 
 
 def stress_table(sc: dict[str, Any]) -> str:
-    from patchbench.report.markdown import fmt_time
+    from patchbench.report.markdown import SIGNAL_HEADERS, fmt_time, stress_signal_rows
 
     per_build = sc.get("per_build") or {}
     if sc.get("kind") != "stress" or not per_build:
@@ -238,8 +238,13 @@ def stress_table(sc: dict[str, Any]) -> str:
                      pb["leftovers"], pb["fresh_failures"],
                      f"{fmt_time(pb.get('list_latency_median_s'))} / "
                      f"{fmt_time(pb.get('list_latency_max_s'))}", outcomes])
-    return table(["build", "rounds", "instances", "kill errors", "hangs", "leftovers",
-                  "fresh run failed", "list latency median / max", "outcomes"], rows, "stress")
+    out = table(["build", "rounds", "instances", "kill errors", "hangs", "leftovers",
+                 "fresh run failed", "list latency median / max", "outcomes"], rows, "stress")
+    sig_rows = stress_signal_rows(per_build, sc.get("not_forwarded") or [])
+    if sig_rows:
+        out += ("<h3>Signals sent once the process inside was ready</h3>"
+                + table(SIGNAL_HEADERS, sig_rows, "stress-signals"))
+    return out
 
 
 def soak_table(sc: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ data goes in; nothing here measures or writes."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from tabulate import tabulate
 
@@ -239,6 +240,32 @@ def stress_table(per_build: dict[str, StressBuild]) -> str:
                     tablefmt="github", disable_numparse=True)
 
 
+def stress_signal_rows(per_build: dict[str, Any], by_design: list[str]) -> list[list[str]]:
+    """One row per build and signal (from results.json data): sent, forwarded, lost ("N of M"),
+    not forwarded by design, instances never ready. Shared by the markdown and HTML reports."""
+    rows = []
+    for v, pb in per_build.items():
+        for name, c in pb.get("signals", {}).items():
+            design = (str(c["by_design"]) if name in by_design or c["by_design"] else "")
+            rows.append([v, name, str(c["sent"]), str(c["forwarded"]),
+                         f"{c['lost']} of {c['sent']}", design, str(pb.get("not_ready", 0))])
+    return rows
+
+
+SIGNAL_HEADERS = ["build", "signal", "sent", "forwarded", "lost", "not forwarded (by design)",
+                  "never ready (nothing sent)"]
+
+
+def stress_signal_table(sc: StressResult) -> str:
+    rows = stress_signal_rows({v: pb.model_dump() for v, pb in sc.per_build.items()},
+                              sc.not_forwarded)
+    note = (f" {', '.join(sc.not_forwarded)}: the runtime does not forward it by design; a "
+            "missing one is shown apart and never fails the gate." if sc.not_forwarded else "")
+    return ("Signals sent to the launched process once the process inside said it was ready, "
+            "and whether it recorded them:" + note + "\n\n"
+            + tabulate(rows, headers=SIGNAL_HEADERS, tablefmt="github", disable_numparse=True))
+
+
 def layers_blocks(sc: LayersResult) -> list[str]:
     """Mount syscalls per start against L (with the fitted line and the seed's formula), the
     time table per (L, k), the mount table and leftovers per cell, verify, charts."""
@@ -376,7 +403,10 @@ def extra_blocks(sc: ScenarioResult) -> list[str]:
             out.append(phase_table(sc))
         return out
     if isinstance(sc, StressResult):
-        return [stress_table(sc.per_build)]
+        out = [stress_table(sc.per_build)]
+        if any(pb.signals for pb in sc.per_build.values()):
+            out.append(stress_signal_table(sc))
+        return out
     if isinstance(sc, LayersResult):
         return layers_blocks(sc)
     if isinstance(sc, SoakResult):

@@ -2,7 +2,14 @@
 
 Each round launches N instances in the background, waits a random delay from the configured range
 (seeded, recorded), then applies one action to all of them: a force-delete or stop command per
-instance, or SIGTERM / SIGINT sent to each launched process. After the round:
+instance, SIGTERM / SIGINT sent to each launched process, or ``none`` (they run to their end).
+
+``mode: exec`` starts a host container per round first (the ``host`` commands, ``{host}`` is its
+name) into which the instances are launched (``runc exec {host} ...``); the host is not counted as
+a leftover and ``host_teardown`` always runs after the round, also on an error or Ctrl-C. With
+``signals:`` (action ``none`` only), each instance's process says when it is ready and records
+the signals it gets; patchbench sends them to the launched process once it is ready and counts
+what arrived (``stress_signals``). After the round:
 
 - every launched and kill command must return within the timeout, else it is a hang;
 - the listing must show none of the round's instances (else a leftover: cleaned up and counted);
@@ -15,6 +22,7 @@ and used for every build, so their counts compare like with like.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shlex
 import signal
@@ -22,17 +30,27 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from patchbench.scenarios import stress_signals
 from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, header
+from patchbench.scenarios.stress_signals import SignalCheck
 
 if TYPE_CHECKING:
     from patchbench.build import Built
     from patchbench.results import StressResult, StressRound
 
 SIGNALS = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT}
+_SIGNUMS = {int(x) for x in signal.Signals}
+Argv = Annotated[list[str], Field(min_length=1)]
+OUT_DIR = "stress-out"  # per instance output files (readiness, recorded signals), in the run folder
+
+
+def host_name(instance_id: str, rnd: int | str) -> str:
+    """The exec mode's host container of a round: ``{id}-h{round}``."""
+    return f"{instance_id}-h{rnd}"
 
 
 class StressConfig(ScenarioConfig):
@@ -42,14 +60,20 @@ class StressConfig(ScenarioConfig):
     # per instance, or a signal sent to the launched process), then checks with `list` and `fresh`.
     instances: int = Field(default=8, ge=1)
     delay: tuple[float, float] = (0.0, 1.2)
-    actions: list[Literal["delete", "stop", "sigterm", "sigint"]] = Field(min_length=1)
+    actions: list[Literal["delete", "stop", "sigterm", "sigint", "none"]] = Field(min_length=1)
     launch: list[str] = Field(min_length=1)
     kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict)
     list_cmd: list[str] = Field(min_length=1, alias="list")
     fresh: list[str] = Field(min_length=1)
     # names for exit codes of the launched command, shown in the stress report
     exit_labels: dict[int, str] = Field(default_factory=dict)
-
+    # exec: `host` starts the round's host container ({host}), `host_teardown` removes it
+    mode: Literal["run", "exec"] = "run"
+    host: list[Argv] = Field(default_factory=list)
+    host_teardown: list[Argv] = Field(default_factory=list)
+    # the signal check: sent once each instance is ready (after the round's delay), see
+    # stress_signals; only with action `none`
+    signals: SignalCheck | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> StressConfig:
@@ -58,6 +82,14 @@ class StressConfig(ScenarioConfig):
             raise ValueError(f"actions {missing} need a command under 'kill'")
         if self.delay[0] < 0 or self.delay[1] < self.delay[0]:
             raise ValueError("'delay' must be [low, high] seconds with 0 <= low <= high")
+        if self.mode == "exec" and not (self.host and self.host_teardown):
+            raise ValueError("mode 'exec' needs 'host' (start the round's host container, "
+                             "{host}) and 'host_teardown' (remove it)")
+        if self.mode == "run" and (self.host or self.host_teardown):
+            raise ValueError("'host' and 'host_teardown' are for mode 'exec' only")
+        if self.signals is not None and self.actions != ["none"]:
+            raise ValueError("'signals' needs actions: [none] (an instance that is killed "
+                             "cannot report the signals it got)")
         return self
 
     def shown_command(self) -> str:
@@ -73,6 +105,8 @@ def classify(action: str, code: int | None, labels: dict[int, str] | None = None
         return "hang"
     if labels and code in labels:
         return f"{labels[code]} ({code})"
+    if action == "none" and code < 0:
+        return f"killed by {signal.Signals(-code).name}" if -code in _SIGNUMS else f"exit {code}"
     if action in SIGNALS:
         signum = int(SIGNALS[action])
         if code == 128 + signum:
@@ -96,6 +130,8 @@ def run_round(ctx: ScenarioContext, b: Built, rnd: int, draw: tuple[str, float],
 
     sc: StressConfig = ctx.scenario
     values = {**ctx.values(b, Cell(b.variant.name)), "round": str(rnd)}
+    if sc.mode == "exec":
+        values["host"] = host_name(values["id"], rnd)
     where = f"scenario {sc.name}"
 
     def argv_for(template: list[str], i: int) -> list[str]:
@@ -106,30 +142,107 @@ def run_round(ctx: ScenarioContext, b: Built, rnd: int, draw: tuple[str, float],
         command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                     error=BenchmarkError, what=f"{where} {b.variant.name}: setup")
     try:
-        return _round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for)
+        if sc.mode == "run":
+            return _round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for)
+        return _exec_round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for)
     finally:
         for argv in sc.teardown:
             command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                         check=False, what=f"{where} {b.variant.name}: teardown")
 
 
+def without_host(leftovers: list[str], host: str) -> list[str]:
+    """The leftovers that are not the round's host container. An entry names the container
+    first: a runtime's "<id> (state, 2 cgroups)" or a listing's "instance <id>"."""
+    def name(entry: str) -> str:
+        return entry.removeprefix("instance ").split(" ", 1)[0]
+    return [x for x in leftovers if name(x) != host]
+
+
+def _exec_round(
+    ctx: ScenarioContext, b: Built, rnd: int, values: dict[str, str], where: str, action: str,
+    delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
+) -> StressRound:
+    """A round of mode exec: start the host, run the round into it (the host is not a
+    leftover), and always tear the host down; a host still there after its teardown is removed
+    with the runtime's cleanup, and counted as a leftover if even that fails."""
+    from patchbench import bench, command
+    from patchbench.errors import BenchmarkError, CommandError
+
+    sc: StressConfig = ctx.scenario
+    host = values["host"]
+    name = b.variant.name
+    try:
+        for argv in sc.host:
+            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+                        error=BenchmarkError, what=f"{where} {name}: host {host}")
+        one = _round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for, host=host)
+    finally:  # also on an error or Ctrl-C: the host never outlives its round
+        for argv in sc.host_teardown:
+            # a hung teardown is killed; the check below (or the run's teardown) cleans up
+            with contextlib.suppress(CommandError):
+                command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+                            check=False, what=f"{where} {name}: host teardown")
+    if ctx.runtime is not None and ctx.runtime.leftovers(name, b.bin):
+        ctx.runtime.cleanup(name, b.bin)  # the round's leftovers (counted already), or the host
+    left = _host_left(ctx, b, values, where, host)
+    if left:
+        extra = [x for x in left if seen is None or x not in seen]
+        if seen is not None:
+            seen.update(extra)
+        one = one.model_copy(update={"leftovers": [*one.leftovers, *extra]})
+    return one
+
+
+def _host_left(ctx: ScenarioContext, b: Built, values: dict[str, str], where: str, host: str,
+               ) -> list[str]:
+    """What remains of the host container after its teardown."""
+    from patchbench import bench, command
+    from patchbench.errors import CommandError
+
+    sc: StressConfig = ctx.scenario
+    if ctx.runtime is not None:
+        found = ctx.runtime.leftovers(b.variant.name, b.bin)
+        return [x for x in found if x not in without_host(found, host)]
+    try:
+        res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
+                          check=False)
+    except CommandError:
+        return []
+    return [f"instance {x} (the host, after its teardown)" for x in res.stdout.split() if x == host]
+
+
 def _round(
     ctx: ScenarioContext, b: Built, rnd: int, values: dict[str, str], where: str, action: str,
     delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
+    host: str | None = None,
 ) -> StressRound:
     from patchbench import bench, command, results
     from patchbench.command import Background
     from patchbench.errors import CommandError
 
     sc: StressConfig = ctx.scenario
+    check = sc.signals
     procs: list[Background] = []
+    outputs: list[Path] = []
     kill_errors = 0
     kill_hangs = 0
+    signalled: list[bool] = []
     try:
         for i in range(sc.instances):
-            procs.append(Background(argv_for(sc.launch, i), log=log))
-        time.sleep(delay)
-        for i, proc in enumerate(procs):
+            out = None
+            if check is not None:  # its own output file: readiness and the signals it got
+                out = ctx.workdir / OUT_DIR / f"{sc.name}-{b.variant.name}-r{rnd}-{i}.out"
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(b"")
+                outputs.append(out)
+            procs.append(Background(argv_for(sc.launch, i), log=out or log))
+        if check is not None:
+            signalled = stress_signals.send_when_ready(
+                procs, outputs, check, delay, check.ready_timeout or sc.timeout)
+        else:
+            time.sleep(delay)
+        for i, proc in enumerate(procs if action != "none" else []):
             if action in SIGNALS:
                 proc.signal(SIGNALS[action])
                 continue
@@ -143,6 +256,11 @@ def _round(
     finally:
         for p in procs:
             p.stop()
+    signals: dict[str, results.SignalCount] = {}
+    if check is not None:
+        for out, sent in zip(outputs, signalled, strict=True):
+            got = stress_signals.received(out.read_text(errors="replace"), check.ready)
+            signals = stress_signals.add(signals, stress_signals.count(check, got if sent else None))
     t0 = time.monotonic()
     listing_hang = False
     listed: list[str] = []
@@ -157,10 +275,12 @@ def _round(
     if ctx.runtime is not None:
         # the runtime looks deeper than the listing (state, cgroups) and can clean up
         leftovers = ctx.runtime.leftovers(b.variant.name, b.bin)
-        if leftovers:
+        if host is not None:
+            leftovers = without_host(leftovers, host)
+        if leftovers and host is None:  # with a host: after its teardown (_exec_round)
             ctx.runtime.cleanup(b.variant.name, b.bin)
     else:
-        leftovers = [f"instance {x}" for x in listed if x.startswith(prefix)]
+        leftovers = [f"instance {x}" for x in listed if x.startswith(prefix) and x != host]
     if seen is not None:
         leftovers = [x for x in leftovers if x not in seen]
         seen.update(leftovers)
@@ -177,7 +297,8 @@ def _round(
         outcomes=dict(Counter(classify(action, c, sc.exit_labels) for c in codes)),
         kill_errors=kill_errors,
         hangs=sum(c is None for c in codes) + kill_hangs + int(listing_hang),
-        leftovers=leftovers, list_latency_s=list_latency, fresh_ok=fresh_ok)
+        leftovers=leftovers, list_latency_s=list_latency, fresh_ok=fresh_ok, host=host,
+        signals=signals, not_ready=sum(not x for x in signalled))
 
 
 class StressKind:
@@ -192,13 +313,22 @@ class StressKind:
         lines = []
         for b in ctx.built:
             vals = ctx.values(b, Cell(b.variant.name))
-            steps = [*[("setup", a) for a in sc.setup], ("launch", sc.launch),
+            if sc.mode == "exec":
+                vals["host"] = host_name(vals["id"], "{round}")
+            steps = [*[("setup", a) for a in sc.setup], *[("host", a) for a in sc.host],
+                     ("launch", sc.launch),
                      *[(f"kill/{a}", c) for a, c in sc.kill.items()],
                      ("list", sc.list_cmd), ("fresh", sc.fresh),
+                     *[("host down", a) for a in sc.host_teardown],
                      *[("teardown", a) for a in sc.teardown]]
             for label, argv in steps:
                 lines.append(f"  [{b.variant.name}] {label + ':':<9} "
                              f"{shlex.join(bench.fill_argv(argv, vals, sc.name))}")
+            if sc.signals is not None:
+                lines.append(f"  [{b.variant.name}] signals:  {', '.join(sc.signals.send)} to each "
+                             f"launched process once it printed {sc.signals.ready!r}"
+                             + (f" (not forwarded by design: {', '.join(sc.signals.not_forwarded)})"
+                                if sc.signals.not_forwarded else ""))
         return lines
 
     def run(self, ctx: ScenarioContext) -> tuple[StressResult, list[str]]:
@@ -217,9 +347,14 @@ class StressKind:
             for cell in cells:
                 one = run_round(ctx, ctx.build_of(cell.variant), r, draw, log, seen[cell.variant])
                 rounds.append(one)
+                lost = sum(c.lost for c in one.signals.values())
+                design = sum(c.by_design for c in one.signals.values())
+                said = (f" signals lost {lost} of {sum(c.sent for c in one.signals.values())}"
+                        + (f" ({design} not forwarded by design)" if design else "")
+                        if one.signals else "")
                 progress.step(cell.variant, f"round {r}: {one.action:<7} after {one.delay_s:.2f} s: "
                               f"{one.outcomes} leftovers {len(one.leftovers)} hangs {one.hangs} "
-                              f"fresh {'ok' if one.fresh_ok else 'FAILED'}")
+                              f"fresh {'ok' if one.fresh_ok else 'FAILED'}{said}")
         per_build = {}
         for b in ctx.built:
             mine = [x for x in rounds if x.variant == b.variant.name]
@@ -227,29 +362,40 @@ class StressKind:
             for x in mine:
                 outcomes.update(x.outcomes)
             lat = [x.list_latency_s for x in mine]
+            sigs: dict[str, results.SignalCount] = {}
+            for x in mine:
+                sigs = stress_signals.add(sigs, x.signals)
             per_build[b.variant.name] = results.StressBuild(
                 rounds=len(mine), instances_killed=len(mine) * sc.instances,
                 kill_errors=sum(x.kill_errors for x in mine), hangs=sum(x.hangs for x in mine),
                 leftovers=sum(len(x.leftovers) for x in mine),
                 fresh_failures=sum(not x.fresh_ok for x in mine),
                 list_latency_median_s=stats.summarize(lat).median, list_latency_max_s=max(lat),
-                outcomes=dict(outcomes))
+                outcomes=dict(outcomes), signals=sigs, not_ready=sum(x.not_ready for x in mine))
         res = results.StressResult(
             **header(sc, sc.shown_command()), order=[[c.label for c in cs] for cs in order],
             rounds_detail=rounds, per_build=per_build, instances=sc.instances,
-            delay=list(sc.delay), actions=list(sc.actions))
+            delay=list(sc.delay), actions=list(sc.actions), mode=sc.mode,
+            not_forwarded=list(sc.signals.not_forwarded) if sc.signals else [])
         warnings = [f"{sc.name} {v}: {pb.leftovers} leftovers, {pb.hangs} hangs, "
                     f"{pb.fresh_failures} failed fresh runs"
                     for v, pb in per_build.items() if pb.leftovers or pb.hangs or pb.fresh_failures]
+        warnings += [f"{sc.name} {v}: lost {s} {c.lost} of {c.sent} times"
+                     for v, pb in per_build.items() for s, c in pb.signals.items() if c.lost]
+        warnings += [f"{sc.name} {v}: {pb.not_ready} launched processes never said they were "
+                     "ready (no signal sent to them)"
+                     for v, pb in per_build.items() if pb.not_ready]
         return res, warnings
 
     def gate(self, result: StressResult) -> list[str]:
         """A candidate whose rounds hung, left something behind or could not run a fresh
-        instance fails; the baseline's own failures are reported but fail nothing."""
+        instance fails, and one that lost a signal the baseline forwards (more often than the
+        baseline lost it); the baseline's own failures are reported but fail nothing."""
         return [f"{result.name} {v}: {pb.hangs} hangs, {pb.leftovers} leftovers, "
                 f"{pb.fresh_failures} failed fresh runs"
                 for v, pb in result.per_build.items()
-                if v != "baseline" and (pb.hangs or pb.leftovers or pb.fresh_failures)]
+                if v != "baseline" and (pb.hangs or pb.leftovers or pb.fresh_failures)
+                ] + stress_signals.gate(result.name, result.per_build)
 
 
 KIND = StressKind()

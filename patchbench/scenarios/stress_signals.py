@@ -1,0 +1,195 @@
+"""The stress kind's signal-forwarding check: signals sent to the launched (runtime) process after
+the user's process inside has started must reach that process.
+
+The launched process traps the signals and writes one line per signal it gets, the signal's name
+(``USR1`` or ``SIGUSR1``), and first a readiness line (``ready`` by default) once its traps are
+set. patchbench waits for that line in the instance's output, sends every signal of ``send`` to
+the launched process (``runc run``/``runc exec`` in the foreground), and after the instance exited
+reads which names arrived. Per signal and build:
+
+- ``forwarded``: the process recorded it;
+- ``lost``: it did not;
+- ``by_design``: it did not, and the comparison lists the signal under ``not_forwarded`` (runc
+  handles SIGWINCH itself, to resize a terminal, and never forwards it): shown apart, never gated.
+
+An instance that never said it was ready had nothing sent to it: it counts as ``not ready``.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import Field, field_validator, model_validator
+
+from patchbench.models import StrictModel
+
+if TYPE_CHECKING:
+    from patchbench.command import Background
+    from patchbench.results import SignalCount, StressBuild
+
+UNTRAPPABLE = ("SIGKILL", "SIGSTOP")
+POLL_S = 0.0005  # how often an instance's output is looked at for its readiness line, at first
+SLOW_POLL_S = 0.01  # after FAST_FOR_S seconds without every instance ready
+FAST_FOR_S = 1.0
+
+
+def canonical(name: str) -> str:
+    """``usr1``, ``USR1`` or ``SIGUSR1`` -> ``SIGUSR1``; a ValueError for anything else."""
+    up = name.strip().upper()
+    full = up if up.startswith("SIG") else "SIG" + up
+    if full not in signal.Signals.__members__ or full.startswith("SIG_"):
+        raise ValueError(f"{name!r} is not a signal name (e.g. SIGUSR1)")
+    if full in UNTRAPPABLE:
+        raise ValueError(f"{full} cannot be trapped, so its arrival cannot be recorded")
+    return full
+
+
+def number(name: str) -> int:
+    return int(signal.Signals[canonical(name)])
+
+
+class SignalCheck(StrictModel):
+    """``signals:`` of a stress scenario."""
+
+    send: list[str] = Field(min_length=1)
+    ready: str = Field(default="ready", min_length=1)  # the line the process writes when ready
+    # signals the runtime does not forward by design: a missing one is "by design", never lost
+    not_forwarded: list[str] = Field(default_factory=list)
+    # seconds to wait for an instance's readiness line (default: the scenario's timeout)
+    ready_timeout: float | None = Field(default=None, gt=0)
+
+    @field_validator("send", "not_forwarded")
+    @classmethod
+    def _names(cls, names: list[str]) -> list[str]:
+        out = [canonical(n) for n in names]
+        dups = sorted({n for n in out if out.count(n) > 1})
+        if dups:
+            raise ValueError(f"{', '.join(dups)} listed more than once")
+        return out
+
+    @field_validator("ready")
+    @classmethod
+    def _one_line(cls, ready: str) -> str:
+        if ready.strip() != ready or "\n" in ready:
+            raise ValueError("must be one line without surrounding spaces")
+        return ready
+
+    @model_validator(mode="after")
+    def _subset(self) -> SignalCheck:
+        extra = [n for n in self.not_forwarded if n not in self.send]
+        if extra:
+            raise ValueError(f"not_forwarded {extra} must also be listed under 'send'")
+        if self.ready in {n.removeprefix("SIG") for n in self.send} | set(self.send):
+            raise ValueError(f"ready line {self.ready!r} is also a signal name")
+        return self
+
+
+def lines_of(text: str) -> list[str]:
+    """Complete lines only: a line still being written is not read."""
+    return [ln.strip() for ln in text.split("\n")[:-1]]
+
+
+def is_ready(text: str, marker: str) -> bool:
+    return marker in lines_of(text)
+
+
+def received(text: str, ready: str) -> set[str]:
+    """The signal names the process recorded after its readiness line."""
+    lines = lines_of(text)
+    after = lines[lines.index(ready) + 1:] if ready in lines else []
+    got = set()
+    for ln in after:
+        try:
+            got.add(canonical(ln))
+        except ValueError:
+            continue  # the runtime's own output, or anything else
+    return got
+
+
+def count(check: SignalCheck, got: set[str] | None) -> dict[str, SignalCount]:
+    """One instance: what became of each signal (``got`` None: it was never ready, nothing sent)."""
+    from patchbench.results import SignalCount
+
+    out = {}
+    for name in check.send:
+        if got is None:
+            out[name] = SignalCount()
+        elif name in got:
+            out[name] = SignalCount(sent=1, forwarded=1)
+        elif name in check.not_forwarded:
+            out[name] = SignalCount(sent=1, by_design=1)
+        else:
+            out[name] = SignalCount(sent=1, lost=1)
+    return out
+
+
+def add(total: dict[str, SignalCount], more: dict[str, SignalCount]) -> dict[str, SignalCount]:
+    from patchbench.results import SignalCount
+
+    out = dict(total)
+    for name, c in more.items():
+        t = out.get(name, SignalCount())
+        out[name] = SignalCount(sent=t.sent + c.sent, forwarded=t.forwarded + c.forwarded,
+                                lost=t.lost + c.lost, by_design=t.by_design + c.by_design)
+    return out
+
+
+def send_when_ready(procs: Sequence[Background], outputs: Sequence[Path], check: SignalCheck,
+                    delay: float, timeout: float,
+                    clock: Callable[[], float] = time.monotonic) -> list[bool]:
+    """For each instance: wait for its readiness line, then ``delay`` seconds, then send every
+    signal of ``check.send`` (in order) to the launched process. Returns which instances were
+    signalled; one that exited or stayed silent for ``timeout`` seconds was not."""
+    n = len(procs)
+    ready_at: list[float | None] = [None] * n
+    done = [False] * n
+    sent = [False] * n
+    start = clock()
+    deadline = start + timeout
+    numbers = [number(s) for s in check.send]
+    while not all(done) and clock() < deadline:
+        for i in range(n):
+            if done[i]:
+                continue
+            now = clock()
+            if ready_at[i] is None:
+                try:
+                    text = outputs[i].read_text(errors="replace")
+                except OSError:
+                    text = ""
+                if is_ready(text, check.ready):
+                    ready_at[i] = now
+                elif procs[i].proc.poll() is not None:
+                    done[i] = True  # exited without ever being ready
+                    continue
+            at = ready_at[i]
+            if at is not None and now >= at + delay:
+                for sig in numbers:
+                    procs[i].signal(sig)
+                sent[i] = done[i] = True
+        time.sleep(POLL_S if clock() - start < FAST_FOR_S else SLOW_POLL_S)
+    return sent
+
+
+def gate(name: str, per_build: dict[str, StressBuild]) -> list[str]:
+    """A candidate fails for a signal it lost when the baseline forwarded that signal and lost it
+    less often (by share of the signals sent). Signals not forwarded by design never count."""
+    base = per_build.get("baseline")
+    out = []
+    for v, pb in per_build.items():
+        if v == "baseline":
+            continue
+        for sig, c in pb.signals.items():
+            if not c.lost:
+                continue
+            b = base.signals.get(sig) if base is not None else None
+            if b is None or not b.forwarded:
+                continue  # the baseline never forwarded it: nothing to lose against
+            if c.lost / c.sent > (b.lost / b.sent if b.sent else 0.0):
+                out.append(f"{name} {v}: lost {sig} {c.lost} of {c.sent} times (baseline: "
+                           f"{b.lost} of {b.sent})")
+    return out
