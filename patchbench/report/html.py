@@ -247,6 +247,28 @@ def stress_table(sc: dict[str, Any]) -> str:
     return out
 
 
+def ctrstress_table(sc: dict[str, Any]) -> str:
+    """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""
+    per_variant = sc.get("per_variant") or {}
+    if sc.get("kind") != "ctrstress" or not per_variant:
+        return ""
+    rows = []
+    for v, pv in per_variant.items():
+        actions = ", ".join(f"{a} {n}" for a, n in sorted(pv.get("actions", {}).items()))
+        outcomes = ", ".join(f"{a} {n}" for a, n in pv.get("action_outcomes", {}).items()
+                             if a != "restart") or "-"
+        rows.append([v, pv["rounds"], actions, outcomes, pv["hangs"],
+                     f"{pv['mounts']} ({pv['idmapped_mounts']})",
+                     f"{pv['snapshots']} / {pv['snapshot_dirs']}", pv["shims"],
+                     f"{pv['tasks']} / {pv['containers']}", pv["fresh_failures"]])
+    return (f"<p>{esc(sc.get('instances'))} containers per round, layers "
+            f"{esc(', '.join(map(str, sc.get('layers', []))))}; one action per round, the same for "
+            "every variant; leftovers counted, then removed, after each round.</p>"
+            + table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused", "hangs",
+                     "mounts left (idmapped)", "snapshots active / unlisted dirs", "shims left",
+                     "tasks / containers left", "fresh start failed"], rows, "stress"))
+
+
 def soak_table(sc: dict[str, Any]) -> str:
     """Per condition and variant: hangs N of M with Fisher's p, failures, leftovers, escaped
     processes; then links to every hang's evidence."""
@@ -313,7 +335,7 @@ def scenario_charts(sc: dict[str, Any]) -> list[tuple[str, bytes, str]]:
     return out
 
 
-KNOWN_KINDS = ("command", "burst", "stress", "soak")
+KNOWN_KINDS = ("command", "burst", "stress", "soak", "ctrstress")
 
 
 def scenario_section(sc: dict[str, Any]) -> str:
@@ -331,6 +353,7 @@ def scenario_section(sc: dict[str, Any]) -> str:
     parts.append(burst_tables(sc))
     parts.append(stress_table(sc))
     parts.append(soak_table(sc))
+    parts.append(ctrstress_table(sc))
     parts.append(verify_list(sc))
     if sc.get("kind") not in KNOWN_KINDS:  # a kind this page has no tables for: its data
         parts.append(details(f"{sc.get('kind')} data", json_block(

@@ -117,3 +117,15 @@ def test_a_kind_without_tables_here_shows_its_data() -> None:
     section = report_html.scenario_section(sc)
     assert "<summary>future data</summary>" in section and "&quot;hangs&quot;: 1" in section
     assert report_charts.stress_chart(sc) is None
+
+
+def test_a_ctrstress_run_gets_its_own_table() -> None:
+    from patchbench import results
+    from patchbench.report import html as html_mod
+    from tests.support import REPO_ROOT
+
+    res = results.load(REPO_ROOT / "reports" / "mount-mayhem-stress" / "20261130T051127Z")
+    page = html_mod.render_html(res)
+    assert "<th>mounts left (idmapped)</th>" in page
+    assert "<td>idmap-once-per-overlay</td><td>30</td>" in page
+    assert "ctrstress data" not in page  # not the fallback for kinds without tables
