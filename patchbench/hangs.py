@@ -195,6 +195,118 @@ def describe(ev: Evidence) -> str:
     return "\n".join(lines)
 
 
+# --- capturing, for hangs patchbench itself detects (the stress kind) ---------------------------
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(ppid, pgid) of ``pid`` from /proc/PID/stat, or None when it is gone."""
+    text = _read(f"/proc/{pid}/stat")
+    fields = text[text.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
+    try:
+        return int(fields[1]), int(fields[2])
+    except (IndexError, ValueError):
+        return None
+
+
+def _proc(pid: int) -> dict[str, object]:
+    """One process as the launcher's readProc reads it (the same JSON keys)."""
+    status = _read(f"/proc/{pid}/status")
+    if not status:
+        return {"pid": pid, "error": "gone before it could be read"}
+    keys = {"Name": "comm", "State": "state", "SigCgt": "sig_cgt", "SigBlk": "sig_blk",
+            "SigIgn": "sig_ign", "SigPnd": "sig_pnd", "ShdPnd": "shd_pnd"}
+    out: dict[str, object] = {"pid": pid}
+    for line in status.splitlines():
+        k, _, v = line.partition(":")
+        if k in keys:
+            out[keys[k]] = v.strip()
+        elif k == "PPid":
+            out["ppid"] = int(v.strip() or 0)
+        elif k == "Threads":
+            out["threads"] = int(v.strip() or 0)
+    st = _stat(pid)
+    out["pgid"] = st[1] if st else 0
+    out["zombie"] = str(out.get("state", "")).startswith("Z")
+    out["wchan"] = _read(f"/proc/{pid}/wchan").strip()
+    out["cmdline"] = _read(f"/proc/{pid}/cmdline").replace("\0", " ").strip()
+    tasks = sorted(Path(f"/proc/{pid}/task").glob("*")) if Path(f"/proc/{pid}/task").is_dir() else []
+    if len(tasks) > 1:
+        waits: dict[str, int] = {}
+        for t in tasks:
+            w = _read(f"{t}/wchan").strip()
+            if w and w != "0":
+                waits[w] = waits.get(w, 0) + 1
+        out["thread_wchans"] = waits
+    return out
+
+
+def tree_of(pid: int) -> list[int]:
+    """``pid``, its descendants, and every member of its process group (a command started in a
+    group of its own), parents first; as the launcher's treeOf."""
+    children: dict[int, list[int]] = {}
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        st = _stat(int(entry.name))
+        if st is None:
+            continue
+        children.setdefault(st[0], []).append(int(entry.name))
+        if st[1] == pid:
+            members.append(int(entry.name))
+    out: list[int] = []
+
+    def walk(p: int) -> None:
+        if p in out:
+            return
+        out.append(p)
+        for c in sorted(children.get(p, [])):
+            walk(c)
+
+    walk(pid)
+    for m in sorted(members):
+        walk(m)
+    return out
+
+
+def capture(pid: int, argv: Sequence[str], instance: int, deadline_s: float, elapsed_s: float,
+            directory: Path) -> Path:
+    """Save the evidence of a hang patchbench detected itself, before it kills ``pid``: the same
+    file the launcher writes (process tree, State, signal masks, wchan, zombies, findings)."""
+    import time as _time
+
+    procs = [_proc(p) for p in tree_of(pid)]
+    by_pid = {int(str(p["pid"])): p for p in procs}
+    findings = []
+    for p in procs:
+        parent = by_pid.get(int(str(p.get("ppid", 0))))
+        if p.get("zombie") and parent is not None and str(parent.get("state", "")).startswith(
+                ("S", "D")):
+            findings.append(f"zombie child {p['pid']} ({p.get('comm', '')}) under sleeping parent "
+                            f"{parent['pid']} ({parent.get('comm', '')}, wchan "
+                            f"{parent.get('wchan', '')}): {LOST_SIGCHLD}")
+    now = _time.time()
+    stamp = _time.strftime("%Y%m%dT%H%M%S", _time.gmtime(now)) + f".{int(now % 1 * 1e9):09d}Z"
+    ev = {"schema": 1, "instance": instance, "argv": list(argv), "pid": pid,
+          "deadline_s": deadline_s, "elapsed_s": round(elapsed_s, 6),
+          "time": _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(now)) + "Z",
+          "processes": procs, "findings": findings, "killed": [int(str(p["pid"])) for p in procs]}
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"hang-{stamp}-i{instance}-pid{pid}.json"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(ev, indent=2) + "\n")
+    tmp.replace(path)
+    return path
+
+
 # --- counting --------------------------------------------------------------------------------
 
 
@@ -259,6 +371,7 @@ __all__ = [
     "HangComparison",
     "HangCount",
     "ProcessInfo",
+    "capture",
     "compare_hangs",
     "count_hangs",
     "describe",

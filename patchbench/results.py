@@ -26,7 +26,8 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   its evidence files) and a comparison records ``hangs`` (Fisher's exact test against the
   baseline). Those kinds may list ``conditions``: a cell's ``params`` then name its
   ``condition``, and the scenario records each condition as applied. Version 3 files read as
-  runs without deadlines (``hangs`` null). Added in version 4: the kind ``ctrstress``
+  runs without deadlines (``hangs`` null). A stress round names the evidence of its hung
+  instances (``evidence``). Added in version 4: the kind ``ctrstress``
   (containerd containers killed mid-start, the daemon restarted mid-burst; leftovers counted).
 """
 
@@ -307,6 +308,7 @@ class StressRound(_Rec):
     host: str | None = None
     signals: dict[str, SignalCount] = Field(default_factory=dict)
     not_ready: int = 0
+    evidence: list[str] = Field(default_factory=list)  # hang evidence files (version 4)
 
 
 class StressBuild(_Rec):
@@ -332,6 +334,7 @@ class StressResult(_Scenario):
     actions: list[str]
     mode: Literal["run", "exec"] = "run"  # added later, optional
     not_forwarded: list[str] = Field(default_factory=list)  # added later: by design, never gated
+    evidence_summary: str | None = None  # a readable account of every hang (version 4)
 
 
 class CtrStressCensus(_Rec):

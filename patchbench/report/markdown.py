@@ -406,6 +406,13 @@ def extra_blocks(sc: ScenarioResult) -> list[str]:
         out = [stress_table(sc.per_build)]
         if any(pb.signals for pb in sc.per_build.values()):
             out.append(stress_signal_table(sc))
+        seen = [f"- {r.variant} round {r.round}: " + ", ".join(f"[{n}]({n})" for n in r.evidence)
+                for r in sc.rounds_detail if r.evidence]
+        if seen:
+            summary = (f" A readable account of every hang: [{sc.evidence_summary}]"
+                       f"({sc.evidence_summary}).") if sc.evidence_summary else ""
+            out.append("Hung instances, with the evidence saved before the kill:" + summary
+                       + "\n\n" + "\n".join(seen))
         return out
     if isinstance(sc, LayersResult):
         return layers_blocks(sc)

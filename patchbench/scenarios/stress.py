@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from patchbench.scenarios import stress_signals
-from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, header
+from patchbench.scenarios.base import (
+    ScenarioConfig,
+    ScenarioContext,
+    evidence_summary,
+    header,
+    report_evidence,
+)
 from patchbench.scenarios.stress_signals import SignalCheck
 
 if TYPE_CHECKING:
@@ -217,7 +223,7 @@ def _round(
     delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
     host: str | None = None,
 ) -> StressRound:
-    from patchbench import bench, command, results
+    from patchbench import bench, command, hangs, results
     from patchbench.command import Background
     from patchbench.errors import CommandError
 
@@ -228,6 +234,8 @@ def _round(
     kill_errors = 0
     kill_hangs = 0
     signalled: list[bool] = []
+    evidence: list[str] = []
+    launched = time.monotonic()
     try:
         for i in range(sc.instances):
             out = None
@@ -253,6 +261,11 @@ def _round(
             except CommandError:
                 kill_hangs += 1
         codes = [p.wait(sc.timeout) for p in procs]
+        for i, (p, code) in enumerate(zip(procs, codes, strict=True)):
+            if code is None:  # a hang: its evidence before the kill below
+                ev = hangs.capture(p.proc.pid, argv_for(sc.launch, i), i, sc.timeout,
+                                   time.monotonic() - launched, evidence_dir_of(ctx, b))
+                evidence.append(ev.name)
     finally:
         for p in procs:
             p.stop()
@@ -298,7 +311,12 @@ def _round(
         kill_errors=kill_errors,
         hangs=sum(c is None for c in codes) + kill_hangs + int(listing_hang),
         leftovers=leftovers, list_latency_s=list_latency, fresh_ok=fresh_ok, host=host,
-        signals=signals, not_ready=sum(not x for x in signalled))
+        signals=signals, not_ready=sum(not x for x in signalled), evidence=evidence)
+
+
+def evidence_dir_of(ctx: ScenarioContext, b: Built) -> Path:
+    """Where the evidence of a variant's hung instances is saved (before they are killed)."""
+    return ctx.workdir / f"{ctx.scenario.name}-evidence" / b.variant.name
 
 
 class StressKind:
@@ -355,6 +373,12 @@ class StressKind:
                 progress.step(cell.variant, f"round {r}: {one.action:<7} after {one.delay_s:.2f} s: "
                               f"{one.outcomes} leftovers {len(one.leftovers)} hangs {one.hangs} "
                               f"fresh {'ok' if one.fresh_ok else 'FAILED'}{said}")
+        summary: list[str] = []
+        for one in rounds:  # each hang's evidence into the report folder, named there
+            if one.evidence:
+                files = [evidence_dir_of(ctx, ctx.build_of(one.variant)) / n for n in one.evidence]
+                one.evidence, _ = report_evidence(ctx, files, f"{one.variant}-r{one.round}",
+                                                  summary)
         per_build = {}
         for b in ctx.built:
             mine = [x for x in rounds if x.variant == b.variant.name]
@@ -376,7 +400,8 @@ class StressKind:
             **header(sc, sc.shown_command()), order=[[c.label for c in cs] for cs in order],
             rounds_detail=rounds, per_build=per_build, instances=sc.instances,
             delay=list(sc.delay), actions=list(sc.actions), mode=sc.mode,
-            not_forwarded=list(sc.signals.not_forwarded) if sc.signals else [])
+            not_forwarded=list(sc.signals.not_forwarded) if sc.signals else [],
+            evidence_summary=evidence_summary(ctx, summary))
         warnings = [f"{sc.name} {v}: {pb.leftovers} leftovers, {pb.hangs} hangs, "
                     f"{pb.fresh_failures} failed fresh runs"
                     for v, pb in per_build.items() if pb.leftovers or pb.hangs or pb.fresh_failures]

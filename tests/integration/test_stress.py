@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from patchbench import bench, pipeline
+from patchbench import bench, hangs, pipeline
 from patchbench.bench import Cell
 from patchbench.workspace import Switches
 from tests import support
@@ -121,6 +121,16 @@ def test_stress_rounds(stress_run: tuple[dict[str, Any], Path], project: Project
         assert rd["action"] == "sigterm"
         if rd["variant"] == CAND:
             assert rd["exit_codes"] == [None] * INSTANCES
+            # each hang's evidence, saved before the kill, is in the report folder
+            assert len(rd["evidence"]) == INSTANCES
+            for name in rd["evidence"]:
+                ev = hangs.load_evidence_file(run_dir / name)
+                assert ev.deadline_s == 1 and ev.elapsed_s >= 1
+                assert [p.comm for p in ev.processes][:2] == ["sh", "sleep"]
+                assert ev.processes[0].sig_ign and ev.processes[0].wchan
+        else:
+            assert rd["evidence"] == []
+    assert (run_dir / hang["evidence_summary"]).is_file()
     assert f"hang {CAND}: 0 leftovers, {ROUNDS * INSTANCES} hangs, 0 failed fresh runs" in \
         results["warnings"]
     # and the hung processes were killed
@@ -131,6 +141,7 @@ def test_stress_rounds(stress_run: tuple[dict[str, Any], Path], project: Project
 
     md = (run_dir / "report.md").read_text()
     assert "| build " in md and "leftovers" in md and "hangs" in md
+    assert "Hung instances, with the evidence saved before the kill:" in md
     assert_nothing_left(project.builds, project.cache)
 
 

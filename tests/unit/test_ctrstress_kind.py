@@ -522,4 +522,5 @@ def test_whole_report_and_html_render() -> None:
     text = markdown.render(run)
     assert "## Scenario `kill-restart` (ctrstress)" in text and "## Summary" not in text
     page = html.render_html(run)
-    assert "ctrstress data" in page and "per_variant" in page
+    assert "ctrstress data" not in page and "<th>mounts left (idmapped)</th>" in page
+    assert "<td>fix</td><td>2</td>" in page and "<td>2 (2)</td>" in page

@@ -121,3 +121,39 @@ def test_fisher_exact_matches_scipy() -> None:
             expected = scipy_stats.fisher_exact([[a, b], [c, d]], alternative=alt).pvalue
             assert stats.fisher_exact(a, b, c, d, alternative=alt) == pytest.approx(
                 expected, rel=1e-8, abs=1e-300), (table, alt)
+
+
+def test_capture_saves_the_launchers_evidence_and_names_a_lost_sigchld(tmp_path: Path) -> None:
+    """patchbench's own capture (stress hangs) writes what the launcher writes: here a parent
+    that sleeps without reaping its exited child, the lost-SIGCHLD signature."""
+    import subprocess
+    import sys
+    import time
+
+    script = ("import os, time\n"
+              "if os.fork() == 0:\n    os._exit(0)\n"
+              "print('ready', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the child has exited: a zombie
+            if any(p.zombie for p in [hangs.ProcessInfo.model_validate(hangs._proc(x))
+                                      for x in hangs.tree_of(proc.pid)]):
+                break
+            time.sleep(0.02)
+        path = hangs.capture(proc.pid, ["python", "-c", "..."], 3, 1.0, 1.25, tmp_path / "ev")
+    finally:
+        proc.kill()
+        proc.wait()
+    ev = hangs.load_evidence_file(path)
+    assert path.name.startswith("hang-") and path.name.endswith(f"-i3-pid{proc.pid}.json")
+    assert (ev.instance, ev.pid, ev.deadline_s, ev.elapsed_s) == (3, proc.pid, 1.0, 1.25)
+    parent, child = ev.processes
+    assert parent.pid == proc.pid and parent.pgid == proc.pid and parent.sleeping
+    assert len(parent.sig_cgt) == 16 and parent.wchan
+    assert child.ppid == proc.pid and child.zombie
+    assert ev.lost_sigchld and "lost-SIGCHLD" in ev.findings[0]
+    assert ev.killed == [parent.pid, child.pid]
+    assert hangs.load_evidence(tmp_path / "ev") == [ev]
