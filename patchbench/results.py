@@ -371,6 +371,7 @@ class CtrStressRound(_Rec):
     fresh_ok: bool
     fresh_output: str = ""
     fresh_left: CtrStressCensus
+    evidence: list[str] = Field(default_factory=list)  # evidence of hung `ctr run` clients
 
 
 class CtrStressVariant(_Rec):
@@ -405,6 +406,7 @@ class CtrStressResult(_Scenario):
     rounds_detail: list[CtrStressRound]
     per_variant: dict[str, CtrStressVariant]
     runc: dict[str, str] = Field(default_factory=dict)
+    evidence_summary: str | None = None  # a readable account of every hang
 
 
 class SoakVariant(_Rec):

@@ -390,7 +390,21 @@ def ctrstress_blocks(sc: CtrStressResult) -> list[str]:
                + ", ".join(f"L={n} `{d}`" for n, d in sc.images.items())
                + (f". runc: {sc.runc.get('version', '').splitlines()[0]} "
                   f"(sha256 {sc.runc.get('sha256', '')[:12]})" if sc.runc else "") + ".")
-    return out
+    return out + round_evidence(
+        [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
+        sc.evidence_summary)
+
+
+def round_evidence(rounds: list[tuple[str, list[str]]], summary: str | None) -> list[str]:
+    """The hung instances of stress-like rounds, each with the evidence saved before its kill
+    (nothing when none hung)."""
+    seen = [f"- {label}: " + ", ".join(f"[{n}]({n})" for n in names)
+            for label, names in rounds if names]
+    if not seen:
+        return []
+    said = (f" A readable account of every hang: [{summary}]({summary})." if summary else "")
+    return ["Hung instances, with the evidence saved before the kill:" + said + "\n\n"
+            + "\n".join(seen)]
 
 
 def extra_blocks(sc: ScenarioResult) -> list[str]:
@@ -406,13 +420,9 @@ def extra_blocks(sc: ScenarioResult) -> list[str]:
         out = [stress_table(sc.per_build)]
         if any(pb.signals for pb in sc.per_build.values()):
             out.append(stress_signal_table(sc))
-        seen = [f"- {r.variant} round {r.round}: " + ", ".join(f"[{n}]({n})" for n in r.evidence)
-                for r in sc.rounds_detail if r.evidence]
-        if seen:
-            summary = (f" A readable account of every hang: [{sc.evidence_summary}]"
-                       f"({sc.evidence_summary}).") if sc.evidence_summary else ""
-            out.append("Hung instances, with the evidence saved before the kill:" + summary
-                       + "\n\n" + "\n".join(seen))
+        out += round_evidence(
+            [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
+            sc.evidence_summary)
         return out
     if isinstance(sc, LayersResult):
         return layers_blocks(sc)

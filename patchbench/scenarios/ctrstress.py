@@ -40,7 +40,13 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, header
+from patchbench.scenarios.base import (
+    ScenarioConfig,
+    ScenarioContext,
+    evidence_summary,
+    header,
+    report_evidence,
+)
 
 if TYPE_CHECKING:
     from patchbench.command import Background
@@ -311,10 +317,12 @@ def settle(d: ContainerdDaemon, seconds: float, dirs_before: int) -> float:
 
 def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: OciImage,
               draw: Draw, log: Path) -> CtrStressRound:
-    from patchbench import command, results
+    from patchbench import command, hangs, results
 
     sc: CtrStressConfig = ctx.scenario
     ids = [f"{d.namespace}-r{draw.round}-{i}" for i in range(sc.k)]
+    launched = time.monotonic()
+    evidence: list[str] = []
     dirs_before = unlisted_dirs(d)
     procs = {cid: command.Background(d.run_argv(image, cid, sc.args), env=d.env(), log=log)
              for cid in ids}
@@ -326,6 +334,12 @@ def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: Oc
         if draw.action == "restart":
             restart_s = round(time.monotonic() - t0, 3)
         codes = [p.wait(sc.timeout) for p in procs.values()]
+        for i, (cid, p, code) in enumerate(zip(procs, procs.values(), codes, strict=True)):
+            if code is None:  # a hung `ctr run`: its evidence before the kill below
+                evidence.append(hangs.capture(
+                    p.proc.pid, d.run_argv(image, cid, sc.args), i, sc.timeout,
+                    time.monotonic() - launched,
+                    ctx.workdir / f"{sc.name}-evidence" / variant).name)
     finally:
         for p in procs.values():
             p.stop()
@@ -345,7 +359,7 @@ def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: Oc
         restart_s=restart_s,
         settle_s=round(waited, 3), left=left.record(), left_detail=_detail(left),
         removed=removed, fresh_ok=fresh_ok, fresh_output=fresh_out,
-        fresh_left=after.record())
+        fresh_left=after.record(), evidence=evidence)
 
 
 def _detail(c: Census, limit: int = 20) -> list[str]:
@@ -485,6 +499,13 @@ class CtrStressKind:
                               f"{one.action_outcomes} exits "
                               f"{dict(Counter(one.exit_codes))} left {left or 'nothing'} "
                               f"fresh {'ok' if one.fresh_ok else 'FAILED'}")
+        summary: list[str] = []
+        for one in rounds:  # each hung client's evidence into the report folder, named there
+            if one.evidence:
+                files = [ctx.workdir / f"{sc.name}-evidence" / one.variant / n
+                         for n in one.evidence]
+                one.evidence, _ = report_evidence(ctx, files, f"{one.variant}-r{one.round}",
+                                                  summary)
         per_variant = {v: results.CtrStressVariant(
             **totals([r for r in rounds if r.variant == v]),
             actions=dict(Counter(r.action for r in rounds if r.variant == v)),
@@ -494,7 +515,8 @@ class CtrStressKind:
             **header(sc, sc.shown_command()), order=[[c.label for c in cs] for cs in order],
             layers=sc.layers, instances=sc.k, actions=list(sc.actions), delay=list(sc.delay),
             settle=sc.settle, images={str(n): img.manifest_digest for n, img in images.items()},
-            rounds_detail=rounds, per_variant=per_variant, runc=rt.runc_info())
+            rounds_detail=rounds, per_variant=per_variant, runc=rt.runc_info(),
+            evidence_summary=evidence_summary(ctx, summary))
         warnings = [f"{sc.name} {v}: " + ", ".join(
             f"{getattr(pv, k)} {k.replace('_', ' ')}"
             for k in ("hangs", *LEFTOVER_KINDS, "fresh_failures") if getattr(pv, k))

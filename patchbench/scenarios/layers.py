@@ -27,14 +27,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from patchbench.scenarios.base import (
-    ScenarioConfig,
-    ScenarioContext,
-    cell_result,
-    compare_cells,
-    header,
-    noisy_warnings,
-)
+from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, hang_gate, header
+from patchbench.scenarios.command import timed_results, with_deadline
 
 if TYPE_CHECKING:
     from patchbench.bench import Cell, Invocation
@@ -106,7 +100,8 @@ class LayersKind:
                          f"{d.paths.config}")
             argv = d.run_argv(image_name(max(sc.layers)),
                               f"{d.namespace}-L{max(sc.layers)}-k{max(sc.k)}-{{i}}", sc.args)
-            lines.append(f"  [{b.variant.name}] measure: launcher -k K -- {shlex.join(argv)}")
+            lines.append(f"  [{b.variant.name}] measure: launcher -k K -deadline "
+                         f"{sc.timeout:g}s -- {shlex.join(argv)}")
         lines.append(f"  images: L = {sc.layers} (busybox + one file per layer), k = {sc.k}")
         if sc.count_mounts:
             lines.append("  mount syscalls: one traced start per (variant, L) with bpftrace")
@@ -153,8 +148,8 @@ class LayersKind:
             d = daemons[cell.variant]
             n, k = int(cell.param("L") or 1), cell.param("k") or "1"
             argv = d.run_argv(images[n], f"{d.namespace}-L{n}-k{k}-{{i}}", sc.args)
-            return Invocation(command=[str(exe), "-k", k, "-o", str(_lat_file(ctx, cell)), "--",
-                                       *argv], env=d.env())
+            return with_deadline(ctx, exe, cell, Invocation(command=argv, env=d.env()),
+                                 ["-k", k, "-o", str(_lat_file(ctx, cell))])
 
         cells = [Cell(v, (("L", str(n)), ("k", str(k))))
                  for v in variants for n in sc.layers for k in sc.k]
@@ -188,18 +183,18 @@ class LayersKind:
                                            workdir=ctx.workdir, on_round=on_round)
         finally:
             sampler.stop()
-        cell_results = [cell_result(c, samples[c], ctx.seed) for c in cells]
+        cell_results, comparisons, ev_summary, timed_warnings = timed_results(ctx, cells, samples)
+        warnings += timed_warnings
         from patchbench.scenarios.burst import _instances
 
         for c, res in zip(cells, cell_results, strict=True):
             res.instances = _instances(_lat_file(ctx, c))
         verify = {v: _verify(d, images[max(sc.layers)], sc.timeout) for v, d in daemons.items()}
 
-        from patchbench import stats
         from patchbench.report import charts
 
-        medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)):
-                   stats.summarize(samples[c].times).median for c in cells}
+        medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)): r.summary.median
+                   for c, r in zip(cells, cell_results, strict=True)}  # NaN: every run hung
         chart_names = []
         time_chart = ctx.workdir / f"{sc.name}-time.png"
         charts.layers_time(time_chart, sc.layers, sc.k, variants, medians, sc.name)
@@ -212,14 +207,12 @@ class LayersKind:
             ctx.extra_files[name] = ctx.workdir / name
         result = results.LayersResult(
             **header(sc, sc.shown_command()), layers=sc.layers, k=sc.k, order=order,
-            cells=cell_results,
-            comparisons=[compare_cells(Cell(variants[0], c.params), c, samples, ctx)
-                         for c in cells if c.variant != variants[0]],
+            cells=cell_results, comparisons=comparisons, deadline_s=sc.timeout,
+            evidence_summary=ev_summary,
             images={str(n): img.manifest_digest for n, img in images.items()},
             mount_counts=counts, mount_counts_by_comm=by_comm, mount_fit=fits,
             seed_formula=SEED_FORMULA, mount_table=table, mounts_left=left,
             active_snapshots=snaps, verify=verify, runc=rt.runc_info(), charts=chart_names)
-        warnings += noisy_warnings(sc.name, cell_results)
         warnings += [f"{sc.name} {label}: {n} mount(s) of the run were left after its rounds "
                      "(removed)" for label, n in left.items() if n]
         warnings += [f"{sc.name} {v}: the verify check FAILED: {c.output[:200]}"
@@ -232,7 +225,7 @@ class LayersKind:
                if not c.passed and v != base]
         out += [f"{result.name} {label}: {n} mount(s) left behind" for label, n in
                 result.mounts_left.items() if n and not label.startswith(f"{base} ")]
-        return out
+        return out + hang_gate(result.name, result.comparisons)
 
 
 def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:

@@ -524,3 +524,40 @@ def test_whole_report_and_html_render() -> None:
     page = html.render_html(run)
     assert "ctrstress data" not in page and "<th>mounts left (idmapped)</th>" in page
     assert "<td>fix</td><td>2</td>" in page and "<td>2 (2)</td>" in page
+
+
+def test_a_hung_client_s_evidence_reaches_the_report_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from patchbench import hangs
+
+    sleeper = subprocess.Popen(["sleep", "30.5913"], start_new_session=True)
+
+    def fake_round(ctx: Any, variant: str, d: Any, image: FakeImage, draw: ctrstress.Draw,
+                   log: Path) -> results.CtrStressRound:
+        one = round_(variant, draw.round, action=draw.action,
+                     hangs=int(variant != "baseline" and draw.round == 3))
+        if one.hangs:  # what run_round saves for a `ctr run` client still running at timeout
+            path = hangs.capture(sleeper.pid, ["ctr", "run"], 7, 60.0, 61.0,
+                                 ctx.workdir / "kill-restart-evidence" / variant)
+            one.evidence = [path.name]
+        return one
+
+    monkeypatch.setattr(ctrstress, "run_round", fake_round)
+    ctx = context(tmp_path, FakeRuntime(tmp_path / "d"))
+    try:
+        res, _ = KIND.run(ctx)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    (hung,) = [r for r in res.rounds_detail if r.evidence]
+    assert (hung.variant, hung.round) == ("idmap-once-per-overlay", 3)
+    (name,) = hung.evidence
+    assert name.startswith("idmap-once-per-overlay-r3-hang-") and name in ctx.extra_files
+    ev = hangs.load_evidence_file(ctx.extra_files[name])
+    assert ev.processes[0].comm == "sleep" and ev.instance == 7
+    assert res.evidence_summary in ctx.extra_files
+    text = markdown.extra_blocks(res)[-1]
+    assert text.startswith("Hung instances, with the evidence saved before the kill:")
+    assert f"- idmap-once-per-overlay round 3: [{name}]({name})" in text
