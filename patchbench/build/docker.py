@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import json
 import os
 import shlex
@@ -24,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from patchbench import command, images
+from patchbench import command, files, images, redact
 from patchbench import engine as engines
 from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, Target
 from patchbench.errors import BuildError, CommandError, PatchbenchError, RequirementError, ToolchainError
@@ -221,18 +222,46 @@ class DockerBackend:
 
 
 class ContainerRunner:
-    """patchbench.toolchains.Runner inside a build image (one container per command)."""
+    """patchbench.toolchains.Runner inside a build image (one container per command).
+
+    An image ID names its content, so what a query prints there (``go version``, ``go env``, a
+    tool's sha256) is the same every time for the same argv and environment: a successful answer
+    is kept (redacted) under ``builds/images/queries/`` by (image ID, argv, environment) and not
+    asked again, which spares a warm build one container start per fingerprint query."""
 
     def __init__(self, backend: DockerBackend, image: images.Image):
         self.backend = backend
         self.image = image
         self.where = f"in image {image.ref} ({image.id[:19]})"
 
+    def _cached(self, argv: Sequence[str], env: Mapping[str, str]) -> Path | None:
+        if self.backend.state is None:
+            return None
+        key = hashlib.sha256(json.dumps([self.image.id, list(argv),
+                                         sorted(container_env(env).items())]).encode())
+        return self.backend.state / "images" / "queries" / f"{key.hexdigest()}.json"
+
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
             what: str | None = None, error: type[PatchbenchError] = ToolchainError,
             ) -> command.Result:
-        return self.backend.run(self.image, argv, env=env, timeout=timeout, error=error,
-                                what=what or f"{shlex.join(argv)} {self.where}")
+        path = self._cached(argv, env)
+        if path is not None and path.is_file():
+            try:
+                data = json.loads(path.read_text())
+                return command.Result(tuple(argv), 0, str(data["stdout"]), str(data["stderr"]),
+                                      0.0)
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # a damaged entry: asked again, and rewritten
+        res = self.backend.run(self.image, argv, env=env, timeout=timeout, error=error,
+                               what=what or f"{shlex.join(argv)} {self.where}")
+        if path is not None and res.returncode == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # no secret is recorded: a credential in the output is kept redacted (the
+            # fingerprint and the cache key are taken from redacted values anyway)
+            files.write_json_atomic(path, {"image": self.image.id, "argv": list(argv),
+                                           "stdout": redact.text(res.stdout),
+                                           "stderr": redact.text(res.stderr)})
+        return res
 
     def sha256(self, path: str) -> str:
         res = self.run(["sha256sum", path], env={}, timeout=120,

@@ -187,3 +187,48 @@ def test_dry_run_lines_name_engine_image_and_every_docker_step(tmp_path: Path) -
     assert "/bin/sh -c 'make runc'" in text
     lines = docker_backend.plan_lines(target, tmp_path, environ={"DOCKER_HOST": "tcp://h:2375"})
     assert lines[0] == "engine  DOCKER_HOST=tcp://h:2375 (must answer)"
+
+
+def test_fingerprint_queries_are_asked_once_per_image_and_kept_redacted(tmp_path: Path) -> None:
+    from patchbench import command
+
+    class FakeBackend:
+        state = tmp_path / "builds"
+
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, list[str]]] = []
+            self.fail = False
+
+        def run(self, image: images.Image, argv: list[str], **_: Any) -> command.Result:
+            self.calls.append((image.id, list(argv)))
+            out = "go version go1.23.6 linux/amd64 https://user:hunter2@proxy.invalid/\n"
+            return command.Result(tuple(argv), 1 if self.fail else 0, out, "", 0.1)
+
+    backend = FakeBackend()
+    a = docker_backend.ContainerRunner(backend, images.Image("recipe:x", "sha256:" + "a" * 64))
+    b = docker_backend.ContainerRunner(backend, images.Image("recipe:x", "sha256:" + "b" * 64))
+    first = a.run(["go", "version"], env={"GOFLAGS": "-mod=vendor"})
+    again = a.run(["go", "version"], env={"GOFLAGS": "-mod=vendor"})
+    assert len(backend.calls) == 1 and again.returncode == 0
+    assert "hunter2" in first.stdout and "hunter2" not in again.stdout  # recorded redacted
+    (entry,) = (tmp_path / "builds" / "images" / "queries").iterdir()
+    assert "hunter2" not in entry.read_text()
+    # another image, another environment or another argv is asked again
+    b.run(["go", "version"], env={"GOFLAGS": "-mod=vendor"})
+    a.run(["go", "version"], env={"GOFLAGS": "-mod=mod"})
+    a.run(["go", "env", "-json"], env={"GOFLAGS": "-mod=vendor"})
+    assert len(backend.calls) == 4
+    # a damaged entry is asked again; a failed answer is never kept
+    entry.write_text("{not json")
+    a.run(["go", "version"], env={"GOFLAGS": "-mod=vendor"})
+    assert len(backend.calls) == 5 and json_ok(entry)
+    backend.fail = True
+    for _ in range(2):
+        assert b.run(["true"], env={}).returncode == 1
+    assert len(backend.calls) == 7
+
+
+def json_ok(path: Path) -> bool:
+    import json
+
+    return isinstance(json.loads(path.read_text()), dict)
