@@ -75,16 +75,17 @@ class Samples:
             "hung_rounds": self.hung_rounds,
         }
 
-    def add(self, result: dict[str, Any], rnd: int) -> list[int]:
-        """Take one hyperfine call's runs (round ``rnd``): a run that exited 124 (the launcher's
-        hang code) goes to the hung lists, every other run to the timed ones. Returns the exit
-        codes of the runs that failed otherwise."""
+    def add(self, result: dict[str, Any], rnd: int, *, deadline: bool = True) -> list[int]:
+        """Take one hyperfine call's runs (round ``rnd``): with a per-run ``deadline``, a run that
+        exited 124 (the launcher's hang code) goes to the hung lists; every other run goes to
+        the timed ones. Returns the exit codes of the runs that failed otherwise (without a
+        deadline, 124 is a failure like any other code)."""
         codes = [int(c) if c is not None else -1 for c in result.get("exit_codes", [])]
         times = list(result["times"])
         user = list(result.get("user_times", []) or [])
         system = list(result.get("system_times", []) or [])
         for n, (t, code) in enumerate(zip(times, codes or [0] * len(times), strict=True)):
-            if code == hangs.HANG_EXIT_CODE:
+            if deadline and code == hangs.HANG_EXIT_CODE:
                 self.hung_times.append(t)
                 self.hung_rounds.append(rnd)
                 continue
@@ -96,7 +97,8 @@ class Samples:
             if n < len(system):
                 self.system.append(system[n])
         self.hyperfine.append(result)
-        return [c for c in codes if c not in (0, hangs.HANG_EXIT_CODE)]
+        hung = {hangs.HANG_EXIT_CODE} if deadline else set()
+        return [c for c in codes if c != 0 and c not in hung]
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,7 @@ def measure(
                 procguard.check_active(name, cell.variant)
             s = samples[cell]
             s.seconds += time.monotonic() - t0
-            failed = s.add(result, r)
+            failed = s.add(result, r, deadline=inv.deadline is not None)
             if failed:
                 codes = result.get("exit_codes", [])
                 raise BenchmarkError(

@@ -122,14 +122,35 @@ def sweep_all(builds: Path, cgroups: Path = CGROUP_ROOT) -> list[str]:
     return out + sweep_cgroups(cgroups)
 
 
+@functools.cache
+def pid_namespace() -> int:
+    """The inode of this process's PID namespace (0 when it cannot be read). A pid in an owner
+    tag means something only in the namespace that wrote it."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def cgroup_tag() -> str:
+    """The owner tag for a cgroup's name: ``owner_tag()`` and the PID namespace, since cgroup
+    trees are shared across PID namespaces (a container with the host's cgroups)."""
+    return f"{owner_tag()}n{pid_namespace()}"
+
+
+CGROUP_TAG_RE = re.compile(r"-p(\d+)s(\d+)n(\d+)-")
+
+
 def _hierarchies(root: Path) -> list[Path]:
-    """The cgroup hierarchies under ``root``: the root itself (v2) and each mounted v1
-    controller or the hybrid ``unified`` tree (each counted once)."""
+    """The cgroup hierarchies under ``root``: the root itself on cgroup v2; on v1 each mounted
+    controller and the hybrid ``unified`` tree (each counted once)."""
+    if (root / "cgroup.controllers").is_file():
+        return [root]  # v2: its children are cgroups, not hierarchies
     bases: dict[Path, Path] = {}
-    candidates = [root]
+    candidates = []
     with contextlib.suppress(OSError):
         # v1 names some hierarchies twice (cpu -> cpu,cpuacct): the symlinks are skipped
-        candidates += sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+        candidates = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
     for base in candidates:
         if (base / "cgroup.procs").is_file():
             bases.setdefault(base.resolve(), base)
@@ -137,51 +158,69 @@ def _hierarchies(root: Path) -> list[Path]:
 
 
 def stale_cgroups(root: Path = CGROUP_ROOT) -> list[Path]:
-    """patchbench's cgroups whose run no longer runs (killed with SIGKILL before its cleanup)."""
+    """patchbench's cgroups whose run no longer runs (killed with SIGKILL before its cleanup):
+    named with a tag of this PID namespace whose process is gone. A tag of another namespace,
+    or none, is never judged."""
     out = []
+    ours = pid_namespace()
     for base in _hierarchies(root):
         parent = base / CGROUP_PARENT
         found = sorted(parent.iterdir()) if parent.is_dir() else []
         found += sorted(base.glob(CGROUP_COND_GLOB))
         for cg in found:
-            m = TAG_RE.search(cg.name + "-")
-            if cg.is_dir() and m and not alive(m.group(1)):
+            m = CGROUP_TAG_RE.search(cg.name + "-")
+            if (cg.is_dir() and m and int(m.group(3)) == ours
+                    and not alive(f"p{m.group(1)}s{m.group(2)}")):
                 out.append(cg)
     return out
 
 
-def _members(cg: Path) -> list[int]:
+def members(cg: Path) -> list[int]:
+    """The pids in a cgroup as this process sees them; 0 stands for a process of another PID
+    namespace (the kernel cannot name it here)."""
     try:
         return [int(x) for x in (cg / "cgroup.procs").read_text().split()]
     except (OSError, ValueError):
         return []
 
 
+def kill_and_remove(cg: Path, *, wait: float = 2.0,
+                    remove: Callable[[Path], None] = os.rmdir) -> tuple[list[int], str | None]:
+    """SIGKILL every member of ``cg`` and remove it, retrying while the killed members exit.
+    Returns the pids killed and, when it could not go, why. A cgroup holding a process of
+    another PID namespace (listed as 0) is left alone: ``os.kill(0)`` would hit our own group."""
+    import signal
+    import time
+
+    pids = members(cg)
+    if any(p <= 0 for p in pids):
+        return [], "it holds processes of another PID namespace"
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            remove(cg)
+            return pids, None
+        except OSError as exc:
+            if exc.errno == errno.EBUSY and time.monotonic() < deadline:
+                time.sleep(0.05)  # the killed members are still exiting
+                continue
+            return pids, exc.strerror or str(exc)
+
+
 def sweep_cgroups(root: Path = CGROUP_ROOT, *, remove: Callable[[Path], None] = os.rmdir,
                   wait: float = 2.0) -> list[str]:
     """Kill what a dead run left in its cgroups and remove them; say what was done. Cgroups
     that cannot be removed (not root, still busy after ``wait``) are named and left."""
-    import signal
-    import time
-
     done = []
     for cg in stale_cgroups(root):
-        pids = _members(cg)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                remove(cg)
-            except OSError as exc:
-                if exc.errno == errno.EBUSY and time.monotonic() < deadline:
-                    time.sleep(0.05)  # the killed members are still exiting
-                    continue
-                done.append(f"cgroup {cg} of a dead run could not be removed: {exc.strerror}")
-                break
-            plural = "es" if len(pids) != 1 else ""
-            killed = f", killing {len(pids)} process{plural} left in it" if pids else ""
-            done.append(f"removed cgroup {cg}{killed}")
-            break
+        pids, why = kill_and_remove(cg, wait=wait, remove=remove)
+        if why is not None:
+            done.append(f"cgroup {cg} of a dead run could not be removed: {why}")
+            continue
+        plural = "es" if len(pids) != 1 else ""
+        killed = f", killing {len(pids)} process{plural} left in it" if pids else ""
+        done.append(f"removed cgroup {cg}{killed}")
     return done

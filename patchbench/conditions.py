@@ -38,7 +38,6 @@ import re
 import secrets
 import shlex
 import shutil
-import signal
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -199,22 +198,18 @@ def make_quota_cgroup(cond: Condition, token: str, root: Path = CGROUP_ROOT) -> 
 
 def remove_cgroup(cg: QuotaCgroup, wait: float = 5.0) -> list[str]:
     """Kill what is left in the cgroup and remove it; return what had to be killed."""
-    left = [f"pid {p} in {cg.path.name}" for p in cg.members()]
-    for pid in cg.members():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + wait
-    while cg.path.exists():
+    def rmdir(path: Path) -> None:
         try:
-            cg.path.rmdir()  # a cgroup without members goes, control files and all
+            path.rmdir()  # a cgroup without members goes, control files and all
         except OSError as exc:
-            if exc.errno == errno.ENOTEMPTY:  # a plain directory standing in for one (tests)
-                shutil.rmtree(cg.path)
-            elif time.monotonic() > deadline:
-                left.append(f"cgroup {cg.path} could not be removed: {exc.strerror}")
-                break
-            else:
-                time.sleep(0.05)  # EBUSY: the killed members are still exiting
+            if exc.errno != errno.ENOTEMPTY:
+                raise
+            shutil.rmtree(path)  # a plain directory standing in for one (tests)
+
+    pids, why = cleanup.kill_and_remove(cg.path, wait=wait, remove=rmdir)
+    left = [f"pid {p} in {cg.path.name}" for p in pids]
+    if why is not None:
+        left.append(f"cgroup {cg.path} could not be removed: {why}")
     return left
 
 
@@ -286,7 +281,7 @@ def apply(cond: Condition, *, log: Path | None = None, cgroup_root: Path = CGROU
     on the way out stop every hog (its whole process group) and remove the cgroup, killing
     whatever was left in it (named in ``Applied.leftovers``)."""
     check(cond)
-    token = f"{cleanup.owner_tag()}-{secrets.token_hex(4)}"  # swept by cleanup if killed
+    token = f"{cleanup.cgroup_tag()}-{secrets.token_hex(4)}"  # swept by cleanup if killed
     applied = Applied(cond, env=dict(cond.env))
     affinity = ["taskset", "-c", ",".join(map(str, cond.cpus))] if cond.cpus is not None else []
     try:

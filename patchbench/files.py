@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -28,8 +29,22 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
+def finite(data: Any) -> Any:
+    """``data`` with every NaN or infinite float as None: strict JSON has no NaN (jq and
+    JavaScript refuse a file that holds one), so "no value" is written as null."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [finite(v) for v in data]
+    return data
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    """Strict JSON, written atomically (a NaN is written as null, never as ``NaN``)."""
+    write_text_atomic(path, json.dumps(finite(data), indent=2, sort_keys=False,
+                                       allow_nan=False) + "\n")
 
 
 def sha256_file(path: Path) -> str:

@@ -216,7 +216,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin,
                         variants=[runtimes.VariantBuild(b.variant.name, b.bin,
                                                         b.manifest["artifacts"]) for b in built])
-    guard = procguard.activate(f"{workdir.name}-{cleanup.owner_tag()}")  # the run's cgroup
+    guard = procguard.activate(f"{workdir.name[:60]}-{cleanup.cgroup_tag()}")  # its cgroup
     try:
         for i, sc in enumerate(chosen):
             say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} rounds")

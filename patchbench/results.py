@@ -20,12 +20,14 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   whole run; docker-run: engine, image ID, registered runtimes with their sha256), null or absent
   otherwise. Kinds added since, without a version change (files without them read as before):
   ``soak``, ``layers``.
-- 4: every measured run of the ``command`` and ``burst`` kinds has its own deadline (issue 11):
+- 4: every measured run of the ``command``, ``burst`` and ``layers`` kinds has its own deadline
+  (issue 11):
   a run past it is a hang, killed after its evidence is saved, left out of ``times`` and kept in
   the samples' ``hung_times``/``hung_rounds``; a cell records ``hangs`` ("N of M", the deadline,
   its evidence files) and a comparison records ``hangs`` (Fisher's exact test against the
-  baseline). Those kinds may list ``conditions``: a cell's ``params`` then name its
-  ``condition``, and the scenario records each condition as applied. Version 3 files read as
+  baseline); a warmup run that hung is counted apart (``warmup_hangs``). A ``command`` scenario
+  may list ``conditions``: a cell's ``params`` then name its ``condition``, and the scenario
+  records each condition as applied. Version 3 files read as
   runs without deadlines (``hangs`` null). A stress round names the evidence of its hung
   instances (``evidence``). Added in version 4: the kind ``ctrstress``
   (containerd containers killed mid-start, the daemon restarted mid-burst; leftovers counted).
@@ -37,7 +39,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+)
 
 from patchbench.errors import ReportError
 
@@ -49,7 +59,7 @@ SCHEMA_HISTORY = {
     "stress scenarios without empty cells/comparisons",
     3: "comparisons judged by the round-paired rule (per-round ratios, drift check, withheld "
     "below min_rounds); the pooled figures kept under pooled, descriptive only",
-    4: "per-run deadlines in command and burst: hung runs counted per cell (hangs), kept apart "
+    4: "per-run deadlines in command, burst and layers: hung runs counted per cell (hangs), kept apart "
     "from the timing (hung_times, hung_rounds) and tested against the baseline; conditions",
 }
 
@@ -60,14 +70,24 @@ class _Rec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _nan_if_null(value: Any) -> Any:
+    return float("nan") if value is None else value
+
+
+# A figure that may have no value: a cell whose every run hung has no median, a comparison with
+# no round of both variants no speedup. NaN in memory (the renderers print "-"), null on disk
+# (files.write_json_atomic: strict JSON has no NaN), NaN again when read.
+Figure = Annotated[float, BeforeValidator(_nan_if_null)]
+
+
 class Summary(_Rec):
     n: int
-    median: float
-    mean: float
-    stdev: float
-    min: float
-    max: float
-    cv: float
+    median: Figure
+    mean: Figure
+    stdev: Figure
+    min: Figure
+    max: Figure
+    cv: Figure
     noisy: bool
     median_ci: list[float] | None = None
 
@@ -96,10 +116,12 @@ class Hangs(_Rec):
     deadline_s: float
     evidence: list[str] = Field(default_factory=list)
     lost_sigchld: int = 0
+    warmup_hangs: int = 0  # warmup runs that hung (not in runs: hyperfine keeps no warmup codes)
 
     @property
     def text(self) -> str:
-        return f"{self.hangs} of {self.runs}"
+        warm = f" (+{self.warmup_hangs} in warmup)" if self.warmup_hangs else ""
+        return f"{self.hangs} of {self.runs}{warm}"
 
 
 class HangTest(_Rec):
@@ -168,7 +190,7 @@ class Verdict(_Rec):
     candidate: str
     candidate_variant: str
     params: str = ""
-    speedup: float
+    speedup: Figure
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
@@ -246,7 +268,7 @@ class PhaseCell(_Rec):
 class BurstResult(_Timed):
     kind: Literal["burst"] = "burst"
     k: list[int]
-    slope_s_per_instance: dict[str, float]
+    slope_s_per_instance: dict[str, Figure]  # NaN (null): a k whose every run hung
     launcher_overhead: dict[str, float]
     chart: str | None = None
     phases: dict[str, dict[str, PhaseCell]] | None = None

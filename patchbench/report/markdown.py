@@ -127,7 +127,8 @@ def hang_blocks(sc: CommandResult | BurstResult | LayersResult) -> list[str]:
     if sc.conditions:
         out.append("Conditions (each its own set of interleaved cells):\n\n" + "\n".join(
             f"- `{c.name}`: {c.summary}" for c in sc.conditions))
-    if not any(c.hangs is not None and c.hangs.hangs for c in sc.cells):
+    if not any(c.hangs is not None and (c.hangs.hangs or c.hangs.warmup_hangs)
+               for c in sc.cells):
         out.append("No run hung.")
         return out
     rows = []

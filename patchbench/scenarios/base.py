@@ -14,8 +14,11 @@ from pydantic import Field, model_validator
 from patchbench.models import StrictModel
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from patchbench.bench import Cell, Invocation, Samples
     from patchbench.build import Built
+    from patchbench.command import Background
     from patchbench.layout import Layout
     from patchbench.results import Cell as CellResult
     from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
@@ -138,12 +141,15 @@ def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None
     timing: its summary is of no runs (n 0, NaN figures)."""
     from patchbench import results, stats
 
-    summ = stats.summarize(samples.times) if samples.times else stats.summarize([float("nan")])
-    ci = stats.median_ci(samples.times, seed=seed) if samples.times else None
-    summary = results.Summary(**summ.__dict__, cv=summ.cv, noisy=summ.noisy,
-                              median_ci=list(ci) if ci else None)
-    if not samples.times:
-        summary.n = 0
+    if samples.times:
+        summ = stats.summarize(samples.times)
+        ci = stats.median_ci(samples.times, seed=seed)
+        summary = results.Summary(**summ.__dict__, cv=summ.cv, noisy=summ.noisy,
+                                  median_ci=list(ci) if ci else None)
+    else:  # no timing at all: every figure has no value (NaN; null in results.json)
+        nan = float("nan")
+        summary = results.Summary(n=0, median=nan, mean=nan, stdev=nan, min=nan, max=nan,
+                                  cv=nan, noisy=False, median_ci=None)
     return results.Cell(
         variant=cell.variant, params=dict(cell.params), label=cell.label, summary=summary,
         samples=results.Samples(**samples.as_dict()), hangs=hangs,
@@ -308,24 +314,59 @@ def cell_hangs(ctx: ScenarioContext, cell: Cell, samples: Samples, deadline: flo
     d = evidence_dir(ctx, cell)
     files = sorted(d.glob(hangs.EVIDENCE_GLOB)) if d.is_dir() else []
     slug = cell.label.replace(" ", "_").replace("=", "")
-    names, lost = report_evidence(ctx, files, slug, summary)
+    names, lost = report_evidence(ctx, files, f"{ctx.scenario.name}-{slug}", summary)
     return results.Hangs(hangs=len(samples.hung_times), runs=samples.runs, deadline_s=deadline,
-                         evidence=names, lost_sigchld=lost)
+                         evidence=names, lost_sigchld=lost,
+                         warmup_hangs=max(0, len(files) - len(samples.hung_times)))
 
 
-def hang_gate(name: str, comparisons: list[Verdict]) -> list[str]:
-    """The gate rule for runs with deadlines: any hang of a candidate fails; the baseline's
-    count and Fisher's p are named beside it, and a baseline's own hangs never fail."""
+def hang_gate(name: str, comparisons: list[Verdict], cells: list[CellResult]) -> list[str]:
+    """The gate rule for runs with deadlines: any hang of a candidate fails, in a measured run or
+    in a warmup run (hyperfine records no warmup exit codes; the evidence counts them); the
+    baseline's count and Fisher's p are named beside it, and a baseline's own hangs never fail."""
+    by_label = {c.label: c for c in cells}
     out = []
     for c in comparisons:
         h = c.hangs
+        cell = by_label.get(c.candidate)
+        warm = cell.hangs.warmup_hangs if cell is not None and cell.hangs is not None else 0
         if h is not None and h.hangs:
             out.append(f"{name} {c.candidate}: hangs: {h.hangs} of {h.runs} (baseline "
                        f"{h.baseline_hangs} of {h.baseline_runs}; Fisher p {h.p_value:.2g})")
+        if warm:
+            out.append(f"{name} {c.candidate}: {warm} warmup run{'s' if warm != 1 else ''} hung")
     return out
+
+
+def wait_or_capture(procs: Sequence[Background], timeout: float,
+                    argv_of: Callable[[int], list[str]], directory: Path, started: float,
+                    ) -> tuple[list[int | None], list[str]]:
+    """Wait for launched instances with one deadline shared by all (``timeout`` from now); an
+    instance still running then is a hang: its evidence is saved (``hangs.capture``) and every
+    process of its tree killed, also those that left its process group. Returns the exit codes
+    (None: hung) and the evidence files' names."""
+    import contextlib
+    import os
+    import signal
+    import time
+
+    from patchbench import hangs
+
+    end = time.monotonic() + timeout
+    codes = [p.wait(max(0.0, end - time.monotonic())) for p in procs]
+    evidence = []
+    for i, (p, code) in enumerate(zip(procs, codes, strict=True)):
+        if code is None:
+            path = hangs.capture(p.proc.pid, argv_of(i), i, timeout,
+                                 time.monotonic() - started, directory)
+            evidence.append(path.name)
+            for pid in hangs.load_evidence_file(path).killed:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+    return codes, evidence
 
 
 def hang_warnings(name: str, cells: list[CellResult]) -> list[str]:
     return [f"{name} {c.label}: hangs: {c.hangs.text} (runs past the {c.hangs.deadline_s:g} s "
             "deadline, killed and left out of the timing)"
-            for c in cells if c.hangs is not None and c.hangs.hangs]
+            for c in cells if c.hangs is not None and (c.hangs.hangs or c.hangs.warmup_hangs)]

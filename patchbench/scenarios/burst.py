@@ -145,7 +145,7 @@ class BurstKind:
         return result, warnings
 
     def gate(self, result: BurstResult) -> list[str]:
-        return hang_gate(result.name, result.comparisons)
+        return hang_gate(result.name, result.comparisons, result.cells)
 
 
 def measure_phases(ctx: ScenarioContext, exe: Path, variants: list[str]
@@ -195,7 +195,9 @@ def _instances(path: Path) -> Instances:
     if path.is_file():
         for line in path.read_text().splitlines():
             rec = json.loads(line)
-            lat += rec["latencies"]
+            hung = rec.get("hung") or [False] * len(rec["latencies"])
+            # a hung instance's "latency" is its deadline: counted as a hang, never timed
+            lat += [x for x, h in zip(rec["latencies"], hung, strict=True) if not h]
             codes += rec["exit_codes"]
     return results.Instances(latencies=lat, exit_codes=codes,
                              median=stats.summarize(lat).median if lat else None)

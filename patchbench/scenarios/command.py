@@ -205,7 +205,7 @@ class CommandKind:
     def gate(self, result: CommandResult) -> list[str]:
         return [f"{result.name} {variant}: verify failed (exit {v.exit_code})"
                 for variant, v in (result.verify or {}).items() if not v.passed
-                ] + hang_gate(result.name, result.comparisons)
+                ] + hang_gate(result.name, result.comparisons, result.cells)
 
 
 KIND = CommandKind()

@@ -46,6 +46,7 @@ from patchbench.scenarios.base import (
     evidence_summary,
     header,
     report_evidence,
+    wait_or_capture,
 )
 
 if TYPE_CHECKING:
@@ -317,7 +318,7 @@ def settle(d: ContainerdDaemon, seconds: float, dirs_before: int) -> float:
 
 def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: OciImage,
               draw: Draw, log: Path) -> CtrStressRound:
-    from patchbench import command, hangs, results
+    from patchbench import command, results
 
     sc: CtrStressConfig = ctx.scenario
     ids = [f"{d.namespace}-r{draw.round}-{i}" for i in range(sc.k)]
@@ -333,13 +334,10 @@ def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: Oc
         how = apply(d, draw.action, procs, sc.timeout, log)
         if draw.action == "restart":
             restart_s = round(time.monotonic() - t0, 3)
-        codes = [p.wait(sc.timeout) for p in procs.values()]
-        for i, (cid, p, code) in enumerate(zip(procs, procs.values(), codes, strict=True)):
-            if code is None:  # a hung `ctr run`: its evidence before the kill below
-                evidence.append(hangs.capture(
-                    p.proc.pid, d.run_argv(image, cid, sc.args), i, sc.timeout,
-                    time.monotonic() - launched,
-                    ctx.workdir / f"{sc.name}-evidence" / variant).name)
+        # a hung `ctr run`: its evidence before the kill (and the group's kill below)
+        codes, evidence = wait_or_capture(
+            list(procs.values()), sc.timeout, lambda i: d.run_argv(image, ids[i], sc.args),
+            ctx.workdir / f"{sc.name}-evidence" / variant, launched)
     finally:
         for p in procs.values():
             p.stop()
@@ -504,8 +502,8 @@ class CtrStressKind:
             if one.evidence:
                 files = [ctx.workdir / f"{sc.name}-evidence" / one.variant / n
                          for n in one.evidence]
-                one.evidence, _ = report_evidence(ctx, files, f"{one.variant}-r{one.round}",
-                                                  summary)
+                one.evidence, _ = report_evidence(
+                    ctx, files, f"{sc.name}-{one.variant}-r{one.round}", summary)
         per_variant = {v: results.CtrStressVariant(
             **totals([r for r in rounds if r.variant == v]),
             actions=dict(Counter(r.action for r in rounds if r.variant == v)),

@@ -225,7 +225,7 @@ class LayersKind:
                if not c.passed and v != base]
         out += [f"{result.name} {label}: {n} mount(s) left behind" for label, n in
                 result.mounts_left.items() if n and not label.startswith(f"{base} ")]
-        return out + hang_gate(result.name, result.comparisons)
+        return out + hang_gate(result.name, result.comparisons, result.cells)
 
 
 def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:

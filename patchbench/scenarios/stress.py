@@ -41,6 +41,7 @@ from patchbench.scenarios.base import (
     evidence_summary,
     header,
     report_evidence,
+    wait_or_capture,
 )
 from patchbench.scenarios.stress_signals import SignalCheck
 
@@ -223,7 +224,7 @@ def _round(
     delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
     host: str | None = None,
 ) -> StressRound:
-    from patchbench import bench, command, hangs, results
+    from patchbench import bench, command, results
     from patchbench.command import Background
     from patchbench.errors import CommandError
 
@@ -260,12 +261,9 @@ def _round(
                 kill_errors += res.returncode != 0
             except CommandError:
                 kill_hangs += 1
-        codes = [p.wait(sc.timeout) for p in procs]
-        for i, (p, code) in enumerate(zip(procs, codes, strict=True)):
-            if code is None:  # a hang: its evidence before the kill below
-                ev = hangs.capture(p.proc.pid, argv_for(sc.launch, i), i, sc.timeout,
-                                   time.monotonic() - launched, evidence_dir_of(ctx, b))
-                evidence.append(ev.name)
+        # a hang: its evidence before the kill (and the group's kill below)
+        codes, evidence = wait_or_capture(procs, sc.timeout, lambda i: argv_for(sc.launch, i),
+                                          evidence_dir_of(ctx, b), launched)
     finally:
         for p in procs:
             p.stop()
@@ -377,8 +375,8 @@ class StressKind:
         for one in rounds:  # each hang's evidence into the report folder, named there
             if one.evidence:
                 files = [evidence_dir_of(ctx, ctx.build_of(one.variant)) / n for n in one.evidence]
-                one.evidence, _ = report_evidence(ctx, files, f"{one.variant}-r{one.round}",
-                                                  summary)
+                one.evidence, _ = report_evidence(
+                    ctx, files, f"{sc.name}-{one.variant}-r{one.round}", summary)
         per_build = {}
         for b in ctx.built:
             mine = [x for x in rounds if x.variant == b.variant.name]

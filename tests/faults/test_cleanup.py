@@ -105,7 +105,7 @@ def test_sigkill_during_a_build_leaves_no_worktree_after_the_next_run(project: P
 GUARDED_CHILD = """
 import subprocess, sys, time
 from patchbench import cleanup, procguard
-guard = procguard.activate("faults-" + cleanup.owner_tag())
+guard = procguard.activate("faults-" + cleanup.cgroup_tag())
 assert guard.available, guard.reason
 subprocess.Popen(["sleep", sys.argv[1]], preexec_fn=procguard.preexec(), start_new_session=True)
 print(guard.path, flush=True)

@@ -554,7 +554,7 @@ def test_a_hung_client_s_evidence_reaches_the_report_folder(
     (hung,) = [r for r in res.rounds_detail if r.evidence]
     assert (hung.variant, hung.round) == ("idmap-once-per-overlay", 3)
     (name,) = hung.evidence
-    assert name.startswith("idmap-once-per-overlay-r3-hang-") and name in ctx.extra_files
+    assert name.startswith("kill-restart-idmap-once-per-overlay-r3-hang-") and name in ctx.extra_files
     ev = hangs.load_evidence_file(ctx.extra_files[name])
     assert ev.processes[0].comm == "sleep" and ev.instance == 7
     assert res.evidence_summary in ctx.extra_files

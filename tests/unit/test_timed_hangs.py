@@ -111,3 +111,23 @@ def test_conditions_in_command_and_burst_configs() -> None:
     with pytest.raises(ValidationError, match="a burst scan takes no 'conditions'"):
         BurstConfig.model_validate({"name": "s", "command": ["x"], "k": [1], "conditions": [
             {"name": "busy", "hogs": 1}]})
+
+
+def test_a_candidate_whose_warmup_hung_fails_the_gate_too() -> None:
+    data = doc(0, 0)
+    cand = data["scenarios"][0]["cells"][1]
+    cand["hangs"]["warmup_hangs"] = 1
+    res = results.parse({**data, "machine": MACHINE}, "t")
+    assert gate.failures(res) == ["run fix: 1 warmup run hung"]
+    md = markdown.render(res)
+    assert "0 of 10 (+1 in warmup)" in md and "No run hung." not in md
+    # the baseline's warmup hang fails nothing
+    data = doc(0, 0)
+    data["scenarios"][0]["cells"][0]["hangs"]["warmup_hangs"] = 2
+    assert gate.failures(results.parse(data, "t")) == []
+
+
+def test_without_a_deadline_exit_124_is_a_failure_not_a_hang() -> None:
+    s = bench.Samples()
+    assert s.add({"times": [0.1, 0.2], "exit_codes": [0, 124]}, 1, deadline=False) == [124]
+    assert s.hung_times == [] and s.exit_codes == [0, 124]
