@@ -118,6 +118,11 @@ class BurstKind:
         cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
         for c, res in zip(cells, cell_results, strict=True):
             res.instances = _instances(_lat_file(ctx, c))
+            # a run with a hung instance exits 124 as a whole: say what else failed in it
+            failed = sorted({x for x in res.instances.exit_codes if x not in (0, 124)})
+            if failed:
+                warnings.append(f"{sc.name} {c.label}: instances failed (exit codes {failed}) "
+                                "in runs counted as hangs (or in warmup runs)")
         medians = {(c.variant, int(c.param("k") or 1)): r.summary.median  # NaN: every run hung
                    for c, r in zip(cells, cell_results, strict=True)}
         overhead = {str(k): stats.summarize(over[Cell(OVERHEAD_VARIANT, (("k", str(k)),))].times

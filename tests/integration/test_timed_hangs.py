@@ -78,8 +78,10 @@ def test_a_burst_cell_whose_every_run_hangs(project: Project) -> None:
     project.write(scenarios=[{
         "name": "b", "kind": "burst", "k": [1, 2], "warmup": 0, "runs": 4, "rounds": 2,
         "timeout": 3,
+        # and its instance 0 fails in those runs: hidden by the hang, so said in a warning
         "command": ["sh", "-c", "if [ {variant} = greet ] && [ {i} = 1 ]; then sleep 30.4273; "
-                                "fi; exec {hello}"]}])
+                                "fi; if [ {variant}{k} = greet2 ]; then exit 3; fi; "
+                                "exec {hello}"]}])
     res, run_dir = support.compare(project.load(), project.options(), "fx", seed=4)
     assert run_dir is not None
     (sc,) = res["scenarios"]
@@ -103,6 +105,8 @@ def test_a_burst_cell_whose_every_run_hangs(project: Project) -> None:
     assert gate.failures(loaded) == ["b greet k=2: hangs: 4 of 4 (baseline 0 of 4; Fisher p 0.029)"]
     md = (run_dir / "report.md").read_text()
     assert "4 of 4" in md
+    assert ("b greet k=2: instances failed (exit codes [3]) in runs counted as hangs (or in "
+            "warmup runs)") in res["warnings"]
 
 
 def test_conditions_run_as_their_own_cells(project: Project, tmp_path: Path) -> None:
