@@ -160,8 +160,10 @@ class DockerBackend:
 
         eng = self.engine()
         for name in self.volumes():
-            with contextlib.suppress(docker.errors.NotFound), \
-                    engines.sdk_errors(f"remove volume {name}", BuildError):
+            # a volume never made (no container ran) is not an error: NotFound is suppressed
+            # inside, before sdk_errors would turn it into a BuildError
+            with engines.sdk_errors(f"remove volume {name}", BuildError), \
+                    contextlib.suppress(docker.errors.NotFound):
                 eng.client.volumes.get(name).remove(force=True)
 
     def run(

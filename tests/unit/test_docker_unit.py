@@ -232,3 +232,18 @@ def json_ok(path: Path) -> bool:
     import json
 
     return isinstance(json.loads(path.read_text()), dict)
+
+
+def test_removing_volumes_that_were_never_made_is_not_an_error() -> None:
+    from types import SimpleNamespace
+
+    asked: list[str] = []
+
+    def get(name: str) -> Any:
+        asked.append(name)
+        raise docker.errors.NotFound(f"get {name}: no such volume")
+
+    be = docker_backend.DockerBackend(Path("/nonexistent"), volume_prefix="pbtest-x")
+    be._engine = SimpleNamespace(client=SimpleNamespace(volumes=SimpleNamespace(get=get)))  # type: ignore[assignment]
+    be.remove_volumes()  # no BuildError
+    assert sorted(asked) == sorted(be.volumes())
