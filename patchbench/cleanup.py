@@ -28,16 +28,25 @@ from pathlib import Path
 TAG_RE = re.compile(r"-(p(\d+)s(\d+))-")
 
 
-def _start_time(pid: int) -> int | None:
-    """The start time of ``pid`` in clock ticks since boot, or None when it does not exist."""
+def stat_fields(pid: int) -> list[str] | None:
+    """``/proc/PID/stat`` from its field 3 on (the state; index 0 here), or None when the
+    process does not exist; OSError when it exists but cannot be read."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return None
+    # the command name (field 2) is in parentheses and may contain spaces or ')'
+    return stat[stat.rfind(")") + 2:].split()
+
+
+def _start_time(pid: int) -> int | None:
+    """The start time of ``pid`` in clock ticks since boot, or None when it does not exist."""
+    try:
+        fields = stat_fields(pid)
     except OSError:
         return -1  # unreadable: exists, start unknown
-    # the command name (field 2) is in parentheses and may contain spaces or ')'
-    fields = stat[stat.rfind(")") + 2:].split()
+    if fields is None:
+        return None
     try:
         return int(fields[19])  # field 22 overall; fields here start at field 3
     except (IndexError, ValueError):

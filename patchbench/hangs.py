@@ -208,11 +208,12 @@ def _read(path: str) -> str:
 
 def _stat(pid: int) -> tuple[int, int] | None:
     """(ppid, pgid) of ``pid`` from /proc/PID/stat, or None when it is gone."""
-    text = _read(f"/proc/{pid}/stat")
-    fields = text[text.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
+    from patchbench.cleanup import stat_fields
+
     try:
+        fields = stat_fields(pid) or []
         return int(fields[1]), int(fields[2])
-    except (IndexError, ValueError):
+    except (OSError, IndexError, ValueError):
         return None
 
 

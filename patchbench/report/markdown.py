@@ -116,6 +116,14 @@ def detail_table(sc: CommandResult | BurstResult | LayersResult, fmt: str = "git
     return tabulate(rows, headers=[*headers, ""], tablefmt=fmt, disable_numparse=True)
 
 
+def evidence_links(names: list[str], lost_sigchld: int) -> tuple[str, str]:
+    """The lost-SIGCHLD remark (empty when none) and links to the first five evidence files."""
+    sig = (f"; {lost_sigchld} with a zombie child under a sleeping parent (the classic "
+           "lost-SIGCHLD signature)") if lost_sigchld else ""
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return sig, ", ".join(f"[{n}]({n})" for n in names[:5]) + more
+
+
 def hang_blocks(sc: CommandResult | BurstResult | LayersResult) -> list[str]:
     """Runs with deadlines (results version 4): the rule, the conditions, and per candidate its
     hangs against the baseline's (Fisher's exact test) with the evidence saved before each kill."""
@@ -146,12 +154,9 @@ def hang_blocks(sc: CommandResult | BurstResult | LayersResult) -> list[str]:
         h = cell.hangs
         if h is None or not h.evidence:
             continue
-        sig = (f"; {h.lost_sigchld} with a zombie child under a sleeping parent (the classic "
-               "lost-SIGCHLD signature)") if h.lost_sigchld else ""
-        files = ", ".join(f"[{n}]({n})" for n in h.evidence[:5])
-        more = f" and {len(h.evidence) - 5} more" if len(h.evidence) > 5 else ""
+        sig, links = evidence_links(h.evidence, h.lost_sigchld)
         seen.append(f"- {cell.label}: {len(h.evidence)} evidence files (warmup runs included)"
-                    f"{sig}: {files}{more}")
+                    f"{sig}: {links}")
     if seen:
         summary = (f" A readable account of every hang: [{sc.evidence_summary}]"
                    f"({sc.evidence_summary}).") if sc.evidence_summary else ""
@@ -462,12 +467,9 @@ def soak_blocks(sc: SoakResult) -> list[str]:
     for cond in sc.conditions:
         for v, pv in cond.per_variant.items():
             if pv.evidence:
-                sig = (f"; {pv.lost_sigchld} with a zombie child under a sleeping parent (the "
-                       "classic lost-SIGCHLD signature)") if pv.lost_sigchld else ""
-                files = ", ".join(f"[{n}]({n})" for n in pv.evidence[:5])
-                more = f" and {len(pv.evidence) - 5} more" if len(pv.evidence) > 5 else ""
+                sig, links = evidence_links(pv.evidence, pv.lost_sigchld)
                 seen.append(f"- `{cond.name}` / {v}: {len(pv.evidence)} hangs{sig}; evidence "
-                            f"(saved before the kill): {files}{more}")
+                            f"(saved before the kill): {links}")
             for e in pv.escaped[:3] + pv.leftovers[:3]:
                 seen.append(f"- `{cond.name}` / {v}: {e}")
     if seen:

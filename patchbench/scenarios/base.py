@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from patchbench.results import Cell as CellResult
     from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
     from patchbench.runtimes import Runtime
+    from patchbench.runtimes.containerd import ContainerdRuntime
 
 
 class ScenarioConfig(StrictModel):
@@ -249,6 +250,17 @@ def plan_invocation(ctx: ScenarioContext, cell: Cell, verify: list[str] | None =
 
 
 # --- per-run deadlines: evidence and the gate rule (command, burst, soak) ---------------------
+
+
+def containerd_runtime(ctx: ScenarioContext, kind: str) -> ContainerdRuntime:
+    """The context's runtime, which the containerd kinds (layers, ctrstress) need."""
+    from patchbench.errors import ConfigError
+
+    rt = ctx.runtime
+    if rt is None or getattr(rt, "name", None) != "containerd":
+        raise ConfigError(f"scenario {ctx.scenario.name}: the {kind} kind needs a target with "
+                          "'runtime: containerd'")
+    return rt  # type: ignore[return-value]
 
 
 def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext) -> None:

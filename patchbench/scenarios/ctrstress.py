@@ -43,6 +43,7 @@ from pydantic import Field, model_validator
 from patchbench.scenarios.base import (
     ScenarioConfig,
     ScenarioContext,
+    containerd_runtime,
     evidence_summary,
     header,
     report_evidence,
@@ -434,13 +435,7 @@ def gate_failures(name: str, per_variant: dict[str, dict[str, int]]) -> list[str
 
 
 def _runtime(ctx: ScenarioContext) -> ContainerdRuntime:
-    from patchbench.errors import ConfigError
-
-    rt = ctx.runtime
-    if rt is None or getattr(rt, "name", None) != "containerd":
-        raise ConfigError(f"scenario {ctx.scenario.name}: the ctrstress kind needs a target "
-                          "with 'runtime: containerd'")
-    return rt  # type: ignore[return-value]
+    return containerd_runtime(ctx, "ctrstress")
 
 
 class CtrStressKind:

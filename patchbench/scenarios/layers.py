@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, hang_gate, header
+from patchbench.scenarios.base import (
+    ScenarioConfig,
+    ScenarioContext,
+    containerd_runtime,
+    hang_gate,
+    header,
+)
 from patchbench.scenarios.command import timed_results, with_deadline
 
 if TYPE_CHECKING:
@@ -59,13 +65,7 @@ class LayersConfig(ScenarioConfig):
 
 
 def _runtime(ctx: ScenarioContext) -> ContainerdRuntime:
-    from patchbench.errors import ConfigError
-
-    rt = ctx.runtime
-    if rt is None or getattr(rt, "name", None) != "containerd":
-        raise ConfigError(f"scenario {ctx.scenario.name}: the layers kind needs a target with "
-                          "'runtime: containerd'")
-    return rt  # type: ignore[return-value]
+    return containerd_runtime(ctx, "layers")
 
 
 def _lat_file(ctx: ScenarioContext, cell: Cell) -> Path:
