@@ -1,4 +1,4 @@
-"""patchbench's command line (invoke). Thin: parse arguments, call patchbench.cli. patchbench is
+"""patchbench's command line (invoke). Thin: parse arguments, call patchbench.cli.commands. patchbench is
 imported inside each task, so `invoke --list` stays instant.
 
     invoke compare demo            # the bundled offline demo
@@ -10,9 +10,12 @@ imported inside each task, so `invoke --list` stays instant.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from invoke import Context, task
+
+PROJECT = Path(__file__).resolve().parent  # this repository is the project of its own tasks
 
 NOT_GIVEN = -1  # the default of the numeric options: "use matrix.yaml's value"
 COMMON = {
@@ -47,10 +50,10 @@ COMPARE_HELP = {
 
 def _ws(source: list[str] | None, matrix: str | None, builds: str | None, reports: str | None,
         verbose: bool, backend: str | None = None) -> Any:
-    from patchbench import cli
+    from patchbench.cli import commands as cli
 
-    return cli.workspace(sources=source or [], matrix=matrix, builds=builds, reports=reports,
-                         verbose=verbose, backend=backend)
+    return cli.workspace(sources=source or [], project=str(PROJECT), matrix=matrix, builds=builds,
+                         reports=reports, verbose=verbose, backend=backend)
 
 
 def _num(value: int, name: str) -> int | None:
@@ -64,7 +67,7 @@ def _num(value: int, name: str) -> int | None:
 
 
 def _guarded(fn: Any) -> None:
-    from patchbench import cli
+    from patchbench.cli import commands as cli
 
     cli.guarded(fn)
 
@@ -87,8 +90,8 @@ def compare(c: Context, name: str, source: list[str] | None = None, aa: bool = F
     18 report; 130 interrupted; 3 internal error (a bug).
     """
     def run() -> int:
-        from patchbench import cli
-        from patchbench.workspace import Switches
+        from patchbench.cli import commands as cli
+        from patchbench.util.workspace import Switches
 
         sw = Switches(seed=_num(seed, "seed"), aa=aa, dry_run=dry_run, runs=_num(runs, "runs"),
                       rounds=_num(rounds, "rounds"), warmup=_num(warmup, "warmup"),
@@ -106,7 +109,7 @@ def build(c: Context, patch: str | None = None, target: str | None = None,
           source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
           reports: str | None = None, verbose: bool = False, backend: str | None = None) -> None:
     """Build the baseline and a patch series from one pinned commit (cached)."""
-    from patchbench import cli
+    from patchbench.cli import commands as cli
 
     _guarded(lambda: cli.do_build(_ws(source, matrix, builds, reports, verbose, backend), patch,
                                   target))
@@ -119,7 +122,7 @@ def patch(c: Context, check: bool = True, series: list[str] | None = None,
           source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
           reports: str | None = None, verbose: bool = False) -> None:
     """Check that patch series apply (all or nothing) to their pinned commits."""
-    from patchbench import cli
+    from patchbench.cli import commands as cli
 
     _guarded(lambda: cli.do_patch_check(_ws(source, matrix, builds, reports, verbose),
                                         series or []))
@@ -130,7 +133,7 @@ def patch(c: Context, check: bool = True, series: list[str] | None = None,
 def fetch(c: Context, target: str, source: list[str] | None = None, matrix: str | None = None,
           builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Fetch a target's pinned commit into the cache (refusing a moved ref)."""
-    from patchbench import cli
+    from patchbench.cli import commands as cli
 
     _guarded(lambda: cli.do_fetch(_ws(source, matrix, builds, reports, verbose), target))
 
@@ -139,7 +142,7 @@ def fetch(c: Context, target: str, source: list[str] | None = None, matrix: str 
 def list_(c: Context, source: list[str] | None = None, matrix: str | None = None,
           builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """List targets and comparisons."""
-    from patchbench import cli
+    from patchbench.cli import commands as cli
 
     _guarded(lambda: cli.do_list(_ws(source, matrix, builds, reports, verbose)))
 
@@ -153,7 +156,7 @@ def report(c: Context, run_dir: str | None = None, comparison: str | None = None
            source: list[str] | None = None, matrix: str | None = None,
            builds: str | None = None, reports: str | None = None, verbose: bool = False) -> None:
     """Print a saved run's report (default: the newest run)."""
-    from patchbench import cli
+    from patchbench.cli import commands as cli
 
     _guarded(lambda: cli.do_report(_ws(source, matrix, builds, reports, verbose), run_dir,
                                    comparison, from_ or None))
@@ -177,7 +180,7 @@ def export(c: Context, run: str, format: str = "csv", out: str | None = None,
       invoke export demo/20261129T225457Z --format benchstat
       invoke export reports/demo/20261129T225457Z --format hyperfine --out /tmp/hf
     """
-    from patchbench import cli_runs
+    from patchbench.cli import runs as cli_runs
 
     _guarded(lambda: cli_runs.do_export(run, format, out, _reports(matrix, reports)))
 
@@ -187,7 +190,7 @@ def export(c: Context, run: str, format: str = "csv", out: str | None = None,
 def diff(c: Context, run_a: str, run_b: str, matrix: str | None = None,
          reports: str | None = None) -> None:
     """Compare two saved runs of one comparison cell by cell (like pyperf compare_to)."""
-    from patchbench import cli_runs
+    from patchbench.cli import runs as cli_runs
 
     _guarded(lambda: cli_runs.do_diff(run_a, run_b, _reports(matrix, reports)))
 
@@ -209,7 +212,7 @@ def merge(c: Context, path: str, run: list[str] | None = None,
       invoke merge runs/ --gate --summary "$GITHUB_STEP_SUMMARY"
       invoke merge m7i=reports/demo/20261129T225457Z --run m7a=/tmp/other/demo/20261130T0237Z
     """
-    from patchbench import cli_runs
+    from patchbench.cli import runs as cli_runs
 
     _guarded(lambda: cli_runs.do_merge(
         [path, *(run or [])], out=out, summary=summary, gate=gate,
@@ -231,8 +234,9 @@ def series(c: Context, action: str, name: str, commits: str, target: str,
            source: list[str] | None = None, matrix: str | None = None, builds: str | None = None,
            reports: str | None = None, verbose: bool = False) -> None:
     """Name upstream commits in a series by reference: invoke series add NAME --target T SHA[,SHA]."""
-    from patchbench import pipeline, series_ref
+    from patchbench import pipeline
     from patchbench.errors import ConfigError
+    from patchbench.source import series_ref
 
     def run() -> None:
         if action != "add":

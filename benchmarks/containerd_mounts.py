@@ -5,9 +5,9 @@ per image size L, for one or more containerd builds (issue 13's O(L) -> O(1) cla
         --runc /usr/sbin/runc --layers 1,16,64 --timings 5 --work /tmp/cd-mounts
 
 Each variant gets its own daemon (patchbench.runtimes.containerd) under --work; the images are
-made once by patchbench.oci_image (identical digests for every variant). For each L: one traced
+made once by patchbench.measure.oci_image (identical digests for every variant). For each L: one traced
 `ctr run --rm --uidmap 0:100000:65536 --gidmap 0:100000:65536 --remap-labels IMAGE ID true`
-(patchbench.mounttrace), then --timings untraced runs, timed from outside. Prints one JSON document.
+(patchbench.measure.mounttrace), then --timings untraced runs, timed from outside. Prints one JSON document.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from patchbench import command, oci_image
+from patchbench.measure import oci_image
 from patchbench.runtimes import containerd as cd
+from patchbench.util import command
 
 
 def burst(daemon: cd.ContainerdDaemon, img: oci_image.OciImage, k: int, tag: str) -> dict[str, object]:

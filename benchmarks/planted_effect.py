@@ -6,7 +6,7 @@ Runs the comparison ``demo-planted`` (the demo against the demo plus a 5 ms star
 ``demo-plus-5ms``) ``--repeat`` times through the real pipeline, in a temporary builds/ and
 reports/ directory, with ``--rounds`` rounds of ``--runs`` runs per variant; after each, measures
 the planted delay directly (30 calls of the candidate's ``slowstart -delay-only``) and checks with
-``patchbench.planted`` that the verdict is "slower" and that its CI covers the speedup that delay
+``patchbench.analysis.planted`` that the verdict is "slower" and that its CI covers the speedup that delay
 implies. Prints a markdown table. Needs go, git and hyperfine; timings are noisy on a shared
 machine, so the load at the start of each run is printed too.
 """
@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patchbench import pipeline, planted, results  # noqa: E402
-from patchbench.workspace import Switches, Workspace  # noqa: E402
+from patchbench import pipeline, results  # noqa: E402
+from patchbench.analysis import planted  # noqa: E402
+from patchbench.util.workspace import Switches, Workspace  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

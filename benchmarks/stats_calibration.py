@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patchbench import stats  # noqa: E402
+from patchbench.analysis import stats  # noqa: E402
 
 SETTINGS: dict[str, tuple[int, int]] = {"demo": (10, 4), "ci": (5, 8), "runc-signal": (25, 20)}
 CVS = (0.05, 0.20, 0.35)

@@ -78,7 +78,7 @@ class RequirementError(PatchbenchError):
 
 
 class CommandError(PatchbenchError):
-    """An external command failed or timed out; raised by patchbench.command.run."""
+    """An external command failed or timed out; raised by patchbench.util.command.run."""
 
     exit_code = 17
     kind = "command failed"

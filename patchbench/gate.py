@@ -8,8 +8,10 @@ never fails the gate; the report says it was withheld."""
 
 from __future__ import annotations
 
-from patchbench import procguard, scenarios, stats
+from patchbench import scenarios
+from patchbench.analysis import stats
 from patchbench.results import Results, Verdict
+from patchbench.util import procguard
 
 
 def failures(results: Results) -> list[str]:

@@ -7,26 +7,16 @@ import secrets
 import time
 from pathlib import Path
 
-from patchbench import (
-    __version__,
-    build,
-    cleanup,
-    config,
-    ownership,
-    patching,
-    procguard,
-    redact,
-    results,
-    runstore,
-    runtimes,
-    scenarios,
-    source,
-)
+from patchbench import __version__, build, config, redact, results, runtimes, scenarios
 from patchbench.config import Comparison, Project
 from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
-from patchbench.machine import machine_info
-from patchbench.progress import say
-from patchbench.workspace import Switches, Workspace
+from patchbench.measure.machine import machine_info
+from patchbench.runs import store as runstore
+from patchbench.source import cache as source
+from patchbench.source import patching
+from patchbench.util import cleanup, ownership, procguard
+from patchbench.util.progress import say
+from patchbench.util.workspace import Switches, Workspace
 
 
 def load(ws: Workspace) -> Project:
@@ -51,7 +41,7 @@ def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
     checkout = source.fetch(ws.builds, target_name, url, target.ref, target.commit,
                             overridden=bool(override))
     say(f"{target_name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
-    from patchbench import series_ref  # upstream commits that series name by reference
+    from patchbench.source import series_ref  # upstream commits that series name by reference
 
     series_ref.ensure_commits(checkout, series_ref.commits_for_series(
         project.root, series_ref.series_of_target(project, target_name)), ws.builds)

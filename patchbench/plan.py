@@ -5,9 +5,10 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from patchbench import build, config, runtimes, scenarios, toolchains
+from patchbench import build, config, runtimes, scenarios
+from patchbench.build import toolchains
 from patchbench.config import Comparison, Project
-from patchbench.workspace import Workspace
+from patchbench.util.workspace import Workspace
 
 
 def lines(project: Project, ws: Workspace, name: str, comp: Comparison,

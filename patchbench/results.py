@@ -154,7 +154,7 @@ class Cell(_Rec):
 
 
 class Drift(_Rec):
-    """patchbench.stats.DriftCheck: do the per-round ratios vary more than the noise explains?"""
+    """patchbench.analysis.stats.DriftCheck: do the per-round ratios vary more than the noise explains?"""
 
     flagged: bool
     ratio: float
@@ -169,7 +169,7 @@ class Drift(_Rec):
 
 
 class Pooled(_Rec):
-    """The pooled rule's figures (patchbench.stats.compare), descriptive only since version 3."""
+    """The pooled rule's figures (patchbench.analysis.stats.compare), descriptive only since version 3."""
 
     speedup: float
     ci_low: float | None
@@ -183,7 +183,7 @@ class Pooled(_Rec):
 
 class Verdict(_Rec):
     """One candidate cell against the baseline cell with the same parameters. Since version 3 the
-    verdict is round-paired (patchbench.verdict.record); older files carry the pooled one, and
+    verdict is round-paired (patchbench.analysis.verdict.record); older files carry the pooled one, and
     ``method`` says which."""
 
     baseline: str
@@ -239,7 +239,7 @@ class _Scenario(_Rec):
 
 
 class AppliedCondition(_Rec):
-    """A condition a timed scenario's cells ran under (patchbench.conditions), as applied."""
+    """A condition a timed scenario's cells ran under (patchbench.measure.conditions), as applied."""
 
     name: str
     summary: str

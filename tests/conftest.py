@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from patchbench import layout, locks, runstore, source
+from patchbench.runs import store as runstore
+from patchbench.source import cache as source
+from patchbench.util import layout, locks
 from tests import support
 
 REAL_BUILDS = (support.REPO_ROOT / "builds").resolve()

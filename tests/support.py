@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from patchbench import config, pipeline
-from patchbench.workspace import Switches, Workspace
+from patchbench.util.workspace import Switches, Workspace
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXED_DATE = "2025-01-02T03:04:05+00:00"

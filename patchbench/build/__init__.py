@@ -19,15 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchbench import cache_verify, cleanup, command, locks, patching, progress, redact, source, toolchains
+from patchbench import redact
+from patchbench.build import cache_verify, toolchains
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
+from patchbench.build.toolchains import Runner
 from patchbench.config import BuildRecipe, Project, Target
 from patchbench.errors import BuildError, ToolchainError
-from patchbench.files import sha256_file, tree_digest, write_json_atomic
-from patchbench.layout import Layout
-from patchbench.patching import Overlay, Series
-from patchbench.toolchains import Runner
+from patchbench.source import cache as source
+from patchbench.source import patching
+from patchbench.source.patching import Overlay, Series
+from patchbench.util import cleanup, command, locks, progress
+from patchbench.util.files import sha256_file, tree_digest, write_json_atomic
+from patchbench.util.layout import Layout
 
 MANIFEST_SCHEMA = 1
 STAMP = "COMPLETE"

@@ -2,8 +2,8 @@
 toolchain fingerprint (``runner()``), so the manifest records the Go that really built.
 
 - The engine: ``DOCKER_HOST``, the system one, or patchbench's own dockerd under
-  ``builds/engine/`` (patchbench.engine), started at first use and stopped by ``close()``.
-- The image: ``{recipe: NAME}``, made here (patchbench.images), or ``name@sha256:...``, used
+  ``builds/engine/`` (patchbench.docker.engine), started at first use and stopped by ``close()``.
+- The image: ``{recipe: NAME}``, made here (patchbench.docker.images), or ``name@sha256:...``, used
   when present and never pulled then. Its ID, ref, engine version and package list go into the
   fingerprint (key ``image``), so baseline and candidates built from different images are refused.
 - The patched tree and the bare source repository its ``.git`` points to are mounted at their own
@@ -25,10 +25,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from patchbench import command, files, images, redact
-from patchbench import engine as engines
+from patchbench import redact
 from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, Target
+from patchbench.docker import engine as engines
+from patchbench.docker import images
 from patchbench.errors import BuildError, CommandError, PatchbenchError, RequirementError, ToolchainError
+from patchbench.util import command, files
 
 CACHE_ROOT = "/pb/cache"
 # host values that mean nothing inside the image (paths of this machine)
@@ -224,7 +226,7 @@ class DockerBackend:
 
 
 class ContainerRunner:
-    """patchbench.toolchains.Runner inside a build image (one container per command).
+    """patchbench.build.toolchains.Runner inside a build image (one container per command).
 
     An image ID names its content, so what a query prints there (``go version``, ``go env``, a
     tool's sha256) is the same every time for the same argv and environment: a successful answer

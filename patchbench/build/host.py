@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from patchbench import command
+from patchbench.build.toolchains import HostRunner, Runner
 from patchbench.config import BuildRecipe
 from patchbench.errors import BuildError
-from patchbench.toolchains import HostRunner, Runner
+from patchbench.util import command
 
 
 class HostBackend:

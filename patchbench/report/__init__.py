@@ -1,5 +1,5 @@
 """Rendering saved runs: report.md (``render``), report.html (``html``), charts, and reading a
-run back (``load_run``, ``latest_run``). Writing a report folder is patchbench.runstore's
+run back (``load_run``, ``latest_run``). Writing a report folder is patchbench.runs.store's
 ``publish``: assembled aside and renamed into place, so it exists whole or not at all."""
 
 from __future__ import annotations

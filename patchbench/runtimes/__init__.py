@@ -111,7 +111,7 @@ def check_requirements(target: Target) -> None:
             hints.append("run it as root, e.g. sudo -E invoke compare ...")
         elif req == "cgroups" and not Path("/sys/fs/cgroup").is_dir():
             missing.append("cgroups (/sys/fs/cgroup)")
-    from patchbench import command
+    from patchbench.util import command
 
     for tool in target.tools:
         try:

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchbench import command
 from patchbench.config import Comparison, Project, Target
 from patchbench.errors import RequirementError
+from patchbench.util import command
 
 IMAGE = "docker.io/library/alpine:3.20"
 

@@ -1,12 +1,12 @@
 """runc measured one level up: ``docker run --runtime pb-<variant> IMAGE true`` against a dockerd
 of patchbench's own that has every variant's runc registered (the ``docker-run`` runtime).
 
-- One engine per run (patchbench.engine, state under ``<builds>/docker-run/``), started with
+- One engine per run (patchbench.docker.engine, state under ``<builds>/docker-run/``), started with
   ``--add-runtime pb-<variant>=<that variant's bin/runc>`` for every variant. Before anything is
   measured, the engine's registered runtimes must be exactly these paths, and each binary's sha256
   must equal its build manifest's: a mismatch refuses the run.
 - The image is a one-layer busybox made here and loaded without a registry
-  (patchbench.images.ensure_busybox); its ID, the engine's version and the registered runtimes
+  (patchbench.docker.images.ensure_busybox); its ID, the engine's version and the registered runtimes
   go into results.json (``record``).
 - Placeholders: {docker} (the CLI), {host} (the engine's API address, for ``docker --host``),
   {image} (the image ID), {runtime} (pb-<variant>), {id} (a name prefix for the variant).
@@ -27,12 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchbench import command, images
-from patchbench import engine as engines
 from patchbench.config import Comparison, Project, Target
+from patchbench.docker import engine as engines
+from patchbench.docker import images
 from patchbench.errors import BenchmarkError, RequirementError
-from patchbench.files import sha256_file
-from patchbench.progress import say
+from patchbench.util import command
+from patchbench.util.files import sha256_file
+from patchbench.util.progress import say
 
 if TYPE_CHECKING:
     from patchbench.runtimes import VariantBuild

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchbench import command
 from patchbench.config import Comparison, Project, Target
 from patchbench.errors import BenchmarkError, RequirementError
-from patchbench.progress import say
+from patchbench.util import command
+from patchbench.util.progress import say
 
 BUSYBOX_APPLETS = ("sh", "true", "false", "sleep", "echo", "cat", "ls")
 ID_PREFIX = "pb"

@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import Field, model_validator
 
-from patchbench.models import StrictModel
+from patchbench.util.models import StrictModel
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from patchbench.bench import Cell, Invocation, Samples
     from patchbench.build import Built
-    from patchbench.command import Background
-    from patchbench.layout import Layout
+    from patchbench.measure.bench import Cell, Invocation, Samples
     from patchbench.results import Cell as CellResult
     from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
     from patchbench.runtimes import Runtime
     from patchbench.runtimes.containerd import ContainerdRuntime
+    from patchbench.util.command import Background
+    from patchbench.util.layout import Layout
 
 
 class ScenarioConfig(StrictModel):
@@ -93,7 +93,7 @@ class ScenarioContext:
 
     def expand(self, cell: Cell) -> Invocation:
         """A command-style scenario's invocation for one cell, placeholders filled."""
-        from patchbench import bench
+        from patchbench.measure import bench
 
         sc = self.scenario
         vals = self.values(self.build_of(cell.variant), cell)
@@ -140,7 +140,8 @@ def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None
     """A cell's summary and raw samples. Its timing statistics are of the runs that finished;
     runs past their deadline are counted in ``hangs``. A cell whose every run hung has no
     timing: its summary is of no runs (n 0, NaN figures)."""
-    from patchbench import results, stats
+    from patchbench import results
+    from patchbench.analysis import stats
 
     if samples.times:
         summ = stats.summarize(samples.times)
@@ -159,7 +160,8 @@ def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None
 
 def hang_test(base: Samples, cand: Samples) -> HangTest:
     """The candidate's hangs against the baseline's, by Fisher's exact test."""
-    from patchbench import hangs, results
+    from patchbench import results
+    from patchbench.measure import hangs
 
     cmp = hangs.compare_hangs(hangs.HangCount("baseline", len(base.hung_times), base.runs),
                               hangs.HangCount("candidate", len(cand.hung_times), cand.runs))
@@ -170,9 +172,10 @@ def hang_test(base: Samples, cand: Samples) -> HangTest:
 
 def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext,
                   *, deadline: bool = False) -> Verdict:
-    """The round-paired verdict (patchbench.verdict), the pooled figures kept as descriptive;
+    """The round-paired verdict (patchbench.analysis.verdict), the pooled figures kept as descriptive;
     with ``deadline`` (runs had one each), the hang counts tested against the baseline."""
-    from patchbench import results, stats, verdict
+    from patchbench import results
+    from patchbench.analysis import stats, verdict
 
     b, c = samples[base], samples[cand]
     params = " ".join(f"{k}={v}" for k, v in base.params)
@@ -194,7 +197,7 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
 
 def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:
     """A withheld verdict (too few rounds) and drift between blocks, per comparison."""
-    from patchbench import verdict
+    from patchbench.analysis import verdict
 
     return [w for c in comparisons
             for w in verdict.notes(f"{name} {c.candidate}", c.model_dump(mode="json"))]
@@ -208,8 +211,10 @@ def noisy_warnings(name: str, cells: list[CellResult]) -> list[str]:
 def run_verify(ctx: ScenarioContext, cells: list[Cell], argv_template: list[str]
                ) -> dict[str, Check]:
     """Run a check once per variant; a failing or hanging check is a finding, kept and shown."""
-    from patchbench import bench, command, results
+    from patchbench import results
     from patchbench.errors import PatchbenchError
+    from patchbench.measure import bench
+    from patchbench.util import command
 
     out: dict[str, Check] = {}
     sc = ctx.scenario
@@ -231,7 +236,7 @@ def run_verify(ctx: ScenarioContext, cells: list[Cell], argv_template: list[str]
 def plan_invocation(ctx: ScenarioContext, cell: Cell, verify: list[str] | None = None
                     ) -> list[str]:
     """Dry-run lines of one command-style cell: setup, measure, prepare, cleanup, teardown."""
-    from patchbench import bench
+    from patchbench.measure import bench
 
     inv = ctx.expand(cell)
     tag = f"[{cell.variant}]"
@@ -289,7 +294,7 @@ def report_evidence(ctx: ScenarioContext, files: list[Path], prefix: str,
     """Copy hang evidence into the report folder (paths redacted), append a readable account of
     each hang to ``summary``; return the names in the report folder and how many show the
     lost-SIGCHLD signature."""
-    from patchbench import hangs
+    from patchbench.measure import hangs
 
     names, lost = [], 0
     for path in files:
@@ -321,7 +326,8 @@ def cell_hangs(ctx: ScenarioContext, cell: Cell, samples: Samples, deadline: flo
                summary: list[str]) -> Hangs:
     """A cell's "hangs: N of M" with its evidence (warmup hangs leave evidence too, and are
     named with the rest)."""
-    from patchbench import hangs, results
+    from patchbench import results
+    from patchbench.measure import hangs
 
     d = evidence_dir(ctx, cell)
     files = sorted(d.glob(hangs.EVIDENCE_GLOB)) if d.is_dir() else []
@@ -362,7 +368,7 @@ def wait_or_capture(procs: Sequence[Background], timeout: float,
     import signal
     import time
 
-    from patchbench import hangs
+    from patchbench.measure import hangs
 
     end = time.monotonic() + timeout
     codes = [p.wait(max(0.0, end - time.monotonic())) for p in procs]

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from patchbench.models import Name, StrictModel
 from patchbench.scenarios.base import (
     ScenarioConfig,
     ScenarioContext,
@@ -35,9 +34,10 @@ from patchbench.scenarios.command import (
     timed_results,
     with_deadline,
 )
+from patchbench.util.models import Name, StrictModel
 
 if TYPE_CHECKING:
-    from patchbench.bench import Cell, Invocation
+    from patchbench.measure.bench import Cell, Invocation
     from patchbench.results import BurstResult, Instances, PhaseCell
 
 OVERHEAD_VARIANT = "launcher-overhead"
@@ -84,7 +84,7 @@ class BurstKind:
     config: ClassVar[type[ScenarioConfig]] = BurstConfig
 
     def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.bench import Cell
+        from patchbench.measure.bench import Cell
 
         sc: BurstConfig = ctx.scenario
         lines = []
@@ -93,8 +93,10 @@ class BurstKind:
         return lines + plan_deadline(sc)
 
     def run(self, ctx: ScenarioContext) -> tuple[BurstResult, list[str]]:
-        from patchbench import launcher, results, stats
-        from patchbench.bench import Cell, Invocation
+        from patchbench import results
+        from patchbench.analysis import stats
+        from patchbench.measure import launcher
+        from patchbench.measure.bench import Cell, Invocation
 
         sc: BurstConfig = ctx.scenario
         exe = launcher.build(ctx.layout)
@@ -158,9 +160,12 @@ def measure_phases(ctx: ScenarioContext, exe: Path, variants: list[str]
     """Launch k instances whose start is split into the scenario's phases (run one after the
     other per instance), ``phase_runs`` times per (build, k) in a seeded shuffled order; return,
     per build and k, each phase's median over every instance and run, and the raw durations."""
-    from patchbench import bench, command, progress, results, stats
-    from patchbench.bench import Cell
+    from patchbench import results
+    from patchbench.analysis import stats
     from patchbench.errors import BenchmarkError
+    from patchbench.measure import bench
+    from patchbench.measure.bench import Cell
+    from patchbench.util import command, progress
 
     sc: BurstConfig = ctx.scenario
     cells = [Cell(v, (("k", str(k)),)) for v in variants for k in sc.phase_k]
@@ -193,7 +198,8 @@ def measure_phases(ctx: ScenarioContext, exe: Path, variants: list[str]
 
 def _instances(path: Path) -> Instances:
     """Per-instance latencies the launcher recorded for one cell (all runs, warmups included)."""
-    from patchbench import results, stats
+    from patchbench import results
+    from patchbench.analysis import stats
 
     lat: list[float] = []
     codes: list[int] = []

@@ -5,7 +5,7 @@ Every measured run has its own deadline (``timeout``, seconds): hyperfine runs t
 patchbench's launcher (``-k 1 -deadline``), which kills a run past it after saving its evidence
 (process tree, signal masks, wchan, zombies). Such a run is counted as a hang ("hangs: N of M" per
 cell, Fisher's exact p against the baseline), left out of the timing, and the scenario goes on;
-under ``--gate`` any candidate hang fails. With ``conditions`` (patchbench.conditions), each
+under ``--gate`` any candidate hang fails. With ``conditions`` (patchbench.measure.conditions), each
 condition runs as its own set of interleaved cells, named by a ``condition`` parameter."""
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from patchbench.conditions import DEFAULT, Condition
-from patchbench.models import StrictModel
+from patchbench.measure.conditions import DEFAULT, Condition
 from patchbench.scenarios.base import (
     ScenarioConfig,
     ScenarioContext,
@@ -33,11 +32,12 @@ from patchbench.scenarios.base import (
     run_verify,
     verdict_warnings,
 )
+from patchbench.util.models import StrictModel
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from patchbench.bench import Cell, Expander, Invocation, Samples
+    from patchbench.measure.bench import Cell, Expander, Invocation, Samples
     from patchbench.results import AppliedCondition, CommandResult, Verdict
     from patchbench.results import Cell as CellResult
 
@@ -57,7 +57,7 @@ class CommandConfig(ScenarioConfig):
     rate: Rate | None = None
     # a check command run once per variant after measuring (exit 0 = pass); its stdout is kept
     verify: list[str] = Field(default_factory=list)
-    # machine states the cells run under, each its own set of cells (patchbench.conditions)
+    # machine states the cells run under, each its own set of cells (patchbench.measure.conditions)
     conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1)
 
     @model_validator(mode="after")
@@ -83,8 +83,8 @@ class CommandConfig(ScenarioConfig):
 
 def measure_cells(ctx: ScenarioContext, cells: list[Any], expand: Any, sc: Any,
                   seed: int | None = None) -> tuple[dict[Any, Any], list[list[str]]]:
-    """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.bench)."""
-    from patchbench import bench
+    """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench)."""
+    from patchbench.measure import bench
 
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
@@ -120,8 +120,10 @@ def measure_conditions(ctx: ScenarioContext, cells: list[Cell], expand: Expander
     runs); return the samples, the order and what each condition applied."""
     from dataclasses import replace
 
-    from patchbench import conditions, progress, results
-    from patchbench.bench import Cell
+    from patchbench import results
+    from patchbench.measure import conditions
+    from patchbench.measure.bench import Cell
+    from patchbench.util import progress
 
     sc = ctx.scenario
     if not sc.conditioned:
@@ -151,7 +153,7 @@ def timed_results(ctx: ScenarioContext, cells: list[Cell], samples: dict[Cell, S
                   ) -> tuple[list[CellResult], list[Verdict], str | None, list[str]]:
     """Cell results with their hangs, each candidate cell against the baseline cell with the
     same parameters, the hang evidence summary's name, and the warnings."""
-    from patchbench.bench import Cell
+    from patchbench.measure.bench import Cell
 
     sc = ctx.scenario
     summary: list[str] = []
@@ -171,7 +173,7 @@ class CommandKind:
     config: ClassVar[type[ScenarioConfig]] = CommandConfig
 
     def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.bench import Cell
+        from patchbench.measure.bench import Cell
 
         sc: CommandConfig = ctx.scenario
         lines = []
@@ -180,8 +182,9 @@ class CommandKind:
         return lines + plan_deadline(sc)
 
     def run(self, ctx: ScenarioContext) -> tuple[CommandResult, list[str]]:
-        from patchbench import launcher, results
-        from patchbench.bench import Cell
+        from patchbench import results
+        from patchbench.measure import launcher
+        from patchbench.measure.bench import Cell
 
         sc: CommandConfig = ctx.scenario
         exe = launcher.build(ctx.layout)

@@ -51,10 +51,10 @@ from patchbench.scenarios.base import (
 )
 
 if TYPE_CHECKING:
-    from patchbench.command import Background
-    from patchbench.oci_image import OciImage
+    from patchbench.measure.oci_image import OciImage
     from patchbench.results import CtrStressCensus, CtrStressResult, CtrStressRound
     from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
+    from patchbench.util.command import Background
 
 Action = Literal["kill", "delete", "restart"]
 # the leftover kinds a census counts ("mounts" counts all of them, idmapped or not)
@@ -269,7 +269,7 @@ def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], time
     ``delete`` chase every container: one attempt per container at once, repeated every
     ``pause`` seconds until it takes effect or the container's client has exited (a container is
     killable only once its task exists). ``restart`` stops the daemon and starts it again."""
-    from patchbench import command
+    from patchbench.util import command
 
     if action == "restart":
         d.stop()
@@ -319,7 +319,8 @@ def settle(d: ContainerdDaemon, seconds: float, dirs_before: int) -> float:
 
 def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: OciImage,
               draw: Draw, log: Path) -> CtrStressRound:
-    from patchbench import command, results
+    from patchbench import results
+    from patchbench.util import command
 
     sc: CtrStressConfig = ctx.scenario
     ids = [f"{d.namespace}-r{draw.round}-{i}" for i in range(sc.k)]
@@ -373,8 +374,8 @@ def _detail(c: Census, limit: int = 20) -> list[str]:
 
 def _fresh(d: ContainerdDaemon, image: OciImage, cid: str, timeout: float, log: Path
            ) -> tuple[bool, str]:
-    from patchbench import command
     from patchbench.errors import PatchbenchError
+    from patchbench.util import command
 
     try:
         res = command.run(d.run_argv(image, cid, ["true"]), env=d.env(), timeout=timeout,
@@ -443,7 +444,7 @@ class CtrStressKind:
     config: ClassVar[type[ScenarioConfig]] = CtrStressConfig
 
     def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.oci_image import image_name
+        from patchbench.measure.oci_image import image_name
 
         sc: CtrStressConfig = ctx.scenario
         rt = _runtime(ctx)
@@ -463,8 +464,10 @@ class CtrStressKind:
         return lines
 
     def run(self, ctx: ScenarioContext) -> tuple[CtrStressResult, list[str]]:
-        from patchbench import bench, progress, results
-        from patchbench.bench import Cell
+        from patchbench import results
+        from patchbench.measure import bench
+        from patchbench.measure.bench import Cell
+        from patchbench.util import progress
 
         sc: CtrStressConfig = ctx.scenario
         rt = _runtime(ctx)

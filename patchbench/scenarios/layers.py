@@ -2,7 +2,7 @@
 containerd (issue 13, the "mount mayhem" seed). Needs a target with ``runtime: containerd``.
 
 For every variant, the runtime starts that variant's own daemon; the same L-layer images
-(patchbench.oci_image, identical digests) are imported into each. Then:
+(patchbench.measure.oci_image, identical digests) are imported into each. Then:
 
 1. **Mount operations.** For one container start per (variant, L), the exact count of
    ``open_tree``, ``mount_setattr``, ``move_mount``, ``mount`` and ``umount2`` of ``ctr``, the
@@ -37,8 +37,8 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.command import timed_results, with_deadline
 
 if TYPE_CHECKING:
-    from patchbench.bench import Cell, Invocation
-    from patchbench.oci_image import OciImage
+    from patchbench.measure.bench import Cell, Invocation
+    from patchbench.measure.oci_image import OciImage
     from patchbench.results import Check, LayersResult, MountTable
     from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 
@@ -89,7 +89,7 @@ class LayersKind:
     config: ClassVar[type[ScenarioConfig]] = LayersConfig
 
     def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.oci_image import image_name
+        from patchbench.measure.oci_image import image_name
 
         sc: LayersConfig = ctx.scenario
         rt = _runtime(ctx)
@@ -108,8 +108,10 @@ class LayersKind:
         return lines
 
     def run(self, ctx: ScenarioContext) -> tuple[LayersResult, list[str]]:
-        from patchbench import bench, launcher, mounttrace, progress, results
-        from patchbench.bench import Cell, Invocation
+        from patchbench import results
+        from patchbench.measure import bench, launcher, mounttrace
+        from patchbench.measure.bench import Cell, Invocation
+        from patchbench.util import progress
 
         sc: LayersConfig = ctx.scenario
         rt = _runtime(ctx)
@@ -231,8 +233,9 @@ class LayersKind:
 def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
     """Inside: every layer's file is there and root-owned files show uid 0. Outside: the
     container's process runs as the mapped uid (100000)."""
-    from patchbench import command, results
+    from patchbench import results
     from patchbench.errors import PatchbenchError
+    from patchbench.util import command
 
     files = ["/bin/busybox", *image.layer_files()]
     inner = ["sh", "-c", 'stat -c %u "$@"; ls /layers | wc -l', "sh", *files]
@@ -254,7 +257,7 @@ def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
 
 
 def _host_uid(d: ContainerdDaemon, image: OciImage, timeout: float) -> int | None:
-    from patchbench import command
+    from patchbench.util import command
 
     cid = f"{d.namespace}-hostuid"
     command.run(d.run_argv(image, cid, ["sleep", "30"], detach=True), env=d.env(),

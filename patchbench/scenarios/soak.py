@@ -7,7 +7,7 @@ variant, in a seeded random order, so the variants share the machine's state fai
 one call of the launcher (``launcher/burst.go -k 1 -n BLOCK -deadline TIMEOUT -evidence DIR``):
 
 - every run has its own deadline (``timeout``, seconds); a run past it is a **hang**: its
-  evidence (process tree, signal masks, wchan, zombies; see patchbench.hangs) is saved before its
+  evidence (process tree, signal masks, wchan, zombies; see patchbench.measure.hangs) is saved before its
   process group is killed, and the soak goes on;
 - a run that exits non-zero is a **failure** (counted by exit code);
 - a process that outlives its run (reparented to the launcher, a child subreaper) is an
@@ -16,7 +16,7 @@ one call of the launcher (``launcher/burst.go -k 1 -n BLOCK -deadline TIMEOUT -e
 - after each block (and its teardown), what the runtime still holds (``runtime.leftovers``), or
   else what the ``list`` command shows under the run's id prefix, is a **leftover**, cleaned up.
 
-Each condition (patchbench.conditions: environment, CPU affinity, CPU hogs, a CPU quota) runs as
+Each condition (patchbench.measure.conditions: environment, CPU affinity, CPU hogs, a CPU quota) runs as
 its own set of blocks and is reported on its own. Per condition and variant: "hangs: N of M"
 with Fisher's exact p against the baseline, failures, leftovers, escaped processes, and the
 evidence files, which are copied into the report folder (paths redacted) with a readable
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from patchbench.conditions import DEFAULT, Condition
+from patchbench.measure.conditions import DEFAULT, Condition
 from patchbench.scenarios.base import (
     ScenarioConfig,
     ScenarioContext,
@@ -50,7 +50,7 @@ from patchbench.scenarios.base import (
 
 if TYPE_CHECKING:
     from patchbench.build import Built
-    from patchbench.conditions import Applied
+    from patchbench.measure.conditions import Applied
     from patchbench.results import SoakResult
 
 HANG_ALPHA = 0.05  # the one-sided Fisher level for "fails more often than the baseline"
@@ -102,9 +102,10 @@ class _Tally:
 def _block(ctx: ScenarioContext, exe: Path, b: Built, cond: Condition, applied: Applied,
            block_no: int, log: Path, tally: _Tally) -> None:
     """One block of ``sc.block`` runs of one variant."""
-    from patchbench import bench, command
-    from patchbench.bench import Cell
     from patchbench.errors import BenchmarkError
+    from patchbench.measure import bench
+    from patchbench.measure.bench import Cell
+    from patchbench.util import command
 
     sc: SoakConfig = ctx.scenario
     where = f"scenario {sc.name}"
@@ -135,7 +136,7 @@ def _block(ctx: ScenarioContext, exe: Path, b: Built, cond: Condition, applied: 
     if len(lines) != sc.block:
         raise BenchmarkError(f"{where} {variant} block {block_no}: the launcher recorded "
                              f"{len(lines)} of {sc.block} runs", detail=f"(log: {log})")
-    from patchbench.hangs import HANG_EXIT_CODE
+    from patchbench.measure.hangs import HANG_EXIT_CODE
 
     for line in lines:
         r = json.loads(line)
@@ -166,8 +167,8 @@ class SoakKind:
     config: ClassVar[type[ScenarioConfig]] = SoakConfig
 
     def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench import bench
-        from patchbench.bench import Cell
+        from patchbench.measure import bench
+        from patchbench.measure.bench import Cell
 
         sc: SoakConfig = ctx.scenario
         lines = []
@@ -186,8 +187,11 @@ class SoakKind:
         return lines
 
     def run(self, ctx: ScenarioContext) -> tuple[SoakResult, list[str]]:
-        from patchbench import bench, conditions, hangs, launcher, progress, results, stats
-        from patchbench.bench import Cell
+        from patchbench import results
+        from patchbench.analysis import stats
+        from patchbench.measure import bench, conditions, hangs, launcher
+        from patchbench.measure.bench import Cell
+        from patchbench.util import progress
 
         sc: SoakConfig = ctx.scenario
         exe = launcher.build(ctx.layout)

@@ -131,9 +131,10 @@ def run_round(ctx: ScenarioContext, b: Built, rnd: int, draw: tuple[str, float],
     """One round for one build, with the round's (action, delay), which every build shares.
     ``seen`` holds leftovers already reported (where nothing could clean them up), so that each
     is counted once."""
-    from patchbench import bench, command
-    from patchbench.bench import Cell
     from patchbench.errors import BenchmarkError
+    from patchbench.measure import bench
+    from patchbench.measure.bench import Cell
+    from patchbench.util import command
 
     sc: StressConfig = ctx.scenario
     values = {**ctx.values(b, Cell(b.variant.name)), "round": str(rnd)}
@@ -173,8 +174,9 @@ def _exec_round(
     """A round of mode exec: start the host, run the round into it (the host is not a
     leftover), and always tear the host down; a host still there after its teardown is removed
     with the runtime's cleanup, and counted as a leftover if even that fails."""
-    from patchbench import bench, command
     from patchbench.errors import BenchmarkError, CommandError
+    from patchbench.measure import bench
+    from patchbench.util import command
 
     sc: StressConfig = ctx.scenario
     host = values["host"]
@@ -204,8 +206,9 @@ def _exec_round(
 def _host_left(ctx: ScenarioContext, b: Built, values: dict[str, str], where: str, host: str,
                ) -> list[str]:
     """What remains of the host container after its teardown."""
-    from patchbench import bench, command
     from patchbench.errors import CommandError
+    from patchbench.measure import bench
+    from patchbench.util import command
 
     sc: StressConfig = ctx.scenario
     if ctx.runtime is not None:
@@ -224,9 +227,11 @@ def _round(
     delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
     host: str | None = None,
 ) -> StressRound:
-    from patchbench import bench, command, results
-    from patchbench.command import Background
+    from patchbench import results
     from patchbench.errors import CommandError
+    from patchbench.measure import bench
+    from patchbench.util import command
+    from patchbench.util.command import Background
 
     sc: StressConfig = ctx.scenario
     check = sc.signals
@@ -322,8 +327,8 @@ class StressKind:
     config: ClassVar[type[ScenarioConfig]] = StressConfig
 
     def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench import bench
-        from patchbench.bench import Cell
+        from patchbench.measure import bench
+        from patchbench.measure.bench import Cell
 
         sc: StressConfig = ctx.scenario
         lines = []
@@ -348,8 +353,11 @@ class StressKind:
         return lines
 
     def run(self, ctx: ScenarioContext) -> tuple[StressResult, list[str]]:
-        from patchbench import bench, progress, results, stats
-        from patchbench.bench import Cell
+        from patchbench import results
+        from patchbench.analysis import stats
+        from patchbench.measure import bench
+        from patchbench.measure.bench import Cell
+        from patchbench.util import progress
 
         sc: StressConfig = ctx.scenario
         rng = random.Random(ctx.seed)

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator, model_validator
 
-from patchbench.models import StrictModel
+from patchbench.util.models import StrictModel
 
 if TYPE_CHECKING:
-    from patchbench.command import Background
     from patchbench.results import SignalCount, StressBuild
+    from patchbench.util.command import Background
 
 UNTRAPPABLE = ("SIGKILL", "SIGSTOP")
 POLL_S = 0.0005  # how often an instance's output is looked at for its readiness line, at first

@@ -15,9 +15,12 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from patchbench import bench, command, config, safeargs, source
-from patchbench.bench import Invocation
+from patchbench import config
 from patchbench.errors import ConfigError, SourceError
+from patchbench.measure import bench
+from patchbench.measure.bench import Invocation
+from patchbench.source import cache as source
+from patchbench.util import command, safeargs
 from tests.support import REPO_ROOT, invoke_argv
 
 COMMIT = "0" * 40

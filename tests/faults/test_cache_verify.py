@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import build, cache_verify, files, pipeline
-from patchbench.build import Variant
+from patchbench import build, pipeline
+from patchbench.build import Variant, cache_verify
+from patchbench.util import files
 from tests.support import TARGET, Project
 
 

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import cleanup, pipeline
+from patchbench import pipeline
+from patchbench.util import cleanup
 from tests.support import REPO_ROOT, TARGET, Project, invoke_argv, processes_with, worktrees
 
 CHILD = """
 import sys, time
 from pathlib import Path
-from patchbench import source
+from patchbench.source import cache as source
 builds, url, commit = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 def hang(*args, **kwargs):
     print("READY", flush=True)
@@ -104,7 +105,7 @@ def test_sigkill_during_a_build_leaves_no_worktree_after_the_next_run(project: P
 
 GUARDED_CHILD = """
 import subprocess, sys, time
-from patchbench import cleanup, procguard
+from patchbench.util import cleanup, procguard
 guard = procguard.activate("faults-" + cleanup.cgroup_tag())
 assert guard.available, guard.reason
 subprocess.Popen(["sleep", sys.argv[1]], preexec_fn=procguard.preexec(), start_new_session=True)

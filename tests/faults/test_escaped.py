@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import command, gate, procguard, results
-from patchbench.procguard import ProcGuard
+from patchbench import gate, results
+from patchbench.util import command, procguard
+from patchbench.util.procguard import ProcGuard
 from tests.support import Project, compare, processes_with
 
 pytestmark = pytest.mark.skipif(

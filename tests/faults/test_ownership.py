@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from patchbench import ownership, pipeline
+from patchbench import pipeline
 from patchbench.errors import ConfigError
-from patchbench.workspace import Workspace
+from patchbench.util import ownership
+from patchbench.util.workspace import Workspace
 from tests.support import REPO_ROOT, invoke_argv
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="ownership is checked as root only")

@@ -20,8 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patchbench import cli, config, report, runstore, yamlsafe
+from patchbench import config, report
+from patchbench.cli import commands as cli
 from patchbench.errors import ConfigError, ReportError
+from patchbench.runs import store as runstore
+from patchbench.util import yamlsafe
 from tests.support import REPO_ROOT, invoke_argv
 
 BOMB = "\n".join(

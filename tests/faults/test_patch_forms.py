@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patchbench import patchform, patching
 from patchbench.errors import PatchError
+from patchbench.source import patchform, patching
 from tests.support import write_series
 
 MAIL = """\

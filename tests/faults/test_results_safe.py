@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import report, results, runstore
+from patchbench import report, results
 from patchbench.errors import ReportError
+from patchbench.runs import store as runstore
 from tests.support import REPO_ROOT, Project, compare, invoke_argv
 
 STAMP = "20260101T000000Z"
@@ -60,7 +61,7 @@ def test_same_second_runs_get_distinct_folders(run_dir: Path, tmp_path: Path) ->
     assert (first.name, second.name) == (STAMP, f"{STAMP}-2")
 
 
-PUBLISH = ("import sys; from pathlib import Path; from patchbench import runstore; "
+PUBLISH = ("import sys; from pathlib import Path; from patchbench.runs import store as runstore; "
            "print(runstore.publish(Path(sys.argv[1]), Path(sys.argv[2]), stamp=sys.argv[3]))")
 
 

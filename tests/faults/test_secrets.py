@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from patchbench import build, config, redact, toolchains
+from patchbench import build, config, redact
+from patchbench.build import toolchains
 from patchbench.errors import SourceError
-from patchbench.layout import Layout
+from patchbench.util.layout import Layout
 from tests.support import TARGET, Project, compare, matrix_data, write_matrix
 
 PASSWORD = "s3cret-pw-4711"

@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from patchbench import command, config, errors, patching, pipeline, results, runstore
+from patchbench import config, errors, pipeline, results
+from patchbench.build.toolchains import go
 from patchbench.errors import PatchError, SourceError, ToolchainError
-from patchbench.toolchains import go
-from patchbench.workspace import Workspace
+from patchbench.runs import store as runstore
+from patchbench.source import patching
+from patchbench.util import command
+from patchbench.util.workspace import Workspace
 from tests.support import REPO_ROOT, TARGET, Project, invoke_argv
 
 DEMO = sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json"))[-1]

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from patchbench import bench, report
-from patchbench.bench import Cell
+from patchbench import report
+from patchbench.measure import bench
+from patchbench.measure.bench import Cell
 from tests import support
 from tests.support import Project, assert_nothing_left
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import build, cli, pipeline
+from patchbench import build, pipeline
 from patchbench.build import Variant
-from patchbench.workspace import Switches, Workspace
+from patchbench.cli import commands as cli
+from patchbench.util.workspace import Switches, Workspace
 from tests.support import (
     REPO_ROOT,
     TARGET,

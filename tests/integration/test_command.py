@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import command
 from patchbench.errors import BuildError, CommandError, RequirementError
+from patchbench.util import command
 from tests.support import processes_with
 
 pytestmark = pytest.mark.integration

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import conditions
-from patchbench.conditions import Condition
 from patchbench.errors import RequirementError
+from patchbench.measure import conditions
+from patchbench.measure.conditions import Condition
 from tests.support import processes_with
 
 pytestmark = pytest.mark.integration

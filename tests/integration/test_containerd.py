@@ -21,15 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import build, command, mountsys, mounttrace, oci_image, pipeline
+from patchbench import build, pipeline
 from patchbench.errors import RequirementError
-from patchbench.layout import Layout
+from patchbench.measure import mounttrace, oci_image
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes import runc
-from patchbench.runtimes.containerd import ContainerdRuntime
+from patchbench.runtimes.containerd import ContainerdRuntime, mountsys
 from patchbench.scenarios import ScenarioContext, ctrstress
 from patchbench.scenarios.layers import KIND, LayersConfig
-from patchbench.workspace import Workspace
+from patchbench.util import command
+from patchbench.util.layout import Layout
+from patchbench.util.workspace import Workspace
 from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -46,8 +48,8 @@ def py_env() -> dict[str, str]:
 
 
 def exercise(base: Path, mounts: int, forks: int = 0, threads: int = 0) -> list[str]:
-    return [sys.executable, "-m", "patchbench.mountsys", "exercise", str(base), "--mounts",
-            str(mounts), "--forks", str(forks), "--threads", str(threads)]
+    return [sys.executable, "-m", "patchbench.runtimes.containerd.mountsys", "exercise", str(base),
+            "--mounts", str(mounts), "--forks", str(forks), "--threads", str(threads)]
 
 
 @needs_root

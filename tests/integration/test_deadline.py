@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import hangs
-from patchbench import launcher as launcher_tool
-from patchbench.layout import Layout
+from patchbench.measure import hangs
+from patchbench.measure import launcher as launcher_tool
+from patchbench.util.layout import Layout
 from tests.support import processes_with
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 
 import patchbench
 from patchbench import pipeline, report, results
-from patchbench.workspace import Switches, Workspace
+from patchbench.util.workspace import Switches, Workspace
 from tests import support
 from tests.support import assert_nothing_left, invoke
 

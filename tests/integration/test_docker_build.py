@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from patchbench import build, images, pipeline
+from patchbench import build, pipeline
 from patchbench.build import Variant
 from patchbench.build import docker as docker_backend
+from patchbench.docker import images
 from patchbench.errors import ToolchainError
 from tests.support import TARGET, Project, assert_nothing_left, matrix_data, write_matrix
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import engine, images
+from patchbench.docker import engine, images
 from patchbench.errors import BuildError, RequirementError
 
 pytestmark = [
@@ -118,7 +118,7 @@ def test_an_engine_left_by_a_killed_run_is_cleaned_up(tmp_path: Path) -> None:
     import sys
 
     state = tmp_path / "engine"
-    code = ("import sys, time\nfrom pathlib import Path\nfrom patchbench import engine\n"
+    code = ("import sys, time\nfrom pathlib import Path\nfrom patchbench.docker import engine\n"
             f"with engine.engine(Path({str(state)!r}), own=True):\n"
             "    print('up', flush=True)\n    time.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,

@@ -18,11 +18,12 @@ from typing import Any, cast
 
 import pytest
 
-from patchbench import command, engine
 from patchbench.config import Comparison, Project
+from patchbench.docker import engine
 from patchbench.errors import BenchmarkError
 from patchbench.runtimes import VariantBuild
 from patchbench.runtimes.docker_run import DockerRunRuntime
+from patchbench.util import command
 from tests import support
 
 pytestmark = [

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from patchbench import bench
-from patchbench.bench import Cell, Invocation
 from patchbench.errors import BenchmarkError
+from patchbench.measure import bench
+from patchbench.measure.bench import Cell, Invocation
 from tests import support
 from tests.support import Project, assert_nothing_left, processes_with
 

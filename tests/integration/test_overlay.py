@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from patchbench import build, patching, pipeline
+from patchbench import build, pipeline
 from patchbench.errors import PatchError
+from patchbench.source import patching
 from tests.support import TARGET, Project, assert_nothing_left, git, matrix_data, write_matrix
 
 pytestmark = pytest.mark.integration

@@ -96,7 +96,8 @@ def test_an_escaping_patch_is_refused_before_anything_is_written(
 def test_apply_series_in_a_worktree(project: Project, tmp_path: Path) -> None:
     """apply_series directly: commits with fixed dates (the same commit every time), and after a
     conflict no am state, no .rej and no change in the worktree."""
-    from patchbench import patching, source
+    from patchbench.source import cache as source
+    from patchbench.source import patching
 
     co = pipeline.fetch(project.load(), project.options(), TARGET)
     heads = []

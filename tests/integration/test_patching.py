@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import patching
 from patchbench.errors import PatchError
+from patchbench.source import patching
 from tests.support import Upstream, patch_file, write_series
 
 

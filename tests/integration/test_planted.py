@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import patchbench
-from patchbench import pipeline, planted, stats
-from patchbench.workspace import Switches, Workspace
+from patchbench import pipeline
+from patchbench.analysis import planted, stats
+from patchbench.util.workspace import Switches, Workspace
 from tests import support
 
 pytestmark = pytest.mark.integration

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from patchbench import command, merge
 from patchbench import results as results_mod
-from patchbench.export import benchstat_name
 from patchbench.report import html as report_html
+from patchbench.runs import merge
+from patchbench.runs.export import benchstat_name
+from patchbench.util import command
 from tests.support import REPO_ROOT, invoke
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import pipeline, series_ref
+from patchbench import pipeline
 from patchbench.errors import ConfigError, PatchError, SourceError
+from patchbench.source import series_ref
 from tests.support import Project, assert_nothing_left, git, write_series
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from patchbench import gate, hangs, pipeline, results
-from patchbench.workspace import Switches
+from patchbench import gate, pipeline, results
+from patchbench.measure import hangs
+from patchbench.util.workspace import Switches
 from tests import support
 from tests.support import Project, assert_nothing_left, processes_with
 

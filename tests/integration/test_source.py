@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import pipeline, source
+from patchbench import pipeline
 from patchbench.errors import SourceError
+from patchbench.source import cache as source
 from tests.support import TARGET, Project, assert_nothing_left, cache_state, git
 
 pytestmark = pytest.mark.integration

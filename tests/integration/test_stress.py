@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from patchbench import bench, hangs, pipeline
-from patchbench.bench import Cell
-from patchbench.workspace import Switches
+from patchbench import pipeline
+from patchbench.measure import bench, hangs
+from patchbench.measure.bench import Cell
+from patchbench.util.workspace import Switches
 from tests import support
 from tests.support import Project, assert_nothing_left, processes_with
 

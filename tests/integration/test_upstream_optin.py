@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from patchbench import patching, pipeline
+from patchbench import pipeline
 from patchbench.runtimes import runc
-from patchbench.workspace import Switches, Workspace
+from patchbench.source import patching
+from patchbench.util.workspace import Switches, Workspace
 from tests import support
 from tests.support import REPO_ROOT
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from patchbench import command
+from patchbench.util import command
 from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.integration

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from patchbench import bench
-from patchbench.bench import Cell, Invocation
 from patchbench.errors import BenchmarkError, ConfigError
+from patchbench.measure import bench
+from patchbench.measure.bench import Cell, Invocation
 
 CELLS = [Cell("baseline"), Cell("a"), Cell("b"), Cell("c", (("k", "4"),))]
 

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from patchbench import build, command
-from patchbench import toolchains as toolchain
+from patchbench import build
 from patchbench.build import Built, Variant
+from patchbench.build import toolchains as toolchain
 from patchbench.config import Target
 from patchbench.errors import ToolchainError
-from patchbench.layout import Layout
+from patchbench.util import command
+from patchbench.util.layout import Layout
 
 FP: dict[str, Any] = {
     "kind": "go", "version": "go1.22.1", "platform": "linux/amd64",

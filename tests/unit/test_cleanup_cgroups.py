@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from patchbench import cleanup
+from patchbench.util import cleanup
 
 DEAD = f"p999999999s1n{cleanup.pid_namespace()}"  # no such process, in our PID namespace
 OTHER_NS = f"p999999999s1n{cleanup.pid_namespace() + 1}"  # a tag another namespace wrote

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from patchbench import conditions
-from patchbench.conditions import Condition
 from patchbench.errors import ConfigError, RequirementError
+from patchbench.measure import conditions
+from patchbench.measure.conditions import Condition
 
 
 def test_the_model_refuses_what_it_does_not_know() -> None:

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from patchbench import cleanup, command, mountsys, procguard
 from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.runtimes import containerd as cd
+from patchbench.runtimes.containerd import mountsys
+from patchbench.util import cleanup, command, procguard
 
 FAKE_CONTAINERD = """#!/bin/sh
 # fake containerd: "listens" (creates the socket file) after a moment, exits 0 on SIGTERM
@@ -138,7 +139,7 @@ def test_long_base_uses_a_short_socket(tmp_path: Path) -> None:
 
 
 def test_run_argv(tmp_path: Path) -> None:
-    from patchbench.oci_image import OciImage
+    from patchbench.measure.oci_image import OciImage
 
     img = OciImage(tmp_path / "i.tar", "patchbench.invalid/layers:4", 4, "sha256:m", "sha256:c",
                    (), 0)
@@ -254,7 +255,7 @@ def probe_result(monkeypatch: pytest.MonkeyPatch, code: int, stdout: str) -> lis
 def test_probe_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = probe_result(monkeypatch, 0, '{"ok": true, "reason": "works"}\n')
     assert cd.probe_idmapped_overlay(tmp_path)["ok"] is True
-    assert calls[0][1:4] == ["-m", "patchbench.mountsys", "probe-idmap"]
+    assert calls[0][1:4] == ["-m", "patchbench.runtimes.containerd.mountsys", "probe-idmap"]
     probe_result(monkeypatch, 1, '{"ok": false, "reason": "mount_setattr: Invalid argument"}\n')
     with pytest.raises(RequirementError, match="mount_setattr: Invalid argument") as err:
         cd.probe_idmapped_overlay(tmp_path)

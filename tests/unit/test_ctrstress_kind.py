@@ -21,12 +21,12 @@ from pydantic import TypeAdapter, ValidationError
 from patchbench import build, results, scenarios
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.gate import failures
-from patchbench.layout import Layout
 from patchbench.report import markdown
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes.containerd import ContainerdRuntime
 from patchbench.scenarios import ctrstress
 from patchbench.scenarios.ctrstress import KIND, CtrStressConfig
+from patchbench.util.layout import Layout
 
 VARIANTS = ("baseline", "idmap-once-per-overlay")
 
@@ -475,7 +475,7 @@ def test_a_hung_client_s_evidence_reaches_the_report_folder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
-    from patchbench import hangs
+    from patchbench.measure import hangs
 
     sleeper = subprocess.Popen(["sleep", "30.5913"], start_new_session=True)
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from patchbench import config, engine, images, runtimes
+from patchbench import config, runtimes
+from patchbench.docker import engine, images
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.report import markdown
 from patchbench.results import RuntimeRecord

@@ -11,8 +11,8 @@ import docker.errors
 import pytest
 import requests.exceptions
 
-from patchbench import engine, images
 from patchbench.build import docker as docker_backend
+from patchbench.docker import engine, images
 from patchbench.errors import BuildError, RequirementError, ToolchainError
 
 
@@ -63,7 +63,7 @@ def test_without_engine_and_without_root_exit_16_names_the_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(engine, "SYSTEM_SOCKET", str(tmp_path / "no.sock"))
-    monkeypatch.setattr("patchbench.engine.os.geteuid", lambda: 1000)
+    monkeypatch.setattr("patchbench.docker.engine.os.geteuid", lambda: 1000)
     with pytest.raises(RequirementError) as info, engine.engine(tmp_path / "engine", environ={}):
         pass
     assert info.value.exit_code == 16
@@ -190,7 +190,7 @@ def test_dry_run_lines_name_engine_image_and_every_docker_step(tmp_path: Path) -
 
 
 def test_fingerprint_queries_are_asked_once_per_image_and_kept_redacted(tmp_path: Path) -> None:
-    from patchbench import command
+    from patchbench.util import command
 
     class FakeBackend:
         state = tmp_path / "builds"

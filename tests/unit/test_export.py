@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from patchbench import export
 from patchbench import results as results_mod
 from patchbench.errors import ReportError
+from patchbench.runs import export
 from tests.support import REPO_ROOT
 
 RUNS = {p.parent.parent.name + "/" + p.parent.name: p

@@ -7,8 +7,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from patchbench import cli, gate, pipeline, results
-from patchbench.workspace import Switches, Workspace
+from patchbench import gate, pipeline, results
+from patchbench.cli import commands as cli
+from patchbench.util.workspace import Switches, Workspace
 
 SUMMARY = {"n": 3, "median": 0.1, "mean": 0.1, "stdev": 0.0, "min": 0.1, "max": 0.1, "cv": 0.0,
            "noisy": False}
@@ -109,7 +110,7 @@ def test_a_withheld_verdict_never_fails_the_gate_nor_counts_in_holm() -> None:
 
 
 def test_an_escape_of_the_baseline_is_reported_but_fails_no_candidate() -> None:
-    from patchbench import procguard
+    from patchbench.util import procguard
 
     res = make()
     res.warnings.append(f"{procguard.ESCAPED_BASELINE}: run baseline round 1/5: 1 process "
@@ -121,7 +122,7 @@ def test_an_escape_of_the_baseline_is_reported_but_fails_no_candidate() -> None:
 
 
 def test_the_baseline_s_escapes_get_their_own_prefix() -> None:
-    from patchbench import procguard
+    from patchbench.util import procguard
 
     class Guard:  # what deactivate reads of a ProcGuard that found two escapes
         available = True

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from patchbench import hangs, stats
+from patchbench.analysis import stats
 from patchbench.errors import ReportError
+from patchbench.measure import hangs
 
 
 def proc(pid: int, ppid: int, comm: str, state: str, **kw: Any) -> dict[str, Any]:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import cli, runstore, source
+from patchbench.cli import commands as cli
+from patchbench.runs import store as runstore
+from patchbench.source import cache as source
 from tests.conftest import GO_ENV, REAL_BUILDS, REAL_REPORTS
 from tests.support import REPO_ROOT
 

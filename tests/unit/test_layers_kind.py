@@ -12,10 +12,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from patchbench import build, results, scenarios
 from patchbench.errors import ConfigError
-from patchbench.layout import Layout
 from patchbench.report import markdown
 from patchbench.runtimes.containerd import ContainerdRuntime
 from patchbench.scenarios.layers import KIND, LayersConfig, fit
+from patchbench.util.layout import Layout
 
 
 def config(**kw: Any) -> LayersConfig:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import mounttrace
 from patchbench.errors import BenchmarkError
+from patchbench.measure import mounttrace
 
 
 def test_script_follows_roots_and_counts_each_syscall() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from patchbench import oci_image
+from patchbench.measure import oci_image
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from patchbench import planted, stats
+from patchbench.analysis import planted, stats
 from patchbench.errors import CommandError
 
 

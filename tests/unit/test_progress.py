@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import progress as p
+from patchbench.util import progress as p
 
 
 class Tty(io.StringIO):

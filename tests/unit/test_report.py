@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from patchbench import redact, report, runstore
+from patchbench import redact, report
 from patchbench import results as results_mod
 from patchbench.errors import ReportError
 from patchbench.results import Results
+from patchbench.runs import store as runstore
 
 
 def results() -> Results:
@@ -157,8 +158,8 @@ def test_a_stress_only_run_has_no_empty_summary() -> None:
 
 
 def paired_results() -> Results:
-    """A version-3 run: its comparison judged by the round-paired rule (patchbench.verdict)."""
-    from patchbench import verdict
+    """A version-3 run: its comparison judged by the round-paired rule (patchbench.analysis.verdict)."""
+    from patchbench.analysis import verdict
 
     base = results().dump()
     rng_times = {1: [0.200, 0.210, 0.205], 2: [0.202, 0.199, 0.201], 3: [0.204, 0.206, 0.2],

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import summary
 from patchbench.errors import ReportError
+from patchbench.runs import summary
 
 
 def test_an_unwritable_summary_is_a_report_error(tmp_path: Path) -> None:

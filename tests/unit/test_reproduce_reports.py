@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import hangs, report, results, stats, verdict
+from patchbench import report, results
+from patchbench.analysis import stats, verdict
+from patchbench.measure import hangs
 from tests.support import REPO_ROOT
 
 REPORTS = sorted((REPO_ROOT / "reports").glob("*/*/results.json"))

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from patchbench import merge, rundiff, stats, summary
 from patchbench import results as results_mod
-from patchbench.cli_runs import failed_machines, find_runs
+from patchbench.analysis import stats
+from patchbench.cli.runs import failed_machines, find_runs
 from patchbench.errors import ReportError
+from patchbench.runs import diff as rundiff
+from patchbench.runs import merge, summary
 from tests.support import REPO_ROOT
 
 REPORTS = REPO_ROOT / "reports"

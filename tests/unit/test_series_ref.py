@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import patching, series_ref
 from patchbench.errors import PatchError
+from patchbench.source import patching, series_ref
 
 SHA = "e64390545e1b2bd9f02c73a8cb07af4d5c5dfcaa"
 PID = "072b1d1fe62e4bc26fe4648f2bcc966d109a31a5"

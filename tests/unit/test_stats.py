@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from patchbench import stats
+from patchbench.analysis import stats
 
 
 def sample(median: float, n: int, seed: int, sigma: float = 0.05) -> list[float]:

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from patchbench import stats
+from patchbench.analysis import stats
 
 BASE = 0.126
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from patchbench import bench, gate, hangs, results
+from patchbench import gate, results
+from patchbench.measure import bench, hangs
 from patchbench.report import markdown
 from patchbench.scenarios.burst import BurstConfig
 from patchbench.scenarios.command import CommandConfig

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from patchbench import stats, verdict
+from patchbench.analysis import stats, verdict
 
 
 def runs(R: int, n: int, ratio: float, seed: int, drift: float = 0.0

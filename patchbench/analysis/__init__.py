@@ -1,0 +1,1 @@
+"""Statistics and verdicts: the round-paired rule, the planted-effect check."""

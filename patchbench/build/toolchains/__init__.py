@@ -1,0 +1,92 @@
+"""Toolchains: the build environment and the fingerprint that proves two builds used the same one.
+One module per language (go, swift), registered in ``TOOLCHAINS``; each supplies its environment,
+its fingerprint (taken through the build backend's ``Runner``, where the build runs) and a
+one-line description.
+
+The environment is built from an allowlist, never inherited wholesale. The fingerprint holds what
+decides the output and no path of the machine, so manifests can be committed and compared.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from patchbench import redact
+from patchbench.build.toolchains import go, swift
+from patchbench.build.toolchains.runner import HostRunner, Runner
+from patchbench.config import GoToolchain, SwiftToolchain, Target
+from patchbench.util.files import sha256_file
+
+__all__ = ["HostRunner", "Runner", "build_env", "describe", "differing_keys", "fingerprint",
+           "recorded_env", "source_hashes"]
+
+# Passed through from the caller's environment when set; values of path-like ones are not
+# recorded in the fingerprint (they differ between machines but do not change the output).
+PASS_THROUGH = (
+    "PATH", "HOME", "USER", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE", "GOPROXY", "GOSUMDB",
+    "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "http_proxy", "https_proxy", "no_proxy",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "PKG_CONFIG_PATH",
+    "DEVELOPER_DIR",
+)
+RECORDED_PASS_THROUGH = ("GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE")
+# A build's `git describe` (runc's Makefile embeds it) abbreviates hashes by the repository's
+# object count: a shallow source cache gives g59923ef, one holding full history g59923ef1, so the
+# same commit and toolchain gave different binaries. Pinned above every config file, like git -c.
+GIT_PINNED = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.abbrev", "GIT_CONFIG_VALUE_0": "7"}
+RECORDED = ("TZ", "LC_ALL", "SOURCE_DATE_EPOCH", "GOFLAGS", "CGO_ENABLED", "GOTOOLCHAIN",
+            *GIT_PINNED)
+
+
+def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
+    env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update({"TZ": "UTC", "LC_ALL": "C", "SOURCE_DATE_EPOCH": str(source_date_epoch)})
+    env.update(GIT_PINNED)
+    tc = target.toolchain
+    env.update(go.env(tc) if isinstance(tc, GoToolchain) else swift.env(tc))
+    env.update(target.build.env)
+    return env
+
+
+def recorded_env(env: dict[str, str], target: Target) -> dict[str, str]:
+    keys = set(RECORDED) | set(RECORDED_PASS_THROUGH) | set(target.build.env)
+    return redact.env({k: env[k] for k in sorted(keys) if k in env})  # never a secret
+
+
+def fingerprint(target: Target, env: dict[str, str], runner: Runner | None = None
+                ) -> dict[str, Any]:
+    """What decides the build's output, taken through ``runner`` (default: this host)."""
+    runner = runner or HostRunner()
+    tc = target.toolchain
+    recorded = recorded_env(env, target)
+    if isinstance(tc, SwiftToolchain):
+        return swift.fingerprint(target, tc, env, runner, recorded)
+    return go.fingerprint(target, tc, env, runner, recorded)
+
+
+def describe(target: Target) -> str:
+    tc = target.toolchain
+    return go.describe(tc) if isinstance(tc, GoToolchain) else swift.describe(tc)
+
+
+def source_hashes(tree: Path) -> dict[str, str]:
+    """Hashes of the dependency lock files of a patched tree (recorded, not compared: a patch may
+    legitimately change them)."""
+    return {f"{name}_sha256": sha256_file(tree / name)
+            for name in ("go.sum", "Package.resolved") if (tree / name).is_file()}
+
+
+def differing_keys(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
+    """Key paths whose values differ between two fingerprints, ignoring per-tree source hashes."""
+    out: list[str] = []
+    for key in sorted(set(a) | set(b)):
+        if not prefix and key == "sources":
+            continue
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out.extend(differing_keys(va, vb, f"{prefix}{key}."))
+        elif va != vb:
+            out.append(f"{prefix}{key}")
+    return out

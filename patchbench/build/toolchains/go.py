@@ -1,0 +1,77 @@
+"""Go: the environment (-trimpath, cgo on or off, GOTOOLCHAIN pinned or local) and the fingerprint
+(exact version, platform, hashes of go, compile and link, cgo's C compiler, extra libraries)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from patchbench.build.toolchains.runner import Runner
+from patchbench.config import GoToolchain, Target
+from patchbench.errors import ToolchainError
+
+
+def env(tc: GoToolchain) -> dict[str, str]:
+    return {"GOFLAGS": "-trimpath", "CGO_ENABLED": "1" if tc.cgo else "0",
+            "GOTOOLCHAIN": f"go{tc.version}" if tc.download else "local"}
+
+
+def describe(tc: GoToolchain) -> str:
+    return f"go {tc.version}" + (" (downloaded through the module proxy)" if tc.download else "")
+
+
+def fingerprint(target: Target, tc: GoToolchain, env: dict[str, str], runner: Runner,
+                recorded: dict[str, str]) -> dict[str, Any]:
+    try:
+        version = runner.run(["go", "version"], env=env, timeout=900,
+                             what=f"go version (GOTOOLCHAIN={env.get('GOTOOLCHAIN')})",
+                             ).stdout.strip()
+    except ToolchainError as exc:
+        hint = ("install that Go version, or set toolchain.download: true to let the go command "
+                "fetch it through the module proxy") if not tc.download else (
+                "the go command could not fetch it: check GOPROXY and the network, or install "
+                f"Go {tc.version}")
+        raise ToolchainError(f"cannot get Go {tc.version} ({runner.where}): {exc.message}",
+                             hint=hint, detail=exc.detail) from None
+    m = re.match(r"go version go(\S+) (\S+)/(\S+)", version)
+    if not m or m.group(1) != tc.version:
+        raise ToolchainError(
+            f"matrix.yaml pins Go {tc.version}, but the go command ({runner.where}) is {version!r}",
+            hint=f"install Go {tc.version}" + ("" if tc.download else
+                                               " or set toolchain.download: true")
+            + "; patchbench never builds with another version silently",
+        )
+    goenv = json.loads(runner.run(
+        ["go", "env", "-json", "GOROOT", "GOTOOLDIR", "GOOS", "GOARCH", "GOAMD64", "GOARM64",
+         "CC", "CGO_ENABLED", "GOEXPERIMENT"], env=env, timeout=120).stdout)
+    fp: dict[str, Any] = {
+        "kind": "go",
+        "version": f"go{m.group(1)}",
+        "platform": f"{m.group(2)}/{m.group(3)}",
+        "go_sha256": runner.sha256(f"{goenv['GOROOT']}/bin/go"),
+        "compile_sha256": runner.sha256(f"{goenv['GOTOOLDIR']}/compile"),
+        "link_sha256": runner.sha256(f"{goenv['GOTOOLDIR']}/link"),
+        "goenv": {k: v for k, v in goenv.items() if k not in ("GOROOT", "GOTOOLDIR") and v},
+        "env": recorded,
+    }
+    extra: dict[str, str] = {}
+    if tc.cgo:
+        cc = goenv.get("CC") or "cc"
+        extra["cc"] = runner.run([cc, "--version"], env=env, timeout=60).stdout.splitlines()[0]
+        extra["cc_sha256"] = runner.sha256(runner.resolve(cc, env))
+        # what cgo's external link also reads: the linker and the C library's version
+        ld = runner.run([cc, "-print-prog-name=ld"], env=env, timeout=60).stdout.strip() or "ld"
+        extra["ld_sha256"] = runner.sha256(runner.resolve(ld, env))
+        try:
+            libc = runner.run(["ldd", "--version"], env=env, timeout=60).stdout.strip()
+        except ToolchainError:  # musl's ldd exits 1 on --version
+            libc = ""
+        extra["libc"] = libc.splitlines()[0] if libc else "unknown"
+    for name, argv in tc.fingerprint.items():
+        extra[name] = runner.run(argv, env=env, timeout=60,
+                                 what=f"toolchain fingerprint {name}").stdout.strip()
+    if target.build.commands and any(c[0] == "make" for c in target.build.commands):
+        extra["make"] = runner.run(["make", "--version"], env=env).stdout.splitlines()[0]
+    fp["extra"] = extra
+    return fp

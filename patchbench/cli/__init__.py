@@ -1,0 +1,1 @@
+"""The command line: the console script, the invoke tasks' shared spec, and the commands behind them."""

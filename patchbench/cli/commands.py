@@ -1,0 +1,169 @@
+"""Entry points behind tasks.py: build the workspace, call the pipeline, print results on stdout,
+and the one place where errors are caught and turned into one line and an exit code."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tabulate import tabulate
+
+from patchbench import config
+from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
+from patchbench.util import command
+from patchbench.util.workspace import Switches, Workspace
+
+if TYPE_CHECKING:
+    from patchbench import build
+
+# The pipeline (numpy, GitPython, the build and scenario modules) is imported by the commands
+# that need it, so `invoke list` and `invoke --help` start fast.
+
+GATE_FAILED_EXIT_CODE = 4
+
+
+def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix: str | None = None,
+              builds: str | None = None, reports: str | None = None,
+              verbose: bool = False, backend: str | None = None) -> Workspace:
+    """Paths from the options, else PATCHBENCH_MATRIX / _BUILDS / _REPORTS, else beside the
+    matrix; the matrix is PROJECT/matrix.yaml, the project --project, else PATCHBENCH_PROJECT, else
+    the current directory; --source over PATCHBENCH_SOURCE_<TARGET>."""
+    command.set_verbose(verbose or command.VERBOSE)
+    env = os.environ
+    project_dir = Path(project or env.get("PATCHBENCH_PROJECT") or Path.cwd())
+    matrix_path = Path(matrix or env.get("PATCHBENCH_MATRIX") or project_dir / "matrix.yaml").resolve()
+    root = matrix_path.parent
+    return Workspace(
+        root=root, matrix=matrix_path,
+        builds=Path(builds or env.get("PATCHBENCH_BUILDS") or root / "builds").resolve(),
+        reports=Path(reports or env.get("PATCHBENCH_REPORTS") or root / "reports").resolve(),
+        sources=config.parse_source_overrides(list(sources), dict(env)),
+        backend=backend or env.get("PATCHBENCH_BACKEND") or None,
+    )
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def guarded(fn: Callable[[], int | None]) -> None:
+    """Run ``fn``; the only place errors are caught. Exit codes: see patchbench.errors.
+    SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) unwind like Ctrl-C, so every
+    ``finally`` runs: child process groups are killed and nothing half-written is kept."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+    try:
+        code = fn() or 0
+    except PatchbenchError as exc:
+        print(exc.render(), file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("patchbench: interrupted; nothing half-written was kept", file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT_CODE)
+    except BrokenPipeError:  # `invoke report | head`: the reader left; end quietly
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), sys.stdout.fileno())
+        sys.exit(0)
+    except Exception:  # a bug: show it in full
+        traceback.print_exc()
+        print("patchbench: internal error (a bug); please report it with the trace above",
+              file=sys.stderr)
+        sys.exit(BUG_EXIT_CODE)
+    sys.exit(code)
+
+
+def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
+    from patchbench import gate, pipeline, report
+    from patchbench.runs import summary
+
+    project = pipeline.load(ws)
+    results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
+    if results is None or run_dir is None:
+        print("\n".join(plan_lines))
+        return 0
+    print()
+    if report.summary_rows(results):
+        print(report.summary_table(results))
+    for sc in results.scenarios:
+        for extra in report.extra_blocks(sc):
+            if not extra.startswith("!["):
+                print(f"\n{sc.name}:\n{extra}")
+    for w in results.warnings:
+        print(f"warning: {w}")
+    print(f"\nsaved: {run_dir}")
+    failed = gate.failures(results)
+    target = summary.summary_path(summary_file, os.environ)
+    if target is not None:  # a CI job page ($GITHUB_STEP_SUMMARY) or --summary FILE
+        summary.append_summary(results.dump(), failed, target)
+    if sw.gate:
+        if failed:
+            print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))
+            return GATE_FAILED_EXIT_CODE
+        print("gate: passed (no candidate slower, every check passed)")
+    return 0
+
+
+def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
+    from patchbench import pipeline
+    from patchbench.build import Variant
+
+    project = pipeline.load(ws)
+    built: list[build.Built] = []
+    if patch:
+        built = pipeline.build_for_patch(project, ws, patch)
+    else:
+        for name in [target] if target else list(project.matrix.targets):
+            built += pipeline.build_variants(project, ws, name, [Variant("baseline", ())], [])
+    rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
+             "cached" if b.cached else f"built in {b.manifest['duration_s']:.1f} s",
+             ", ".join(f"{k} {v['sha256'][:12]}" for k, v in b.manifest["artifacts"].items()),
+             str(b.path)] for b in built]
+    print(tabulate(rows, headers=["target", "variant", "commit", "build", "artifacts", "path"]))
+    return 0
+
+
+def do_patch_check(ws: Workspace, series: list[str]) -> int:
+    from patchbench import pipeline
+
+    rows = pipeline.patch_check(pipeline.load(ws), ws, series)
+    print(tabulate(rows, headers=["series", "target", "result"]))
+    return 0
+
+
+def do_fetch(ws: Workspace, target: str) -> int:
+    from patchbench import pipeline
+
+    checkout = pipeline.fetch(pipeline.load(ws), ws, target)
+    print(f"{target} {checkout.ref} {checkout.commit} "
+          f"({'cached' if checkout.from_cache else 'fetched'})")
+    return 0
+
+
+def do_list(ws: Workspace) -> int:
+    m = config.load(ws.matrix).matrix
+    print(tabulate([[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
+                     ", ".join(t.requires) or "-"] for n, t in m.targets.items()],
+                   headers=["target", "url", "ref", "commit", "toolchain", "requires"]))
+    print()
+    print(tabulate([[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
+                     c.description] for n, c in m.comparisons.items()],
+                   headers=["comparison", "target", "candidates", "scenarios", "description"]))
+    return 0
+
+
+def do_report(ws: Workspace, run_dir: str | None, comparison: str | None,
+              from_run: str | None = None) -> int:
+    from patchbench import report
+    from patchbench.runs import store as runstore
+
+    if from_run:  # the report folder from a run's complete results (after a failed write)
+        print(f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}")
+        return 0
+    path = Path(run_dir) if run_dir else report.latest_run(ws.reports, comparison)
+    print(runstore.render_checked(report.render, report.load_run(path), path))
+    return 0

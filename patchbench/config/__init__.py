@@ -1,0 +1,463 @@
+"""matrix.yaml -> typed, validated, frozen objects.
+
+An unknown key, a wrong type, a missing file or a path leaving the repository stops the run with
+one message naming the file, the key path, the line and, where it helps, "did you mean ...".
+YAML is read with ``safe_load`` only: a ``!!python/object`` tag is an error, never code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from patchbench import errors, scenarios
+from patchbench.errors import ConfigError
+from patchbench.scenarios import AnyScenario
+from patchbench.util import safeargs, yamlsafe
+from patchbench.util.models import NAME_RE, Name
+from patchbench.util.models import StrictModel as _Model
+
+SCHEMA_VERSION = 1
+# yaml.safe_load's loader, in C when PyYAML was built with libyaml; both refuse !!python tags
+SAFE_LOADER: Any = yamlsafe.SAFE_LOADER
+REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
+
+
+class GoToolchain(_Model):
+    """A pinned Go toolchain. ``download: true`` lets the go command fetch exactly that version
+    through the Go module proxy (GOTOOLCHAIN=go<version>); otherwise the go on PATH must already be
+    that version, and any other one is refused."""
+
+    kind: Literal["go"]
+    version: Annotated[str, Field(pattern=r"^1\.\d+(\.\d+)?((rc|beta)\d+)?$")]
+    download: bool = False
+    cgo: bool = False
+    # Extra commands whose output goes into the fingerprint (C compiler, libseccomp, ...).
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict)
+
+
+class SwiftToolchain(_Model):
+    """Swift/Xcode on macOS; the fingerprint comes from ``swift --version`` and
+    ``xcodebuild -version``."""
+
+    kind: Literal["swift"]
+    version: str
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict)
+
+
+Toolchain = Annotated[GoToolchain | SwiftToolchain, Field(discriminator="kind")]
+
+
+IMAGE_RECIPES = ("go-busybox", "debian-runc")  # made by patchbench.docker.images, no registry
+
+
+class ImageRecipe(_Model):
+    """An image patchbench builds itself (patchbench/images.py): ``{recipe: go-busybox}`` (busybox
+    plus the pinned Go, small) or ``{recipe: debian-runc}`` (Debian by mmdebstrap with runc's build
+    dependencies, plus the pinned Go)."""
+
+    recipe: Literal["go-busybox", "debian-runc"]
+
+
+class BuildRecipe(_Model):
+    backend: Literal["host", "docker"] = "host"
+    commands: list[list[str]] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    # files, or directories when the path ends in "/" (copied whole, e.g. an install root)
+    artifacts: list[str] = Field(min_length=1)
+    timeout: float = Field(default=1800.0, gt=0)
+    # docker backend: a registry image pinned by digest (name@sha256:..., never pulled when the
+    # engine holds it) or {recipe: NAME}, an image made here without a registry
+    image: str | ImageRecipe | None = None
+    # run after the build, from the artifacts directory; its output goes into the manifest
+    # (e.g. [runc, --version], to show the patched commit and that it is not "-dirty")
+    version: list[str] = Field(default_factory=list)
+
+    @field_validator("artifacts")
+    @classmethod
+    def _relative(cls, value: list[str]) -> list[str]:
+        for item in value:
+            _check_relative(item, "artifact")
+        return value
+
+    @model_validator(mode="after")
+    def _docker_needs_image(self) -> BuildRecipe:
+        if self.backend == "docker" and not self.image:
+            raise ValueError("the docker backend needs 'image': name@sha256:... or {recipe: NAME} "
+                             f"(recipes: {', '.join(IMAGE_RECIPES)})")
+        if self.image is not None and self.backend != "docker":
+            raise ValueError("'image' is used only by the docker backend (backend: docker)")
+        if isinstance(self.image, str) and not re.fullmatch(r"[^@\s]+@sha256:[0-9a-f]{64}", self.image):
+            raise ValueError("'image' must be pinned by digest (name@sha256:<64 hex digits>)")
+        if isinstance(self.image, str):
+            safeargs.check_image(self.image, "'image'")
+        return self
+
+
+class Target(_Model):
+    description: str = ""
+    url: str
+    ref: str
+    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+    toolchain: Toolchain
+    build: BuildRecipe
+    requires: list[Literal["linux", "macos", "apple-silicon", "root", "cgroups"]] = Field(
+        default_factory=list
+    )
+    tools: list[str] = Field(default_factory=list)  # run-time tools needed, e.g. busybox
+    runtime: Literal["runc", "apple-container", "docker-run", "containerd"] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return safeargs.check_url(value, "url")
+
+    @field_validator("ref")
+    @classmethod
+    def _ref(cls, value: str) -> str:
+        return safeargs.check_ref(value, "ref")
+
+
+def default_image(target: Target) -> ImageRecipe:
+    """The build image for ``--backend docker`` when a target names none: Debian with a C
+    toolchain for cgo or make builds (runc), busybox plus Go otherwise."""
+    tc = target.toolchain
+    cgo = isinstance(tc, GoToolchain) and tc.cgo
+    if cgo or any(argv[0] == "make" for argv in target.build.commands):
+        return ImageRecipe(recipe="debian-runc")
+    return ImageRecipe(recipe="go-busybox")
+
+
+class Comparison(_Model):
+    description: str = ""
+    target: Name
+    baseline: list[Name] = Field(default_factory=list)
+    candidates: dict[Name, list[Name]] = Field(min_length=1)
+    overlays: list[Name] = Field(default_factory=list)
+    scenarios: list[AnyScenario] = Field(min_length=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    min_effect: float = Field(default=0.02, ge=0, lt=1)
+    seed: int | None = None
+    rootfs: str | None = None  # runc: a directory or tarball; default: a busybox rootfs
+    # measure the target's runtime one level up: docker-run registers every variant's runc with
+    # a dockerd of patchbench's own (only for a target whose runtime is runc)
+    runtime: Literal["docker-run"] | None = None
+
+    @model_validator(mode="after")
+    def _unique(self) -> Comparison:
+        names = [s.name for s in self.scenarios]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"scenario names must be unique; repeated: {', '.join(dupes)}")
+        if "baseline" in self.candidates:
+            raise ValueError("'baseline' is reserved; name the candidate after its patch")
+        return self
+
+
+class Matrix(_Model):
+    version: Literal[1]
+    targets: dict[Name, Target]
+    comparisons: dict[Name, Comparison]
+
+
+def _check_relative(path: str, what: str) -> None:
+    p = Path(path)
+    if p.is_absolute() or ".." in p.parts:
+        raise ValueError(f"{what} path {path!r} must stay inside the tree (relative, no '..')")
+
+
+def _suggest(word: str, choices: Any) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+class Project:
+    """The loaded matrix plus where it came from (the repository root holds patches/, overlays/)."""
+
+    def __init__(self, matrix: Matrix, path: Path):
+        self.matrix = matrix
+        self.path = path
+        self.root = path.parent
+
+    def with_backend(self, backend: str | None) -> Project:
+        """This project with every Go target built by ``backend`` (``--backend``): docker takes
+        the target's image, else ``default_image``; host drops the image."""
+        if backend is None:
+            return self
+        if backend not in ("host", "docker"):
+            raise ConfigError(f"--backend {backend!r}: expected host or docker")
+        targets = {}
+        for name, t in self.matrix.targets.items():
+            if isinstance(t.toolchain, GoToolchain):
+                image = (t.build.image or default_image(t)) if backend == "docker" else None
+                t = t.model_copy(update={"build": t.build.model_copy(
+                    update={"backend": backend, "image": image})})
+            targets[name] = t
+        return Project(self.matrix.model_copy(update={"targets": targets}), self.path)
+
+    def target(self, name: str) -> Target:
+        if name not in self.matrix.targets:
+            raise ConfigError(
+                f"no target {name!r} in {self.path}" + _suggest(name, self.matrix.targets),
+                hint="invoke list shows the targets and comparisons",
+            )
+        return self.matrix.targets[name]
+
+    def comparison(self, name: str) -> Comparison:
+        if name not in self.matrix.comparisons:
+            raise ConfigError(
+                f"no comparison {name!r} in {self.path}" + _suggest(name, self.matrix.comparisons),
+                hint="invoke list shows the comparisons",
+            )
+        return self.matrix.comparisons[name]
+
+    def series_dir(self, name: str) -> Path:
+        return self.root / "patches" / name
+
+    def overlay_dir(self, name: str) -> Path:
+        return self.root / "overlays" / name
+
+    def all_series(self) -> list[str]:
+        found = {p.parent.name for p in (self.root / "patches").glob("*/series")}
+        for comp in self.matrix.comparisons.values():
+            found.update(comp.baseline)
+            for series in comp.candidates.values():
+                found.update(series)
+        return sorted(found)
+
+
+def _line_index(text: str, path: Path | None = None) -> dict[tuple[str, ...], int]:
+    """Map each key path of the YAML document to its 1-based line, for error messages; with
+    ``path``, a key given twice in one mapping is an error."""
+    index: dict[tuple[str, ...], int] = {}
+    duplicates: list[tuple[tuple[str, ...], int, int]] = []
+    try:
+        root = yaml.compose(text, Loader=SAFE_LOADER)
+    except yaml.YAMLError:
+        return index
+
+    def walk(node: yaml.Node, path: tuple[str, ...]) -> None:
+        index.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                kpath = (*path, str(key.value))
+                if kpath in index and kpath != path:
+                    duplicates.append((kpath, index[kpath], key.start_mark.line + 1))
+                index[kpath] = key.start_mark.line + 1
+                walk(value, kpath)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, (*path, str(i)))
+
+    if root is not None:
+        walk(root, ())
+    if duplicates and path is not None:
+        kpath, first, again = duplicates[0]
+        raise ConfigError(
+            f"{path}:{again}: {'.'.join(kpath)}: duplicate key (first set on line {first}); YAML "
+            "would silently keep only the last one",
+        )
+    return index
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The field names valid at ``loc`` (for 'did you mean' on an unknown key)."""
+    current: Any = model
+    for part in loc[:-1]:
+        if str(part) in scenarios.KINDS and not (
+                isinstance(current, type) and issubclass(current, BaseModel)):
+            current = scenarios.KINDS[str(part)].config  # the tag of a scenario's kind
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return []
+            current = field.annotation
+        else:
+            args = getattr(current, "__args__", ())
+            # dict[str, X] -> X ; list[X] -> X ; unions: the first model among them
+            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+            if models:
+                current = models[0]
+            elif args:
+                current = args[-1]
+            else:
+                return []
+            if isinstance(current, type) and issubclass(current, BaseModel):
+                continue
+            inner = getattr(current, "__args__", ())
+            models = [a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)]
+            current = models[0] if models else current
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _plain_loc(raw: tuple[Any, ...]) -> tuple[str, ...]:
+    """An error location without pydantic's union tags (toolchain kinds, scenario kinds)."""
+    loc = [str(p) for p in raw if not str(p).startswith("function-")]
+    loc = [p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "go", "swift")]
+    out: list[str] = []
+    for i, part in enumerate(loc):
+        if i >= 2 and loc[i - 2] == "scenarios" and part in scenarios.KINDS:
+            continue  # the scenario's kind tag, right after its index
+        out.append(part)
+    return tuple(out)
+
+
+def _format_validation(
+    err: ValidationError, path: Path, text: str, lines: dict[tuple[str, ...], int]
+) -> ConfigError:
+    messages = []
+    for item in err.errors():
+        loc = _plain_loc(item["loc"])
+        line = None
+        for cut in range(len(loc), -1, -1):
+            if loc[:cut] in lines:
+                line = lines[loc[:cut]]
+                break
+        where = ".".join(loc) or "(top level)"
+        msg = item["msg"]
+        if item["type"] == "extra_forbidden":
+            msg = "unknown key" + _suggest(loc[-1], _fields_at(Matrix, tuple(item["loc"])))
+        elif item["type"] == "missing":
+            msg = "missing key (required here)"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        messages.append(f"{path}:{line or '?'}: {where}: {msg}")
+    first, *rest = messages
+    return ConfigError(
+        first,
+        hint="see the comments in matrix.yaml for every key",
+        detail="\n".join(rest) if rest else None,
+    )
+
+
+def load(path: Path) -> Project:
+    """Load and validate ``path``; also check that every named patch series and overlay exists."""
+    errors.MATRIX_IN_USE = _shown(path)  # messages name the matrix file actually in use
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{at}: not UTF-8 text (byte {exc.start})",
+                          hint="save the matrix as UTF-8") from None
+    try:
+        # the safe loader only (libyaml's when built), after bounds on size, depth and aliases
+        data = yamlsafe.load(text)
+    except yamlsafe.YamlLimitError as exc:
+        raise ConfigError(f"{path}:{exc.line or '?'}: refused: {exc.message}",
+                          hint="a matrix is plain, small YAML") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.line + 1}" if mark is not None else "?"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(
+            f"{path}:{where}: not valid YAML: {problem}",
+            hint="only plain YAML is accepted (no !!python tags or other custom types)",
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
+    lines = _line_index(text, path)  # also refuses duplicate keys
+    try:
+        matrix = Matrix.model_validate(data)
+    except ValidationError as exc:
+        raise _format_validation(exc, path, text, lines) from None
+    project = Project(matrix, path)
+    existing = [s for s in project.all_series() if (project.series_dir(s) / "series").is_file()]
+    for cname, comp in matrix.comparisons.items():
+        if comp.target not in matrix.targets:
+            line = lines.get(("comparisons", cname, "target"), "?")
+            raise ConfigError(
+                f"{path}:{line}: comparisons.{cname}.target: names target {comp.target!r}, "
+                "which is not defined" + _suggest(comp.target, matrix.targets),
+            )
+        named = [("baseline", s) for s in comp.baseline] + [
+            (f"candidates.{cand}", s) for cand, series in comp.candidates.items() for s in series
+        ]
+        for key, series in named:
+            if not (project.series_dir(series) / "series").is_file():
+                line = lines.get(("comparisons", cname, *key.split(".")), "?")
+                raise ConfigError(
+                    f"{path}:{line}: comparisons.{cname}.{key}: patch series {series!r} has no "
+                    f"file patches/{series}/series" + _suggest(series, existing),
+                )
+        for overlay in comp.overlays:
+            if not project.overlay_dir(overlay).is_dir():
+                line = lines.get(("comparisons", cname, "overlays"), "?")
+                raise ConfigError(
+                    f"{path}:{line}: comparisons.{cname}.overlays: no directory overlays/{overlay}"
+                )
+        if comp.rootfs is not None:
+            _check_repo_path(project, comp.rootfs, f"comparisons.{cname}.rootfs", lines)
+        target_runtime = matrix.targets[comp.target].runtime
+        if comp.runtime is not None and target_runtime != "runc":
+            line = lines.get(("comparisons", cname, "runtime"), "?")
+            raise ConfigError(
+                f"{path}:{line}: comparisons.{cname}.runtime: {comp.runtime} measures a runc "
+                f"target through Docker, but target {comp.target!r} has runtime "
+                f"{target_runtime or 'none'}",
+                hint="remove 'runtime:' or name a target with 'runtime: runc'",
+            )
+    return project
+
+
+def runtime_of(project: Project, comp: Comparison) -> str | None:
+    """The runtime a comparison measures with: its own ``runtime:``, else its target's."""
+    return comp.runtime or project.target(comp.target).runtime
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the user would write it: relative to the current directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def _check_repo_path(
+    project: Project, value: str, key: str, lines: dict[tuple[str, ...], int]
+) -> None:
+    p = Path(value)
+    if p.is_absolute():
+        return  # an explicit path of the user's machine, given on purpose
+    resolved = (project.root / p).resolve()
+    if not resolved.is_relative_to(project.root.resolve()):
+        line = lines.get(tuple(key.split(".")), "?")
+        raise ConfigError(f"{project.path}:{line}: {key}: {value!r} leaves the repository")
+
+
+def parse_source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[str, str]:
+    """``--source TARGET=PATH_OR_URL`` (repeatable) over ``PATCHBENCH_SOURCE_<TARGET>``."""
+    out: dict[str, str] = {}
+    for key, value in environ.items():
+        if key.startswith("PATCHBENCH_SOURCE_") and value:
+            out[key[len("PATCHBENCH_SOURCE_") :].lower().replace("_", "-")] = _source(value, key)
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not re.match(NAME_RE, name) or not value:
+            raise ConfigError(
+                f"--source {pair!r}: expected TARGET=PATH_OR_URL", hint="e.g. --source runc=/src/runc"
+            )
+        out[name] = _source(value, f"--source {name}")
+    return out
+
+
+def _source(value: str, where: str) -> str:
+    try:
+        return safeargs.check_url(value, where)
+    except safeargs.UnsafeValue as exc:
+        raise ConfigError(str(exc), hint="give a local path (./x or /x) or an https, ssh, git "
+                          "or file URL") from None

@@ -1,0 +1,1 @@
+"""Measuring: interleaved rounds, the launcher, deadlines and hangs, conditions, the machine."""

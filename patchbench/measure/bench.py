@@ -1,0 +1,264 @@
+"""Measuring: interleaved hyperfine rounds over cells (a cell is a variant, plus parameters such as
+k for a burst).
+
+Every round runs every cell once, in an order drawn from a seeded generator, so baseline and
+candidate alternate through the whole measurement and never run as all-A-then-all-B. hyperfine does
+the timing (``-N``, warmup, prepare, cleanup, ``--export-json``); this module keeps every run's
+time, exit code and round, and reports a failing run with its round and exit code.
+
+Per-run deadlines: the kinds run each command under patchbench's launcher with ``-deadline``
+(``Invocation.deadline``), which kills a run past it after saving its evidence and exits 124. Such a
+run is a hang: it is kept apart (``hung_times``, ``hung_rounds``), never timed, and the measurement
+goes on. The timeout of a whole hyperfine call stays as a backstop for the launcher itself.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchbench.errors import BenchmarkError, ConfigError
+from patchbench.measure import hangs
+from patchbench.util import command, procguard
+from patchbench.util.progress import RoundProgress, step
+
+# Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
+TIMEOUT_SLACK = 10.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    variant: str
+    params: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        extra = " ".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.variant} {extra}".strip()
+
+    def param(self, name: str) -> str | None:
+        return dict(self.params).get(name)
+
+
+@dataclass
+class Samples:
+    times: list[float] = field(default_factory=list)
+    user: list[float] = field(default_factory=list)
+    system: list[float] = field(default_factory=list)
+    exit_codes: list[int] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    hyperfine: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0  # wall time spent in hyperfine (and setup/teardown) for this cell
+    hung_times: list[float] = field(default_factory=list)  # runs past their deadline
+    hung_rounds: list[int] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        """Every measured run, hung or not."""
+        return len(self.times) + len(self.hung_times)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "times": self.times,
+            "user": self.user,
+            "system": self.system,
+            "exit_codes": self.exit_codes,
+            "rounds": self.rounds,
+            "hyperfine": self.hyperfine,
+            "seconds": self.seconds,
+            "hung_times": self.hung_times,
+            "hung_rounds": self.hung_rounds,
+        }
+
+    def add(self, result: dict[str, Any], rnd: int, *, deadline: bool = True) -> list[int]:
+        """Take one hyperfine call's runs (round ``rnd``): with a per-run ``deadline``, a run that
+        exited 124 (the launcher's hang code) goes to the hung lists; every other run goes to
+        the timed ones. Returns the exit codes of the runs that failed otherwise (without a
+        deadline, 124 is a failure like any other code)."""
+        codes = [int(c) if c is not None else -1 for c in result.get("exit_codes", [])]
+        times = list(result["times"])
+        user = list(result.get("user_times", []) or [])
+        system = list(result.get("system_times", []) or [])
+        for n, (t, code) in enumerate(zip(times, codes or [0] * len(times), strict=True)):
+            if deadline and code == hangs.HANG_EXIT_CODE:
+                self.hung_times.append(t)
+                self.hung_rounds.append(rnd)
+                continue
+            self.times.append(t)
+            self.exit_codes.append(code)
+            self.rounds.append(rnd)
+            if n < len(user):
+                self.user.append(user[n])
+            if n < len(system):
+                self.system.append(system[n])
+        self.hyperfine.append(result)
+        hung = {hangs.HANG_EXIT_CODE} if deadline else set()
+        return [c for c in codes if c != 0 and c not in hung]
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What to run for one cell, with placeholders already filled in."""
+
+    command: list[str]
+    setup: list[list[str]] = field(default_factory=list)
+    teardown: list[list[str]] = field(default_factory=list)
+    prepare: str | None = None
+    cleanup: str | None = None
+    env: Mapping[str, str] | None = None
+    wrap: list[str] = field(default_factory=list)  # a prefix for hyperfine (a condition's)
+    deadline: float | None = None  # each run's deadline, enforced by the launcher in `command`
+
+
+def schedule(cells: Sequence[Cell], rounds: int, seed: int) -> list[list[Cell]]:
+    """A seeded, balanced order: each round is a fresh permutation of all cells."""
+    rng = random.Random(seed)
+    order = []
+    for _ in range(rounds):
+        r = list(cells)
+        rng.shuffle(r)
+        order.append(r)
+    return order
+
+
+def fill(template: str, values: Mapping[str, str], where: str) -> str:
+    try:
+        return template.format_map(values)
+    except KeyError as exc:
+        raise ConfigError(
+            f"{where}: unknown placeholder {{{exc.args[0]}}} in {template!r}",
+            hint="available: " + ", ".join("{" + k + "}" for k in sorted(values)),
+        ) from None
+    except (ValueError, IndexError):
+        raise ConfigError(
+            f"{where}: {template!r} has a brace that is not a placeholder",
+            hint="write a literal { or } as {{ or }}",
+        ) from None
+
+
+def fill_argv(argv: Sequence[str], values: Mapping[str, str], where: str) -> list[str]:
+    return [fill(a, values, where) for a in argv]
+
+
+def hyperfine(
+    inv: Invocation, *, runs: int, warmup: int, per_run_timeout: float, export: Path, log: Path,
+    name: str,
+) -> dict[str, Any]:
+    """One hyperfine call (no shell, failures recorded rather than fatal); returns its result."""
+    argv = [*inv.wrap,
+        "hyperfine", "-N", "-i", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
+        "--export-json", str(export), "--command-name", name,
+    ]
+    if inv.prepare:
+        argv += ["--prepare", inv.prepare]
+    if inv.cleanup:
+        argv += ["--cleanup", inv.cleanup]
+    argv += ["--", shlex.join(inv.command)]  # never read as a hyperfine option
+    per_run = per_run_timeout if inv.deadline is None else inv.deadline + hangs.KILL_SLACK
+    timeout = (runs + warmup) * per_run + TIMEOUT_SLACK
+    try:
+        command.run(argv, log=log, timeout=timeout, env=inv.env, error=BenchmarkError, what=name)
+    except BenchmarkError as exc:
+        if "timed out" in exc.message:
+            seen = _seen_so_far(log)
+            if inv.deadline is not None:
+                what = (f"hyperfine did not finish {runs + warmup} runs in {timeout:g} s although "
+                        f"each run has a deadline of {inv.deadline:g} s: the launcher itself or "
+                        "hyperfine's prepare/cleanup hung")
+            else:
+                what = (f"the benchmark command hung (this command runs without a per-run "
+                        f"deadline); stopped after {timeout:g} s")
+            raise BenchmarkError(f"{name}: {what}. Seen: {seen}", detail=exc.detail) from None
+        raise
+    data = json.loads(export.read_text())
+    result: dict[str, Any] = data["results"][0]
+    return result
+
+
+def _seen_so_far(log: Path) -> str:
+    """What hyperfine's log last said (its progress lines), for an error that says what was seen
+    rather than what to raise."""
+    try:
+        lines = [x.strip() for x in log.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return "no log"
+    return " | ".join(lines[-3:])[-400:] or "nothing in the log"
+
+
+Expander = Callable[[Cell], Invocation]
+
+
+def measure(
+    scenario: str,
+    cells: Sequence[Cell],
+    expand: Expander,
+    *,
+    runs: int,
+    rounds: int,
+    warmup: int,
+    timeout: float,
+    seed: int,
+    workdir: Path,
+    on_round: Callable[[int, Cell, dict[str, Any]], None] | None = None,
+) -> tuple[dict[Cell, Samples], list[list[str]]]:
+    """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
+    ``runs // rounds`` runs per cell (the first round of a cell after ``warmup`` warmup runs, later
+    ones after at most one); ``timeout`` is seconds per run. Returns samples and the order used."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    order = schedule(cells, rounds, seed)
+    per_round = runs // rounds
+    samples = {c: Samples() for c in cells}
+    warmed: set[Cell] = set()
+    log = workdir / f"{scenario}.hyperfine.log"
+    shown = RoundProgress(rounds, label=scenario)  # round r/R and the time left, on a terminal
+    for r, round_cells in enumerate(order, 1):
+        shown.start(r)
+        for cell in round_cells:
+            inv = expand(cell)
+            name = f"{scenario} {cell.label} round {r}/{rounds}"
+            cell_warmup = warmup if cell not in warmed else min(1, warmup)
+            warmed.add(cell)
+            slug = cell.label.replace(" ", "_").replace("=", "")
+            export = workdir / f"{scenario}.{slug}.r{r}.json"
+            t0 = time.monotonic()
+            # setup and teardown write to the log, never to a pipe: a detached container that
+            # inherits a pipe would hold it open long after its launcher returned
+            for argv in inv.setup:
+                command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
+                            error=BenchmarkError, what=f"{name}: setup", log=log)
+            try:
+                result = hyperfine(inv, runs=per_round, warmup=cell_warmup,
+                                   per_run_timeout=timeout, export=export, log=log, name=name)
+            finally:
+                for argv in inv.teardown:
+                    command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
+                                check=False, what=f"{name}: teardown", log=log)
+                # what outlived the command: found and killed (the baseline's is not gated)
+                procguard.check_active(name, cell.variant)
+            s = samples[cell]
+            s.seconds += time.monotonic() - t0
+            failed = s.add(result, r, deadline=inv.deadline is not None)
+            if failed:
+                codes = result.get("exit_codes", [])
+                raise BenchmarkError(
+                    f"{name}: {len(failed)} of {len(codes)} runs failed "
+                    f"(exit codes {sorted(set(failed))})",
+                    hint="run the command by hand (invoke compare NAME --dry-run prints it)",
+                    detail=f"command: {shlex.join(inv.command)}\nhyperfine JSON: {export}",
+                )
+            if on_round:
+                on_round(r, cell, result)
+    shown.finish()
+    return samples, [[c.label for c in rc] for rc in order]
+
+
+def show_round(r: int, cell: Cell, result: dict[str, Any]) -> None:
+    """Progress after each hyperfine call (stderr)."""
+    med = result.get("median") or 0.0
+    step(cell.label, f"round {r}: median {med * 1000:8.2f} ms")

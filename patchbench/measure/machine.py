@@ -1,0 +1,75 @@
+"""What machine a measurement ran on: CPU, cores, memory, kernel, load, governor, tool versions."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpu_model() -> str:
+    info = _read("/proc/cpuinfo") or ""
+    for line in info.splitlines():
+        if line.startswith(("model name", "Hardware", "Processor")):
+            return line.split(":", 1)[1].strip()
+    if platform.system() == "Darwin":
+        return _version(["sysctl", "-n", "machdep.cpu.brand_string"]) or platform.processor()
+    return platform.processor() or "unknown"
+
+
+def _version(argv: list[str]) -> str | None:
+    """The first line a tool prints about itself, or None (missing, failing or hanging)."""
+    from patchbench.errors import PatchbenchError
+    from patchbench.util import command
+
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        out = command.run(argv, timeout=30, check=False)
+    except PatchbenchError:
+        return None
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else None
+
+
+def _mem_total() -> int | None:
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def machine_info(tools: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    uname = platform.uname()
+    info: dict[str, Any] = {
+        "system": uname.system,
+        "kernel": uname.release,
+        "machine": uname.machine,
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "memory_bytes": _mem_total(),
+        "load_avg": list(os.getloadavg()),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "cpu_mhz": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"),
+        "virtualization": _version(["systemd-detect-virt"]),
+        "cgroup_v2": Path("/sys/fs/cgroup/cgroup.controllers").exists(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "tools": {},
+    }
+    base = {"hyperfine": ["hyperfine", "--version"], "git": ["git", "--version"],
+            "go": ["go", "version"]}
+    for name, argv in {**base, **(tools or {})}.items():
+        info["tools"][name] = _version(argv)
+    return info

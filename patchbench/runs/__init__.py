@@ -1,0 +1,1 @@
+"""Saved runs: the store, diff, merge, export and the CI job summary."""

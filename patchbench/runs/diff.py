@@ -1,0 +1,141 @@
+"""``invoke diff RUN_A RUN_B``: compare two saved runs of the same comparison cell by cell, made
+at different times or on different machines (like pyperf's ``compare_to``), with the same
+statistics as a comparison inside one run. The statistics are one call, :func:`compare_samples`,
+so that the method can be swapped (for example for a round-paired one) in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tabulate import tabulate
+
+from patchbench.analysis import stats
+from patchbench.errors import ReportError
+
+Results = dict[str, Any]
+
+
+def compare_samples(a: Sequence[float], b: Sequence[float], *, rounds_a: Sequence[int] | None,
+                    rounds_b: Sequence[int] | None, alpha: float, min_effect: float,
+                    seed: int) -> stats.Comparison:
+    """The one statistics call of a cross-run comparison: ``speedup`` = median(a) / median(b),
+    its CI, a p-value and a verdict. Today: the pooled bootstrap and Mann-Whitney U of
+    :func:`patchbench.analysis.stats.compare` (the rounds are accepted for a round-paired method)."""
+    return stats.compare(a, b, alpha=alpha, min_effect=min_effect, seed=seed)
+
+
+@dataclass(frozen=True)
+class CellDiff:
+    scenario: str
+    cell: str
+    variant: str
+    median_a: float
+    median_b: float
+    n_a: int
+    n_b: int
+    comparison: stats.Comparison
+    build: str  # "same build" | "different build: ..." | "unknown"
+
+    @property
+    def verdict(self) -> str:
+        v = self.comparison.verdict
+        return {"faster": "B faster", "slower": "B slower"}.get(v, v)
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    comparison: str
+    run_a: str
+    run_b: str
+    cells: list[CellDiff]
+    only_a: list[str]
+    only_b: list[str]
+    notes: list[str]
+
+
+def _cell_map(results: Results) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(sc["name"], c["label"]): c for sc in results["scenarios"] for c in sc.get("cells", [])}
+
+
+def build_identity(a: Results, b: Results, variant: str) -> str:
+    """Whether ``variant`` ran the same binaries in both runs (artifact sha256s)."""
+    ma, mb = a.get("builds", {}).get(variant), b.get("builds", {}).get(variant)
+    if not ma or not mb:
+        return "unknown"
+    sha_a = {k: v["sha256"] for k, v in ma.get("artifacts", {}).items()}
+    sha_b = {k: v["sha256"] for k, v in mb.get("artifacts", {}).items()}
+    if sha_a == sha_b:
+        return "same build"
+    differ = sorted(k for k in sha_a.keys() | sha_b.keys() if sha_a.get(k) != sha_b.get(k))
+    return "different build: " + ", ".join(differ)
+
+
+def require_same_comparison(runs: Sequence[Results], names: Sequence[str]) -> str:
+    comps = {r["comparison"] for r in runs}
+    if len(comps) != 1:
+        listing = "; ".join(f"{n} is {r['comparison']!r}" for n, r in zip(names, runs, strict=True))
+        raise ReportError(f"these runs are of different comparisons ({listing})",
+                          hint="diff and merge compare runs of one comparison only")
+    return str(comps.pop())
+
+
+def diff_runs(a: Results, b: Results, *, name_a: str = "A", name_b: str = "B") -> RunDiff:
+    comparison = require_same_comparison([a, b], [name_a, name_b])
+    alpha = float(a["settings"]["alpha"])
+    min_effect = float(a["settings"]["min_effect"])
+    cells_a, cells_b = _cell_map(a), _cell_map(b)
+    out = []
+    order = [sc["name"] for sc in a["scenarios"]]
+    for i, key in enumerate(k for k in cells_a if k in cells_b):
+        ca, cb = cells_a[key], cells_b[key]
+        ta, tb = ca["samples"]["times"], cb["samples"]["times"]
+        comp = compare_samples(ta, tb, rounds_a=ca["samples"].get("rounds"),
+                               rounds_b=cb["samples"].get("rounds"), alpha=alpha,
+                               min_effect=min_effect, seed=int(a["seed"]) + i)
+        out.append(CellDiff(scenario=key[0], cell=key[1], variant=ca["variant"],
+                            median_a=stats.summarize(ta).median,
+                            median_b=stats.summarize(tb).median, n_a=len(ta), n_b=len(tb),
+                            comparison=comp, build=build_identity(a, b, ca["variant"])))
+    out.sort(key=lambda d: order.index(d.scenario) if d.scenario in order else len(order))
+    notes = []
+    if a.get("machine", {}).get("cpu_model") != b.get("machine", {}).get("cpu_model"):
+        notes.append(f"different CPUs: A {a['machine'].get('cpu_model')}, "
+                     f"B {b['machine'].get('cpu_model')}")
+    if a["settings"] != b["settings"]:
+        notes.append(f"different settings: A {a['settings']}, B {b['settings']}; A's are used")
+    return RunDiff(
+        comparison=comparison, run_a=name_a, run_b=name_b, cells=out,
+        only_a=[" ".join(k) for k in cells_a if k not in cells_b],
+        only_b=[" ".join(k) for k in cells_b if k not in cells_a], notes=notes,
+    )
+
+
+def render_diff(d: RunDiff, fmt: str = "github") -> str:
+    from patchbench.report.markdown import fmt_p, fmt_time
+
+    rows = []
+    for c in d.cells:
+        cmp = c.comparison
+        ratio = f"{cmp.speedup:.2f}×"
+        if cmp.ci_low is not None:
+            ratio += f" [{cmp.ci_low:.2f}, {cmp.ci_high:.2f}]"
+        rows.append([c.scenario, c.cell, f"{fmt_time(c.median_a)} (n={c.n_a})",
+                     f"{fmt_time(c.median_b)} (n={c.n_b})", ratio, fmt_p(cmp.p_value),
+                     c.verdict, c.build])
+    lines = [
+        f"diff of two runs of {d.comparison}: A = {d.run_a}, B = {d.run_b}",
+        "ratio = median(A) / median(B): above 1 means B is faster; 95% bootstrap CI, "
+        "Mann–Whitney U p",
+        "",
+        tabulate(rows, headers=["scenario", "cell", "A median", "B median",
+                                "A/B [95% CI]", "p", "verdict", "build"],
+                 tablefmt=fmt, disable_numparse=True),
+    ]
+    if d.only_a:
+        lines += ["", "only in A: " + ", ".join(d.only_a)]
+    if d.only_b:
+        lines += ["", "only in B: " + ", ".join(d.only_b)]
+    lines += [f"\nnote: {n}" for n in d.notes]
+    return "\n".join(lines) + "\n"

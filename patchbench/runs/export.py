@@ -1,0 +1,204 @@
+"""Exports of a saved run for tools people already use, one function per format (like
+hyperfine's ``src/export/``). Each takes the loaded ``results.json`` dict and returns
+``{relative file name: text}``; :func:`write_export` writes them.
+
+- ``hyperfine``: one hyperfine-format JSON per cell, merged over rounds;
+- ``csv``: one row per measured run;
+- ``benchstat``: Go's benchmark text format, one file per variant, so that
+  ``benchstat baseline.txt CANDIDATE.txt`` compares them;
+- ``bmf``: Bencher Metric Format (latency in nanoseconds, the median with its 95% CI);
+- ``html``: the self-contained ``report.html`` (for runs saved before it existed).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from patchbench.errors import ReportError
+from patchbench.util.files import write_text_atomic
+
+Results = dict[str, Any]
+Files = dict[str, str]
+
+
+def _cells(results: Results) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    for sc in results["scenarios"]:
+        for cell in sc.get("cells", []):
+            yield sc, cell
+
+
+def _safe(name: str) -> str:
+    """A file-name-safe spelling of a scenario or cell label."""
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_") or "_"
+
+
+def _stdev(xs: list[float]) -> float | None:
+    if len(xs) < 2:
+        return None
+    mean = sum(xs) / len(xs)
+    return math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def _cpu_time(samples: dict[str, Any], key: str) -> float | None:
+    """Mean user or system time over every run: the per-run values when recorded, else
+    hyperfine's per-round means weighted by the runs of each round."""
+    if samples.get(key):
+        values: list[float] = samples[key]
+        return sum(values) / len(values)
+    rounds = [h for h in samples.get("hyperfine", []) if h.get(key) is not None]
+    n = sum(len(h["times"]) for h in rounds)
+    if not n:
+        return None
+    return float(sum(h[key] * len(h["times"]) for h in rounds) / n)
+
+
+def hyperfine_cell(sc: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
+    """One cell as a hyperfine ``--export-json`` document, every round merged."""
+    times: list[float] = cell["samples"]["times"]
+    if not times:
+        raise ReportError(f"{sc['name']} {cell['label']}: no samples to export")
+    entry: dict[str, Any] = {
+        "command": f"{sc['name']} {cell['label']}",
+        "mean": sum(times) / len(times),
+        "stddev": _stdev(times),
+        "median": _median(times),
+        "user": _cpu_time(cell["samples"], "user"),
+        "system": _cpu_time(cell["samples"], "system"),
+        "min": min(times),
+        "max": max(times),
+        "times": times,
+        "exit_codes": cell["samples"]["exit_codes"],
+    }
+    if cell.get("params"):
+        entry["parameters"] = dict(cell["params"])
+    return {"results": [entry]}
+
+
+def to_hyperfine(results: Results) -> Files:
+    return {f"hyperfine/{_safe(sc['name'])}--{_safe(cell['label'])}.json":
+            json.dumps(hyperfine_cell(sc, cell), indent=2) + "\n"
+            for sc, cell in _cells(results)}
+
+
+CSV_COLUMNS = ["scenario", "cell", "variant", "params", "round", "run", "time_s", "exit_code"]
+
+
+def to_csv(results: Results) -> Files:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for sc, cell in _cells(results):
+        s = cell["samples"]
+        params = ";".join(f"{k}={v}" for k, v in sorted(cell.get("params", {}).items()))
+        rounds = s.get("rounds") or [None] * len(s["times"])
+        for i, (t, code, r) in enumerate(zip(s["times"], s["exit_codes"], rounds, strict=True)):
+            w.writerow([sc["name"], cell["label"], cell["variant"], params,
+                        "" if r is None else r, i + 1, repr(float(t)), code])
+    return {"results.csv": buf.getvalue()}
+
+
+def benchstat_name(scenario: str, params: dict[str, Any], procs: int) -> str:
+    """``BenchmarkStart8/k=8-2``: Go's naming (CamelCase base name, ``/key=value`` per
+    parameter, ``-GOMAXPROCS``), so that benchstat parses the parameters as sub-benchmarks."""
+    base = "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", scenario))
+    subs = "".join(f"/{_safe(str(k))}={_safe(str(v))}" for k, v in params.items())
+    return f"Benchmark{base or 'Scenario'}{subs}-{procs}"
+
+
+def to_benchstat(results: Results) -> Files:
+    machine = results.get("machine", {})
+    procs = int(machine.get("cpu_count") or 1)
+    header = [
+        f"goos: {str(machine.get('system', 'unknown')).lower()}",
+        f"goarch: {_goarch(str(machine.get('machine', 'unknown')))}",
+        f"pkg: patchbench/{results['comparison']}",
+        f"cpu: {machine.get('cpu_model', 'unknown')}",
+    ]
+    per_variant: dict[str, list[str]] = {}
+    names: dict[str, str] = {}
+    for sc, cell in _cells(results):
+        name = benchstat_name(sc["name"], cell.get("params", {}), procs)
+        owner = f"{sc['name']} {cell.get('params', {})}"
+        if names.setdefault(f"{cell['variant']}|{name}", owner) != owner:
+            raise ReportError(f"two scenarios map to the same Go benchmark name {name}",
+                              hint="rename one of them in matrix.yaml")
+        lines = per_variant.setdefault(cell["variant"], [])
+        lines += [f"{name} \t       1\t{t * 1e9:.0f} ns/op" for t in cell["samples"]["times"]]
+    return {f"benchstat/{_safe(v)}.txt": "\n".join([*header, *lines]) + "\n"
+            for v, lines in per_variant.items()}
+
+
+def _goarch(machine: str) -> str:
+    return {"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386"}.get(
+        machine, machine)
+
+
+def to_bmf(results: Results) -> Files:
+    """Bencher Metric Format: ``{benchmark: {"latency": {value, lower_value, upper_value}}}``,
+    in nanoseconds; the value is the median, the bounds its 95% bootstrap CI (min and max when
+    there were too few runs for a CI)."""
+    out: dict[str, Any] = {}
+    for sc, cell in _cells(results):
+        s = cell["summary"]
+        ci = s.get("median_ci") or [s["min"], s["max"]]
+        params = "".join(f"/{k}={v}" for k, v in cell.get("params", {}).items())
+        out[f"{sc['name']}{params}/{cell['variant']}"] = {
+            "latency": {"value": s["median"] * 1e9, "lower_value": ci[0] * 1e9,
+                        "upper_value": ci[1] * 1e9},
+        }
+    return {"bmf.json": json.dumps(out, indent=2) + "\n"}
+
+
+def to_html(results: Results) -> Files:
+    from patchbench import gate
+    from patchbench.report.html import as_model, render_html
+
+    return {"report.html": render_html(results, gate=gate.failures(as_model(results)))}
+
+
+FORMATS: dict[str, Callable[[Results], Files]] = {
+    "hyperfine": to_hyperfine,
+    "csv": to_csv,
+    "benchstat": to_benchstat,
+    "bmf": to_bmf,
+    "html": to_html,
+}
+
+
+def export(results: Results, fmt: str) -> Files:
+    try:
+        fn = FORMATS[fmt]
+    except KeyError:
+        raise ReportError(f"unknown export format {fmt!r}",
+                          hint=f"one of: {', '.join(FORMATS)}") from None
+    if fmt != "html" and not any(True for _ in _cells(results)):
+        raise ReportError(f"{results.get('run_dir', 'this run')}: no measured cells to export "
+                          "(a stress-only run has no timing samples)")
+    return fn(results)
+
+
+def write_export(results: Results, fmt: str, out_dir: Path) -> list[Path]:
+    """Write the export's files under ``out_dir``; return their paths."""
+    written = []
+    for rel, text in export(results, fmt).items():
+        path = out_dir / rel
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, text)
+        except OSError as exc:
+            raise ReportError(f"cannot write the export {path}: {exc.strerror or exc}") from None
+        written.append(path)
+    return written

@@ -1,0 +1,418 @@
+"""``invoke merge``: runs of one comparison made on several machines, put side by side.
+
+- per-machine columns, each machine described by its own machine info;
+- for every comparison (scenario, parameters, candidate): each machine's speedup, CI and
+  verdict, and whether the verdicts agree across machines;
+- the builds: the same inputs (commit, series, overlays, toolchain fingerprint, recipe) must give
+  the same artifact sha256 on every machine. When they do not, the merge is refused (or, when
+  allowed, the report opens with a "builds differ" section) naming the fields that differ.
+  Builds from different inputs are reported in the same section, with the fields that differ.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabulate import tabulate
+
+from patchbench.errors import ReportError
+from patchbench.runs.diff import require_same_comparison
+
+Results = dict[str, Any]
+
+# The manifest fields that decide what is built; equal inputs must give equal artifacts.
+BUILD_INPUTS = ("target", "commit", "built_commit", "series", "overlays", "fingerprint", "recipe")
+# Fields that differ from run to run without meaning anything about the build.
+VOLATILE = {"built_at", "duration_s", "log", "url", "fetched_from", "cache_key"}
+
+
+@dataclass(frozen=True)
+class MachineRun:
+    label: str
+    results: Results
+    gate: list[str]
+
+
+@dataclass(frozen=True)
+class BuildDifference:
+    variant: str
+    first: str  # label of the run compared against
+    other: str
+    same_inputs: bool
+    fields: list[str]  # "path: A ≠ B"
+
+    def describe(self) -> str:
+        what = ("same inputs, different artifacts (the build is not reproducible)"
+                if self.same_inputs else "different build inputs")
+        return f"{self.variant}: {self.first} vs {self.other}: {what}: " + "; ".join(self.fields)
+
+
+@dataclass(frozen=True)
+class MergedRow:
+    scenario: str
+    params: str
+    candidate: str
+    per_machine: dict[str, dict[str, Any] | None]  # label -> the run's comparison entry
+    medians: dict[str, tuple[float, float] | None]  # label -> (baseline, candidate) medians
+
+    @property
+    def name(self) -> str:
+        return f"{self.scenario}{' ' + self.params if self.params else ''} {self.candidate}"
+
+    @property
+    def agreement(self) -> str:
+        present = {m: c["verdict"] for m, c in self.per_machine.items() if c is not None}
+        missing = [m for m, c in self.per_machine.items() if c is None]
+        if len(set(present.values())) == 1 and not missing:
+            return f"yes: {next(iter(present.values()))}"
+        parts = [f"{v} on {m}" for m, v in present.items()]
+        parts += [f"not measured on {m}" for m in missing]
+        return "NO: " + ", ".join(parts)
+
+    @property
+    def agrees(self) -> bool:
+        return self.agreement.startswith("yes")
+
+
+@dataclass
+class Merged:
+    comparison: str
+    runs: list[MachineRun]
+    rows: list[MergedRow]
+    build_differences: list[BuildDifference] = field(default_factory=list)
+    identical_builds: dict[str, bool] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # machines whose run ended in an error
+
+    @property
+    def labels(self) -> list[str]:
+        return [r.label for r in self.runs]
+
+    @property
+    def gate_failed(self) -> bool:
+        return any(r.gate for r in self.runs)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False) if not isinstance(value, str) \
+        else value
+    text = " ".join(text.split())  # one line, even for a multi-line --version output
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+def diff_fields(a: Any, b: Any, prefix: str = "") -> list[str]:
+    """Every leaf path where ``a`` and ``b`` differ, as ``path: A ≠ B``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(a.keys() | b.keys(), key=str):
+            out += diff_fields(a.get(k), b.get(k), f"{prefix}.{k}" if prefix else str(k))
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        out = []
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            out += diff_fields(x, y, f"{prefix}[{i}]")
+        return out
+    if a == b:
+        return []
+    if isinstance(a, str) and isinstance(b, str):
+        common = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                      min(len(a), len(b)))
+        if common > 24:  # show where they start to differ
+            a, b = "…" + a[common - 8:], "…" + b[common - 8:]
+    return [f"{prefix}: {_short(a)} ≠ {_short(b)}"]
+
+
+def _artifacts(man: dict[str, Any]) -> dict[str, str]:
+    return {k: v["sha256"] for k, v in man.get("artifacts", {}).items()}
+
+
+def check_builds(runs: Sequence[MachineRun]) -> tuple[list[BuildDifference], dict[str, bool]]:
+    """Compare every variant's build manifest on every machine with the first machine's."""
+    diffs: list[BuildDifference] = []
+    identical: dict[str, bool] = {}
+    variants = list(dict.fromkeys(v for r in runs for v in r.results["builds"]))
+    for v in variants:
+        have = [(r.label, r.results["builds"][v]) for r in runs if v in r.results["builds"]]
+        first_label, first = have[0]
+        identical[v] = all(_artifacts(m) == _artifacts(first) for _, m in have)
+        for label, man in have[1:]:
+            same_inputs = all(man.get(k) == first.get(k) for k in BUILD_INPUTS)
+            if same_inputs and _artifacts(man) == _artifacts(first):
+                continue
+            a = {k: x for k, x in first.items() if k not in VOLATILE}
+            b = {k: x for k, x in man.items() if k not in VOLATILE}
+            diffs.append(BuildDifference(v, first_label, label, same_inputs, diff_fields(a, b)))
+    return diffs, identical
+
+
+def _rows(runs: Sequence[MachineRun]) -> list[MergedRow]:
+    keys: list[tuple[str, str, str]] = []
+    found: dict[tuple[str, str, str], dict[str, tuple[dict[str, Any], tuple[float, float]]]] = {}
+    for r in runs:
+        for sc in r.results["scenarios"]:
+            cells = {c["label"]: c for c in sc.get("cells", [])}
+            for comp in sc.get("comparisons", []):
+                key = (sc["name"], comp.get("params") or "", comp["candidate_variant"])
+                if key not in found:
+                    keys.append(key)
+                    found[key] = {}
+                med = (cells[comp["baseline"]]["summary"]["median"],
+                       cells[comp["candidate"]]["summary"]["median"])
+                found[key][r.label] = (comp, med)
+    return [MergedRow(scenario=k[0], params=k[1], candidate=k[2],
+                      per_machine={r.label: found[k][r.label][0] if r.label in found[k] else None
+                                   for r in runs},
+                      medians={r.label: found[k][r.label][1] if r.label in found[k] else None
+                               for r in runs})
+            for k in keys]
+
+
+def _gate_reasons(results: Results) -> list[str]:
+    from patchbench import gate
+    from patchbench.report.html import as_model
+
+    return gate.failures(as_model(results))
+
+
+def merge_runs(runs: Sequence[tuple[str, Results]], *, allow_differing_builds: bool = False,
+               gate: Callable[[Results], list[str]] | None = None) -> Merged:
+    """Merge runs of one comparison. Refuses runs of different comparisons, and (unless
+    ``allow_differing_builds``) runs whose identical build inputs gave different artifacts."""
+    if len(runs) < 1:
+        raise ReportError("nothing to merge: no saved runs were given")
+    labels = [label for label, _ in runs]
+    if len(set(labels)) != len(labels):
+        raise ReportError(f"two runs have the same label: {', '.join(labels)}",
+                          hint="name them LABEL=PATH")
+    comparison = require_same_comparison([r for _, r in runs], labels)
+    gate_fn = gate or _gate_reasons
+    machine_runs = [MachineRun(label, res, list(gate_fn(res))) for label, res in runs]
+    diffs, identical = check_builds(machine_runs)
+    unreproducible = [d for d in diffs if d.same_inputs]
+    if unreproducible and not allow_differing_builds:
+        raise ReportError(
+            "builds differ: the same source, series and toolchain gave different artifacts",
+            hint="rebuild and compare the manifests; pass --allow-differing-builds to merge "
+                 "anyway with a 'builds differ' section",
+            detail="\n".join(d.describe() for d in unreproducible))
+    return Merged(comparison, machine_runs, _rows(machine_runs), diffs, identical)
+
+
+def machine_rows(m: Merged) -> list[list[str]]:
+    """One row per machine property, one column per machine."""
+    def get(res: Results, *path: str) -> str:
+        cur: Any = res
+        for p in path:
+            cur = cur.get(p) if isinstance(cur, dict) else None
+        return "-" if cur in (None, "", []) else str(cur)
+
+    props: list[tuple[str, Callable[[Results], str]]] = [
+        ("run", lambda r: get(r, "run_dir")),
+        ("started", lambda r: get(r, "started_at")),
+        ("CPU", lambda r: get(r, "machine", "cpu_model")),
+        ("cores", lambda r: get(r, "machine", "cpu_count")),
+        ("memory", lambda r: f"{r['machine'].get('memory_bytes', 0) / 2**30:.1f} GiB"),
+        ("kernel", lambda r: get(r, "machine", "kernel")),
+        ("arch", lambda r: get(r, "machine", "machine")),
+        ("virtualization", lambda r: get(r, "machine", "virtualization")),
+        ("governor", lambda r: get(r, "machine", "governor")),
+        ("load at start", lambda r: ", ".join(f"{x:.2f}" for x in r["machine"].get("load_avg",
+                                                                                    []))),
+        ("hyperfine", lambda r: get(r, "machine", "tools", "hyperfine")),
+        ("go", lambda r: get(r, "machine", "tools", "go")),
+        ("seed", lambda r: get(r, "seed")),
+    ]
+    return [[name, *[fn(run.results) for run in m.runs]] for name, fn in props]
+
+
+def _cell(c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "-"
+    text = f"{c['speedup']:.2f}×"
+    if c.get("ci_low") is not None:
+        text += f" [{c['ci_low']:.2f}, {c['ci_high']:.2f}]"
+    return f"{text} {c['verdict']}"
+
+
+def summary_rows(m: Merged) -> list[list[str]]:
+    return [[row.name, *[_cell(row.per_machine[label]) for label in m.labels], row.agreement]
+            for row in m.rows]
+
+
+def median_rows(m: Merged) -> list[list[str]]:
+    from patchbench.report.markdown import fmt_time
+
+    out = []
+    for row in m.rows:
+        cells = []
+        for label in m.labels:
+            med = row.medians[label]
+            cells.append("-" if med is None else f"{fmt_time(med[0])} → {fmt_time(med[1])}")
+        out.append([row.name, *cells])
+    return out
+
+
+def stress_rows(m: Merged) -> list[list[str]]:
+    """Per stress scenario and build: hangs / leftovers / failed fresh runs on each machine."""
+    keys: list[tuple[str, str]] = []
+    for run in m.runs:
+        for sc in run.results["scenarios"]:
+            if sc.get("kind") == "stress":
+                keys += [(sc["name"], b) for b in (sc.get("per_build") or {})
+                         if (sc["name"], b) not in keys]
+    order = list(dict.fromkeys(name for name, _ in keys))
+    keys.sort(key=lambda k: order.index(k[0]))
+    rows = []
+    for name, build in keys:
+        row = [name, build]
+        for run in m.runs:
+            sc = next((s for s in run.results["scenarios"] if s["name"] == name), None)
+            pb = (sc or {}).get("per_build", {}).get(build)
+            row.append("-" if pb is None else
+                       f"{pb['hangs']} / {pb['leftovers']} / {pb['fresh_failures']}")
+        rows.append(row)
+    return rows
+
+
+STRESS_HEADERS = ["stress", "build"]
+STRESS_NOTE = "hangs / leftovers / failed fresh runs, per machine"
+
+
+def build_rows(m: Merged) -> list[list[str]]:
+    rows = []
+    for v, same in m.identical_builds.items():
+        shas = []
+        for run in m.runs:
+            man = run.results["builds"].get(v)
+            shas.append(", ".join(f"{k} {s[:12]}" for k, s in _artifacts(man).items())
+                        if man else "-")
+        rows.append([v, *shas, "identical" if same else "DIFFER"])
+    return rows
+
+
+def builds_differ_lines(m: Merged) -> list[str]:
+    if not m.build_differences:
+        return []
+    lines = ["## ⚠ Builds differ", ""]
+    for d in m.build_differences:
+        lines.append(f"- **{d.describe()}**" if d.same_inputs else f"- {d.describe()}")
+    return [*lines, ""]
+
+
+def gate_lines(m: Merged) -> list[str]:
+    lines = [f"- **{e}**" for e in m.errors]
+    for run in m.runs:
+        if run.gate:
+            lines.append(f"- **{run.label}: gate FAILED**")
+            lines += [f"  - {g}" for g in run.gate]
+        else:
+            lines.append(f"- {run.label}: gate passed")
+    return lines
+
+
+def render_markdown(m: Merged) -> str:
+    labels = m.labels
+    lines = [f"# {m.comparison}: {len(m.runs)} runs merged", ""]
+    lines += builds_differ_lines(m)
+    disagree = [r for r in m.rows if not r.agrees]
+    if m.rows:
+        lines += ["## Summary", "",
+                  "speedup = median(baseline) / median(candidate) on each machine, 95% CI, "
+                  "verdict; the last column says whether the machines agree.", ""]
+        lines += [tabulate(summary_rows(m), headers=["comparison", *labels, "verdicts agree"],
+                           tablefmt="github", disable_numparse=True), ""]
+        lines += [f"{len(m.rows) - len(disagree)} of {len(m.rows)} comparisons agree on every "
+                  "machine." if disagree else "The verdicts agree on every machine.", ""]
+        lines += ["## Medians (baseline → candidate)", "",
+                  tabulate(median_rows(m), headers=["comparison", *labels], tablefmt="github",
+                           disable_numparse=True), ""]
+    stress = stress_rows(m)
+    if stress:
+        lines += ["## Stress rounds", "", f"{STRESS_NOTE}.", "",
+                  tabulate(stress, headers=[*STRESS_HEADERS, *labels], tablefmt="github",
+                           disable_numparse=True), ""]
+    lines += ["## Gate", "", *gate_lines(m), ""]
+    lines += ["## Machines", "", tabulate(machine_rows(m), headers=["", *labels],
+                                         tablefmt="github", disable_numparse=True), ""]
+    lines += ["## Builds (artifact sha256)", "",
+              tabulate(build_rows(m), headers=["variant", *labels, "across machines"],
+                       tablefmt="github", disable_numparse=True), ""]
+    return "\n".join(lines)
+
+
+def summary_markdown(m: Merged) -> str:
+    """The merged result for a CI job summary: the table, agreement, builds and the gate."""
+    lines = [f"### patchbench `{m.comparison}` on {len(m.runs)} machines", ""]
+    lines += builds_differ_lines(m)
+    if m.rows:
+        lines += [tabulate(summary_rows(m), headers=["comparison", *m.labels, "verdicts agree"],
+                           tablefmt="github", disable_numparse=True), ""]
+    stress = stress_rows(m)
+    if stress:
+        lines += [tabulate(stress, headers=[*STRESS_HEADERS, *m.labels], tablefmt="github",
+                           disable_numparse=True), "", f"({STRESS_NOTE})", ""]
+    lines += [*gate_lines(m), ""]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(m: Merged) -> dict[str, Any]:
+    return {
+        "comparison": m.comparison,
+        "runs": [{"label": r.label, "run_dir": r.results.get("run_dir"), "gate": r.gate,
+                  "machine": r.results["machine"]} for r in m.runs],
+        "rows": [{"scenario": r.scenario, "params": r.params, "candidate": r.candidate,
+                  "agreement": r.agreement, "agrees": r.agrees,
+                  "per_machine": r.per_machine} for r in m.rows],
+        "build_differences": [d.describe() for d in m.build_differences],
+        "identical_builds": m.identical_builds,
+        "gate_failed": m.gate_failed,
+        "errors": m.errors,
+    }
+
+
+def render_html(m: Merged) -> str:
+    from patchbench.report import charts as report_charts
+    from patchbench.report.html import chart, details, esc, json_block, page, table, verdict_class
+
+    labels = m.labels
+    body = [f"<h1>{esc(m.comparison)}: {len(m.runs)} runs merged</h1>"]
+    if m.build_differences:
+        items = "".join(f"<li>{'<b>' if d.same_inputs else ''}{esc(d.describe())}"
+                        f"{'</b>' if d.same_inputs else ''}</li>" for d in m.build_differences)
+        body.append(f'<div class="alert" id="builds-differ"><h2>⚠ Builds differ</h2>'
+                    f"<ul>{items}</ul></div>")
+    failed = [r for r in m.runs if r.gate]
+    gate_items = "".join(f"<li>{esc(r.label)}: {esc(g)}</li>" for r in failed for g in r.gate)
+    gate_items += "".join(f"<li>{esc(e)}</li>" for e in m.errors)
+    failed_any = bool(failed or m.errors)
+    body.append(f'<div class="gate {"failed" if failed_any else "passed"}" id="gate">Gate: '
+                + (f"FAILED<ul>{gate_items}</ul>" if failed_any else "passed on every machine")
+                + "</div>")
+    if m.rows:
+        n = len(labels)
+        body.append('<h2 id="summary">Summary</h2><p>speedup = median(baseline) / '
+                    "median(candidate) on each machine, 95% CI, verdict.</p>")
+        body.append(table(["comparison", *labels, "verdicts agree"], summary_rows(m), "summary",
+                          lambda i, j, v: verdict_class(str(v)) if 1 <= j <= n
+                          else ("verdict-slower" if j == n + 1 and str(v).startswith("NO")
+                                else "")))
+        body.append(chart(report_charts.merge_chart(
+            [(r.name, [(label, r.per_machine[label]) for label in labels]) for r in m.rows]),
+            "merge", "Speedup with its 95% CI on each machine."))
+        body.append("<h2>Medians (baseline → candidate)</h2>"
+                    + table(["comparison", *labels], median_rows(m), "medians"))
+    stress = stress_rows(m)
+    if stress:
+        body.append(f"<h2>Stress rounds</h2><p>{esc(STRESS_NOTE)}.</p>"
+                    + table([*STRESS_HEADERS, *labels], stress, "stress"))
+    body.append('<h2 id="machines">Machines</h2>'
+                + table(["", *labels], machine_rows(m), "machines"))
+    body += [details(f"machine.json of {r.label}", json_block(r.results["machine"]))
+             for r in m.runs]
+    body.append('<h2 id="builds">Builds (artifact sha256)</h2>'
+                + table(["variant", *labels, "across machines"], build_rows(m), "builds"))
+    body += [details(f"manifest of {v} on {r.label}", json_block(man))
+             for r in m.runs for v, man in r.results["builds"].items()]
+    return page(f"{m.comparison}: merged", "\n".join(body))

@@ -1,0 +1,1 @@
+"""Upstream sources: the pinned-commit cache, patch series and overlays, series by reference."""

@@ -1,0 +1,1 @@
+"""Plumbing shared by every stage: the command wrapper, files, locks, layout, progress."""

@@ -1,0 +1,294 @@
+"""Escaped processes are found: every measured command and setup step runs inside a per-run
+cgroup, so that its descendants can be found even when they leave its process group or session
+(``setsid``, double forks, daemons). What is still in the cgroup once the command and its
+teardown are done has escaped: it is counted, reported with its command line, and killed, and the
+run is flagged.
+
+Where the cgroup lives, in order of preference:
+
+- cgroup v2 (``/sys/fs/cgroup/cgroup.controllers`` exists): ``/sys/fs/cgroup/patchbench/<run>``,
+  killed at once through ``cgroup.kill``;
+- cgroup v1 ``freezer``: ``/sys/fs/cgroup/freezer/patchbench/<run>``, frozen before the kill so
+  that nothing forks while it is being killed, then thawed;
+- cgroup v1 ``pids``, killed in rounds until empty;
+- the v2 hierarchy of a hybrid setup (``/sys/fs/cgroup/unified``).
+
+Without any (not root, no cgroup file system, macOS) the guard says so (``available`` is False,
+``reason`` says why) and commands run unchanged: escapes are then not looked for, and the run
+records that they were not.
+
+Usage::
+
+    with ProcGuard(run_id) as guard:
+        command.run(guard.wrap(argv))        # the command and all its descendants join
+        found = guard.survivors()            # what is left once it returned
+        killed = guard.kill_all()            # and gone
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PARENT = "patchbench"
+
+
+@dataclass(frozen=True)
+class Survivor:
+    pid: int
+    cmdline: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"pid": self.pid, "cmdline": self.cmdline}
+
+
+@dataclass
+class Found:
+    """What escaped one step: who, and whether it was killed."""
+
+    step: str
+    survivors: list[Survivor] = field(default_factory=list)
+    killed: bool = False
+    variant: str | None = None  # the variant whose command it was, when it was one variant's
+
+    def as_dict(self) -> dict[str, object]:
+        return {"step": self.step, "count": len(self.survivors), "killed": self.killed,
+                "processes": [s.as_dict() for s in self.survivors]}
+
+
+def _hierarchy(root: Path) -> tuple[str, Path] | None:
+    """(kind, base directory) of the cgroup hierarchy to use, or None."""
+    if (root / "cgroup.controllers").is_file():
+        return "v2", root
+    for kind in ("freezer", "pids"):
+        base = root / kind
+        if (base / "cgroup.procs").is_file():
+            return f"v1-{kind}", base
+    if (root / "unified" / "cgroup.controllers").is_file():
+        return "v2", root / "unified"
+    return None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return shlex.join(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0")) or "?"
+
+
+class ProcGuard:
+    """A per-run cgroup. Use as a context manager: it is created on entry, and whatever is left
+    in it is killed and the cgroup removed on exit."""
+
+    def __init__(self, run_id: str, *, root: Path = CGROUP_ROOT):
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", run_id)[:100] or "run"
+        self.run_id = safe
+        self.kind: str | None = None
+        self.path: Path | None = None
+        self.reason = ""
+        self.found: list[Found] = []
+        found = _hierarchy(root)
+        if found is None:
+            self.reason = f"no cgroup hierarchy under {root}"
+        else:
+            self.kind, base = found
+            self.path = base / PARENT / f"{safe}-{os.getpid()}"
+
+    # --- life cycle -------------------------------------------------------------------------
+
+    @property
+    def available(self) -> bool:
+        return self.path is not None and self.path.is_dir()
+
+    def __enter__(self) -> ProcGuard:
+        if self.path is not None:
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                self.reason = f"cannot create {self.path}: {exc.strerror or exc}"
+                self.path = None
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self.available or self.path is None:
+            return
+        if self.pids():
+            self.kill_all()
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+    # --- joining ----------------------------------------------------------------------------
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` prefixed so that it joins the cgroup before it starts (and so does every
+        process it starts). Unchanged when no cgroup is available."""
+        if not self.available or self.path is None:
+            return list(argv)
+        procs = self.path / "cgroup.procs"
+        return ["sh", "-c", f'echo $$ > {shlex.quote(str(procs))} && exec "$@"', "sh", *argv]
+
+    def enter_pid(self, pid: int) -> None:
+        """Move a running process (not its existing children) into the cgroup."""
+        if self.available and self.path is not None:
+            (self.path / "cgroup.procs").write_text(f"{pid}\n")
+
+    # --- finding and killing ----------------------------------------------------------------
+
+    def pids(self) -> list[int]:
+        if not self.available or self.path is None:
+            return []
+        try:
+            text = (self.path / "cgroup.procs").read_text()
+        except OSError:
+            return []
+        return sorted(int(x) for x in text.split())
+
+    def survivors(self) -> list[Survivor]:
+        """Processes still in the cgroup (call once the wrapped command has returned)."""
+        return [Survivor(pid, _cmdline(pid)) for pid in self.pids() if pid != os.getpid()]
+
+    def kill_all(self, timeout: float = 5.0) -> int:
+        """SIGKILL everything in the cgroup; return how many processes there were."""
+        if not self.available or self.path is None:
+            return 0
+        pids = self.pids()
+        if not pids:
+            return 0
+        if self.kind == "v2" and (self.path / "cgroup.kill").exists():
+            (self.path / "cgroup.kill").write_text("1\n")
+        elif self.kind == "v1-freezer":
+            state = self.path / "freezer.state"
+            state.write_text("FROZEN\n")  # nothing forks while being killed
+            self._signal_all()
+            state.write_text("THAWED\n")
+        deadline = time.monotonic() + timeout
+        while self.pids() and time.monotonic() < deadline:
+            self._signal_all()
+            time.sleep(0.02)
+        return len(pids)
+
+    def _signal_all(self) -> None:
+        for pid in self.pids():
+            if pid != os.getpid():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+
+    def check(self, step: str, variant: str | None = None) -> Found | None:
+        """After ``step`` (a command and its teardown, of ``variant`` when it is one variant's):
+        find, record and kill what is left."""
+        left = self.survivors()
+        if not left:
+            return None
+        found = Found(step, left, variant=variant)
+        self.kill_all()
+        found.killed = not self.pids()
+        self.found.append(found)
+        return found
+
+    def report(self) -> dict[str, object]:
+        """For results.json: whether escapes were looked for, and what was found."""
+        return {"checked": self.available, "how": self.kind if self.available else self.reason,
+                "escaped": [f.as_dict() for f in self.found],
+                "count": sum(len(f.survivors) for f in self.found)}
+
+
+# --- the run's guard, consulted by patchbench.util.command ----------------------------------------
+
+_ACTIVE: ProcGuard | None = None
+ESCAPED = "escaped process"  # the prefix of the warnings the gate fails on
+# the baseline's own escapes are reported but fail no candidate (as in stress and soak)
+ESCAPED_BASELINE = "escaped process of the baseline (reported, not gated)"
+
+
+def activate(run_id: str) -> ProcGuard:
+    """Start guarding: from now on every command patchbench.util.command starts joins the run's
+    cgroup (before it runs anything), until ``deactivate``."""
+    global _ACTIVE
+    guard = ProcGuard(run_id).__enter__()
+    _ACTIVE = guard if guard.available else None
+    return guard
+
+
+def active() -> ProcGuard | None:
+    return _ACTIVE
+
+
+def preexec() -> Callable[[], None] | None:
+    """For subprocess.Popen(preexec_fn=...): join the active run's cgroup in the child, between
+    fork and exec, so not even the command's first child can be missed. None when not guarding."""
+    guard = _ACTIVE
+    if guard is None or guard.path is None:
+        return None
+    procs = str(guard.path / "cgroup.procs")
+
+    def join() -> None:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, b"0\n")  # "0": the writing process itself
+        finally:
+            os.close(fd)
+
+    return join
+
+
+def own_cgroup(kind: str, base: Path, proc_cgroup: Path = Path("/proc/self/cgroup")) -> Path:
+    """The cgroup this process is in, in the hierarchy of ``kind`` mounted at ``base``."""
+    want = "" if kind == "v2" else kind.removeprefix("v1-")
+    for line in proc_cgroup.read_text().splitlines():
+        hid, ctrls, path = line.split(":", 2)
+        if (not want and hid == "0" and not ctrls) or (want and want in ctrls.split(",")):
+            return base / path.lstrip("/")
+    return base
+
+
+def exempt(pid: int) -> bool:
+    """Move ``pid`` out of the active run's cgroup, back to the one patchbench runs in: for a
+    service a runtime starts on purpose and keeps across commands (one containerd per variant),
+    which the per-command escape check would otherwise kill. The runtime accounts for what that
+    service leaves. False when not guarding."""
+    guard = _ACTIVE
+    if guard is None or guard.path is None or guard.kind is None:
+        return False
+    base = guard.path.parent.parent  # <hierarchy>/patchbench/<run>
+    (own_cgroup(guard.kind, base) / "cgroup.procs").write_text(f"{pid}\n")
+    return True
+
+
+def check_active(step: str, variant: str | None = None) -> Found | None:
+    """After ``step`` (of ``variant``) and its teardown: find, record and kill what outlived it."""
+    return _ACTIVE.check(step, variant) if _ACTIVE is not None else None
+
+
+def deactivate(guard: ProcGuard) -> list[str]:
+    """Stop guarding: what is still in the cgroup is found and killed; returns the run's
+    warnings, one per step that left something behind (or one saying escapes were not
+    looked for)."""
+    global _ACTIVE
+    try:
+        guard.check("after the last scenario") if guard.available else None
+        warnings = [
+            f"{ESCAPED_BASELINE if f.variant == 'baseline' else ESCAPED}: {f.step}: "
+            f"{len(f.survivors)} process{'es' if len(f.survivors) > 1 else ''}"
+            f" outlived the command{' and were killed' if f.killed else ' (could not be killed)'}: "
+            + "; ".join(f"{s.cmdline} (pid {s.pid})" for s in f.survivors[:5])
+            for f in guard.found]
+        if not guard.available:
+            warnings.append(f"escaped processes were not looked for ({guard.reason})")
+        return warnings
+    finally:
+        _ACTIVE = None
+        guard.close()

@@ -1,0 +1,37 @@
+"""What a command runs against: the workspace (the matrix, the project root, builds/ and reports/,
+source overrides) and, for ``compare``, its switches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchbench.util.layout import Layout
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path  # the project root (matrix.yaml, patches/, overlays/)
+    matrix: Path
+    builds: Path
+    reports: Path
+    sources: dict[str, str] = field(default_factory=dict)  # --source TARGET=PATH_OR_URL
+    backend: str | None = None  # --backend: build every Go target with this one (host, docker)
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.builds, self.reports)
+
+
+@dataclass(frozen=True)
+class Switches:
+    """``invoke compare``'s options."""
+
+    seed: int | None = None
+    aa: bool = False  # compare the baseline with itself (the noise floor)
+    dry_run: bool = False
+    runs: int | None = None  # override every scenario's runs (quick looks, integration tests)
+    rounds: int | None = None
+    warmup: int | None = None
+    only: tuple[str, ...] = ()  # scenario names
+    gate: bool = False  # exit non-zero when a candidate is slower or not correct
