@@ -19,11 +19,19 @@ from patchbench.util.progress import say
 from patchbench.util.workspace import Switches, Workspace
 
 
-def load(ws: Workspace) -> Project:
+def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Project:
     ownership.check_project(ws.matrix, ws.root, ws.builds)  # as root: StrictModes-style
     for what in cleanup.sweep_all(ws.builds):  # what runs killed with SIGKILL left behind
         say(what)
-    return config.load(ws.matrix).with_backend(ws.backend)
+    project = config.load(ws.matrix, pending_series=pending_series).with_backend(ws.backend)
+    for name in ws.sources:  # a typo in --source rnuc=DIR is told, not silently ignored
+        if name not in project.matrix.targets:
+            msg = (f"--source {name}=...: no target {name!r} in {ws.matrix.name}"
+                   + config.suggest(name, project.matrix.targets))
+            if name in ws.source_flags:
+                raise ConfigError(msg, hint="targets: " + ", ".join(project.matrix.targets))
+            say(f"warning: PATCHBENCH_SOURCE_* names no target of this matrix: {msg}")
+    return project
 
 
 def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:

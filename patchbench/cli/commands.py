@@ -44,6 +44,7 @@ def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix
         reports=Path(reports or env.get("PATCHBENCH_REPORTS") or root / "reports").resolve(),
         sources=config.parse_source_overrides(list(sources), dict(env)),
         backend=backend or env.get("PATCHBENCH_BACKEND") or None,
+        source_flags=frozenset(p.partition("=")[0] for p in sources),
     )
 
 

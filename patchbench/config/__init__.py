@@ -171,7 +171,7 @@ def _check_relative(path: str, what: str) -> None:
         raise ValueError(f"{what} path {path!r} must stay inside the tree (relative, no '..')")
 
 
-def _suggest(word: str, choices: Any) -> str:
+def suggest(word: str, choices: Any) -> str:
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -206,7 +206,7 @@ class Project:
     def target(self, name: str) -> Target:
         if name not in self.matrix.targets:
             raise ConfigError(
-                f"no target {name!r} in {self.path}" + _suggest(name, self.matrix.targets),
+                f"no target {name!r} in {self.path}" + suggest(name, self.matrix.targets),
                 hint="invoke list shows the targets and comparisons",
             )
         return self.matrix.targets[name]
@@ -214,7 +214,7 @@ class Project:
     def comparison(self, name: str) -> Comparison:
         if name not in self.matrix.comparisons:
             raise ConfigError(
-                f"no comparison {name!r} in {self.path}" + _suggest(name, self.matrix.comparisons),
+                f"no comparison {name!r} in {self.path}" + suggest(name, self.matrix.comparisons),
                 hint="invoke list shows the comparisons",
             )
         return self.matrix.comparisons[name]
@@ -327,7 +327,7 @@ def _format_validation(
         where = ".".join(loc) or "(top level)"
         msg = item["msg"]
         if item["type"] == "extra_forbidden":
-            msg = "unknown key" + _suggest(loc[-1], _fields_at(Matrix, tuple(item["loc"])))
+            msg = "unknown key" + suggest(loc[-1], _fields_at(Matrix, tuple(item["loc"])))
         elif item["type"] == "missing":
             msg = "missing key (required here)"
         elif msg.startswith("Value error, "):
@@ -341,8 +341,9 @@ def _format_validation(
     )
 
 
-def load(path: Path) -> Project:
-    """Load and validate ``path``; also check that every named patch series and overlay exists."""
+def load(path: Path, *, pending_series: frozenset[str] = frozenset()) -> Project:
+    """Load and validate ``path``; also check that every named patch series and overlay exists
+    (except ``pending_series``: the series a ``series add`` is about to make)."""
     errors.MATRIX_IN_USE = _shown(path)  # messages name the matrix file actually in use
     try:
         raw = path.read_bytes()
@@ -382,17 +383,17 @@ def load(path: Path) -> Project:
             line = lines.get(("comparisons", cname, "target"), "?")
             raise ConfigError(
                 f"{path}:{line}: comparisons.{cname}.target: names target {comp.target!r}, "
-                "which is not defined" + _suggest(comp.target, matrix.targets),
+                "which is not defined" + suggest(comp.target, matrix.targets),
             )
         named = [("baseline", s) for s in comp.baseline] + [
             (f"candidates.{cand}", s) for cand, series in comp.candidates.items() for s in series
         ]
         for key, series in named:
-            if not (project.series_dir(series) / "series").is_file():
+            if series not in pending_series and not (project.series_dir(series) / "series").is_file():
                 line = lines.get(("comparisons", cname, *key.split(".")), "?")
                 raise ConfigError(
                     f"{path}:{line}: comparisons.{cname}.{key}: patch series {series!r} has no "
-                    f"file patches/{series}/series" + _suggest(series, existing),
+                    f"file patches/{series}/series" + suggest(series, existing),
                 )
         for overlay in comp.overlays:
             if not project.overlay_dir(overlay).is_dir():
@@ -444,7 +445,9 @@ def parse_source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[st
     out: dict[str, str] = {}
     for key, value in environ.items():
         if key.startswith("PATCHBENCH_SOURCE_") and value:
-            out[key[len("PATCHBENCH_SOURCE_") :].lower().replace("_", "-")] = _source(value, key)
+            # PATCHBENCH_SOURCE_MY_RT__2 is target my-rt.2: '__' stands for '.', '_' for '-'
+            name = key[len("PATCHBENCH_SOURCE_") :].lower().replace("__", ".").replace("_", "-")
+            out[name] = _source(value, key)
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not re.match(NAME_RE, name) or not value:

@@ -56,7 +56,16 @@ def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: i
         return sc
     r, n = changes.get("rounds", sc.rounds), changes.get("runs", sc.runs)
     if r >= 1 and n >= 1:
-        changes["runs"] = max(r, n - n % r)
+        if n < r:  # said, not silently raised to one run per round
+            raise ConfigError(f"scenario {sc.name}: {n} runs in {r} rounds: every round runs each "
+                              "cell at least once", hint=f"give --runs {r} or more, or --rounds "
+                              f"{n} or fewer")
+        if n % r:
+            from patchbench.util.progress import say
+
+            say(f"scenario {sc.name}: {n} runs in {r} rounds: {n - n % r} runs "
+                f"({n // r} per round)")
+        changes["runs"] = n - n % r
     try:  # --rounds 0 is refused, not a division by zero
         return type(sc).model_validate({**sc.model_dump(by_alias=True), **changes})
     except ValidationError as exc:

@@ -74,18 +74,29 @@ def parse_patch(path: Path, series: str) -> Patch:
     # would otherwise always satisfy "Author" and "Description")
     message = header.split("\n\n", 1)[1] if "\n\n" in header else ""
     fields = {m.group(1) for m in re.finditer(r"^([A-Z][A-Za-z-]+): ", message, re.M)}
-    for group in (DEP3_DESCRIPTION, DEP3_AUTHOR, DEP3_FORWARDED):
-        if not fields.intersection(group):
-            raise PatchError(
-                f"series {series!r}: {path.name} lacks a DEP-3 {' or '.join(group)} field",
-                hint="put Description:, Author: or Origin:, and Forwarded: in the commit message",
-            )
+    missing = [" or ".join(group) for group in (DEP3_DESCRIPTION, DEP3_AUTHOR, DEP3_FORWARDED)
+               if not fields.intersection(group)]
+    if missing:  # every missing field at once, not one per run
+        raise MissingDep3(series, path.name, missing)
     try:
         files = patchform.inspect(text).paths
     except patchform.UnsafePatch as exc:
         raise _refusal(series, path, exc) from None
     subject = re.search(r"^Subject: (.*)$", header, re.M)
     return Patch(path, sha256_file(path), files, subject.group(1) if subject else "")
+
+
+DEP3_HINT = ("put Description:, Author: or Origin:, and Forwarded: in the commit message "
+             "(`series new` fills them from your commits)")
+
+
+class MissingDep3(PatchError):
+    """A patch lacks DEP-3 fields; ``load_series`` gathers these for every patch of a series."""
+
+    def __init__(self, series: str, patch: str, missing: list[str]):
+        self.patch, self.missing = patch, missing
+        super().__init__(f"series {series!r}: {patch} lacks the DEP-3 field"
+                         f"{'s' if len(missing) > 1 else ''} {', '.join(missing)}", hint=DEP3_HINT)
 
 
 def _refusal(series: str, path: Path, exc: patchform.UnsafePatch) -> PatchError:
@@ -118,6 +129,7 @@ def load_series(root: Path, name: str) -> Series:
     if not series_file.is_file():
         raise PatchError(f"no patch series {name!r} (expected {series_file})")
     patches: list[Patch] = []
+    lacking: list[MissingDep3] = []
     seen: set[str] = set()
     for lineno, raw in enumerate(series_file.read_text().splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -136,7 +148,15 @@ def load_series(root: Path, name: str) -> Series:
         path = series_file.parent / line
         if not path.is_file():
             raise PatchError(f"{where}: {line} does not exist in patches/{name}/")
-        patches.append(parse_patch(path, name))
+        try:
+            patches.append(parse_patch(path, name))
+        except MissingDep3 as exc:
+            lacking.append(exc)
+    if len(lacking) == 1:
+        raise lacking[0]
+    if lacking:
+        raise PatchError(f"series {name!r}: {len(lacking)} patches lack DEP-3 fields: " + "; ".join(
+            f"{e.patch} ({', '.join(e.missing)})" for e in lacking), hint=DEP3_HINT)
     if not patches:
         raise PatchError(f"patches/{name}/series lists no patches")
     return Series(name, tuple(patches))

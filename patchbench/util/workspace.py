@@ -17,6 +17,7 @@ class Workspace:
     reports: Path
     sources: dict[str, str] = field(default_factory=dict)  # --source TARGET=PATH_OR_URL
     backend: str | None = None  # --backend: build every Go target with this one (host, docker)
+    source_flags: frozenset[str] = frozenset()  # the targets named by --source (not the env)
 
     @property
     def layout(self) -> Layout:

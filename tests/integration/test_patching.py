@@ -106,7 +106,7 @@ def test_missing_dep3_forwarded(tmp_path: Path, upstream_template: Upstream) -> 
     assert "Forwarded" not in text
     write_series(tmp_path, "s", [("0001-greet.patch", text)])
     err = load_error(tmp_path, "s")
-    assert err.message == "series 's': 0001-greet.patch lacks a DEP-3 Forwarded field"
+    assert err.message == "series 's': 0001-greet.patch lacks the DEP-3 field Forwarded"
 
 
 def test_dep3_fields_must_be_in_the_header_not_the_diff(tmp_path: Path,
@@ -115,7 +115,7 @@ def test_dep3_fields_must_be_in_the_header_not_the_diff(tmp_path: Path,
     text = upstream_template.patches["greet"].replace("Forwarded: not-needed\n", "")
     text += "Forwarded: yes\n"
     write_series(tmp_path, "s", [("0001-greet.patch", text)])
-    assert "lacks a DEP-3 Forwarded field" in load_error(tmp_path, "s").message
+    assert "lacks the DEP-3 field Forwarded" in load_error(tmp_path, "s").message
 
 
 def _paths(old: str, new: str):  # type: ignore[no-untyped-def]

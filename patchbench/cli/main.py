@@ -1,0 +1,152 @@
+"""The ``patchbench`` console script, and what ``tasks.py`` hands every invoke task to: parse with
+``cli.spec``, build the workspace from ``--project``, call the command under ``guarded``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from patchbench.cli import spec
+from patchbench.errors import ConfigError
+
+Values = dict[str, Any]
+
+
+def _ws(v: Values, project: str | None) -> Any:
+    from patchbench.cli import commands
+
+    return commands.workspace(
+        sources=v.get("source") or [], project=v.get("project") or project,
+        matrix=v.get("matrix"), builds=v.get("builds"), reports=v.get("reports"),
+        verbose=bool(v.get("verbose")), backend=v.get("backend"))
+
+
+def _compare(v: Values, project: str | None) -> int:
+    from patchbench.cli import commands
+    from patchbench.util.workspace import Switches
+
+    sw = Switches(seed=v["seed"], aa=v["aa"], dry_run=v["dry_run"], runs=v["runs"],
+                  rounds=v["rounds"], warmup=v["warmup"], only=tuple(v["scenario"]),
+                  gate=v["gate"])
+    return commands.do_compare(_ws(v, project), v["name"], sw, v["summary"])
+
+
+def _build(v: Values, project: str | None) -> int:
+    from patchbench.cli import commands
+
+    return commands.do_build(_ws(v, project), v["patch"], v["target"])
+
+
+def _patch(v: Values, project: str | None) -> int:
+    from patchbench.cli import commands
+
+    return commands.do_patch_check(_ws(v, project), v["series"])
+
+
+def _fetch(v: Values, project: str | None) -> int:
+    from patchbench.cli import commands
+
+    return commands.do_fetch(_ws(v, project), v["target"])
+
+
+def _list(v: Values, project: str | None) -> int:
+    from patchbench.cli import commands
+
+    return commands.do_list(_ws(v, project))
+
+
+def _report(v: Values, project: str | None) -> int:
+    from patchbench.cli import commands
+
+    return commands.do_report(_ws(v, project), v["run_dir"], v["comparison"], v["from_"])
+
+
+def _export(v: Values, project: str | None) -> int:
+    from patchbench.cli import runs
+
+    return runs.do_export(v["run"], v["format"] or "csv", v["out"], _ws(v, project).reports)
+
+
+def _diff(v: Values, project: str | None) -> int:
+    from patchbench.cli import runs
+
+    return runs.do_diff(v["run_a"], v["run_b"], _ws(v, project).reports)
+
+
+def _merge(v: Values, project: str | None) -> int:
+    from patchbench.cli import runs
+
+    return runs.do_merge([v["path"], *v["run"]], out=v["out"], summary=v["summary"],
+                         gate=v["gate"], allow_differing_builds=v["allow_differing_builds"],
+                         reports=_ws(v, project).reports)
+
+
+def _series(v: Values, project: str | None) -> int:
+    from patchbench.cli import scaffold
+
+    action = v["action"]
+    if action not in ("new", "add"):
+        raise ConfigError(f"series {action!r}: the actions are new and add"
+                          f"{spec.suggest(action, ['new', 'add'])}")
+    if not v["target"]:
+        raise ConfigError(f"series {action}: --target is required (the target the series is for)")
+    if action == "new":
+        return scaffold.series_new(_ws(v, project), v["name"], v["target"], v["from_"], v["revs"],
+                                   forwarded=v["forwarded"] or "no")
+    if v["from_"]:
+        raise ConfigError("series add: --from is for `series new`; give the clone with "
+                          "--source TARGET=DIR")
+    return scaffold.series_add(_ws(v, project), v["name"], v["target"], v["revs"])
+
+
+def _comparison(v: Values, project: str | None) -> int:
+    from patchbench.cli import scaffold
+
+    if v["action"] != "new":
+        raise ConfigError(f"comparison {v['action']!r}: the only action is new")
+    if not v["target"] or not v["candidate"]:
+        raise ConfigError("comparison new: --target and at least one --candidate are required")
+    return scaffold.comparison_new(_ws(v, project), v["name"], v["target"], v["candidate"],
+                                   like=v["like"], description=v["description"])
+
+
+HANDLERS: dict[str, Callable[[Values, str | None], int]] = {
+    "compare": _compare, "build": _build, "patch": _patch, "fetch": _fetch, "list": _list,
+    "report": _report, "export": _export, "diff": _diff, "merge": _merge, "series": _series,
+    "comparison": _comparison,
+}
+
+
+def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench") -> None:
+    """Parse ``argv`` (the command name first) and run it; exits with the command's code."""
+    from patchbench.cli import commands
+
+    def go() -> int:
+        args = list(argv)
+        if args and args[0] == "--project" and len(args) > 1:  # `patchbench --project DIR CMD`
+            args = [*args[2:], "--project", args[1]]
+        elif args and args[0].startswith("--project="):
+            args = [*args[1:], args[0]]
+        if not args or args[0] in ("-h", "--help", "help"):
+            topic = args[1] if len(args) > 1 and args[0] == "help" else None
+            print(spec.help_text(spec.command_of(topic), prog) if topic else spec.overview(prog))
+            return 0
+        if args[0] == "--version":
+            from patchbench import __version__
+
+            print(f"patchbench {__version__}")
+            return 0
+        cmd = spec.command_of(args[0])
+        parsed = spec.parse(cmd, args[1:])
+        if parsed.help:
+            print(spec.help_text(cmd, prog))
+            return 0
+        return HANDLERS[cmd.name](parsed.values, project)
+
+    commands.guarded(go)
+
+
+def main() -> None:  # the console script
+    run(sys.argv[1:], project=None, prog=Path(sys.argv[0]).name or "patchbench")

@@ -1,0 +1,346 @@
+"""Every command's arguments, declared once: the ``patchbench`` console script and the invoke front
+end (``tasks.py``) both parse with this, so help, types, ranges and "did you mean" are the same in
+both. Imports nothing heavy: ``--help`` and ``invoke --list`` read only this module."""
+
+from __future__ import annotations
+
+import difflib
+import textwrap
+from dataclasses import dataclass, field
+from typing import Literal
+
+from patchbench.errors import ConfigError
+
+Kind = Literal["str", "int", "flag", "list", "choice"]
+WIDTH = 100  # help text is wrapped to this many columns
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One ``--option``. ``name`` is the Python name (``dry_run`` is ``--dry-run``)."""
+
+    name: str
+    help: str
+    kind: Kind = "str"
+    metavar: str = "VALUE"
+    minimum: int | None = None  # for "int"
+    choices: tuple[str, ...] = ()  # for "choice"
+    default: str = ""  # shown in the help: what applies when the option is not given
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.rstrip("_").replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Pos:
+    """A positional argument; ``many`` takes the rest of the line."""
+
+    name: str
+    help: str
+    required: bool = True
+    many: bool = False
+
+    @property
+    def metavar(self) -> str:
+        return self.name.upper()
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    positionals: tuple[Pos, ...] = ()
+    options: tuple[Opt, ...] = ()
+    shared: tuple[str, ...] = ()  # names of SHARED options this command takes
+    examples: tuple[str, ...] = ()
+    details: str = ""
+
+    def all_options(self) -> tuple[Opt, ...]:
+        return (*self.options, *(SHARED[n] for n in self.shared))
+
+
+EXIT_CODES = ("exit codes: 0 done; 4 the gate failed; 10 config or usage; 11 source; 12 patch; "
+              "13 toolchain; 14 build; 15 benchmark; 16 a requirement of this machine is not met; "
+              "17 a command failed; 18 report or saved run; 130 interrupted; 3 internal error (a bug)")
+
+SHARED: dict[str, Opt] = {o.name: o for o in (
+    Opt("project", "the project folder holding matrix.yaml, patches/, overlays/, builds/, reports/ "
+        "(or PATCHBENCH_PROJECT)", metavar="DIR", default="the current directory"),
+    Opt("source", "build TARGET from a local git directory or another URL (or "
+        "PATCHBENCH_SOURCE_<TARGET>; '__' in TARGET stands for '.')", kind="list",
+        metavar="TARGET=PATH_OR_URL"),
+    Opt("matrix", "the matrix file (or PATCHBENCH_MATRIX)", metavar="FILE",
+        default="PROJECT/matrix.yaml"),
+    Opt("builds", "the build cache and scratch folder (or PATCHBENCH_BUILDS)", metavar="DIR",
+        default="beside the matrix: builds/"),
+    Opt("reports", "where run folders are saved (or PATCHBENCH_REPORTS)", metavar="DIR",
+        default="beside the matrix: reports/"),
+    Opt("verbose", "print every external command", kind="flag"),
+    Opt("backend", "build every Go target with this backend (or PATCHBENCH_BACKEND); docker uses "
+        "the target's image, else a recipe image", kind="choice", choices=("host", "docker"),
+        default="matrix.yaml's"),
+)}
+BUILD_SHARED = ("project", "source", "matrix", "builds", "reports", "verbose")
+RUNS_SHARED = ("project", "matrix", "reports")
+
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command(
+        "compare", "Fetch, patch, build baseline and candidates, measure interleaved, print and save.",
+        (Pos("name", "the comparison to run, as named in matrix.yaml (`list` shows them)"),),
+        (Opt("aa", "compare the baseline with itself (the noise floor)", kind="flag"),
+         Opt("dry_run", "print every step the comparison would take, and stop", kind="flag"),
+         Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
+             metavar="N", minimum=0, default="matrix.yaml's, else random"),
+         Opt("runs", "runs per cell of every scenario (a multiple of --rounds)", kind="int",
+             metavar="N", minimum=1, default="matrix.yaml's"),
+         Opt("rounds", "interleaved rounds of every scenario", kind="int", metavar="N", minimum=1,
+             default="matrix.yaml's"),
+         Opt("warmup", "warmup runs of every scenario", kind="int", metavar="N", minimum=0,
+             default="matrix.yaml's"),
+         Opt("scenario", "run only this scenario", kind="list", metavar="NAME"),
+         Opt("gate", "exit 4 if a candidate is significantly slower, fails its verify check, "
+             "hangs, or leaves something behind (an A/B gate for CI)", kind="flag"),
+         Opt("summary", "append the summary table and the gate's reasons, as markdown, to FILE",
+             metavar="FILE", default="$GITHUB_STEP_SUMMARY when set")),
+        (*BUILD_SHARED, "backend"),
+        ("compare demo --gate",
+         "compare runc-signal --source runc=$HOME/src/runc --runs 40 --rounds 10")),
+    Command(
+        "build", "Build the baseline and a patch series from one pinned commit (cached).", (),
+        (Opt("patch", "build the baseline and this patch series", metavar="SERIES"),
+         Opt("target", "build only this target's baseline", metavar="TARGET")),
+        (*BUILD_SHARED, "backend"),
+        ("build --patch per-vm-lock", "build --target runc --source runc=$HOME/src/runc")),
+    Command(
+        "patch", "Check that patch series apply (all or nothing) to their pinned commits, and that "
+        "every patch carries its DEP-3 fields (all missing fields are listed at once).", (),
+        (Opt("check", "apply every series to its pinned commit (the default action)", kind="flag"),
+         Opt("series", "only this series", kind="list", metavar="NAME")),
+        BUILD_SHARED, ("patch --check", "patch --series runc-signal-v2")),
+    Command(
+        "fetch", "Fetch a target's pinned commit into the cache (refusing a moved ref).",
+        (Pos("target", "the target to fetch, as named in matrix.yaml"),), (), BUILD_SHARED,
+        ("fetch runc", "fetch runc --source runc=$HOME/src/runc")),
+    Command("list", "List targets and comparisons.", (), (), BUILD_SHARED, ("list",)),
+    Command(
+        "report", "Print a saved run's report (default: the newest run).",
+        (Pos("run_dir", "a saved run folder or its results.json", required=False),),
+        (Opt("comparison", "the newest run of this comparison", metavar="NAME"),
+         Opt("from_", "write the report folder from a run's complete results in builds/runs/ "
+             "(after a failed report write)", metavar="RUN")),
+        BUILD_SHARED, ("report", "report reports/demo/20261129T225457Z", "report --comparison demo")),
+    Command(
+        "export", "Export a saved run for other tools (hyperfine JSON, CSV, benchstat, Bencher BMF, "
+        "HTML).",
+        (Pos("run", "a saved run folder, or COMPARISON/TIME under the reports folder"),),
+        (Opt("format", "the export format", kind="choice",
+             choices=("hyperfine", "csv", "benchstat", "bmf", "html"), default="csv"),
+         Opt("out", "the output folder", metavar="DIR", default="RUN/export")),
+        RUNS_SHARED,
+        ("export demo/20261129T225457Z --format benchstat",
+         "export reports/demo/20261129T225457Z --format hyperfine --out /tmp/hf")),
+    Command(
+        "diff", "Compare two saved runs of one comparison cell by cell (like pyperf compare_to).",
+        (Pos("run_a", "the first saved run (A)"), Pos("run_b", "the second saved run (B)")), (),
+        RUNS_SHARED, ("diff demo/20261129T225457Z demo/20261130T023700Z",)),
+    Command(
+        "merge", "Merge runs of one comparison from several machines into one report (md + html).",
+        (Pos("path", "[LABEL=]PATH: a run, or a folder of runs (CI artifacts side by side)"),),
+        (Opt("run", "[LABEL=]PATH of one more run or folder of runs", kind="list",
+             metavar="[LABEL=]PATH"),
+         Opt("out", "the output folder", metavar="DIR", default="REPORTS/COMPARISON/merged-TIME"),
+         Opt("summary", "append the merged summary to FILE", metavar="FILE",
+             default="$GITHUB_STEP_SUMMARY when set"),
+         Opt("gate", "exit 4 if the gate failed on any machine (or a machine's run ended in an "
+             "error)", kind="flag"),
+         Opt("allow_differing_builds", "merge even when identical build inputs gave different "
+             "artifacts", kind="flag")),
+        RUNS_SHARED,
+        ("merge runs/ --gate --summary \"$GITHUB_STEP_SUMMARY\"",
+         "merge m7i=reports/demo/20261129T225457Z --run m7a=/tmp/other/demo/20261130T0237Z")),
+    Command(
+        "series", "Make or extend a patch series. `series new` copies your own commits from a local "
+        "clone as patches (git format-patch, DEP-3 fields filled from each commit); `series add` "
+        "names upstream commits by reference (SHA plus patch hash).",
+        (Pos("action", "new: your commits as patches; add: upstream commits by reference"),
+         Pos("name", "the series (patches/NAME/series)"),
+         Pos("revs", "new: a revision range of the clone given with --from (such as v1.2.3..my-fix);"
+             " add: full upstream commit SHAs", many=True)),
+        (Opt("target", "the target the series is for", metavar="TARGET"),
+         Opt("from_", "new: the local git clone holding your commits", metavar="DIR"),
+         Opt("forwarded", "new: the DEP-3 Forwarded field of every patch", metavar="TEXT",
+             default="no")),
+        BUILD_SHARED,
+        ("series new my-fix --target runc --from $HOME/src/runc v1.2.3..my-fix",
+         "series add crun-mounts --target crun 4b66d8f0... 38e17199...")),
+    Command(
+        "comparison", "Write a new comparison into matrix.yaml (comments and layout kept), with "
+        "the scenarios of the comparison it is like, then check the matrix.",
+        (Pos("action", "new: add a comparison"), Pos("name", "the new comparison's name")),
+        (Opt("target", "the target it builds", metavar="TARGET"),
+         Opt("candidate", "a candidate series", kind="list", metavar="SERIES"),
+         Opt("like", "copy the scenarios of this comparison", metavar="COMPARISON",
+             default="the first comparison of the target"),
+         Opt("description", "one line saying what it compares", metavar="TEXT")),
+        ("project", "matrix"),
+        ("comparison new my-fix --target runc --candidate my-fix --like runc-signal",)),
+)}
+
+
+def suggest(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def command_of(name: str) -> Command:
+    cmd = COMMANDS.get(name)
+    if cmd is None:
+        raise ConfigError(f"no command {name!r}{suggest(name, list(COMMANDS))}",
+                          hint="commands: " + ", ".join(COMMANDS) + "; `patchbench --help`")
+    return cmd
+
+
+def _convert(cmd: Command, opt: Opt, text: str) -> int | str:
+    if opt.kind == "int":
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise ConfigError(f"{cmd.name} {opt.flag} {text!r}: expected a whole number",
+                              hint=f"`{cmd.name} --help` lists every option") from None
+        if opt.minimum is not None and value < opt.minimum:
+            raise ConfigError(f"{cmd.name} {opt.flag} {value}: expected a whole number "
+                              f">= {opt.minimum}")
+        return value
+    if opt.kind == "choice" and text not in opt.choices:
+        raise ConfigError(f"{cmd.name} {opt.flag} {text!r}: expected one of "
+                          f"{', '.join(opt.choices)}{suggest(text, list(opt.choices))}")
+    return text
+
+
+@dataclass
+class Parsed:
+    command: Command
+    values: dict[str, object] = field(default_factory=dict)
+    help: bool = False
+
+
+def parse(cmd: Command, argv: list[str]) -> Parsed:
+    """``argv`` after the command name -> typed values, or a ConfigError (exit 10) naming the
+    option, with "did you mean". ``--opt VALUE`` and ``--opt=VALUE``; ``--`` ends options."""
+    opts = {o.flag: o for o in cmd.all_options()}
+    out = Parsed(cmd, {o.name: ([] if o.kind == "list" else (False if o.kind == "flag" else None))
+                       for o in opts.values()})
+    positionals: list[str] = []
+    i, only_positional = 0, False
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if only_positional or not arg.startswith("-") or arg == "-":
+            positionals.append(arg)
+            continue
+        if arg == "--":
+            only_positional = True
+            continue
+        if arg in ("-h", "--help"):
+            out.help = True
+            continue
+        flag, eq, inline = arg.partition("=")
+        opt = opts.get(flag)
+        if opt is None:
+            raise ConfigError(f"{cmd.name}: no option {flag}{suggest(flag, list(opts))}",
+                              hint=f"`{cmd.name} --help` lists every option")
+        if opt.kind == "flag":
+            if eq:
+                raise ConfigError(f"{cmd.name} {flag} takes no value")
+            out.values[opt.name] = True
+            continue
+        if eq:
+            text = inline
+        elif i < len(argv):
+            text = argv[i]
+            i += 1
+        else:
+            raise ConfigError(f"{cmd.name} {flag} needs a value ({opt.metavar})")
+        value = _convert(cmd, opt, text)
+        if opt.kind == "list":
+            current = out.values[opt.name]
+            assert isinstance(current, list)
+            current.append(value)
+        else:
+            out.values[opt.name] = value
+    if out.help:
+        return out
+    _positionals(cmd, positionals, out)
+    return out
+
+
+def _positionals(cmd: Command, given: list[str], out: Parsed) -> None:
+    rest = list(given)
+    for pos in cmd.positionals:
+        if pos.many:
+            out.values[pos.name] = rest
+            rest = []
+        elif rest:
+            out.values[pos.name] = rest.pop(0)
+        elif pos.required:
+            raise ConfigError(f"{cmd.name}: missing {pos.metavar} ({pos.help})",
+                              hint=f"usage: {usage(cmd)}")
+        else:
+            out.values[pos.name] = None
+    if rest:
+        raise ConfigError(f"{cmd.name}: unexpected argument {rest[0]!r}",
+                          hint=f"usage: {usage(cmd)}")
+
+
+def usage(cmd: Command, prog: str = "patchbench") -> str:
+    parts = [prog, cmd.name]
+    for pos in cmd.positionals:
+        text = pos.metavar + ("..." if pos.many else "")
+        parts.append(text if pos.required and not pos.many else f"[{text}]")
+    return " ".join(parts) + " [options]"
+
+
+def _opt_line(opt: Opt) -> tuple[str, str]:
+    left = opt.flag + ("" if opt.kind == "flag" else " " + (
+        "{" + ",".join(opt.choices) + "}" if opt.kind == "choice" else opt.metavar))
+    notes = []
+    if opt.kind == "int":
+        notes.append(f"a whole number >= {opt.minimum}" if opt.minimum is not None
+                     else "a whole number")
+    if opt.kind == "list":
+        notes.append("repeatable")
+    if opt.default:
+        notes.append(f"default: {opt.default}")
+    return left, opt.help + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def help_text(cmd: Command, prog: str = "patchbench") -> str:
+    lines = [f"usage: {usage(cmd, prog)}", "", *textwrap.wrap(cmd.summary, WIDTH)]
+    if cmd.details:
+        lines += ["", cmd.details]
+    if cmd.positionals:
+        lines += ["", "arguments:"]
+        for p in cmd.positionals:
+            body = textwrap.wrap(p.help, WIDTH - 27) or [""]
+            lines += [f"  {p.metavar:<24} {body[0]}", *(f"{'':<27}{more}" for more in body[1:])]
+    lines += ["", "options:"]
+    for opt in cmd.all_options():
+        left, right = _opt_line(opt)
+        body = textwrap.wrap(right, WIDTH - 27) or [""]
+        first = [f"  {left:<24} {body[0]}"] if len(left) <= 24 else [f"  {left}", f"{'':<27}{body[0]}"]
+        lines += first + [f"{'':<27}{more}" for more in body[1:]]
+    lines.append(f"  {'-h, --help':<24} show this help")
+    lines += ["", "examples:", *(f"  {prog} {e}" for e in cmd.examples), "",
+              *textwrap.wrap(EXIT_CODES, WIDTH)]
+    return "\n".join(lines)
+
+
+def overview(prog: str = "patchbench") -> str:
+    width = max(len(n) for n in COMMANDS)
+    return "\n".join([
+        f"usage: {prog} COMMAND [ARGS] [options]   ({prog} COMMAND --help for one command)", "",
+        "Prove, with reproducible numbers, that a patch makes a container runtime faster without "
+        "making it wrong.", "", "commands:",
+        *(f"  {n:<{width}}  {c.summary.split('. ')[0].rstrip('.')}" for n, c in COMMANDS.items()),
+        "", *textwrap.wrap(EXIT_CODES, WIDTH)])
