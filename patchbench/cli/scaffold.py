@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import config
-from patchbench.errors import ConfigError, PatchbenchError, SourceError
+from patchbench.errors import ConfigError, PatchError, SourceError
 from patchbench.util import safeargs
 from patchbench.util.git import run_git
 from patchbench.util.models import NAME_RE
@@ -76,7 +76,7 @@ def _with_dep3(text: str, subject: str, body: str, author: str, forwarded: str) 
     head, sep, rest = text.partition("\n\n")
     message, diff_sep, diff = rest.partition("\n---\n")
     if not sep or not diff_sep:
-        raise PatchbenchError("git format-patch gave an unexpected form (no message or no diff)")
+        raise PatchError("git format-patch gave an unexpected form (no message or no diff)")
     present = {m.group(1) for m in re.finditer(r"^([A-Z][A-Za-z-]+): ", message, re.M)}
     fields = ""
     if not present & {"Description", "Subject"}:
@@ -116,7 +116,7 @@ def series_new(ws: Workspace, name: str, target: str, clone_dir: str | None, rev
             subject, body, author = run_git(["show", "-s", f"--format={fmt}", sha],
                                             cwd=clone).stdout.split("\0")[:3]
             text = run_git(["format-patch", "-1", "--stdout", "--zero-commit", "--no-signature",
-                            "--no-stat", "-U3", "--start-number", str(i), sha], cwd=clone).stdout
+                            "-U3", "--start-number", str(i), sha], cwd=clone).stdout
             slug = re.sub(r"[^A-Za-z0-9]+", "-", subject).strip("-")[:52].rstrip("-") or "patch"
             file_name = f"{i:04d}-{slug}.patch"
             (tmp / file_name).write_text(_with_dep3(text, subject.strip(), body,

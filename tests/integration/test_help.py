@@ -1,0 +1,51 @@
+"""Help and option errors through both front ends: invoke (tasks.py) and the console script."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from patchbench.cli import spec
+from tests.support import invoke_argv
+
+pytestmark = pytest.mark.integration
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("front", ["invoke", "patchbench"])
+def test_help_after_every_command(front: str, tmp_path: Path) -> None:
+    for name in spec.COMMANDS:
+        for flag in ("--help", "-h"):
+            argv = (invoke_argv(name, flag) if front == "invoke"
+                    else [shutil.which("patchbench") or "patchbench", name, flag])
+            res = _run(argv, tmp_path)
+            assert res.returncode == 0, (name, flag, res.stderr)
+            assert f"usage: {front} {name}" in res.stdout, (name, res.stdout)
+
+
+def test_invoke_help_before_the_task_and_list(tmp_path: Path) -> None:
+    res = _run(invoke_argv("--help", "compare"), tmp_path)
+    assert res.returncode == 0 and "usage: invoke compare NAME" in res.stdout
+    res = _run(invoke_argv("--list"), tmp_path)
+    assert res.returncode == 0
+    for name in spec.COMMANDS:
+        assert f"  {name} " in res.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["compare", "demo", "--runz", "5"], "did you mean --runs?"),
+    (["compare", "demo", "--rounds", "five"], "expected a whole number"),
+    (["compare", "demo", "--seed", "-1"], ">= 0"),
+    (["diff", "only-one"], "missing RUN_B"),
+])
+def test_option_errors_are_exit_10_in_invoke_too(args: list[str], message: str,
+                                                 tmp_path: Path) -> None:
+    res = _run(invoke_argv(*args), tmp_path)
+    assert res.returncode == 10, res.stderr
+    assert message in res.stderr and "Traceback" not in res.stderr
