@@ -127,7 +127,8 @@ def test_a_plain_format_patch_is_told_it_lacks_dep3_not_that_it_did_not_apply(
     project.write(candidates={"plain": ["plain"], "greet": ["greet"]})
     with pytest.raises(PatchError) as exc:
         pipeline.patch_check(project.load(), project.options(), ["plain", "greet"])
-    assert exc.value.message == "series 'plain': 0001-readme.patch lacks the DEP-3 fields Description, Author or Origin, Forwarded"
+    assert exc.value.message == ("series 'plain': 0001-readme.patch lacks the DEP-3 fields "
+                                 "Description, Author or Origin, Forwarded")
     assert "did not apply" not in exc.value.render()
     assert "greet  hello  ok (1 patch)" in (exc.value.detail or "")
 

@@ -77,5 +77,6 @@ def test_a_patch_file_without_dep3_headers_is_told_so(tmp_path: Path) -> None:
     (d / "series").write_text("0001-x.patch\n")
     with pytest.raises(PatchError) as exc:
         patching.load_series(tmp_path, "plain")
-    assert exc.value.message == "series 'plain': 0001-x.patch lacks the DEP-3 fields Description, Author or Origin, Forwarded"
+    assert exc.value.message == ("series 'plain': 0001-x.patch lacks the DEP-3 fields "
+                                 "Description, Author or Origin, Forwarded")
     assert "did not apply" not in exc.value.render()
