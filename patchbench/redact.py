@@ -26,9 +26,25 @@ _QUERY = re.compile(r"(?i)([?&;][^=&#\s]*(?:token|passw|pwd|secret|key|auth|sig)
                     r"([^&#\s]+)")
 
 
+_GIT_CONFIG_KEY = re.compile(r"^GIT_CONFIG_KEY_(\d+)$")
+_GIT_CONFIG_VALUE = re.compile(r"^GIT_CONFIG_VALUE_(\d+)$")
+_SECRET_GIT_KEY = re.compile(r"(?i)(token|passw|secret|key|credential|auth|cookie|header|"
+                             r"password|askpass)")
+
+
 def secret_name(name: str) -> bool:
-    """Whether a variable or field called ``name`` holds a secret by its name."""
-    return bool(SECRET_NAME.search(name))
+    """Whether a variable or field called ``name`` holds a secret by its name. git's
+    ``GIT_CONFIG_KEY_<n>`` holds a config key's name (such as ``core.abbrev``), not a secret."""
+    return not _GIT_CONFIG_KEY.match(name) and bool(SECRET_NAME.search(name))
+
+
+def _hidden(name: str, variables: Mapping[str, str]) -> bool:
+    """``name`` is hidden by its name, or as ``GIT_CONFIG_VALUE_<n>`` whose key names a secret
+    (``http.extraHeader``, ``credential.helper``, ...)."""
+    m = _GIT_CONFIG_VALUE.match(name)
+    if m:
+        return bool(_SECRET_GIT_KEY.search(variables.get(f"GIT_CONFIG_KEY_{m.group(1)}", "secret")))
+    return secret_name(name)
 
 
 def text(value: str) -> str:
@@ -42,7 +58,7 @@ def text(value: str) -> str:
 
 def env(variables: Mapping[str, str]) -> dict[str, str]:
     """A recorded environment: secret-named variables hidden, URLs cleaned in the rest."""
-    return {k: REDACTED if secret_name(k) else text(v) for k, v in variables.items()}
+    return {k: REDACTED if _hidden(k, variables) else text(v) for k, v in variables.items()}
 
 
 def tree(obj: Any, *, env_keys: tuple[str, ...] = ("env",)) -> Any:
@@ -54,7 +70,7 @@ def tree(obj: Any, *, env_keys: tuple[str, ...] = ("env",)) -> Any:
         out: dict[Any, Any] = {}
         for k, v in obj.items():
             if k in env_keys and isinstance(v, dict) and all(isinstance(x, str) for x in v):
-                out[k] = {name: (REDACTED if secret_name(name) else tree(val, env_keys=env_keys))
+                out[k] = {name: (REDACTED if _hidden(name, v) else tree(val, env_keys=env_keys))
                           for name, val in v.items()}
             else:
                 out[k] = tree(v, env_keys=env_keys)

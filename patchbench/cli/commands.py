@@ -147,13 +147,16 @@ def do_fetch(ws: Workspace, target: str) -> int:
 
 def do_list(ws: Workspace) -> int:
     m = config.load(ws.matrix).matrix
+    # at most about 100 columns: long cells wrap inside their column
     print(tabulate([[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
                      ", ".join(t.requires) or "-"] for n, t in m.targets.items()],
-                   headers=["target", "url", "ref", "commit", "toolchain", "requires"]))
+                   headers=["target", "url", "ref", "commit", "toolchain", "requires"],
+                   maxcolwidths=[16, 30, 12, 12, 14, 12]))
     print()
     print(tabulate([[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
-                     c.description] for n, c in m.comparisons.items()],
-                   headers=["comparison", "target", "candidates", "scenarios", "description"]))
+                     " ".join(c.description.split())] for n, c in m.comparisons.items()],
+                   headers=["comparison", "target", "candidates", "scenarios", "description"],
+                   maxcolwidths=[22, 14, 22, 16, 34]))
     return 0
 
 

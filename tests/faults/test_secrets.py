@@ -101,3 +101,17 @@ def test_a_whole_run_records_no_secret(project: Project, monkeypatch: pytest.Mon
     assert found == []
     results = (run_dir / "results.json").read_text()
     assert "<redacted>" in results  # the GOPROXY and API_TOKEN entries are there, redacted
+
+
+def test_git_config_pins_are_shown_and_secret_git_config_values_hidden() -> None:
+    from patchbench import redact
+
+    env = {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "core.abbrev", "GIT_CONFIG_VALUE_0": "12",
+           "GIT_CONFIG_KEY_1": "http.extraHeader", "GIT_CONFIG_VALUE_1": "Authorization: Bearer x",
+           "GIT_CONFIG_VALUE_7": "orphan value"}
+    out = redact.env(env)
+    assert out["GIT_CONFIG_KEY_0"] == "core.abbrev" and out["GIT_CONFIG_VALUE_0"] == "12"
+    assert out["GIT_CONFIG_KEY_1"] == "http.extraHeader"
+    assert out["GIT_CONFIG_VALUE_1"] == redact.REDACTED
+    assert out["GIT_CONFIG_VALUE_7"] == redact.REDACTED  # no key beside it: hidden to be safe
+    assert redact.tree({"env": env})["env"] == out

@@ -94,3 +94,13 @@ def test_project_may_come_before_the_command(capsys: pytest.CaptureFixture[str])
 
 def test_every_command_has_a_handler() -> None:
     assert set(main.HANDLERS) == set(spec.COMMANDS)
+
+
+def test_list_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    from patchbench.cli import commands
+    from tests.support import REPO_ROOT
+
+    commands.do_list(commands.workspace(project=str(REPO_ROOT)))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 10
+    assert max(len(line) for line in lines) <= 120
