@@ -111,6 +111,8 @@ def do_merge(args: list[str], *, reports: Path, out: str | None, summary: str | 
         write_text_atomic(out_dir / "report.md", text)
         write_text_atomic(out_dir / "report.html", merge.render_html(merged))
         write_json_atomic(out_dir / "merged.json", merge.to_json(merged))
+        # the job summary's text, also kept for a pull-request comment (the workflow posts it)
+        write_text_atomic(out_dir / "summary.md", merge.summary_markdown(merged))
     except OSError as exc:
         raise ReportError(f"cannot write the merged report under {out_dir}: "
                           f"{exc.strerror or exc}") from None

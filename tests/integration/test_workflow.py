@@ -44,22 +44,48 @@ def test_the_workflow_has_what_the_readme_promises() -> None:
     on = wf[True]  # YAML 1.1 reads the key `on` as true
     assert on["pull_request"]["paths"] == ["patches/**", "overlays/**", "matrix.yaml"]
     assert "comparison" in on["workflow_dispatch"]["inputs"]
+    assert wf["permissions"] == {"contents": "read"}
+    assert "PATCHBENCH_COMPARISON" in wf["concurrency"]["group"]  # the comparison is in the group
     measure = wf["jobs"]["measure"]
-    runners = [e["runner"] for e in measure["strategy"]["matrix"]["include"]]
-    assert "ubuntu-latest" in runners
-    assert any(isinstance(r, list) and "self-hosted" in r for r in runners)
+    assert measure["needs"] == "plan"
+    assert measure["strategy"]["matrix"]["include"] == "${{ fromJSON(needs.plan.outputs.machines) }}"
     assert measure["strategy"]["fail-fast"] is False
     cache = steps("measure")["Cache sources and Go caches"]["with"]
     assert "builds/sources" in cache["path"] and "steps.go-cache.outputs.build" in cache["path"]
     assert "hashFiles('matrix.yaml', 'patches/**')" in cache["key"]
-    assert 'invoke compare "$COMPARISON" --gate' in steps("measure")["compare"]["run"]
+    assert 'patchbench compare "$COMPARISON" --gate' in steps("measure")["compare"]["run"]
     upload = steps("measure")["Upload the run"]
-    assert upload["uses"].startswith("actions/upload-artifact@") and upload["if"] == "always()"
+    assert upload["uses"].startswith("actions/upload-artifact@")
+    assert upload["if"] == "${{ !cancelled() }}"  # not always(): a cancel stops everything
     final = wf["jobs"]["merge"]
-    assert final["needs"] == "measure" and final["if"] == "always()"
-    assert "invoke merge" in steps("merge")["merge"]["run"]
+    assert final["needs"] == "measure" and final["if"] == "${{ !cancelled() }}"
+    assert final["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert all("permissions" not in job for name, job in wf["jobs"].items() if name != "merge")
+    assert "patchbench merge" in steps("merge")["merge"]["run"]
     assert "--gate" in steps("merge")["merge"]["run"]
     assert '"$GITHUB_STEP_SUMMARY"' in steps("merge")["merge"]["run"]
+    install = steps("measure")["install"]["run"]
+    for package in ("hyperfine", "busybox-static", "pkg-config", "make", "libseccomp-dev",
+                    "strace", "bpftrace"):
+        assert package in install, package
+
+
+@pytest.mark.parametrize(("metal", "fork", "machines", "notice"), [
+    ("", "false", ["hosted"], False),  # no self-hosted runner variable: never pending on one
+    ("true", "false", ["hosted", "metal"], False),
+    ("true", "true", ["hosted"], True),  # a fork's pull request is not run as root
+])
+def test_the_plan_has_the_root_machine_only_when_asked_and_never_for_forks(
+        metal: str, fork: str, machines: list[str], notice: bool, tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    res = run_step(steps("plan")["plan"]["run"], {**os.environ, "METAL": metal, "FORK": fork,
+                                                 "GITHUB_OUTPUT": str(output)}, timeout=30)
+    assert res.returncode == 0, res.stderr
+    line = output.read_text().strip()
+    assert line.startswith("machines=")
+    planned = json.loads(line.removeprefix("machines="))
+    assert [m["machine"] for m in planned] == machines
+    assert ("::notice::" in res.stdout) is notice
 
 
 def run_step(script: str, env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -88,7 +114,8 @@ def test_the_workflow_steps_merge_two_machines_locally(tmp_path: Path) -> None:
     summary = tmp_path / "step-summary.md"
     summary.write_text("")
     res = run_step(steps("merge")["merge"]["run"],
-                   {**base_env, "RUNNER_TEMP": str(final_temp), "GITHUB_STEP_SUMMARY": str(summary)})
+                   {**base_env, "RUNNER_TEMP": str(final_temp), "GITHUB_STEP_SUMMARY": str(summary),
+                    "GITHUB_OUTPUT": str(tmp_path / "merge-output")})
     assert res.returncode == 0, res.stdout + res.stderr
     text = summary.read_text()
     assert "### patchbench `demo` on 2 machines" in text
@@ -102,6 +129,9 @@ def test_the_workflow_steps_merge_two_machines_locally(tmp_path: Path) -> None:
     # two fresh builds in two build caches gave the same artifacts: nothing "differs"
     assert merged["identical_builds"] == {"baseline": True, "per-sandbox-lock": True}
     assert merged["build_differences"] == [] and merged["gate_failed"] is False
+    comment = (final_temp / "comment.md").read_text()  # the pull-request comment, rendered
+    assert comment.startswith("<!-- patchbench-ab:demo -->\n")
+    assert "| start-8 per-sandbox-lock | " in comment
     page = (final_temp / "merged" / "report.html").read_text()
     assert '<table class="summary">' in page and 'data-chart="merge"' in page
     assert "Builds differ" not in (final_temp / "merged" / "report.md").read_text()
@@ -119,8 +149,8 @@ def test_a_machine_that_errored_fails_the_merge_gate(tmp_path: Path) -> None:
     (runs / "patchbench-metal" / "exit-code-metal").write_text("14\n")
     summary = tmp_path / "s.md"
     res = run_step(steps("merge")["merge"]["run"],
-                   {**os.environ, "RUNNER_TEMP": str(tmp_path), "GITHUB_STEP_SUMMARY": str(summary)},
-                   timeout=300)
+                   {**os.environ, "RUNNER_TEMP": str(tmp_path), "GITHUB_STEP_SUMMARY": str(summary),
+                    "GITHUB_OUTPUT": str(tmp_path / "out"), "COMPARISON": "demo"}, timeout=300)
     assert res.returncode == 4, res.stdout + res.stderr
     text = summary.read_text()
     assert "**metal: invoke compare exited 14" in text
