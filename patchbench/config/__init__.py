@@ -33,21 +33,27 @@ class GoToolchain(_Model):
     through the Go module proxy (GOTOOLCHAIN=go<version>); otherwise the go on PATH must already be
     that version, and any other one is refused."""
 
-    kind: Literal["go"]
-    version: Annotated[str, Field(pattern=r"^1\.\d+(\.\d+)?((rc|beta)\d+)?$")]
-    download: bool = False
-    cgo: bool = False
-    # Extra commands whose output goes into the fingerprint (C compiler, libseccomp, ...).
-    fingerprint: dict[Name, list[str]] = Field(default_factory=dict)
+    kind: Literal["go"] = Field(description="`go`: a Go toolchain.")
+    version: Annotated[str, Field(pattern=r"^1\.\d+(\.\d+)?((rc|beta)\d+)?$")] = Field(
+        description="The exact Go version, e.g. `1.23.6`; any other go is refused.")
+    download: bool = Field(default=False, description=(
+        "Let the go command fetch exactly this version through the Go module proxy "
+        "(`GOTOOLCHAIN=go<version>`); otherwise the go on `PATH` must be that version."))
+    cgo: bool = Field(default=False, description=(
+        "Build with cgo: the C compiler, linker and C library join the fingerprint."))
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
+        "Extra commands (name → argv) whose output goes into the toolchain fingerprint "
+        "(C compiler, libseccomp, ...)."))
 
 
 class SwiftToolchain(_Model):
     """Swift/Xcode on macOS; the fingerprint comes from ``swift --version`` and
     ``xcodebuild -version``."""
 
-    kind: Literal["swift"]
-    version: str
-    fingerprint: dict[Name, list[str]] = Field(default_factory=dict)
+    kind: Literal["swift"] = Field(description="`swift`: Swift/Xcode on macOS.")
+    version: str = Field(description="The Swift version the builds must be made with.")
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
+        "Extra commands (name → argv) whose output goes into the toolchain fingerprint."))
 
 
 Toolchain = Annotated[GoToolchain | SwiftToolchain, Field(discriminator="kind")]
@@ -61,22 +67,31 @@ class ImageRecipe(_Model):
     plus the pinned Go, small) or ``{recipe: debian-runc}`` (Debian by mmdebstrap with runc's build
     dependencies, plus the pinned Go)."""
 
-    recipe: Literal["go-busybox", "debian-runc"]
+    recipe: Literal["go-busybox", "debian-runc"] = Field(description=(
+        "`go-busybox` (static busybox plus the pinned Go) or `debian-runc` (Debian bookworm by "
+        "mmdebstrap with runc's build dependencies, plus the pinned Go)."))
 
 
 class BuildRecipe(_Model):
-    backend: Literal["host", "docker"] = "host"
-    commands: list[list[str]] = Field(min_length=1)
-    env: dict[str, str] = Field(default_factory=dict)
-    # files, or directories when the path ends in "/" (copied whole, e.g. an install root)
-    artifacts: list[str] = Field(min_length=1)
-    timeout: float = Field(default=1800.0, gt=0)
-    # docker backend: a registry image pinned by digest (name@sha256:..., never pulled when the
-    # engine holds it) or {recipe: NAME}, an image made here without a registry
-    image: str | ImageRecipe | None = None
-    # run after the build, from the artifacts directory; its output goes into the manifest
-    # (e.g. [runc, --version], to show the patched commit and that it is not "-dirty")
-    version: list[str] = Field(default_factory=list)
+    """How a target is built: the same commands, in the same environment, for every variant."""
+
+    backend: Literal["host", "docker"] = Field(default="host", description=(
+        "Where the build runs: on this machine, or in a container of `image` "
+        "(`--backend` overrides it)."))
+    commands: list[list[str]] = Field(min_length=1, description=(
+        "The build commands (argv lists), run one after the other in the patched worktree."))
+    env: dict[str, str] = Field(default_factory=dict, description=(
+        "Environment variables added to the toolchain's allowlisted environment."))
+    artifacts: list[str] = Field(min_length=1, description=(
+        "What the build produces, relative to the worktree: files, or directories when the path "
+        "ends in `/` (copied whole, e.g. an install root). Each file is also a placeholder."))
+    timeout: float = Field(default=1800.0, gt=0, description="Seconds the whole build may take.")
+    image: str | ImageRecipe | None = Field(default=None, description=(
+        "Docker backend only: a registry image pinned by digest (`name@sha256:...`, never pulled "
+        "when the engine holds it) or `{recipe: NAME}`, an image made here without a registry."))
+    version: list[str] = Field(default_factory=list, description=(
+        "A command run after the build from the artifacts directory; its output goes into the "
+        "manifest (e.g. `[runc, --version]`, to show the patched commit, never `-dirty`)."))
 
     @field_validator("artifacts")
     @classmethod
@@ -100,17 +115,27 @@ class BuildRecipe(_Model):
 
 
 class Target(_Model):
-    description: str = ""
-    url: str
-    ref: str
-    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
-    toolchain: Toolchain
-    build: BuildRecipe
+    """An upstream project pinned to one commit, with its toolchain and build recipe."""
+
+    description: str = Field(default="", description="Free text shown by `invoke list`.")
+    url: str = Field(description=(
+        "Where the source comes from: an https, ssh, git or file URL, or a directory of this "
+        "repository (`--source TARGET=...` replaces it)."))
+    ref: str = Field(description="The tag or branch; it must still point at `commit`.")
+    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] = Field(description=(
+        "The pinned 40-hex commit; a `ref` that now points elsewhere is refused."))
+    toolchain: Toolchain = Field(description="The pinned toolchain, chosen by its `kind`.")
+    build: BuildRecipe = Field(description="How every variant is built.")
     requires: list[Literal["linux", "macos", "apple-silicon", "root", "cgroups"]] = Field(
-        default_factory=list
-    )
-    tools: list[str] = Field(default_factory=list)  # run-time tools needed, e.g. busybox
-    runtime: Literal["runc", "apple-container", "docker-run", "containerd"] | None = None
+        default_factory=list, description=(
+            "What the machine must offer; an unmet requirement stops with exit 16 before "
+            "building."))
+    tools: list[str] = Field(default_factory=list, description=(
+        "Run-time tools that must be on `PATH`, e.g. `busybox`."))
+    runtime: Literal["runc", "apple-container", "docker-run", "containerd"] | None = Field(
+        default=None, description=(
+            "The runtime set up around the binaries (state directories, daemons, cleanup, "
+            "placeholders); none for a plain command."))
 
     @field_validator("url")
     @classmethod
@@ -134,19 +159,34 @@ def default_image(target: Target) -> ImageRecipe:
 
 
 class Comparison(_Model):
-    description: str = ""
-    target: Name
-    baseline: list[Name] = Field(default_factory=list)
-    candidates: dict[Name, list[Name]] = Field(min_length=1)
-    overlays: list[Name] = Field(default_factory=list)
-    scenarios: list[AnyScenario] = Field(min_length=1)
-    alpha: float = Field(default=0.05, gt=0, lt=1)
-    min_effect: float = Field(default=0.02, ge=0, lt=1)
-    seed: int | None = None
-    rootfs: str | None = None  # runc: a directory or tarball; default: a busybox rootfs
-    # measure the target's runtime one level up: docker-run registers every variant's runc with
-    # a dockerd of patchbench's own (only for a target whose runtime is runc)
-    runtime: Literal["docker-run"] | None = None
+    """One target, its baseline and candidates, and the scenarios that measure them."""
+
+    description: str = Field(default="", description="Free text shown by `invoke list`.")
+    target: Name = Field(description="The target (a key of `targets`) every variant is built from.")
+    baseline: list[Name] = Field(default_factory=list, description=(
+        "Patch series applied to the baseline too (e.g. measuring hooks); empty: the pinned "
+        "commit unchanged."))
+    candidates: dict[Name, list[Name]] = Field(min_length=1, description=(
+        "Candidate name → the patch series (directories under `patches/`) applied, in order, "
+        "on top of the baseline's."))
+    overlays: list[Name] = Field(default_factory=list, description=(
+        "Directories under `overlays/` whose files are added identically to every variant."))
+    scenarios: list[AnyScenario] = Field(min_length=1, description=(
+        "What is measured, each a scenario of one kind (`kind`, default `command`); names "
+        "must be unique."))
+    alpha: float = Field(default=0.05, gt=0, lt=1, description=(
+        "Significance level of the verdict (p < alpha)."))
+    min_effect: float = Field(default=0.02, ge=0, lt=1, description=(
+        "The smallest speedup or slowdown (as a fraction) that counts as faster or slower."))
+    seed: int | None = Field(default=None, description=(
+        "Seed of the round order and of the stress draws; default: a new one per run "
+        "(`--seed` overrides it)."))
+    rootfs: str | None = Field(default=None, description=(
+        "runc: the containers' root filesystem, a directory or tarball; default: a busybox "
+        "rootfs made here."))
+    runtime: Literal["docker-run"] | None = Field(default=None, description=(
+        "Measure one level up: `docker-run` registers every variant's runc with a dockerd of "
+        "patchbench's own (only for a target whose runtime is runc)."))
 
     @model_validator(mode="after")
     def _unique(self) -> Comparison:
@@ -160,9 +200,12 @@ class Comparison(_Model):
 
 
 class Matrix(_Model):
-    version: Literal[1]
-    targets: dict[Name, Target]
-    comparisons: dict[Name, Comparison]
+    """The top level of `matrix.yaml`."""
+
+    version: Literal[1] = Field(description="The matrix format version; always 1.")
+    targets: dict[Name, Target] = Field(description="Target name → the pinned upstream.")
+    comparisons: dict[Name, Comparison] = Field(description=(
+        "Comparison name → what `invoke compare NAME` builds and measures."))
 
 
 def _check_relative(path: str, what: str) -> None:
@@ -336,7 +379,7 @@ def _format_validation(
     first, *rest = messages
     return ConfigError(
         first,
-        hint="see the comments in matrix.yaml for every key",
+        hint="docs/matrix.md describes every key",
         detail="\n".join(rest) if rest else None,
     )
 

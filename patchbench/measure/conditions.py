@@ -66,13 +66,20 @@ class Condition(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
-    description: str = ""
-    env: dict[str, str] = Field(default_factory=dict)
-    cpus: list[int] | None = None
-    hogs: int = Field(default=0, ge=0, le=64)
-    cpu_quota: float | None = Field(default=None, gt=0, le=1024)
-    cpu_period_us: int = Field(default=100_000, ge=1_000, le=1_000_000)
+    name: str = Field(description=(
+        "The condition's name, in the cells' names (`condition=NAME`); `default` has no settings."))
+    description: str = Field(default="", description="Free text shown in the report.")
+    env: dict[str, str] = Field(default_factory=dict, description=(
+        "Environment variables for the measured command (e.g. `GOMAXPROCS: \"1\"`)."))
+    cpus: list[int] | None = Field(default=None, description=(
+        "CPU affinity: the cores the command may run on (e.g. `[0]`)."))
+    hogs: int = Field(default=0, ge=0, le=64, description=(
+        "Background CPU hogs (busy shell loops) running beside the command."))
+    cpu_quota: float | None = Field(default=None, gt=0, le=1024, description=(
+        "A CPU quota in CPUs, through a cgroup made for the run (v1 `cpu.cfs_quota_us` or v2 "
+        "`cpu.max`) and removed after."))
+    cpu_period_us: int = Field(default=100_000, ge=1_000, le=1_000_000, description=(
+        "The quota's period in microseconds."))
 
     @field_validator("name")
     @classmethod

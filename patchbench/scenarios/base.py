@@ -30,15 +30,25 @@ class ScenarioConfig(StrictModel):
     """Keys every kind has. ``runs`` must be a multiple of ``rounds`` so that every round runs each
     variant equally often."""
 
-    kind: str
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
-    description: str = ""
-    setup: list[list[str]] = Field(default_factory=list)
-    teardown: list[list[str]] = Field(default_factory=list)
-    warmup: int = Field(default=3, ge=0)
-    runs: int = Field(default=30, ge=1)
-    rounds: int = Field(default=5, ge=1)
-    timeout: float = Field(default=60.0, gt=0)  # seconds per single run of the command
+    kind: str = Field(description="The scenario kind; see its section.")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description=(
+        "The scenario's name, unique in its comparison (`--scenario NAME` runs only it)."))
+    description: str = Field(default="", description="Free text shown in the report.")
+    setup: list[list[str]] = Field(default_factory=list, description=(
+        "Commands (argv lists, placeholders filled) run before a variant's runs (in the timed "
+        "kinds: before each cell's runs in every round); a failing one stops the scenario."))
+    teardown: list[list[str]] = Field(default_factory=list, description=(
+        "Commands run after them, also after a failure."))
+    warmup: int = Field(default=3, ge=0, description=(
+        "Timed kinds: unmeasured runs of a cell before its first round (at most 1 in its later "
+        "rounds)."))
+    runs: int = Field(default=30, ge=1, description=(
+        "Measured runs per variant in all, a multiple of `rounds` (`--runs` overrides it)."))
+    rounds: int = Field(default=5, ge=1, description=(
+        "Interleaved rounds, in a seeded random order of the variants; fewer than 5 give no "
+        "verdict (`--rounds` overrides it)."))
+    timeout: float = Field(default=60.0, gt=0, description=(
+        "Seconds one run (and each command around it) may take; a run past it is a hang."))
 
     @model_validator(mode="after")
     def _balanced(self) -> ScenarioConfig:

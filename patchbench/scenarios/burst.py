@@ -46,19 +46,24 @@ OVERHEAD_VARIANT = "launcher-overhead"
 class Phase(StrictModel):
     """One step of an instance's start, timed on its own."""
 
-    name: Name
-    command: list[str] = Field(min_length=1)
+    name: Name = Field(description="The phase's name in the phase table.")
+    command: list[str] = Field(min_length=1, description=(
+        "The phase's command (argv, placeholders filled; `{i}` is the instance, `{k}` the count)."))
 
 
 class BurstConfig(CommandConfig):
-    kind: Literal["burst"] = "burst"  # type: ignore[assignment]
-    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
-    # after timing, launch k instances whose start is split into phases run one after the other
-    # ({i} is the instance, {k} the count), `phase_runs` times for each k in `phase_k`, and report
-    # each phase's median (for targets that cannot report phases from their own logs)
-    phases: list[Phase] = Field(default_factory=list)
-    phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
-    phase_runs: int = Field(default=3, ge=1)
+    """k instances of `command` launched at one moment, for each k; the time until the last
+    exits is measured. Takes no `conditions`."""
+
+    kind: Literal["burst"] = Field(default="burst", description="`burst`.")  # type: ignore[assignment]
+    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description=(
+        "The instance counts to scan; each k is its own cell (`{k}`; `{i}` is the instance)."))
+    phases: list[Phase] = Field(default_factory=list, description=(
+        "After timing, launch k instances whose start is split into these phases, run one after "
+        "the other, and report each phase's median (for targets whose logs cannot time phases)."))
+    phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description=(
+        "The instance counts the phases are timed at (needed with `phases`)."))
+    phase_runs: int = Field(default=3, ge=1, description="Phase launches per variant and k.")
 
 
     @model_validator(mode="after")

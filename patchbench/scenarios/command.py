@@ -45,20 +45,29 @@ if TYPE_CHECKING:
 class Rate(StrictModel):
     """Report count/time as a rate as well (e.g. 2000 records per run -> lines/s)."""
 
-    count: int = Field(gt=0)
-    unit: str
+    count: int = Field(gt=0, description="How many units one run handles (e.g. 2000 records).")
+    unit: str = Field(description="The unit's name, shown as `UNIT/s` (e.g. `lines`).")
 
 
 class CommandConfig(ScenarioConfig):
-    kind: Literal["command"] = "command"
-    command: list[str] = Field(min_length=1)
-    prepare: str | None = None  # hyperfine --prepare, a shell command before every run
-    cleanup: str | None = None  # hyperfine --cleanup, after each round's runs
-    rate: Rate | None = None
-    # a check command run once per variant after measuring (exit 0 = pass); its stdout is kept
-    verify: list[str] = Field(default_factory=list)
-    # machine states the cells run under, each its own set of cells (patchbench.measure.conditions)
-    conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1)
+    """One command per variant, timed by hyperfine in interleaved rounds."""
+
+    kind: Literal["command"] = Field(default="command", description=(
+        "`command` (the default when `kind` is left out)."))
+    command: list[str] = Field(min_length=1, description=(
+        "The measured command (argv, placeholders filled), run under the launcher's deadline."))
+    prepare: str | None = Field(default=None, description=(
+        "hyperfine `--prepare`: a shell command before every run."))
+    cleanup: str | None = Field(default=None, description=(
+        "hyperfine `--cleanup`: a shell command after each round's runs."))
+    rate: Rate | None = Field(default=None, description=(
+        "Also report count/time as a rate (e.g. lines/s)."))
+    verify: list[str] = Field(default_factory=list, description=(
+        "A check command run once per variant after measuring (exit 0 = pass; `--gate` fails "
+        "a candidate that fails it); its stdout is kept."))
+    conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1,
+                                        description=(
+        "Machine states the cells run under, each its own set of cells; names must be unique."))
 
     @model_validator(mode="after")
     def _conditions(self) -> CommandConfig:

@@ -70,13 +70,25 @@ class CtrStressConfig(ScenarioConfig):
     """``rounds`` rounds, each running every variant once; ``runs`` is not used (keep it equal
     to ``rounds``)."""
 
-    kind: Literal["ctrstress"] = "ctrstress"
-    layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1)
-    k: int = Field(default=8, ge=1, le=256)
-    actions: list[Action] = Field(min_length=1)
-    delay: tuple[float, float] = (0.0, 1.0)
-    args: list[str] = Field(default_factory=lambda: ["true"], min_length=1)
-    settle: float = Field(default=5.0, ge=0)  # seconds to wait for the shims to go
+    kind: Literal["ctrstress"] = Field(default="ctrstress", description="`ctrstress`.")
+    warmup: int = Field(default=3, ge=0, description="Not used by this kind.")
+    runs: int = Field(default=30, ge=1, description=(
+        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
+    rounds: int = Field(default=5, ge=1, description=(
+        "Rounds; each runs every variant once, in a seeded random order."))
+    layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
+        "Layer counts of the images; each round draws one."))
+    k: int = Field(default=8, ge=1, le=256, description="Containers started at once per round.")
+    actions: list[Action] = Field(min_length=1, description=(
+        "What a round does mid-start, drawn once per round for every variant: `kill` "
+        "(`ctr task kill`), `delete` (`ctr container delete`, then `ctr task delete --force`) "
+        "or `restart` (the variant's daemon)."))
+    delay: tuple[float, float] = Field(default=(0.0, 1.0), description=(
+        "[low, high] seconds: the seeded random delay before the action."))
+    args: list[str] = Field(default_factory=lambda: ["true"], min_length=1, description=(
+        "The container's command."))
+    settle: float = Field(default=5.0, ge=0, description=(
+        "Seconds to wait for the shims to go before counting leftovers."))
 
     @model_validator(mode="after")
     def _shape(self) -> CtrStressConfig:

@@ -49,11 +49,17 @@ SEED_FORMULA = ("2 × (1 + L + L) mount operations per container (100 × 2 × (1
 
 
 class LayersConfig(ScenarioConfig):
-    kind: Literal["layers"] = "layers"
-    layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1)
-    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
-    args: list[str] = Field(default_factory=lambda: ["true"], min_length=1)
-    count_mounts: bool = True
+    """containerd: image layers × concurrency, with exact mount-syscall counts."""
+
+    kind: Literal["layers"] = Field(default="layers", description="`layers`.")
+    layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
+        "Layer counts L of the generated images; each is its own set of cells."))
+    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description=(
+        "Containers started at once (`ctr run --rm`), per L."))
+    args: list[str] = Field(default_factory=lambda: ["true"], min_length=1, description=(
+        "The container's command."))
+    count_mounts: bool = Field(default=True, description=(
+        "Count the mount syscalls of one start per (variant, L) with bpftrace."))
 
     def shown_command(self) -> str:
         return ("ctr run --rm --null-io --snapshotter overlayfs --uidmap 0:100000:65536 "

@@ -57,18 +57,30 @@ HANG_ALPHA = 0.05  # the one-sided Fisher level for "fails more often than the b
 
 
 class SoakConfig(ScenarioConfig):
-    kind: Literal["soak"] = "soak"
-    command: list[str] = Field(min_length=1)
-    warmup: int = Field(default=0, ge=0, le=0)  # nothing to warm: timing is incidental
-    rounds: int = 1  # unused: a soak interleaves in blocks
-    timeout: float = Field(default=5.0, gt=0)  # each run's deadline, seconds
-    block: int = Field(default=20, ge=1)  # runs of one variant in a row
-    budget_s: float | None = Field(default=None, gt=0)  # wall time per condition (all variants)
-    list_cmd: list[str] | None = Field(default=None, alias="list")  # leftovers, without a runtime
-    conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1)
-    # count (and kill) processes that outlive their run; off for commands whose children are
-    # meant to live on (runc exec -d): the launcher is then not a child subreaper either
-    escapes: bool = True
+    """Thousands of short runs per variant and condition, each with its own deadline; hangs
+    (with evidence), failures, leftovers and escaped processes are counted."""
+
+    kind: Literal["soak"] = Field(default="soak", description="`soak`.")
+    command: list[str] = Field(min_length=1, description=(
+        "The command run again and again (argv, placeholders filled)."))
+    warmup: int = Field(default=0, ge=0, le=0, description=(
+        "Always 0: nothing to warm, the timing is incidental."))
+    rounds: int = Field(default=1, description="Unused: a soak interleaves in blocks.")
+    timeout: float = Field(default=5.0, gt=0, description=(
+        "Each run's deadline in seconds; a run past it is a hang, its evidence saved."))
+    block: int = Field(default=20, ge=1, description=(
+        "Runs of one variant in a row; `runs` must be a multiple of it."))
+    budget_s: float | None = Field(default=None, gt=0, description=(
+        "Wall time per condition (all variants), seconds; the soak stops at `runs` or here."))
+    list_cmd: list[str] | None = Field(default=None, alias="list", description=(
+        "Without a runtime: a command listing leftovers, one per line; lines holding the "
+        "run's `{id}` prefix count."))
+    conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1,
+                                        description=(
+        "Machine states, each its own set of blocks; names must be unique."))
+    escapes: bool = Field(default=True, description=(
+        "Count and kill processes that outlive their run; `false` for commands whose children "
+        "are meant to live on (`runc exec -d`)."))
 
     @model_validator(mode="after")
     def _blocks(self) -> SoakConfig:

@@ -61,26 +61,44 @@ def host_name(instance_id: str, rnd: int | str) -> str:
 
 
 class StressConfig(ScenarioConfig):
-    kind: Literal["stress"] = "stress"
-    # each round launches `instances` copies of `launch` ({i} is the instance, {round} the
-    # round), waits a random delay, applies one of `actions` to all of them (a command from `kill`
-    # per instance, or a signal sent to the launched process), then checks with `list` and `fresh`.
-    instances: int = Field(default=8, ge=1)
-    delay: tuple[float, float] = (0.0, 1.2)
-    actions: list[Literal["delete", "stop", "sigterm", "sigint", "none"]] = Field(min_length=1)
-    launch: list[str] = Field(min_length=1)
-    kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict)
-    list_cmd: list[str] = Field(min_length=1, alias="list")
-    fresh: list[str] = Field(min_length=1)
-    # names for exit codes of the launched command, shown in the stress report
-    exit_labels: dict[int, str] = Field(default_factory=dict)
-    # exec: `host` starts the round's host container ({host}), `host_teardown` removes it
-    mode: Literal["run", "exec"] = "run"
-    host: list[Argv] = Field(default_factory=list)
-    host_teardown: list[Argv] = Field(default_factory=list)
-    # the signal check: sent once each instance is ready (after the round's delay), see
-    # stress_signals; only with action `none`
-    signals: SignalCheck | None = None
+    """Each round launches `instances` copies of `launch`, waits a random delay, applies one of
+    `actions` to all of them, then checks with `list` and `fresh`."""
+
+    kind: Literal["stress"] = Field(default="stress", description="`stress`.")
+    warmup: int = Field(default=3, ge=0, description="Not used by this kind.")
+    runs: int = Field(default=30, ge=1, description=(
+        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
+    rounds: int = Field(default=5, ge=1, description=(
+        "Rounds; each runs every variant once, in a seeded random order."))
+    instances: int = Field(default=8, ge=1, description="Instances launched at once per round.")
+    delay: tuple[float, float] = Field(default=(0.0, 1.2), description=(
+        "[low, high] seconds: the seeded random delay before the action, drawn once per round "
+        "for every variant."))
+    actions: list[Literal["delete", "stop", "sigterm", "sigint", "none"]] = Field(
+        min_length=1, description=(
+            "What a round does to its instances: a command from `kill` per instance "
+            "(`delete`, `stop`), a signal to the launched process (`sigterm`, `sigint`), or "
+            "nothing (`none`)."))
+    launch: list[str] = Field(min_length=1, description=(
+        "The launched command (`{i}` is the instance, `{round}` the round)."))
+    kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict, description=(
+        "The command per instance for the `delete` and `stop` actions."))
+    list_cmd: list[str] = Field(min_length=1, alias="list", description=(
+        "Lists what is left after the action; it must answer within the timeout."))
+    fresh: list[str] = Field(min_length=1, description=(
+        "A fresh instance that must run after every round."))
+    exit_labels: dict[int, str] = Field(default_factory=dict, description=(
+        "Names for exit codes of the launched command, shown in the report."))
+    mode: Literal["run", "exec"] = Field(default="run", description=(
+        "`exec`: every round first starts a host container (`host`, named `{host}`) into which "
+        "the instances are launched."))
+    host: list[Argv] = Field(default_factory=list, description=(
+        "mode `exec`: commands that start the round's host container `{host}`."))
+    host_teardown: list[Argv] = Field(default_factory=list, description=(
+        "mode `exec`: commands that remove the host container, on every path."))
+    signals: SignalCheck | None = Field(default=None, description=(
+        "The signal check: signals sent once each instance is ready; only with "
+        "`actions: [none]`."))
 
     @model_validator(mode="after")
     def _shape(self) -> StressConfig:

@@ -55,12 +55,14 @@ def number(name: str) -> int:
 class SignalCheck(StrictModel):
     """``signals:`` of a stress scenario."""
 
-    send: list[str] = Field(min_length=1)
-    ready: str = Field(default="ready", min_length=1)  # the line the process writes when ready
-    # signals the runtime does not forward by design: a missing one is "by design", never lost
-    not_forwarded: list[str] = Field(default_factory=list)
-    # seconds to wait for an instance's readiness line (default: the scenario's timeout)
-    ready_timeout: float | None = Field(default=None, gt=0)
+    send: list[str] = Field(min_length=1, description=(
+        "Signals sent to each ready instance (e.g. `SIGUSR1`); each counts as forwarded or lost."))
+    ready: str = Field(default="ready", min_length=1, description=(
+        "The line the process writes when its signal traps are set."))
+    not_forwarded: list[str] = Field(default_factory=list, description=(
+        "Signals the runtime does not forward by design: a missing one is \"by design\", never lost."))
+    ready_timeout: float | None = Field(default=None, gt=0, description=(
+        "Seconds to wait for an instance's readiness line; default: the scenario's timeout."))
 
     @field_validator("send", "not_forwarded")
     @classmethod

@@ -1,0 +1,78 @@
+"""docs/matrix.md is generated from the config models (patchbench.config.reference): every key
+has a description, every model reachable from the matrix has its section, and the committed file
+is exactly the generated text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchbench import scenarios
+from patchbench.config import reference
+from tests.support import REPO_ROOT
+
+DOC = REPO_ROOT / "docs" / "matrix.md"
+
+
+def _properties() -> list[tuple[str, str, dict[str, Any]]]:
+    root = reference.schema()
+    defs = {**root["$defs"], "Matrix": root}
+    return [(model, key, prop) for model, node in defs.items()
+            for key, prop in node.get("properties", {}).items()]
+
+
+def test_every_key_of_every_model_has_a_description() -> None:
+    props = _properties()
+    assert len(props) > 80  # every model's keys are there, not just the top level
+    missing = [f"{m}.{k}" for m, k, p in props if not p.get("description", "").strip()]
+    assert missing == []
+
+
+def test_a_key_without_a_description_stops_the_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = reference.schema
+
+    def without(**_: Any) -> dict[str, Any]:
+        root = real()
+        del root["$defs"]["Condition"]["properties"]["hogs"]["description"]
+        return root
+
+    monkeypatch.setattr(reference, "schema", without)
+    with pytest.raises(reference.MissingDescription, match=r"Condition\.hogs"):
+        reference.render()
+    assert reference.main(["--check", "--out", str(DOC)]) == 1
+
+
+def test_every_model_and_scenario_kind_has_a_section() -> None:
+    text = reference.render()
+    for name in reference.models():
+        assert f"\n## {name}\n" in text, name
+    for kind in scenarios.KINDS.values():
+        assert f"\n## {kind.config.__name__}\n" in text
+        assert f"| `kind` | `{kind.name}` |" in text
+
+
+def test_types_defaults_and_constraints_are_rendered() -> None:
+    text = reference.render()
+    assert "| `alpha` | number (> 0, < 1) | `0.05` |" in text
+    assert ("| `toolchain` | [GoToolchain](#gotoolchain) or [SwiftToolchain](#swifttoolchain) "
+            "(by `kind`)") in text
+    assert "| `conditions` | list of [Condition](#condition) (at least 1) | `[{name: default}]` |" in text
+    assert "| `list` | list of string (at least 1) | required |" in text  # the alias, not list_cmd
+    assert "Where: `comparisons.<name>.scenarios[].conditions[]`." in text
+
+
+def test_the_committed_reference_is_up_to_date() -> None:
+    assert DOC.read_text(encoding="utf-8") == reference.render(), (
+        "docs/matrix.md is stale: run python3 -m patchbench.config.reference")
+
+
+def test_check_mode_tells_stale_from_fresh(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "matrix.md"
+    assert reference.main(["--check", "--out", str(out)]) == 1  # missing
+    assert "is stale" in capsys.readouterr().err
+    assert reference.main(["--out", str(out)]) == 0
+    assert reference.main(["--check", "--out", str(out)]) == 0
+    out.write_text(out.read_text() + "edited by hand\n")
+    assert reference.main(["--check", "--out", str(out)]) == 1
