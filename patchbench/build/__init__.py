@@ -142,6 +142,8 @@ def build_variant(plan: BuildPlan, variant: Variant) -> Built:
         if final.exists():  # every artifact is hashed again before a cached build is used
             verdict = cache_verify.verify_entry(final)
             if verdict.ok and verdict.manifest is not None:
+                progress.say(f"{plan.target_name}/{variant.name}: cached ({final}; every artifact "
+                             "hashed again)")
                 return Built(variant, final, {**verdict.manifest, "cache_check": verdict.record()},
                              cached=True)
             if (final / STAMP).is_file():  # a complete entry that changed since: say how
@@ -159,7 +161,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
     log = logs / f"{plan.target_name}-{variant.name}-{key[:12]}.log"
     log.write_text("")
     label = f"{plan.target_name}/{variant.name}"
-    progress.say(f"building {label} at {plan.checkout.commit[:12]} (log: {_rel(log, plan.project.root)})")
+    progress.say(f"building {label} at {plan.checkout.commit[:12]} (log: {log})")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"{key[:12]}-{cleanup.owner_tag()}-",
                                      dir=tmp_root) as tmp_s:

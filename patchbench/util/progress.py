@@ -2,7 +2,8 @@
 
 - :func:`say` and :func:`step`: progress lines and warnings (always shown);
 - :class:`StatusLine`: one line, rewritten in place (only on a terminal);
-- :class:`BuildTicker`: while a build runs, ``building NAME · 42s · <last line of its log>``;
+- :class:`BuildTicker`: while a build runs, ``building NAME · 42s · <last line of its log>``
+  (rewritten in place on a terminal, else a plain ``still building ...`` line every 30 s);
 - :class:`RoundProgress`: ``round r/R · elapsed · ETA`` during measurement.
 
 The terminal-only parts are quiet when stderr is not a terminal (CI logs, pipes) or with
@@ -35,6 +36,7 @@ def step(label: str, detail: str) -> None:
 
 
 Clock = Callable[[], float]
+PLAIN_EVERY = 30.0  # seconds between plain "still building" lines when stderr is not a terminal
 
 
 def is_enabled(stream: TextIO) -> bool:
@@ -119,7 +121,9 @@ class BuildTicker:
     until the block ends."""
 
     def __init__(self, label: str, log: Path, status: StatusLine | None = None,
-                 interval: float = 0.5, clock: Clock = time.monotonic):
+                 interval: float = 0.5, clock: Clock = time.monotonic,
+                 plain_every: float = PLAIN_EVERY):
+        self.plain_every = plain_every
         self.label = label
         self.log = log
         self.status = status or StatusLine()
@@ -138,11 +142,18 @@ class BuildTicker:
         while not self._stop.wait(self.interval):
             self.status.update(self.text())
 
+    def _plain(self) -> None:  # not a terminal (a CI log): a plain line now and then
+        while not self._stop.wait(self.plain_every):
+            say(self.text().replace("building", "still building", 1))
+
     def __enter__(self) -> BuildTicker:
         self.started = self.clock()
         if self.status.enabled:
             self.status.update(self.text())
             self._thread = threading.Thread(target=self._run, name="build-ticker", daemon=True)
+        elif self.plain_every > 0:
+            self._thread = threading.Thread(target=self._plain, name="build-ticker", daemon=True)
+        if self._thread is not None:
             self._thread.start()
         return self
 

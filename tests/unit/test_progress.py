@@ -101,3 +101,15 @@ def test_build_ticker_is_silent_off_a_terminal(tmp_path: Path) -> None:
         time.sleep(0.03)
         assert t.text() == "building x · 0s"
     assert pipe.getvalue() == ""
+
+
+def test_build_ticker_prints_plain_lines_off_a_terminal(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "b.log"
+    log.write_text("compiling\n")
+    pipe = io.StringIO()
+    with p.BuildTicker("runc/baseline", log, p.StatusLine(pipe), plain_every=0.02):
+        time.sleep(0.1)
+    assert pipe.getvalue() == ""  # nothing rewritten in place
+    err = capsys.readouterr().err
+    assert "patchbench: still building runc/baseline · 0s · compiling" in err
