@@ -42,6 +42,17 @@ def _version(argv: list[str]) -> str | None:
     return text.splitlines()[0] if text else None
 
 
+def _virtualization() -> str | None:
+    """``vm: kvm``, ``container: docker``, both, or None: what this machine runs in (not a build
+    backend), from systemd-detect-virt; "none" answers are left out."""
+    found = []
+    for kind in ("vm", "container"):
+        answer = _version(["systemd-detect-virt", f"--{kind}"])
+        if answer and answer != "none":
+            found.append(f"{kind}: {answer}")
+    return ", ".join(found) or None
+
+
 def _mem_total() -> int | None:
     for line in (_read("/proc/meminfo") or "").splitlines():
         if line.startswith("MemTotal:"):
@@ -62,7 +73,7 @@ def machine_info(tools: dict[str, list[str]] | None = None) -> dict[str, Any]:
         "load_avg": list(os.getloadavg()),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "cpu_mhz": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"),
-        "virtualization": _version(["systemd-detect-virt"]),
+        "virtualization": _virtualization(),
         "cgroup_v2": Path("/sys/fs/cgroup/cgroup.controllers").exists(),
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -70,8 +70,12 @@ def hyperfine_cell(sc: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
     times: list[float] = cell["samples"]["times"]
     if not times:
         raise ReportError(f"{sc['name']} {cell['label']}: no samples to export")
+    # the command line as the scenario has it (placeholders such as {runc} unfilled: they name
+    # this machine's paths); the variant and the cell's parameters are hyperfine "parameters"
+    command = sc.get("command")
     entry: dict[str, Any] = {
-        "command": f"{sc['name']} {cell['label']}",
+        "command": command if isinstance(command, str) and command else
+        f"{sc['name']} {cell['label']}",
         "mean": sum(times) / len(times),
         "stddev": _stdev(times),
         "median": _median(times),
@@ -82,8 +86,8 @@ def hyperfine_cell(sc: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
         "times": times,
         "exit_codes": cell["samples"]["exit_codes"],
     }
-    if cell.get("params"):
-        entry["parameters"] = dict(cell["params"])
+    entry["parameters"] = {"variant": cell.get("variant", cell["label"]),
+                           **dict(cell.get("params") or {})}
     return {"results": [entry]}
 
 
@@ -156,8 +160,10 @@ def to_bmf(results: Results) -> Files:
         ci = s.get("median_ci") or [s["min"], s["max"]]
         params = "".join(f"/{k}={v}" for k, v in cell.get("params", {}).items())
         out[f"{sc['name']}{params}/{cell['variant']}"] = {
-            "latency": {"value": s["median"] * 1e9, "lower_value": ci[0] * 1e9,
-                        "upper_value": ci[1] * 1e9},
+            # whole picoseconds at most: 48728657.00000001 ns is float noise, not a digit
+            "latency": {"value": round(s["median"] * 1e9, 3),
+                        "lower_value": round(ci[0] * 1e9, 3),
+                        "upper_value": round(ci[1] * 1e9, 3)},
         }
     return {"bmf.json": json.dumps(out, indent=2) + "\n"}
 

@@ -15,9 +15,16 @@ from patchbench.errors import SourceError
 def locked(locks: Path, name: str, timeout: float = 3600.0) -> Iterator[None]:
     """Hold ``locks/<name>.lock`` (``locks`` is a Layout's ``locks`` directory)."""
     locks.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(locks / f"{name}.lock"), timeout=timeout)
     try:
-        lock = FileLock(str(locks / f"{name}.lock"), timeout=timeout)
-        lock.acquire()
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:  # two runs on one builds dir: said, then waited for
+            from patchbench.util.progress import say
+
+            say(f"waiting for another patchbench process using {locks.parent} "
+                f"(it holds {name}.lock)")
+            lock.acquire()
     except Timeout:
         raise SourceError(
             f"another patchbench process has held {locks / name}.lock for {timeout:g} s",

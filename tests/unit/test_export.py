@@ -57,7 +57,8 @@ def test_hyperfine_export_has_every_cell_with_every_run(key: str) -> None:
         n = sum(len(h["times"]) for h in rounds)
         assert entry["user"] == pytest.approx(sum(h["user"] * len(h["times"]) for h in rounds) / n)
         assert entry["system"] > 0
-        assert entry.get("parameters", {}) == cell["params"]
+        assert entry["parameters"] == {"variant": cell["variant"], **cell["params"]}
+        assert entry["command"] == sc["command"]  # the command line, not "NAME CELL"
 
 
 def test_hyperfine_export_weights_rounds_by_their_runs() -> None:
@@ -141,6 +142,8 @@ def test_bmf_is_the_median_and_its_ci_in_nanoseconds(key: str) -> None:
         assert lat["lower_value"] == pytest.approx(low * 1e9)
         assert lat["upper_value"] == pytest.approx(high * 1e9)
         assert lat["lower_value"] <= lat["value"] <= lat["upper_value"]
+        for v in lat.values():
+            assert v == round(v, 3)  # no float noise such as 48728657.00000001
 
 
 def test_unknown_format_and_a_run_without_timings_are_refused() -> None:
