@@ -128,23 +128,24 @@ def check_requirements(target: Target) -> None:
         )
 
 
+# The runtimes by the name matrix.yaml gives them (``runtime:``); the modules are imported only
+# when a comparison uses one. tests/unit/test_runtimes_registry.py checks that these keys are
+# exactly the names the config accepts.
+REGISTRY: dict[str, tuple[str, str]] = {
+    "runc": ("patchbench.runtimes.runc", "RuncRuntime"),
+    "docker-run": ("patchbench.runtimes.docker_run", "DockerRunRuntime"),
+    "apple-container": ("patchbench.runtimes.apple_container", "AppleContainerRuntime"),
+    "containerd": ("patchbench.runtimes.containerd", "ContainerdRuntime"),
+}
+
+
 def get(name: str | None) -> Runtime | None:
     if name is None:
         return None
-    if name == "runc":
-        from patchbench.runtimes.runc import RuncRuntime
+    if name not in REGISTRY:
+        raise RequirementError(f"unknown runtime {name!r} (known: {', '.join(REGISTRY)})")
+    import importlib
 
-        return RuncRuntime()
-    if name == "docker-run":
-        from patchbench.runtimes.docker_run import DockerRunRuntime
-
-        return DockerRunRuntime()
-    if name == "apple-container":
-        from patchbench.runtimes.apple_container import AppleContainerRuntime
-
-        return AppleContainerRuntime()
-    if name == "containerd":
-        from patchbench.runtimes.containerd import ContainerdRuntime
-
-        return ContainerdRuntime()
-    raise RequirementError(f"unknown runtime {name!r}")
+    module, cls = REGISTRY[name]
+    runtime: Runtime = getattr(importlib.import_module(module), cls)()
+    return runtime
