@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-# The matrix file in use (set when one is loaded): messages that say "matrix.yaml" name it.
-MATRIX_IN_USE: str | None = None
+# Messages say "matrix.yaml"; the top level (cli.main) sets ``matrix`` on the error to the file in
+# use, and ``render`` names that one.
 _MATRIX_WORD = re.compile(r"(?<![\w./-])matrix\.yaml(?![\w.-])")
 
 
@@ -20,6 +20,7 @@ class PatchbenchError(Exception):
         self.message = message
         self.hint = hint
         self.detail = detail
+        self.matrix: str | None = None  # the matrix file in use, as the user would write it
 
     def render(self) -> str:
         text = f"patchbench: {self.kind}: {self.message}"
@@ -29,8 +30,9 @@ class PatchbenchError(Exception):
             text += "\n" + "\n".join("  | " + line for line in self.detail.rstrip().splitlines())
         from patchbench.redact import text as redact_text
 
-        if MATRIX_IN_USE is not None:
-            text = _MATRIX_WORD.sub(lambda _: MATRIX_IN_USE or "matrix.yaml", text)
+        if self.matrix is not None:
+            shown = self.matrix
+            text = _MATRIX_WORD.sub(lambda _: shown, text)
         return redact_text(text)  # a credential in a URL is never printed
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.cli import spec
-from patchbench.errors import ConfigError
+from patchbench.errors import ConfigError, PatchbenchError
 
 Values = dict[str, Any]
 
@@ -21,6 +21,18 @@ def _ws(v: Values, project: str | None) -> Any:
         sources=v.get("source") or [], project=v.get("project") or project,
         matrix=v.get("matrix"), builds=v.get("builds"), reports=v.get("reports"),
         verbose=bool(v.get("verbose")), backend=v.get("backend"))
+
+
+def _matrix_shown(v: Values, project: str | None) -> str | None:
+    import os
+
+    from patchbench import config
+
+    given = v.get("matrix") or os.environ.get("PATCHBENCH_MATRIX")
+    proj = v.get("project") or project or os.environ.get("PATCHBENCH_PROJECT")
+    if not given and not proj:
+        return None  # ./matrix.yaml: the word in the message is already right
+    return config.shown(Path(given) if given else Path(proj or ".") / "matrix.yaml")
 
 
 def _compare(v: Values, project: str | None) -> int:
@@ -143,7 +155,11 @@ def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench"
         if parsed.help:
             print(spec.help_text(cmd, prog))
             return 0
-        return HANDLERS[cmd.name](parsed.values, project)
+        try:
+            return HANDLERS[cmd.name](parsed.values, project)
+        except PatchbenchError as exc:  # messages that say "matrix.yaml" name the file in use
+            exc.matrix = _matrix_shown(parsed.values, project)
+            raise
 
     commands.guarded(go)
 

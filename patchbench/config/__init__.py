@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from patchbench import errors, scenarios
+from patchbench import scenarios
 from patchbench.errors import ConfigError
 from patchbench.scenarios import AnyScenario
 from patchbench.util import safeargs, yamlsafe
@@ -387,7 +387,6 @@ def _format_validation(
 def load(path: Path, *, pending_series: frozenset[str] = frozenset()) -> Project:
     """Load and validate ``path``; also check that every named patch series and overlay exists
     (except ``pending_series``: the series a ``series add`` is about to make)."""
-    errors.MATRIX_IN_USE = _shown(path)  # messages name the matrix file actually in use
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -463,7 +462,7 @@ def runtime_of(project: Project, comp: Comparison) -> str | None:
     return comp.runtime or project.target(comp.target).runtime
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """``path`` as the user would write it: relative to the current directory when inside it."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))

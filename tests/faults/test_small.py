@@ -113,9 +113,10 @@ def test_messages_name_the_matrix_file_in_use(tmp_path: Path,
     custom = tmp_path / "experiments" / "my-matrix.yml"
     custom.parent.mkdir()
     custom.write_text(yaml.safe_dump({"version": 1, "targets": {}, "comparisons": {}}))
-    monkeypatch.setattr(errors, "MATRIX_IN_USE", None)
     config.load(custom)
-    text = go_error(download=False).render()
+    exc = go_error(download=False)
+    exc.matrix = config.shown(custom)  # what the top level (cli.main) sets
+    text = exc.render()
     assert f"{custom} pins Go 1.21.0" in text
     assert "matrix.yaml" not in text
     # a path already in a message is left alone
