@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from patchbench.build import Built
     from patchbench.measure.bench import Cell, Invocation, Samples
+    from patchbench.report.blocks import Across, Block, Table
     from patchbench.results import Cell as CellResult
     from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
     from patchbench.runtimes import Runtime
@@ -122,6 +123,23 @@ class ScenarioKind(Protocol):
     def gate(self, result: Any) -> list[str]:
         """Why this scenario fails an A/B gate, beyond "significantly slower" (judged for all
         kinds at once, Holm-adjusted); empty when it passes."""
+
+    def report(self, result: Any) -> list[Block]:
+        """report.md's part of this scenario after its header and (a timed kind) its cells'
+        detail table (patchbench.report.markdown formats it)."""
+
+    def page(self, result: Any) -> list[Block]:
+        """report.html's part of this scenario after the same (patchbench.report.html formats
+        it)."""
+
+    def summary(self, result: Any) -> Table | None:
+        """This scenario's rows of a CI job summary's table of this kind (the tables of all
+        scenarios with the same headers are one table); None: nothing beyond the summary
+        table."""
+
+    def across(self, result: Any) -> Across | None:
+        """This scenario's cells of a merged report's section of this kind (one column per
+        run); None: nothing beyond the merged summary."""
 
 
 # --- shared helpers -------------------------------------------------------------------------

@@ -119,9 +119,8 @@ def test_result_round_trips_through_the_union() -> None:
 
 
 def test_report_blocks() -> None:
-    blocks = markdown.extra_blocks(layers_result(fix_left=3))
-    text = "\n\n".join(blocks)
-    rows = [line.split("|")[1:-1] for line in blocks[0].splitlines() if line.startswith("| 16 ")]
+    text = "\n\n".join(markdown.scenario_blocks(layers_result(fix_left=3)))
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| 16 ")]
     assert [c.strip() for c in rows[0]] == ["16", "33 / 42", "2 / 42"]
     assert "| 16  | 8   | 8.000 s    | 4.000 s " in text
     assert "2.00L+1.0 / 0.00L+42.0" in text and "0.00L+2.0 / 0.00L+42.0" in text
@@ -148,6 +147,6 @@ def test_gate_judges_the_candidate_only() -> None:
 def test_html_report_shows_the_data() -> None:
     from patchbench.report import html
 
-    page = html.scenario_section(layers_result().model_dump(mode="json"))
+    page = html.scenario_section(layers_result())
     assert "Scenario <code>scan</code> (layers)" in page and "layers data" in page
     assert "mount_counts" in page and "fix L=16 k=8" in page
