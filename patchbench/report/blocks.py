@@ -94,8 +94,10 @@ Block = Text | Heading | Bullets | Table | Image | Chart | Data
 @dataclass(frozen=True)
 class Across:
     """One kind's figures per row of a merged report, to be put side by side for several runs:
-    ``cells`` maps a row (its values under ``keys``) to the text of one run's cell."""
+    ``cells`` maps a row (its values under ``keys``) to the text of one run's cell; ``name``
+    names the table (the HTML class)."""
 
+    name: str
     title: str
     keys: tuple[str, ...]
     note: str

@@ -482,7 +482,7 @@ class StressKind:
 
     def across(self, result: StressResult) -> Across | None:
         """A merged report's cell per build and machine: hangs / leftovers / failed fresh runs."""
-        return Across("Stress rounds", ("stress", "build"),
+        return Across(self.name, "Stress rounds", ("stress", "build"),
                       "hangs / leftovers / failed fresh runs, per machine",
                       tuple(((result.name, build),
                              f"{pb.hangs} / {pb.leftovers} / {pb.fresh_failures}")
