@@ -8,7 +8,7 @@ Inline text is a tuple of pieces: a plain ``str`` (written as it is in markdown,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,10 +73,11 @@ class Image:
 
 @dataclass(frozen=True)
 class Chart:
-    """A chart drawn from the results (report.html inlines it); ``png`` None: nothing to draw."""
+    """A chart drawn from the results when formatted (report.html inlines it): ``draw`` returns
+    the PNG, or None when there is nothing to draw."""
 
     name: str
-    png: bytes | None
+    draw: Callable[[], bytes | None]
     caption: str
 
 

@@ -212,7 +212,7 @@ def block(b: Block) -> str:
     if isinstance(b, Table):
         return table(b.headers, b.rows, b.name)
     if isinstance(b, Chart):
-        return chart(b.png, b.name, b.caption)
+        return chart(b.draw(), b.name, b.caption)
     if isinstance(b, Image):
         return f'<img src="{esc(b.src)}" alt="{esc(b.alt)}">'
     if isinstance(b, Data):

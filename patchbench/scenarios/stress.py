@@ -29,6 +29,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
@@ -471,7 +472,7 @@ class StressKind:
         if sig_rows:
             out += [Heading("Signals sent once the process inside was ready"),
                     table(SIGNAL_HEADERS, sig_rows, "stress-signals")]
-        return [*out, Chart("stress", charts.stress_chart(sc.model_dump(mode="json")),
+        return [*out, Chart("stress", partial(charts.stress_chart, sc.model_dump(mode="json")),
                             "How every instance launched in the stress rounds ended, per build.")]
 
     def summary(self, result: StressResult) -> Table | None:

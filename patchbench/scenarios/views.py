@@ -5,6 +5,7 @@ and charts, and the evidence lists of hung runs and instances."""
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from patchbench.report import charts
@@ -145,10 +146,10 @@ def timed_charts(data: dict[str, Any]) -> list[Block]:
     """report.html's charts of a timed scenario (``data``: the scenario as results.json holds it):
     every run per cell, and the speedup within each round."""
     return [
-        Chart("distribution", charts.distribution_chart(data),
+        Chart("distribution", partial(charts.distribution_chart, data),
               "Every run per cell with a box of the quartiles; the black diamond is the median "
               "and its bar the 95% bootstrap CI of the median."),
-        Chart("rounds", charts.round_ratio_chart(data),
+        Chart("rounds", partial(charts.round_ratio_chart, data),
               "Speedup within each round (baseline median / candidate median of that round's "
               "runs): a drift during the run shows as a slope; the band is the overall 95% CI."),
     ]
@@ -216,6 +217,6 @@ def k_tables(name: str, ks: list[int], cells: list[Cell], comparisons: list[Verd
 def k_chart(name: str, data: dict[str, Any]) -> Block:
     """report.html's chart per k (``data``: a scenario with ``k`` and cells, as results.json
     holds it): time against k, and the speedup per k. ``name``: the chart's (the burst kind's)."""
-    return Chart(name, charts.burst_chart(data),
+    return Chart(name, partial(charts.burst_chart, data),
                  "Burst scan: seconds until the last of k instances exits (median, 95% CI bars), "
                  "and the speedup per k with its 95% CI.")
