@@ -59,9 +59,9 @@ class ScenarioConfig(StrictModel):
         return ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ScenarioContext:
-    """Everything a kind needs to run one scenario of one comparison."""
+    """Everything a kind needs to run one scenario of one comparison (by keyword)."""
 
     scenario: Any  # the kind's own config model
     built: list[Built]

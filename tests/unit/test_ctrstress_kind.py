@@ -154,9 +154,10 @@ def fake_built(tmp_path: Path) -> list[build.Built]:
 
 def context(tmp_path: Path, runtime: Any, sc: CtrStressConfig | None = None
             ) -> scenarios.ScenarioContext:
-    return scenarios.ScenarioContext(sc or config(), fake_built(tmp_path), runtime,
-                                     tmp_path / "run", 5, Layout(tmp_path / "b", tmp_path / "r"),
-                                     tmp_path, 0.05, 0.02)
+    return scenarios.ScenarioContext(
+        scenario=sc or config(), built=fake_built(tmp_path), runtime=runtime,
+        workdir=tmp_path / "run", seed=5, layout=Layout(tmp_path / "b", tmp_path / "r"),
+        project_root=tmp_path, alpha=0.05, min_effect=0.02)
 
 
 def census(**kw: int) -> results.CtrStressCensus:

@@ -49,9 +49,10 @@ def fake_built(tmp_path: Path) -> list[build.Built]:
 
 
 def context(tmp_path: Path, runtime: Any) -> scenarios.ScenarioContext:
-    return scenarios.ScenarioContext(config(), fake_built(tmp_path), runtime, tmp_path / "run",
-                                     1, Layout(tmp_path / "b", tmp_path / "r"), tmp_path, 0.05,
-                                     0.02)
+    return scenarios.ScenarioContext(
+        scenario=config(), built=fake_built(tmp_path), runtime=runtime, workdir=tmp_path / "run",
+        seed=1, layout=Layout(tmp_path / "b", tmp_path / "r"), project_root=tmp_path,
+        alpha=0.05, min_effect=0.02)
 
 
 def test_plan_names_each_variants_daemon_and_command(tmp_path: Path) -> None:

@@ -308,8 +308,9 @@ def one_round(tmp_path: Path, runtime: FakeRuntime, teardown: list[str]) -> resu
         "launch": ["test", "-e", f"{runtime.dir}/{{host}}"], "list": ["true"],
         "fresh": ["test", "-e", f"{runtime.dir}/{{host}}"]})
     b = Built(Variant("fix", ()), tmp_path, {"artifacts": []}, True)
-    ctx = ScenarioContext(sc, [b], runtime, tmp_path, 1, None, tmp_path,  # type: ignore[arg-type]
-                          0.05, 0.02)
+    ctx = ScenarioContext(scenario=sc, built=[b], runtime=runtime, workdir=tmp_path, seed=1,
+                          layout=None,  # type: ignore[arg-type]
+                          project_root=tmp_path, alpha=0.05, min_effect=0.02)
     return stress.run_round(ctx, b, 1, ("none", 0.0), tmp_path / "log")
 
 
