@@ -294,8 +294,9 @@ class LayersKind:
         return out + [rb.Image(name, name) for name in sc.charts]
 
     def page(self, result: LayersResult) -> list[Block]:
-        """A table per k, as the burst kind's (for each k, the cell of the largest L: the page
-        has no per-(L, k) table yet; report.md has), verify, this kind's data as it is, charts."""
+        """The burst kind's table per k (for each variant and k, its last cell: the largest L;
+        the page has no per-(L, k) table yet, report.md has), verify, this kind's data as it is,
+        the charts (the burst kind's among them)."""
         sc = result
         data = sc.model_dump(mode="json")
         return [*k_tables(burst.KIND.name, sc.k, sc.cells, sc.comparisons),
