@@ -151,3 +151,16 @@ def test_html_report_shows_the_data() -> None:
     page = html.scenario_section(layers_result())
     assert "Scenario <code>scan</code> (layers)" in page and "layers data" in page
     assert "mount_counts" in page and "fix L=16 k=8" in page
+
+
+def test_the_containerd_kinds_need_the_containerd_runtime(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from patchbench.scenarios.base import containerd_runtime
+
+    for runtime in (None, SimpleNamespace(name="docker-run")):
+        with pytest.raises(ConfigError, match="the layers kind needs a target with 'runtime: "
+                                              "containerd'"):
+            containerd_runtime(context(tmp_path, runtime), "layers")
+    rt = ContainerdRuntime()
+    assert containerd_runtime(context(tmp_path, rt), "layers") is rt
