@@ -4,6 +4,7 @@ nothing here measures or writes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from tabulate import tabulate
@@ -63,8 +64,6 @@ def block(b: Block) -> str | None:
     if isinstance(b, Image):
         return f"![{b.alt}]({b.src})"
     if isinstance(b, Data):
-        import json  # only for a kind that shows its data as it is
-
         return f"{b.title}:\n\n```json\n{json.dumps(b.value, indent=2, ensure_ascii=False)}\n```"
     if isinstance(b, Chart):
         return None

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from patchbench.report import blocks as rb
+from patchbench.report import charts
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.report.numbers import fmt_ratio, fmt_time
 from patchbench.scenarios import burst
@@ -205,8 +206,6 @@ class LayersKind:
         for c, res in zip(cells, cell_results, strict=True):
             res.instances = _instances(_lat_file(ctx, c))
         verify = {v: _verify(d, images[max(sc.layers)], sc.timeout) for v, d in daemons.items()}
-
-        from patchbench.report import charts
 
         medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)): r.summary.median
                    for c, r in zip(cells, cell_results, strict=True)}  # NaN: every run hung
