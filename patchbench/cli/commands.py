@@ -92,8 +92,8 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     print()
     if report.summary_rows(results):
         print(report.summary_table(results))
-    for sc in results.scenarios:  # each kind's own part of report.md, without chart files
-        shown = markdown.blocks([b for b in KINDS[sc.kind].report(sc)
+    for sc in results.scenarios:  # each kind's own sections of report.md (no chart files)
+        shown = markdown.blocks([b for b in KINDS[sc.kind].report(sc, details=False)
                                  if not isinstance(b, Image)])
         if shown:
             print(f"\n{sc.name}:\n" + "\n\n".join(shown))

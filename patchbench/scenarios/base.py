@@ -124,9 +124,10 @@ class ScenarioKind(Protocol):
         """Why this scenario fails an A/B gate, beyond "significantly slower" (judged for all
         kinds at once, Holm-adjusted); empty when it passes."""
 
-    def report(self, result: Any) -> list[Block]:
+    def report(self, result: Any, *, details: bool = True) -> list[Block]:
         """report.md's part of this scenario after its header and (a timed kind) its cells'
-        detail table (patchbench.report.markdown formats it)."""
+        detail table (patchbench.report.markdown formats it). Without ``details``, a timed kind
+        leaves out its round-paired details and hangs (what ``compare`` prints)."""
 
     def page(self, result: Any) -> list[Block]:
         """report.html's part of this scenario after the same (patchbench.report.html formats

@@ -157,7 +157,7 @@ class BurstKind:
     def gate(self, result: BurstResult) -> list[str]:
         return hang_gate(result.name, result.comparisons, result.cells)
 
-    def report(self, result: BurstResult) -> list[Block]:
+    def report(self, result: BurstResult, *, details: bool = True) -> list[Block]:
         """The seed report's shape: k | baseline | candidate | speedup, plus launcher overhead;
         the chart file; the phase medians."""
         sc = result
@@ -172,7 +172,7 @@ class BurstKind:
             row.append(fmt_time(sc.launcher_overhead[str(k)]))
             rows.append(row)
         slope = ", ".join(f"{v} {s * 1e3:.2f} ms" for v, s in sc.slope_s_per_instance.items())
-        out = [*timed_blocks(sc, deadlines=True),
+        out = [*(timed_blocks(sc, deadlines=True) if details else []),
                table(["k at once", *variants, *[f"speedup {v} [95% CI]" for v in variants[1:]],
                       "launcher overhead"], rows),
                text("Slope (seconds per extra instance, least squares over median times): "

@@ -212,8 +212,9 @@ class CommandKind:
                 for variant, v in (result.verify or {}).items() if not v.passed
                 ] + hang_gate(result.name, result.comparisons, result.cells)
 
-    def report(self, result: CommandResult) -> list[Block]:
-        return timed_blocks(result, deadlines=True) + verify_blocks(result.verify)
+    def report(self, result: CommandResult, *, details: bool = True) -> list[Block]:
+        return ((timed_blocks(result, deadlines=True) if details else [])
+                + verify_blocks(result.verify))
 
     def page(self, result: CommandResult) -> list[Block]:
         return verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))

@@ -532,7 +532,7 @@ class CtrStressKind:
         return gate_failures(result.name, {v: pv.model_dump()
                                            for v, pv in result.per_variant.items()})
 
-    def report(self, result: CtrStressResult) -> list[Block]:
+    def report(self, result: CtrStressResult, *, details: bool = True) -> list[Block]:
         """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then
         every round with its draw and what each variant left."""
         sc = result

@@ -241,11 +241,11 @@ class LayersKind:
                 result.mounts_left.items() if n and not label.startswith(f"{base} ")]
         return out + hang_gate(result.name, result.comparisons, result.cells)
 
-    def report(self, result: LayersResult) -> list[Block]:
+    def report(self, result: LayersResult, *, details: bool = True) -> list[Block]:
         """Mount syscalls per start against L (with the fitted line and the seed's formula), the
         time table per (L, k), the mount table and leftovers per cell, verify, charts."""
         sc = result
-        out = timed_blocks(sc, deadlines=False)
+        out = timed_blocks(sc, deadlines=False) if details else []
         variants = list(sc.mount_counts)
         if variants:
             syscalls = list(next(iter(next(iter(sc.mount_counts.values())).values())))

@@ -304,7 +304,7 @@ class SoakKind:
                     out.append(f"{result.name} [{cond.name}] {v}: " + "; ".join(why))
         return out
 
-    def report(self, result: SoakResult) -> list[Block]:
+    def report(self, result: SoakResult, *, details: bool = True) -> list[Block]:
         """Per condition and variant: hangs N of M with Fisher's p against the baseline,
         failures, leftovers, escaped processes; then what each hang looked like, by evidence
         file."""

@@ -433,7 +433,7 @@ class StressKind:
                 if v != "baseline" and (pb.hangs or pb.leftovers or pb.fresh_failures)
                 ] + stress_signals.gate(result.name, result.per_build)
 
-    def report(self, result: StressResult) -> list[Block]:
+    def report(self, result: StressResult, *, details: bool = True) -> list[Block]:
         """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes; the
         signal check; the hung instances with their evidence."""
         sc = result
