@@ -1,6 +1,7 @@
 """A self-contained ``report.html`` of one run: inline CSS, charts inlined as base64 PNG, the
 summary table, the gate's reasons, per-scenario detail tables and charts, and the manifests and
-machine info in collapsible ``<details>``. One entry point: :func:`render_html`.
+machine info in collapsible ``<details>``. One entry point: :func:`render_html`. A scenario's own
+part is its kind's ``page`` (patchbench.report.blocks), formatted here (``block``).
 
 Every chart is an ``<img class="chart" data-chart=KIND>``; every table of results has a class
 (``summary``, ``detail``, ...) so that a browser test can find them."""
