@@ -218,9 +218,10 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     try:
         for i, sc in enumerate(chosen):
             say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} rounds")
-            ctx = scenarios.ScenarioContext(sc, built, runtime, workdir, seed + i, ws.layout,
-                                            project.root, comp.alpha, comp.min_effect,
-                                            extra_files)
+            ctx = scenarios.ScenarioContext(
+                scenario=sc, built=built, runtime=runtime, workdir=workdir, seed=seed + i,
+                layout=ws.layout, project_root=project.root, alpha=comp.alpha,
+                min_effect=comp.min_effect, extra_files=extra_files)
             out, warnings = scenarios.get(sc.kind).run(ctx)
             res.scenarios.append(out)
             res.warnings.extend(warnings)

@@ -42,8 +42,10 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
         out.append(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell in {sc.rounds} "
                    f"interleaved rounds, warmup {sc.warmup}, timeout {sc.timeout:g} s per run"
                    + sc.plan_detail())
-        ctx = scenarios.ScenarioContext(sc, fake_built, runtime, fake, 0, ws.layout, project.root,
-                                        comp.alpha, comp.min_effect)
+        ctx = scenarios.ScenarioContext(
+            scenario=sc, built=fake_built, runtime=runtime, workdir=fake, seed=0,
+            layout=ws.layout, project_root=project.root, alpha=comp.alpha,
+            min_effect=comp.min_effect)
         out += kind.plan(ctx)
         if i == 0 and runtime is not None and hasattr(runtime, "plan_notes"):
             out += [f"  note: {line}" for line in runtime.plan_notes()]

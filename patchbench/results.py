@@ -254,6 +254,9 @@ class _Timed(_Scenario):
     evidence_summary: str | None = None  # a readable account of every hang, in the run folder
 
 
+TimedResult = _Timed  # a kind with cells and comparisons (the summary table's rows)
+
+
 class CommandResult(_Timed):
     kind: Literal["command"] = "command"
     verify: dict[str, Check] | None = None

@@ -80,7 +80,10 @@ def guarded(fn: Callable[[], int | None]) -> None:
 
 def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
     from patchbench import gate, pipeline, report
+    from patchbench.report import markdown
+    from patchbench.report.blocks import Image
     from patchbench.runs import summary
+    from patchbench.scenarios import KINDS
 
     project = pipeline.load(ws)
     results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
@@ -90,10 +93,11 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     print()
     if report.summary_rows(results):
         print(report.summary_table(results))
-    for sc in results.scenarios:
-        for extra in report.extra_blocks(sc):
-            if not extra.startswith("!["):
-                print(f"\n{sc.name}:\n{extra}")
+    for sc in results.scenarios:  # each kind's own sections of report.md (no chart files)
+        shown = markdown.blocks([b for b in KINDS[sc.kind].report(sc, details=False)
+                                 if not isinstance(b, Image)])
+        if shown:
+            print(f"\n{sc.name}:\n" + "\n\n".join(shown))
     for w in results.warnings:
         print(f"warning: {w}")
     print(f"\nsaved: {run_dir}")

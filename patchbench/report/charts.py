@@ -214,9 +214,10 @@ def burst_chart(sc: dict[str, Any]) -> bytes | None:
 
 
 def stress_chart(sc: dict[str, Any]) -> bytes | None:
-    """Per build, how every launched instance ended, as stacked bars."""
+    """Per build, how every launched instance ended, as stacked bars (``sc``: a stress
+    scenario, as results.json holds it)."""
     per_build: dict[str, Any] = sc.get("per_build") or {}
-    if sc.get("kind") != "stress" or not per_build:
+    if not per_build:
         return None
     builds = list(per_build)
     outcomes = sorted({o for pb in per_build.values() for o in pb.get("outcomes", {})},

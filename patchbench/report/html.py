@@ -1,6 +1,7 @@
 """A self-contained ``report.html`` of one run: inline CSS, charts inlined as base64 PNG, the
 summary table, the gate's reasons, per-scenario detail tables and charts, and the manifests and
-machine info in collapsible ``<details>``. One entry point: :func:`render_html`.
+machine info in collapsible ``<details>``. One entry point: :func:`render_html`. A scenario's own
+part is its kind's ``page`` (patchbench.report.blocks), formatted here (``block``).
 
 Every chart is an ``<img class="chart" data-chart=KIND>``; every table of results has a class
 (``summary``, ``detail``, ...) so that a browser test can find them."""
@@ -13,10 +14,28 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from patchbench.report import charts as report_charts
+from patchbench import results as results_mod
+from patchbench.report.blocks import (
+    Block,
+    Bullets,
+    Chart,
+    Code,
+    Data,
+    Heading,
+    Image,
+    Inline,
+    Link,
+    Strong,
+    Table,
+    Text,
+)
+from patchbench.report.markdown import statistics_line, summary_headers, summary_rows
+from patchbench.report.numbers import fmt_time
+from patchbench.scenarios import KINDS
 
 if TYPE_CHECKING:
     from patchbench.results import Results as ResultsModel
+    from patchbench.results import ScenarioResult
 
 Results = dict[str, Any]  # results.json as loaded (schema 2 field names)
 
@@ -28,8 +47,6 @@ def as_dict(results: Results | ResultsModel) -> Results:
 
 def as_model(results: Results | ResultsModel) -> ResultsModel:
     """The typed results (for the markdown helpers and the gate, which take the model)."""
-    from patchbench import results as results_mod
-
     return results_mod.parse(results, "results") if isinstance(results, dict) else results
 
 CSS = """
@@ -120,10 +137,7 @@ def gate_block(reasons: Sequence[str]) -> str:
     return f'<div class="gate failed" id="gate">Gate: FAILED<ul>{items}</ul></div>'
 
 
-def summary_section(results: Results) -> str:
-    from patchbench.report.markdown import summary_headers, summary_rows
-
-    model = as_model(results)
+def summary_section(model: ResultsModel) -> str:
     rows = summary_rows(model)
     if not rows:
         return ""
@@ -151,14 +165,10 @@ def builds_section(results: Results) -> str:
 
 
 def _ci(ci: Sequence[float] | None) -> str:
-    from patchbench.report.markdown import fmt_time
-
     return f"[{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else "-"
 
 
 def detail_rows(sc: dict[str, Any]) -> list[list[str]]:
-    from patchbench.report.markdown import fmt_time
-
     rows = []
     hung = has_hangs(sc)
     for c in sc.get("cells", []):
@@ -177,188 +187,60 @@ def has_hangs(sc: dict[str, Any]) -> bool:
     return any(c.get("hangs") is not None for c in sc.get("cells", []))
 
 
-def ratio_text(c: dict[str, Any]) -> str:
-    if c["speedup"] != c["speedup"]:  # NaN: no round with finished runs of both
-        return "-"
-    text = f"{c['speedup']:.2f}×"
-    if c.get("ci_low") is not None:
-        text += f" [{c['ci_low']:.2f}, {c['ci_high']:.2f}]"
-    return text
-
-
-def burst_tables(sc: dict[str, Any]) -> str:
-    from patchbench.report.markdown import fmt_time
-
-    ks = [int(k) for k in sc.get("k", [])]
-    if not ks:
-        return ""
-    variants = list(dict.fromkeys(c["variant"] for c in sc.get("cells", [])))
-    cells = {(c["variant"], int(c["params"]["k"])): c for c in sc.get("cells", [])}
-    comps = {c["candidate"]: c for c in sc.get("comparisons", [])}
-    rows = []
-    for k in ks:
-        row = [str(k)]
-        row += [fmt_time(cells[(v, k)]["summary"]["median"]) if (v, k) in cells else "-"
-                for v in variants]
-        row += [ratio_text(comps[f"{v} k={k}"]) if f"{v} k={k}" in comps else "-"
-                for v in variants[1:]]
-        row.append(fmt_time(sc.get("launcher_overhead", {}).get(str(k))))
-        rows.append(row)
-    out = table(["k at once", *variants, *[f"speedup {v} [95% CI]" for v in variants[1:]],
-                 "launcher overhead"], rows, "burst")
-    slopes = sc.get("slope_s_per_instance") or {}
-    if slopes:
-        out += ("<p>Slope (least squares over the medians): "
-                + esc(", ".join(f"{v} {s * 1e3:.2f} ms per extra instance"
-                                for v, s in slopes.items())) + ".</p>")
-    phase_rows = []
-    for build, per_k in (sc.get("phases") or {}).items():
-        for k, ph in per_k.items():
-            names = sc.get("phase_names") or list(ph["median"])
-            phase_rows.append([build, k, *[fmt_time(ph["median"].get(n)) for n in names],
-                               fmt_time(ph.get("total_median"))])
-    if phase_rows:
-        names = sc.get("phase_names") or list(
-            next(iter(next(iter(sc["phases"].values())).values()))["median"])
-        out += "<h3>Phases (medians over every instance)</h3>" + table(
-            ["build", "k", *names, "total"], phase_rows, "phases")
-    return out
-
-
-def stress_table(sc: dict[str, Any]) -> str:
-    from patchbench.report.markdown import SIGNAL_HEADERS, fmt_time, stress_signal_rows
-
-    per_build = sc.get("per_build") or {}
-    if sc.get("kind") != "stress" or not per_build:
-        return ""
-    rows = []
-    for build, pb in per_build.items():
-        outcomes = "; ".join(f"{o}: {n}" for o, n in sorted(pb.get("outcomes", {}).items()))
-        rows.append([build, pb["rounds"], pb["instances_killed"], pb["kill_errors"], pb["hangs"],
-                     pb["leftovers"], pb["fresh_failures"],
-                     f"{fmt_time(pb.get('list_latency_median_s'))} / "
-                     f"{fmt_time(pb.get('list_latency_max_s'))}", outcomes])
-    out = table(["build", "rounds", "instances", "kill errors", "hangs", "leftovers",
-                 "fresh run failed", "list latency median / max", "outcomes"], rows, "stress")
-    sig_rows = stress_signal_rows(per_build, sc.get("not_forwarded") or [])
-    if sig_rows:
-        out += ("<h3>Signals sent once the process inside was ready</h3>"
-                + table(SIGNAL_HEADERS, sig_rows, "stress-signals"))
-    return out
-
-
-def ctrstress_table(sc: dict[str, Any]) -> str:
-    """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""
-    per_variant = sc.get("per_variant") or {}
-    if sc.get("kind") != "ctrstress" or not per_variant:
-        return ""
-    rows = []
-    for v, pv in per_variant.items():
-        actions = ", ".join(f"{a} {n}" for a, n in sorted(pv.get("actions", {}).items()))
-        outcomes = ", ".join(f"{a} {n}" for a, n in pv.get("action_outcomes", {}).items()
-                             if a != "restart") or "-"
-        rows.append([v, pv["rounds"], actions, outcomes, pv["hangs"],
-                     f"{pv['mounts']} ({pv['idmapped_mounts']})",
-                     f"{pv['snapshots']} / {pv['snapshot_dirs']}", pv["shims"],
-                     f"{pv['tasks']} / {pv['containers']}", pv["fresh_failures"]])
-    return (f"<p>{esc(sc.get('instances'))} containers per round, layers "
-            f"{esc(', '.join(map(str, sc.get('layers', []))))}; one action per round, the same for "
-            "every variant; leftovers counted, then removed, after each round.</p>"
-            + table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused", "hangs",
-                     "mounts left (idmapped)", "snapshots active / unlisted dirs", "shims left",
-                     "tasks / containers left", "fresh start failed"], rows, "stress"))
-
-
-def soak_table(sc: dict[str, Any]) -> str:
-    """Per condition and variant: hangs N of M with Fisher's p, failures, leftovers, escaped
-    processes; then links to every hang's evidence."""
-    from patchbench.report.markdown import fmt_p, fmt_time
-
-    if sc.get("kind") != "soak":
-        return ""
-    rows, links = [], []
-    for cond in sc.get("conditions", []):
-        tests = {t["candidate"]: t for t in cond.get("tests", [])}
-        for v, pv in cond["per_variant"].items():
-            t = tests.get(v)
-            rows.append([cond["name"], v, f"{pv['hangs']} of {pv['runs']}",
-                         fmt_p(t["hang_p"]) if t else "-", pv["failures"],
-                         fmt_p(t["failure_p"]) if t else "-", len(pv["leftovers"]),
-                         len(pv["escaped"]), fmt_time(pv.get("median_s"))])
-            links += [f'<li>{esc(cond["name"])} / {esc(v)}: <a href="{esc(n)}">{esc(n)}</a></li>'
-                      for n in pv.get("evidence", [])]
-    out = (f"<p>{esc(sc['block'])} runs of a variant per block, variants interleaved block by "
-           f"block; each run has a {esc(sc['deadline_s'])} s deadline.</p>"
-           + table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
-                    "leftovers", "escaped", "median (exit 0)"], rows, "soak"))
-    if links:
-        out += ("<h3>Hang evidence (saved before the kill)</h3>"
-                + (f'<p><a href="{esc(sc["evidence_summary"])}">every hang, described</a></p>'
-                   if sc.get("evidence_summary") else "")
-                + f'<ul class="evidence">{"".join(links)}</ul>')
-    return out
-
-
-def verify_list(sc: dict[str, Any]) -> str:
-    checks = sc.get("verify") or {}
-    if not checks:
-        return ""
-    items = "".join(
-        f"<li><b>{esc(v)}</b>: {'passed' if c['passed'] else 'FAILED'} "
-        f"(exit {esc(c['exit_code'])}) <code>{esc(str(c.get('output', ''))[:500])}</code></li>"
-        for v, c in checks.items())
-    return f'<h3>Check after measuring (verify)</h3><ul class="verify">{items}</ul>'
-
-
-CHARTS: list[tuple[str, Callable[[dict[str, Any]], bytes | None], str]] = [
-    ("distribution", report_charts.distribution_chart,
-     "Every run per cell with a box of the quartiles; the black diamond is the median and its "
-     "bar the 95% bootstrap CI of the median."),
-    ("rounds", report_charts.round_ratio_chart,
-     "Speedup within each round (baseline median / candidate median of that round's runs): "
-     "a drift during the run shows as a slope; the band is the overall 95% CI."),
-    ("burst", report_charts.burst_chart,
-     "Burst scan: seconds until the last of k instances exits (median, 95% CI bars), and the "
-     "speedup per k with its 95% CI."),
-    ("stress", report_charts.stress_chart,
-     "How every instance launched in the stress rounds ended, per build."),
-]
-
-
-def scenario_charts(sc: dict[str, Any]) -> list[tuple[str, bytes, str]]:
-    """Every chart that applies to this scenario's data: (kind, PNG, caption)."""
+def inline(parts: Sequence[Inline]) -> str:
     out = []
-    for kind, fn, caption in CHARTS:
-        png = fn(sc)
-        if png is not None:
-            out.append((kind, png, caption))
-    return out
+    for p in parts:
+        if isinstance(p, Code):
+            out.append(f"<code>{esc(p.text)}</code>")
+        elif isinstance(p, Strong):
+            out.append(f"<b>{esc(p.text)}</b>")
+        elif isinstance(p, Link):
+            out.append(f'<a href="{esc(p.href)}">{esc(p.label)}</a>')
+        else:
+            out.append(esc(p))
+    return "".join(out)
 
 
-KNOWN_KINDS = ("command", "burst", "stress", "soak", "ctrstress")
+def block(b: Block) -> str:
+    """One block as HTML (a chart with nothing to draw: nothing)."""
+    if isinstance(b, Text):
+        return f"<p>{inline(b.parts)}</p>"
+    if isinstance(b, Heading):
+        return f"<h3>{esc(b.text)}</h3>"
+    if isinstance(b, Bullets):
+        items = "".join(f"<li>{inline(item)}</li>" for item in b.items)
+        return f'<ul class="{esc(b.name)}">{items}</ul>' if b.name else f"<ul>{items}</ul>"
+    if isinstance(b, Table):
+        return table(b.headers, b.rows, b.name)
+    if isinstance(b, Chart):
+        return chart(b.draw(), b.name, b.caption)
+    if isinstance(b, Image):
+        return f'<img src="{esc(b.src)}" alt="{esc(b.alt)}">'
+    if isinstance(b, Data):
+        return details(b.title, json_block(b.value))
+    raise TypeError(f"not a report block: {b!r}")
 
 
-def scenario_section(sc: dict[str, Any]) -> str:
-    parts = [f'<h2 id="scenario-{esc(sc["name"])}">Scenario <code>{esc(sc["name"])}</code> '
-             f"({esc(sc['kind'])})</h2>"]
-    if sc.get("description"):
-        parts.append(f"<p>{esc(sc['description'])}</p>")
-    parts.append(f"<p>Command: <code>{esc(sc['command'])}</code></p>")
-    if sc.get("cells", []):
-        parts.append(f"<p>{esc(sc['runs'])} runs per cell in {esc(sc['rounds'])} interleaved "
-                     f"rounds, warmup {esc(sc['warmup'])}.</p>")
+def blocks(bs: Sequence[Block]) -> str:
+    return "".join(block(b) for b in bs)
+
+
+def scenario_section(sc: ScenarioResult) -> str:
+    """One scenario: its command, its cells' detail table (a timed kind), then its kind's
+    ``page``."""
+    data = sc.model_dump(mode="json")  # as results.json holds it
+    parts = [f'<h2 id="scenario-{esc(sc.name)}">Scenario <code>{esc(sc.name)}</code> '
+             f"({esc(sc.kind)})</h2>"]
+    if sc.description:
+        parts.append(f"<p>{esc(sc.description)}</p>")
+    parts.append(f"<p>Command: <code>{esc(sc.command)}</code></p>")
+    if data.get("cells", []):
+        parts.append(f"<p>{esc(sc.runs)} runs per cell in {esc(sc.rounds)} interleaved "
+                     f"rounds, warmup {esc(sc.warmup)}.</p>")
         parts.append(table(["cell", "n", "median", "95% CI of median", "mean ± σ", "min", "max",
-                            *(["hangs"] if has_hangs(sc) else []), ""], detail_rows(sc), "detail",
-                           lambda i, j, v: "num" if 1 <= j <= 6 else ""))
-    parts.append(burst_tables(sc))
-    parts.append(stress_table(sc))
-    parts.append(soak_table(sc))
-    parts.append(ctrstress_table(sc))
-    parts.append(verify_list(sc))
-    if sc.get("kind") not in KNOWN_KINDS:  # a kind this page has no tables for: its data
-        parts.append(details(f"{sc.get('kind')} data", json_block(
-            {k: v for k, v in sc.items() if k not in ("cells", "comparisons", "order")})))
-    parts += [chart(png, kind, caption) for kind, png, caption in scenario_charts(sc)]
+                            *(["hangs"] if has_hangs(data) else []), ""], detail_rows(data),
+                           "detail", lambda i, j, v: "num" if 1 <= j <= 6 else ""))
+    parts.append(blocks(KINDS[sc.kind].page(sc)))
     return "".join(parts)
 
 
@@ -371,8 +253,7 @@ def machine_summary(m: dict[str, Any]) -> str:
 def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None = None) -> str:
     """The whole report of one run as one HTML document (no external resources).
     ``gate``: the gate's reasons (``patchbench.gate.failures``); None: not shown."""
-    from patchbench.report.markdown import statistics_line
-
+    model = as_model(results)
     results = as_dict(results)
     title = f"{results['comparison']}: {results.get('description') or ''}".rstrip(": ")
     meta = [
@@ -383,12 +264,12 @@ def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None =
         + (" — <b>A/A run</b> (baseline against itself: the noise floor)" if results["aa"]
            else ""),
         f"machine: {esc(machine_summary(results['machine']))}",
-        esc(statistics_line(as_model(results)).removeprefix("- ")),
+        esc(statistics_line(model).removeprefix("- ")),
     ]
     body = [f"<h1>{esc(title)}</h1>", '<ul class="meta">'
             + "".join(f"<li>{m}</li>" for m in meta) + "</ul>",
-            gate_block(gate) if gate is not None else "", summary_section(results)]
-    body += [scenario_section(sc) for sc in results["scenarios"]]
+            gate_block(gate) if gate is not None else "", summary_section(model)]
+    body += [scenario_section(sc) for sc in model.scenarios]
     if results.get("warnings"):
         body.append('<h2 id="warnings">Warnings</h2><ul class="warnings">'
                     + "".join(f"<li>{esc(w)}</li>" for w in results["warnings"]) + "</ul>")

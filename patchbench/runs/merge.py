@@ -16,10 +16,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tabulate import tabulate
-
 from patchbench.errors import ReportError
+from patchbench.report import charts as report_charts
+from patchbench.report.blocks import Across
+from patchbench.report.html import (
+    as_model,
+    chart,
+    details,
+    esc,
+    json_block,
+    page,
+    table,
+    verdict_class,
+)
+from patchbench.report.markdown import md_table
+from patchbench.report.numbers import fmt_time
 from patchbench.runs.diff import require_same_comparison
+from patchbench.scenarios import KINDS
 
 Results = dict[str, Any]
 
@@ -171,7 +184,6 @@ def _rows(runs: Sequence[MachineRun]) -> list[MergedRow]:
 
 def _gate_reasons(results: Results) -> list[str]:
     from patchbench import gate
-    from patchbench.report.html import as_model
 
     return gate.failures(as_model(results))
 
@@ -242,8 +254,6 @@ def summary_rows(m: Merged) -> list[list[str]]:
 
 
 def median_rows(m: Merged) -> list[list[str]]:
-    from patchbench.report.markdown import fmt_time
-
     out = []
     for row in m.rows:
         cells = []
@@ -254,30 +264,48 @@ def median_rows(m: Merged) -> list[list[str]]:
     return out
 
 
-def stress_rows(m: Merged) -> list[list[str]]:
-    """Per stress scenario and build: hangs / leftovers / failed fresh runs on each machine."""
-    keys: list[tuple[str, str]] = []
+@dataclass(frozen=True)
+class Section:
+    """A kind's own section of a merged report: its rows, one column per run."""
+
+    name: str
+    title: str
+    headers: tuple[str, ...]  # the row's key columns
+    note: str
+    rows: list[list[str]]
+
+
+def kind_sections(m: Merged) -> list[Section]:
+    """The kinds' own sections (``ScenarioKind.across``), e.g. per stress scenario and build:
+    hangs / leftovers / failed fresh runs on each machine. Rows in the order they first appear,
+    grouped by scenario; "-": not in that run."""
+    first: dict[str, Across] = {}
+    keys: dict[str, list[tuple[str, ...]]] = {}
+    per_run: list[dict[str, dict[tuple[str, ...], str]]] = []
     for run in m.runs:
-        for sc in run.results["scenarios"]:
-            if sc.get("kind") == "stress":
-                keys += [(sc["name"], b) for b in (sc.get("per_build") or {})
-                         if (sc["name"], b) not in keys]
-    order = list(dict.fromkeys(name for name, _ in keys))
-    keys.sort(key=lambda k: order.index(k[0]))
-    rows = []
-    for name, build in keys:
-        row = [name, build]
-        for run in m.runs:
-            sc = next((s for s in run.results["scenarios"] if s["name"] == name), None)
-            pb = (sc or {}).get("per_build", {}).get(build)
-            row.append("-" if pb is None else
-                       f"{pb['hangs']} / {pb['leftovers']} / {pb['fresh_failures']}")
-        rows.append(row)
-    return rows
-
-
-STRESS_HEADERS = ["stress", "build"]
-STRESS_NOTE = "hangs / leftovers / failed fresh runs, per machine"
+        cells: dict[str, dict[tuple[str, ...], str]] = {}
+        for sc in as_model(run.results).scenarios:
+            a = KINDS[sc.kind].across(sc)
+            if a is None:
+                continue
+            first.setdefault(a.title, a)
+            seen = keys.setdefault(a.title, [])
+            for key, value in a.cells:
+                if key not in seen:
+                    seen.append(key)
+                cells.setdefault(a.title, {})[key] = value
+        per_run.append(cells)
+    out = []
+    for title, found in keys.items():
+        if not found:
+            continue
+        order = list(dict.fromkeys(k[0] for k in found))
+        found.sort(key=lambda k: order.index(k[0]))
+        a = first[title]
+        out.append(Section(a.name, title, a.keys, a.note,
+                           [[*key, *[c.get(title, {}).get(key, "-") for c in per_run]]
+                            for key in found]))
+    return out
 
 
 def build_rows(m: Merged) -> list[list[str]]:
@@ -321,24 +349,18 @@ def render_markdown(m: Merged) -> str:
         lines += ["## Summary", "",
                   "speedup = median(baseline) / median(candidate) on each machine, 95% CI, "
                   "verdict; the last column says whether the machines agree.", ""]
-        lines += [tabulate(summary_rows(m), headers=["comparison", *labels, "verdicts agree"],
-                           tablefmt="github", disable_numparse=True), ""]
+        lines += [md_table(["comparison", *labels, "verdicts agree"], summary_rows(m)), ""]
         lines += [f"{len(m.rows) - len(disagree)} of {len(m.rows)} comparisons agree on every "
                   "machine." if disagree else "The verdicts agree on every machine.", ""]
         lines += ["## Medians (baseline → candidate)", "",
-                  tabulate(median_rows(m), headers=["comparison", *labels], tablefmt="github",
-                           disable_numparse=True), ""]
-    stress = stress_rows(m)
-    if stress:
-        lines += ["## Stress rounds", "", f"{STRESS_NOTE}.", "",
-                  tabulate(stress, headers=[*STRESS_HEADERS, *labels], tablefmt="github",
-                           disable_numparse=True), ""]
+                  md_table(["comparison", *labels], median_rows(m)), ""]
+    for sec in kind_sections(m):
+        lines += [f"## {sec.title}", "", f"{sec.note}.", "",
+                  md_table([*sec.headers, *labels], sec.rows), ""]
     lines += ["## Gate", "", *gate_lines(m), ""]
-    lines += ["## Machines", "", tabulate(machine_rows(m), headers=["", *labels],
-                                         tablefmt="github", disable_numparse=True), ""]
+    lines += ["## Machines", "", md_table(["", *labels], machine_rows(m)), ""]
     lines += ["## Builds (artifact sha256)", "",
-              tabulate(build_rows(m), headers=["variant", *labels, "across machines"],
-                       tablefmt="github", disable_numparse=True), ""]
+              md_table(["variant", *labels, "across machines"], build_rows(m)), ""]
     return "\n".join(lines)
 
 
@@ -347,12 +369,9 @@ def summary_markdown(m: Merged) -> str:
     lines = [f"### patchbench `{m.comparison}` on {len(m.runs)} machines", ""]
     lines += builds_differ_lines(m)
     if m.rows:
-        lines += [tabulate(summary_rows(m), headers=["comparison", *m.labels, "verdicts agree"],
-                           tablefmt="github", disable_numparse=True), ""]
-    stress = stress_rows(m)
-    if stress:
-        lines += [tabulate(stress, headers=[*STRESS_HEADERS, *m.labels], tablefmt="github",
-                           disable_numparse=True), "", f"({STRESS_NOTE})", ""]
+        lines += [md_table(["comparison", *m.labels, "verdicts agree"], summary_rows(m)), ""]
+    for sec in kind_sections(m):
+        lines += [md_table([*sec.headers, *m.labels], sec.rows), "", f"({sec.note})", ""]
     lines += [*gate_lines(m), ""]
     return "\n".join(lines) + "\n"
 
@@ -373,9 +392,6 @@ def to_json(m: Merged) -> dict[str, Any]:
 
 
 def render_html(m: Merged) -> str:
-    from patchbench.report import charts as report_charts
-    from patchbench.report.html import chart, details, esc, json_block, page, table, verdict_class
-
     labels = m.labels
     body = [f"<h1>{esc(m.comparison)}: {len(m.runs)} runs merged</h1>"]
     if m.build_differences:
@@ -403,10 +419,9 @@ def render_html(m: Merged) -> str:
             "merge", "Speedup with its 95% CI on each machine."))
         body.append("<h2>Medians (baseline → candidate)</h2>"
                     + table(["comparison", *labels], median_rows(m), "medians"))
-    stress = stress_rows(m)
-    if stress:
-        body.append(f"<h2>Stress rounds</h2><p>{esc(STRESS_NOTE)}.</p>"
-                    + table([*STRESS_HEADERS, *labels], stress, "stress"))
+    for sec in kind_sections(m):
+        body.append(f"<h2>{esc(sec.title)}</h2><p>{esc(sec.note)}.</p>"
+                    + table([*sec.headers, *labels], sec.rows, sec.name))
     body.append('<h2 id="machines">Machines</h2>'
                 + table(["", *labels], machine_rows(m), "machines"))
     body += [details(f"machine.json of {r.label}", json_block(r.results["machine"]))

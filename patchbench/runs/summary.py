@@ -6,9 +6,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tabulate import tabulate
+from patchbench.report.blocks import Table
+from patchbench.report.html import as_model
+from patchbench.report.markdown import md_table, summary_table
+from patchbench.scenarios import KINDS
+
+if TYPE_CHECKING:
+    from patchbench.results import Results as ResultsModel
 
 Results = dict[str, Any]
 
@@ -28,20 +34,20 @@ def gate_markdown(reasons: Sequence[str]) -> str:
     return "**Gate: FAILED**\n\n" + "\n".join(f"- {r}" for r in reasons)
 
 
-def stress_rows(results: Results) -> list[list[str]]:
-    rows = []
-    for sc in results["scenarios"]:
-        for build, pb in (sc.get("per_build") or {} if sc.get("kind") == "stress" else {}).items():
-            rows.append([sc["name"], build, str(pb["hangs"]), str(pb["leftovers"]),
-                         str(pb["fresh_failures"]), str(pb["kill_errors"])])
-    return rows
+def kind_tables(results: ResultsModel) -> list[Table]:
+    """The kinds' own tables of a job summary (``ScenarioKind.summary``): the rows of every
+    scenario whose table has the same headers are one table, in the order they first appear."""
+    rows: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for sc in results.scenarios:
+        t = KINDS[sc.kind].summary(sc)
+        if t is not None and t.rows:
+            rows.setdefault(t.headers, []).extend(t.rows)
+    return [Table(headers, tuple(r)) for headers, r in rows.items()]
 
 
 def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
     """One run's summary for a CI job page."""
-    from patchbench.report.html import as_model
-    from patchbench.report.markdown import summary_table
-
+    model = as_model(results)
     m = results["machine"]
     lines = [
         f"### patchbench `{results['comparison']}`"
@@ -52,12 +58,9 @@ def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
         "",
     ]
     if any(sc.get("comparisons") for sc in results["scenarios"]):
-        lines += [summary_table(as_model(results), "github"), ""]
-    stress = stress_rows(results)
-    if stress:
-        lines += [tabulate(stress, headers=["stress", "build", "hangs", "leftovers",
-                                            "fresh run failed", "kill errors"],
-                           tablefmt="github", disable_numparse=True), ""]
+        lines += [summary_table(model, "github"), ""]
+    for t in kind_tables(model):
+        lines += [md_table(t.headers, t.rows), ""]
     lines += [gate_markdown(gate_reasons), ""]
     if results.get("warnings"):
         lines += [f"<details><summary>{len(results['warnings'])} warnings</summary>", ""]

@@ -1,6 +1,8 @@
 """Scenario kinds. Each kind is one module here owning its config model, its ``--dry-run`` plan
-lines, its run and its gate rule, and is listed in ``KINDS``. Adding a kind means one new module
-and one line below; the pipeline never names a kind.
+lines, its run, its gate rule and its report (patchbench.report.blocks, which report.markdown,
+report.html, the job summary and merge format), and is listed in ``KINDS``. Adding a kind means
+one new module and one line below; the pipeline and the reports never name a kind (a test checks
+it: tests/unit/test_kind_isolation.py).
 
 - ``command`` (default): one command per variant, timed by hyperfine in interleaved rounds.
 - ``burst``: k instances launched at one moment, for each k (the seed's k-at-once table).

@@ -7,7 +7,7 @@ import secrets
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from pydantic import Field, model_validator
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from patchbench.build import Built
     from patchbench.measure.bench import Cell, Invocation, Samples
+    from patchbench.report.blocks import Across, Block, Table
     from patchbench.results import Cell as CellResult
     from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
     from patchbench.runtimes import Runtime
@@ -68,9 +69,9 @@ class ScenarioConfig(StrictModel):
         return ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ScenarioContext:
-    """Everything a kind needs to run one scenario of one comparison."""
+    """Everything a kind needs to run one scenario of one comparison (by keyword)."""
 
     scenario: Any  # the kind's own config model
     built: list[Built]
@@ -132,6 +133,24 @@ class ScenarioKind(Protocol):
     def gate(self, result: Any) -> list[str]:
         """Why this scenario fails an A/B gate, beyond "significantly slower" (judged for all
         kinds at once, Holm-adjusted); empty when it passes."""
+
+    def report(self, result: Any, *, details: bool = True) -> list[Block]:
+        """report.md's part of this scenario after its header and (a timed kind) its cells'
+        detail table (patchbench.report.markdown formats it). Without ``details``, a timed kind
+        leaves out its round-paired details and hangs (what ``compare`` prints)."""
+
+    def page(self, result: Any) -> list[Block]:
+        """report.html's part of this scenario after the same (patchbench.report.html formats
+        it)."""
+
+    def summary(self, result: Any) -> Table | None:
+        """This scenario's rows of a CI job summary's table of this kind (the tables of all
+        scenarios with the same headers are one table); None: nothing beyond the summary
+        table."""
+
+    def across(self, result: Any) -> Across | None:
+        """This scenario's cells of a merged report's section of this kind (one column per
+        run); None: nothing beyond the merged summary."""
 
 
 # --- shared helpers -------------------------------------------------------------------------
@@ -272,10 +291,12 @@ def containerd_runtime(ctx: ScenarioContext, kind: str) -> ContainerdRuntime:
     from patchbench.errors import ConfigError
 
     rt = ctx.runtime
-    if rt is None or getattr(rt, "name", None) != "containerd":
+    if rt is None or rt.name != "containerd":
         raise ConfigError(f"scenario {ctx.scenario.name}: the {kind} kind needs a target with "
                           "'runtime: containerd'")
-    return rt  # type: ignore[return-value]
+    # the runtime registered as containerd is a ContainerdRuntime (runtimes/ sits above the
+    # kinds, so no isinstance here)
+    return cast("ContainerdRuntime", rt)
 
 
 def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext) -> None:

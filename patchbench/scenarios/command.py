@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from patchbench.measure.conditions import DEFAULT, Condition
+from patchbench.report.blocks import Across, Block, Table
 from patchbench.scenarios.base import (
     ScenarioConfig,
     ScenarioContext,
@@ -32,6 +33,7 @@ from patchbench.scenarios.base import (
     run_verify,
     verdict_warnings,
 )
+from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.util.models import StrictModel
 
 if TYPE_CHECKING:
@@ -218,6 +220,19 @@ class CommandKind:
         return [f"{result.name} {variant}: verify failed (exit {v.exit_code})"
                 for variant, v in (result.verify or {}).items() if not v.passed
                 ] + hang_gate(result.name, result.comparisons, result.cells)
+
+    def report(self, result: CommandResult, *, details: bool = True) -> list[Block]:
+        return ((timed_blocks(result, deadlines=True) if details else [])
+                + verify_blocks(result.verify))
+
+    def page(self, result: CommandResult) -> list[Block]:
+        return verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))
+
+    def summary(self, result: CommandResult) -> Table | None:
+        return None
+
+    def across(self, result: CommandResult) -> Across | None:
+        return None
 
 
 KIND = CommandKind()

@@ -204,7 +204,8 @@ def test_layers_kind_on_real_containerd(tmp_path: Path, built_containerd: build.
     rt.prepare(workdir, None, None, dry_run=False)
     sc = LayersConfig(name="scan", layers=[1, 4], k=[1, 2], runs=2, rounds=1, warmup=0,
                       timeout=60)
-    ctx = ScenarioContext(sc, built, rt, workdir, 3, layout, REPO_ROOT, 0.05, 0.02)
+    ctx = ScenarioContext(scenario=sc, built=built, runtime=rt, workdir=workdir, seed=3,
+                          layout=layout, project_root=REPO_ROOT, alpha=0.05, min_effect=0.02)
     try:
         res, warnings = KIND.run(ctx)
     finally:
@@ -250,7 +251,8 @@ def test_ctrstress_kind_on_real_containerd(tmp_path: Path, built_containerd: bui
     sc = ctrstress.CtrStressConfig(name="kill-restart", layers=[4], k=2,
                                    actions=["kill", "delete", "restart"], args=["sleep", "2"],
                                    delay=(0.5, 1.0), runs=3, rounds=3, warmup=0, timeout=60)
-    ctx = ScenarioContext(sc, built, rt, workdir, 11, layout, REPO_ROOT, 0.05, 0.02)
+    ctx = ScenarioContext(scenario=sc, built=built, runtime=rt, workdir=workdir, seed=11,
+                          layout=layout, project_root=REPO_ROOT, alpha=0.05, min_effect=0.02)
     try:
         res, _ = ctrstress.KIND.run(ctx)
         pids = {b.variant.name: rt.daemon_for(b.variant.name, b.bin).pid for b in built}

@@ -154,9 +154,10 @@ def fake_built(tmp_path: Path) -> list[build.Built]:
 
 def context(tmp_path: Path, runtime: Any, sc: CtrStressConfig | None = None
             ) -> scenarios.ScenarioContext:
-    return scenarios.ScenarioContext(sc or config(), fake_built(tmp_path), runtime,
-                                     tmp_path / "run", 5, Layout(tmp_path / "b", tmp_path / "r"),
-                                     tmp_path, 0.05, 0.02)
+    return scenarios.ScenarioContext(
+        scenario=sc or config(), built=fake_built(tmp_path), runtime=runtime,
+        workdir=tmp_path / "run", seed=5, layout=Layout(tmp_path / "b", tmp_path / "r"),
+        project_root=tmp_path, alpha=0.05, min_effect=0.02)
 
 
 def census(**kw: int) -> results.CtrStressCensus:
@@ -435,17 +436,17 @@ def test_kind_gate_and_the_run_gate() -> None:
 
 
 def test_report_section() -> None:
-    blocks = markdown.extra_blocks(ctrstress_result(fix_left=3, fix_fresh_fail=True))
+    blocks = markdown.scenario_blocks(ctrstress_result(fix_left=3, fix_fresh_fail=True))
     text = "\n\n".join(blocks)
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in blocks[0].splitlines() if line.startswith("| baseline ")
+            for line in blocks[1].splitlines() if line.startswith("| baseline ")
             or line.startswith("| fix ")}
     assert rows["baseline"] == ["2", "kill 1, restart 1", "hit 1, missed 7", "0", "2", "0 (0)",
                                 "0 / 0", "0", "0 / 0", "0", "0"]
     assert rows["fix"] == ["2", "kill 1, restart 1", "hit 1, missed 7", "0", "2", "6 (6)",
                            "0 / 0", "0", "0 / 0", "2", "1"]
     assert "8 containers per round (L = 64)" in text and "[0.2, 2] s" in text
-    by_cell = [line for line in blocks[1].splitlines() if line.startswith("| 64 ")]
+    by_cell = [line for line in blocks[3].splitlines() if line.startswith("| 64 ")]
     assert [[c.strip() for c in line.split("|")[1:-1]] for line in by_cell] == [
         ["64", "kill", "0 (0) / 0 / 0 / 0 / 0", "3 (3) / 0 / 0 / 0 / 0"],
         ["64", "restart", "0 (0) / 0 / 0 / 0 / 0", "3 (3) / 0 / 0 / 0 / 0"]]
@@ -503,6 +504,6 @@ def test_a_hung_client_s_evidence_reaches_the_report_folder(
     ev = hangs.load_evidence_file(ctx.extra_files[name])
     assert ev.processes[0].comm == "sleep" and ev.instance == 7
     assert res.evidence_summary in ctx.extra_files
-    text = markdown.extra_blocks(res)[-1]
+    text = "\n\n".join(markdown.scenario_blocks(res)[-2:])
     assert text.startswith("Hung instances, with the evidence saved before the kill:")
     assert f"- idmap-once-per-overlay round 3: [{name}]({name})" in text

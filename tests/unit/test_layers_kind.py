@@ -49,9 +49,10 @@ def fake_built(tmp_path: Path) -> list[build.Built]:
 
 
 def context(tmp_path: Path, runtime: Any) -> scenarios.ScenarioContext:
-    return scenarios.ScenarioContext(config(), fake_built(tmp_path), runtime, tmp_path / "run",
-                                     1, Layout(tmp_path / "b", tmp_path / "r"), tmp_path, 0.05,
-                                     0.02)
+    return scenarios.ScenarioContext(
+        scenario=config(), built=fake_built(tmp_path), runtime=runtime, workdir=tmp_path / "run",
+        seed=1, layout=Layout(tmp_path / "b", tmp_path / "r"), project_root=tmp_path,
+        alpha=0.05, min_effect=0.02)
 
 
 def test_plan_names_each_variants_daemon_and_command(tmp_path: Path) -> None:
@@ -119,9 +120,8 @@ def test_result_round_trips_through_the_union() -> None:
 
 
 def test_report_blocks() -> None:
-    blocks = markdown.extra_blocks(layers_result(fix_left=3))
-    text = "\n\n".join(blocks)
-    rows = [line.split("|")[1:-1] for line in blocks[0].splitlines() if line.startswith("| 16 ")]
+    text = "\n\n".join(markdown.scenario_blocks(layers_result(fix_left=3)))
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| 16 ")]
     assert [c.strip() for c in rows[0]] == ["16", "33 / 42", "2 / 42"]
     assert "| 16  | 8   | 8.000 s    | 4.000 s " in text
     assert "2.00L+1.0 / 0.00L+42.0" in text and "0.00L+2.0 / 0.00L+42.0" in text
@@ -148,6 +148,19 @@ def test_gate_judges_the_candidate_only() -> None:
 def test_html_report_shows_the_data() -> None:
     from patchbench.report import html
 
-    page = html.scenario_section(layers_result().model_dump(mode="json"))
+    page = html.scenario_section(layers_result())
     assert "Scenario <code>scan</code> (layers)" in page and "layers data" in page
     assert "mount_counts" in page and "fix L=16 k=8" in page
+
+
+def test_the_containerd_kinds_need_the_containerd_runtime(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from patchbench.scenarios.base import containerd_runtime
+
+    for runtime in (None, SimpleNamespace(name="docker-run")):
+        with pytest.raises(ConfigError, match="the layers kind needs a target with 'runtime: "
+                                              "containerd'"):
+            containerd_runtime(context(tmp_path, runtime), "layers")
+    rt = ContainerdRuntime()
+    assert containerd_runtime(context(tmp_path, rt), "layers") is rt

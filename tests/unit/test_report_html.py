@@ -109,14 +109,12 @@ def test_time_unit() -> None:
     assert report_charts.time_unit([5e-4]) == (1e6, "µs")
 
 
-def test_a_kind_without_tables_here_shows_its_data() -> None:
-    results = load("demo/20261129T225457Z")
-    results["scenarios"][0]["kind"] = "future"  # a kind this page has no tables for
-    results["scenarios"][0]["per_build"] = {"baseline": {"hangs": 1}}  # not stress's fields
-    sc = results["scenarios"][0]
-    section = report_html.scenario_section(sc)
-    assert "<summary>future data</summary>" in section and "&quot;hangs&quot;: 1" in section
-    assert report_charts.stress_chart(sc) is None
+def test_data_shown_as_it_is_is_folded_and_escaped() -> None:
+    from patchbench.report.blocks import Data
+
+    section = report_html.block(Data("future data", {"per_build": {"<b>": {"hangs": 1}}}))
+    assert section.startswith("<details><summary>future data</summary><pre>")
+    assert "&quot;hangs&quot;: 1" in section and "<b>" not in section
 
 
 def test_a_ctrstress_run_gets_its_own_table() -> None:

@@ -14,6 +14,7 @@ import pytest
 from patchbench import config, gate, results, scenarios
 from patchbench.errors import ConfigError
 from patchbench.report import html, markdown
+from patchbench.report.blocks import Chart
 from patchbench.results import SignalCount, StressBuild, StressResult
 from patchbench.scenarios import stress, stress_signals
 from patchbench.scenarios.stress import StressConfig, without_host
@@ -239,22 +240,22 @@ def test_an_old_stress_result_reads_and_renders_as_before() -> None:
         "name": "s", "command": "x", "runs": 1, "rounds": 1, "warmup": 0, "rounds_detail": [],
         "per_build": {"baseline": old}, "instances": 8, "delay": [0, 1], "actions": ["delete"]})
     assert (sc.mode, sc.not_forwarded, sc.per_build["baseline"].signals) == ("run", [], {})
-    blocks = markdown.extra_blocks(sc)
-    assert blocks == [markdown.stress_table(sc.per_build)]
-    assert "signal" not in html.stress_table(sc.model_dump(mode="json"))
+    (table,) = markdown.scenario_blocks(sc)
+    assert "launched command outcomes" in table and "exit 0: 8" in table
+    assert "signal" not in html.blocks(stress.KIND.page(sc))
 
 
 def test_the_signal_table() -> None:
     sc = result({"baseline": build({"SIGUSR1": sig(), "SIGWINCH": sig(forwarded=0, by_design=8)}),
                  "fix": build({"SIGUSR1": sig(forwarded=7, lost=1),
                                "SIGWINCH": sig(forwarded=0, by_design=8)}, not_ready=1)})
-    _, table = markdown.extra_blocks(sc)
-    assert "SIGWINCH: the runtime does not forward it by design" in table
+    _, note, table = markdown.scenario_blocks(sc)
+    assert "SIGWINCH: the runtime does not forward it by design" in note
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
             if line.startswith("| fix")]
     assert rows == [["fix", "SIGUSR1", "8", "7", "1 of 8", "", "1"],
                     ["fix", "SIGWINCH", "8", "0", "0 of 8", "8", "1"]]
-    page = html.stress_table(sc.model_dump(mode="json"))
+    page = html.blocks([b for b in stress.KIND.page(sc) if not isinstance(b, Chart)])
     assert "not forwarded (by design)" in page and "1 of 8" in page
 
 
@@ -307,8 +308,9 @@ def one_round(tmp_path: Path, runtime: FakeRuntime, teardown: list[str]) -> resu
         "launch": ["test", "-e", f"{runtime.dir}/{{host}}"], "list": ["true"],
         "fresh": ["test", "-e", f"{runtime.dir}/{{host}}"]})
     b = Built(Variant("fix", ()), tmp_path, {"artifacts": []}, True)
-    ctx = ScenarioContext(sc, [b], runtime, tmp_path, 1, None, tmp_path,  # type: ignore[arg-type]
-                          0.05, 0.02)
+    ctx = ScenarioContext(scenario=sc, built=[b], runtime=runtime, workdir=tmp_path, seed=1,
+                          layout=None,  # type: ignore[arg-type]
+                          project_root=tmp_path, alpha=0.05, min_effect=0.02)
     return stress.run_round(ctx, b, 1, ("none", 0.0), tmp_path / "log")
 
 

@@ -1,0 +1,222 @@
+"""The report blocks several kinds share (patchbench.report.blocks; the formatters are
+report.markdown and report.html): the timed kinds' round-paired details, hangs, ``verify`` checks
+and charts, and the evidence lists of hung runs and instances."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from patchbench.report import charts
+from patchbench.report.blocks import (
+    Block,
+    Chart,
+    Code,
+    Heading,
+    Inline,
+    Link,
+    Strong,
+    bullets,
+    table,
+    text,
+)
+from patchbench.report.numbers import fmt_p, fmt_ratio, fmt_time
+
+if TYPE_CHECKING:
+    from patchbench.results import Cell, Check, PhaseCell, Verdict
+
+
+def links(names: list[str], limit: int | None = None) -> list[Inline]:
+    """Links to evidence files (the first ``limit`` of them, then "and N more")."""
+    shown = names if limit is None else names[:limit]
+    out: list[Inline] = []
+    for i, n in enumerate(shown):
+        out += [", "] if i else []
+        out.append(Link(n, n))
+    if limit is not None and len(names) > limit:
+        out.append(f" and {len(names) - limit} more")
+    return out
+
+
+def lost_sigchld(count: int) -> str:
+    """The lost-SIGCHLD remark (empty when none)."""
+    return (f"; {count} with a zombie child under a sleeping parent (the classic "
+            "lost-SIGCHLD signature)") if count else ""
+
+
+def account(summary: str | None) -> list[Inline]:
+    """The link to the readable account of every hang, if there is one."""
+    if not summary:
+        return []
+    return [" A readable account of every hang: ", Link(summary, summary), "."]
+
+
+def paired_blocks(comparisons: list[Verdict]) -> list[Block]:
+    """The round-paired details: per-round ratios, the drift check and the pooled figures
+    (descriptive only); report.html charts the per-round ratios. What a drift or a withheld
+    verdict means is in the run's warnings."""
+    comps = [c for c in comparisons if c.paired]
+    if not comps:
+        return []
+    rows = []
+    for c in comps:
+        drift = "-"
+        if c.drift is not None:
+            drift = (f"{'**drift**' if c.drift.flagged else 'none seen'} (spread "
+                     f"{math.sqrt(c.drift.ratio):.1f}× the noise's, p {fmt_p(c.drift.p_value)})")
+        pooled = "-"
+        if c.pooled is not None:
+            pooled = f"{fmt_ratio(c.pooled)}, p {fmt_p(c.pooled.p_value)}"
+        rows.append([c.candidate, str(c.rounds), " ".join(f"{x:.3f}" for x in c.round_ratios),
+                     drift, fmt_p(c.wilcoxon_p), pooled])
+    return [text("Per-round ratios (median baseline / median candidate in each round; the verdict "
+                 "is the t interval on their logs). Pooled figures assume independent runs: "
+                 "descriptive only."),
+            table(["candidate", "rounds", "per-round ratios", "drift between blocks",
+                   "Wilcoxon p", "pooled ratio [CI], p (MWU)"], rows)]
+
+
+def hang_blocks(sc: Any) -> list[Block]:
+    """Runs with deadlines (results version 4; a command or burst result): the rule, the
+    conditions, and per candidate its hangs against the baseline's (Fisher's exact test) with the
+    evidence saved before each kill."""
+    if sc.deadline_s is None:
+        return []
+    out: list[Block] = [text(
+        f"Each run had a {sc.deadline_s:g} s deadline: a run past it is a hang, its evidence "
+        "saved, its process group killed; hangs are counted (n above counts the runs that "
+        "finished) and left out of the timing.")]
+    if sc.conditions:
+        out += [text("Conditions (each its own set of interleaved cells):"),
+                bullets([[Code(c.name), f": {c.summary}"] for c in sc.conditions])]
+    if not any(c.hangs is not None and (c.hangs.hangs or c.hangs.warmup_hangs)
+               for c in sc.cells):
+        return [*out, text("No run hung.")]
+    rows = []
+    for c in sc.comparisons:
+        if c.hangs is not None:
+            t = c.hangs
+            rows.append([c.candidate, f"{t.hangs} of {t.runs}",
+                         f"{t.baseline_hangs} of {t.baseline_runs}", fmt_p(t.p_value),
+                         fmt_p(t.p_more)])
+    out.append(table(["candidate", "hangs", "baseline hangs", "p (Fisher, two-sided)",
+                      "p (hangs more, one-sided)"], rows))
+    seen = []
+    for cell in sc.cells:
+        h = cell.hangs
+        if h is None or not h.evidence:
+            continue
+        seen.append([f"{cell.label}: {len(h.evidence)} evidence files (warmup runs included)"
+                     f"{lost_sigchld(h.lost_sigchld)}: ", *links(h.evidence, 5)])
+    if seen:
+        out += [text("What was seen:", *account(sc.evidence_summary)), bullets(seen)]
+    return out
+
+
+def timed_blocks(sc: Any, *, deadlines: bool) -> list[Block]:
+    """What report.md shows of a timed scenario after its detail table: the round-paired details
+    and (``deadlines``: a kind whose runs have deadlines) the hangs."""
+    if not sc.cells:
+        return []
+    return paired_blocks(sc.comparisons) + (hang_blocks(sc) if deadlines else [])
+
+
+def verify_blocks(checks: dict[str, Check] | None) -> list[Block]:
+    """report.md: the ``verify`` check of every variant."""
+    if not checks:
+        return []
+    items: list[list[Inline]] = []
+    for variant, v in checks.items():
+        state = "passed" if v.passed else f"FAILED (exit {v.exit_code})"
+        items.append([f"{variant}: {state} — ", Code(v.output[:300])])
+    return [text("Check after measuring (", Code("verify"), "):"), bullets(items)]
+
+
+def verify_page(checks: dict[str, Check] | None) -> list[Block]:
+    """report.html: the ``verify`` check of every variant."""
+    if not checks:
+        return []
+    items: list[list[Inline]] = [[Strong(v), f": {'passed' if c.passed else 'FAILED'} (exit {c.exit_code}) ",
+              Code(c.output[:500])] for v, c in checks.items()]
+    return [Heading("Check after measuring (verify)"), bullets(items, "verify")]
+
+
+def timed_charts(data: dict[str, Any]) -> list[Block]:
+    """report.html's charts of a timed scenario (``data``: the scenario as results.json holds it):
+    every run per cell, and the speedup within each round."""
+    return [
+        Chart("distribution", partial(charts.distribution_chart, data),
+              "Every run per cell with a box of the quartiles; the black diamond is the median "
+              "and its bar the 95% bootstrap CI of the median."),
+        Chart("rounds", partial(charts.round_ratio_chart, data),
+              "Speedup within each round (baseline median / candidate median of that round's "
+              "runs): a drift during the run shows as a slope; the band is the overall 95% CI."),
+    ]
+
+
+def round_evidence(rounds: list[tuple[str, list[str]]], summary: str | None) -> list[Block]:
+    """The hung instances of stress-like rounds, each with the evidence saved before its kill
+    (nothing when none hung)."""
+    seen = [[f"{label}: ", *links(names)] for label, names in rounds if names]
+    if not seen:
+        return []
+    return [text("Hung instances, with the evidence saved before the kill:", *account(summary)),
+            bullets(seen)]
+
+
+def images_line(images: dict[str, str], runc: dict[str, str] | None) -> Block:
+    """The containerd kinds' images (identical for every variant) and the runc they ran."""
+    return text("Images (identical for every variant): "
+                + ", ".join(f"L={n} `{d}`" for n, d in images.items())
+                + (f". runc: {runc.get('version', '').splitlines()[0]} "
+                   f"(sha256 {runc.get('sha256', '')[:12]})" if runc else "") + ".")
+
+
+def k_tables(name: str, ks: list[int], cells: list[Cell], comparisons: list[Verdict], *,
+             overhead: dict[str, float] | None = None, slopes: dict[str, float] | None = None,
+             phases: dict[str, dict[str, PhaseCell]] | None = None,
+             phase_names: list[str] | None = None) -> list[Block]:
+    """report.html's table per k (cells with a ``k`` parameter): each variant's median (the
+    last cell of that variant and k), the speedup of the cell labelled "VARIANT k=K", the launcher
+    overhead; the slopes; the phases. ``name``: the table's (the burst kind's name)."""
+    if not ks:
+        return []
+    variants = list(dict.fromkeys(c.variant for c in cells))
+    by_k = {(c.variant, int(c.params["k"])): c for c in cells}
+    comps = {c.candidate: c for c in comparisons}
+    rows = []
+    for k in ks:
+        row = [str(k)]
+        row += [fmt_time(by_k[(v, k)].summary.median) if (v, k) in by_k else "-"
+                for v in variants]
+        row += [fmt_ratio(comps[f"{v} k={k}"]) if f"{v} k={k}" in comps else "-"
+                for v in variants[1:]]
+        row.append(fmt_time((overhead or {}).get(str(k))))
+        rows.append(row)
+    out: list[Block] = [table(["k at once", *variants,
+                               *[f"speedup {v} [95% CI]" for v in variants[1:]],
+                               "launcher overhead"], rows, name)]
+    if slopes:
+        out.append(text("Slope (least squares over the medians): "
+                        + ", ".join(f"{v} {s * 1e3:.2f} ms per extra instance"
+                                    for v, s in slopes.items()) + "."))
+    phase_rows = []
+    for build, per_k in (phases or {}).items():
+        for kk, ph in per_k.items():
+            names = phase_names or list(ph.median)
+            phase_rows.append([build, kk, *[fmt_time(ph.median.get(n)) for n in names],
+                               fmt_time(ph.total_median)])
+    if phase_rows and phases:
+        names = phase_names or list(next(iter(next(iter(phases.values())).values())).median)
+        out += [Heading("Phases (medians over every instance)"),
+                table(["build", "k", *names, "total"], phase_rows, "phases")]
+    return out
+
+
+def k_chart(name: str, data: dict[str, Any]) -> Block:
+    """report.html's chart per k (``data``: a scenario with ``k`` and cells, as results.json
+    holds it): time against k, and the speedup per k. ``name``: the chart's (the burst kind's)."""
+    return Chart(name, partial(charts.burst_chart, data),
+                 "Burst scan: seconds until the last of k instances exits (median, 95% CI bars), "
+                 "and the speedup per k with its 95% CI.")
