@@ -669,8 +669,10 @@ def problems(res: Results) -> list[str]:
     return out
 
 
-def parse(data: Any, where: str) -> Results:
-    """Validate a results document of any known version, upgrading older ones."""
+def parse(data: Any, where: str, *, untrusted: bool = False) -> Results:
+    """Validate a results document of any known version, upgrading older ones. ``untrusted``
+    (a file read back: ``load``): strictly (no string taken for a number) and with
+    :func:`problems` refused too."""
     if not isinstance(data, dict):
         raise ReportError(f"{where}: not a results document (the top level is not an object)")
     version = data.get("schema_version")
@@ -685,13 +687,13 @@ def parse(data: Any, where: str) -> Results:
         raise ReportError(f"{where}: results schema {version!r} is not one this patchbench reads "
                           f"(1 to {SCHEMA_VERSION})")
     try:  # strict: a string where a number belongs is refused, not converted
-        res = Results.model_validate(data, strict=True)
+        res = Results.model_validate(data, strict=untrusted)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise ReportError(f"{where}: {loc}: {first['msg']}",
                           hint="the file is damaged or was not written by patchbench") from None
-    wrong = problems(res)
+    wrong = problems(res) if untrusted else []
     if wrong:
         raise ReportError(f"{where}: {wrong[0]}" + (f" (and {len(wrong) - 1} more)"
                                                     if len(wrong) > 1 else ""),
@@ -738,9 +740,10 @@ def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
     except OSError as exc:
         raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise ReportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        raise ReportError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        raise ReportError(f"{path}: not strict JSON with finite numbers ({exc!s:.200})") from None
+        raise ReportError(f"cannot read {path}: not strict JSON with finite numbers "
+                          f"({exc!s:.200})") from None
     finally:
         os.close(fd)
 
@@ -748,4 +751,4 @@ def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
 def load(path: Path) -> Results:
     """Read a run's results.json (a run folder or the file itself), any known version."""
     target = path / "results.json" if path.is_dir() and not path.is_symlink() else path
-    return parse(read_json(target), str(target))
+    return parse(read_json(target), str(target), untrusted=True)

@@ -21,6 +21,7 @@ from patchbench.results import (
     StressResult,
     Verdict,
 )
+from patchbench.util.escape import md_cell
 
 UNTIMED = (StressResult, SoakResult, CtrStressResult)  # kinds without cells and comparisons
 
@@ -89,8 +90,10 @@ def summary_rows(results: Results) -> list[list[str]]:
 
 
 def summary_table(results: Results, fmt: str = "simple") -> str:
-    return tabulate(summary_rows(results), headers=summary_headers(results), tablefmt=fmt,
-                    disable_numparse=True)
+    rows = summary_rows(results)
+    if fmt == "github":  # names, parameters and verdicts come from the file: escaped
+        rows = [[md_cell(r[0]), md_cell(r[1]), *r[2:-1], md_cell(r[-1])] for r in rows]
+    return tabulate(rows, headers=summary_headers(results), tablefmt=fmt, disable_numparse=True)
 
 
 def detail_table(sc: CommandResult | BurstResult | LayersResult, fmt: str = "github") -> str:
@@ -98,7 +101,8 @@ def detail_table(sc: CommandResult | BurstResult | LayersResult, fmt: str = "git
     rows = []
     for c in sc.cells:
         s = c.summary
-        row: list[object] = [c.label, s.n, fmt_time(s.median), fmt_ci(s.median_ci),
+        label = md_cell(c.label) if fmt == "github" else c.label
+        row: list[object] = [label, s.n, fmt_time(s.median), fmt_ci(s.median_ci),
                              f"{fmt_time(s.mean)} ± {fmt_time(s.stdev)}", fmt_time(s.min),
                              fmt_time(s.max)]
         if rate:

@@ -20,6 +20,7 @@ from tabulate import tabulate
 
 from patchbench.errors import ReportError
 from patchbench.runs.diff import require_same_comparison
+from patchbench.util.escape import md_cell
 
 Results = dict[str, Any]
 
@@ -312,48 +313,66 @@ def gate_lines(m: Merged) -> list[str]:
     return lines
 
 
+def _md(rows: list[list[str]]) -> list[list[str]]:
+    """Table cells as markdown: names and labels from the artifacts escaped (util.escape)."""
+    return [[md_cell(v) for v in row] for row in rows]
+
+
+def _md_lines(lines: list[str]) -> list[str]:
+    """Markdown lines whose text came from the artifacts: tags and ``|`` escaped, ``**`` kept."""
+    out = []
+    for line in lines:
+        head = len(line) - len(line.lstrip(" -#"))
+        body = line[head:]
+        bold = body.startswith("**") and body.endswith("**") and len(body) >= 4
+        text = md_cell(body[2:-2] if bold else body)
+        out.append(line[:head] + (f"**{text}**" if bold else text))
+    return out
+
+
 def render_markdown(m: Merged) -> str:
-    labels = m.labels
+    labels = [md_cell(label) for label in m.labels]
     lines = [f"# {m.comparison}: {len(m.runs)} runs merged", ""]
-    lines += builds_differ_lines(m)
+    lines += _md_lines(builds_differ_lines(m))
     disagree = [r for r in m.rows if not r.agrees]
     if m.rows:
         lines += ["## Summary", "",
                   "speedup = median(baseline) / median(candidate) on each machine, 95% CI, "
                   "verdict; the last column says whether the machines agree.", ""]
-        lines += [tabulate(summary_rows(m), headers=["comparison", *labels, "verdicts agree"],
+        lines += [tabulate(_md(summary_rows(m)), headers=["comparison", *labels, "verdicts agree"],
                            tablefmt="github", disable_numparse=True), ""]
         lines += [f"{len(m.rows) - len(disagree)} of {len(m.rows)} comparisons agree on every "
                   "machine." if disagree else "The verdicts agree on every machine.", ""]
         lines += ["## Medians (baseline → candidate)", "",
-                  tabulate(median_rows(m), headers=["comparison", *labels], tablefmt="github",
+                  tabulate(_md(median_rows(m)), headers=["comparison", *labels], tablefmt="github",
                            disable_numparse=True), ""]
     stress = stress_rows(m)
     if stress:
         lines += ["## Stress rounds", "", f"{STRESS_NOTE}.", "",
-                  tabulate(stress, headers=[*STRESS_HEADERS, *labels], tablefmt="github",
+                  tabulate(_md(stress), headers=[*STRESS_HEADERS, *labels], tablefmt="github",
                            disable_numparse=True), ""]
-    lines += ["## Gate", "", *gate_lines(m), ""]
-    lines += ["## Machines", "", tabulate(machine_rows(m), headers=["", *labels],
+    lines += ["## Gate", "", *_md_lines(gate_lines(m)), ""]
+    lines += ["## Machines", "", tabulate(_md(machine_rows(m)), headers=["", *labels],
                                          tablefmt="github", disable_numparse=True), ""]
     lines += ["## Builds (artifact sha256)", "",
-              tabulate(build_rows(m), headers=["variant", *labels, "across machines"],
+              tabulate(_md(build_rows(m)), headers=["variant", *labels, "across machines"],
                        tablefmt="github", disable_numparse=True), ""]
     return "\n".join(lines)
 
 
 def summary_markdown(m: Merged) -> str:
     """The merged result for a CI job summary: the table, agreement, builds and the gate."""
+    labels = [md_cell(label) for label in m.labels]
     lines = [f"### patchbench `{m.comparison}` on {len(m.runs)} machines", ""]
-    lines += builds_differ_lines(m)
+    lines += _md_lines(builds_differ_lines(m))
     if m.rows:
-        lines += [tabulate(summary_rows(m), headers=["comparison", *m.labels, "verdicts agree"],
+        lines += [tabulate(_md(summary_rows(m)), headers=["comparison", *labels, "verdicts agree"],
                            tablefmt="github", disable_numparse=True), ""]
     stress = stress_rows(m)
     if stress:
-        lines += [tabulate(stress, headers=[*STRESS_HEADERS, *m.labels], tablefmt="github",
+        lines += [tabulate(_md(stress), headers=[*STRESS_HEADERS, *labels], tablefmt="github",
                            disable_numparse=True), "", f"({STRESS_NOTE})", ""]
-    lines += [*gate_lines(m), ""]
+    lines += [*_md_lines(gate_lines(m)), ""]
     return "\n".join(lines) + "\n"
 
 

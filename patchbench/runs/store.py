@@ -31,6 +31,7 @@ from patchbench import results as results_mod
 from patchbench.errors import ReportError
 from patchbench.results import Results
 from patchbench.util.files import write_json_atomic, write_text_atomic
+from patchbench.util.ownership import check_output
 
 RESULTS = "results.json"
 ATTACHED = "attached.json"  # name in the report folder -> file relative to the run directory
@@ -67,7 +68,7 @@ def save_complete(run_dir: Path, results: Results, extra_files: dict[str, Path])
         ) from None
 
 
-def _reserve(parent: Path, stamp: str) -> Path:
+def reserve(parent: Path, stamp: str) -> Path:
     """An empty directory ``parent/stamp[-n]`` made with an exclusive mkdir."""
     n = 1
     while True:
@@ -89,8 +90,6 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
     run_dir = results_file.parent
     res = results_mod.load(results_file)  # not UTF-8, not JSON, wrong shape: ReportError
     comparison = res.comparison
-    if "/" in comparison or comparison in ("", ".", ".."):
-        raise ReportError(f"{results_file}: the comparison {comparison!r} is not a plain name")
     later = f"invoke report --from {run_dir.name}"
     text = render_checked(render, res, results_file)
     html = render_checked(lambda r: render_html(r, gate=failures(r)), res, results_file)
@@ -98,8 +97,9 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
     final: Path | None = None
     try:
         parent = reports / comparison
+        check_output(parent, base=reports)  # no link planted below reports/, no foreign folder
         parent.mkdir(parents=True, exist_ok=True)
-        final = _reserve(parent, stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+        final = reserve(parent, stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=parent))
         os.chmod(tmp, 0o755)  # mkdtemp makes 0700; reports are meant to be shared
         res.run_dir = f"{comparison}/{final.name}"

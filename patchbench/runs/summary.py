@@ -10,6 +10,8 @@ from typing import Any
 
 from tabulate import tabulate
 
+from patchbench.util.escape import md_cell
+
 Results = dict[str, Any]
 
 
@@ -25,14 +27,14 @@ def summary_path(explicit: str | os.PathLike[str] | None,
 def gate_markdown(reasons: Sequence[str]) -> str:
     if not reasons:
         return "**Gate: passed** — no candidate significantly slower, every check passed."
-    return "**Gate: FAILED**\n\n" + "\n".join(f"- {r}" for r in reasons)
+    return "**Gate: FAILED**\n\n" + "\n".join(f"- {md_cell(r)}" for r in reasons)
 
 
 def stress_rows(results: Results) -> list[list[str]]:
     rows = []
     for sc in results["scenarios"]:
         for build, pb in (sc.get("per_build") or {} if sc.get("kind") == "stress" else {}).items():
-            rows.append([sc["name"], build, str(pb["hangs"]), str(pb["leftovers"]),
+            rows.append([md_cell(sc["name"]), md_cell(build), str(pb["hangs"]), str(pb["leftovers"]),
                          str(pb["fresh_failures"]), str(pb["kill_errors"])])
     return rows
 
@@ -44,11 +46,12 @@ def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
 
     m = results["machine"]
     lines = [
-        f"### patchbench `{results['comparison']}`"
-        + (f" — `{results['run_dir']}`" if results.get("run_dir") else ""),
+        f"### patchbench `{md_cell(results['comparison'])}`"
+        + (f" — `{md_cell(results['run_dir'])}`" if results.get("run_dir") else ""),
         "",
-        f"{m.get('cpu_model')}, {m.get('cpu_count')} cores, kernel {m.get('kernel')}; "
-        f"seed {results['seed']}" + (" — **A/A run**" if results.get("aa") else ""),
+        f"{md_cell(m.get('cpu_model'))}, {md_cell(m.get('cpu_count'))} cores, kernel "
+        f"{md_cell(m.get('kernel'))}; seed {results['seed']}"
+        + (" — **A/A run**" if results.get("aa") else ""),
         "",
     ]
     if any(sc.get("comparisons") for sc in results["scenarios"]):
@@ -61,20 +64,29 @@ def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
     lines += [gate_markdown(gate_reasons), ""]
     if results.get("warnings"):
         lines += [f"<details><summary>{len(results['warnings'])} warnings</summary>", ""]
-        lines += [f"- {w}" for w in results["warnings"]] + ["", "</details>", ""]
+        lines += [f"- {md_cell(w)}" for w in results["warnings"]] + ["", "</details>", ""]
     return "\n".join(lines) + "\n"
 
 
 def append_text(path: Path, text: str) -> None:
-    """Append (never truncate: a job summary collects every step's part)."""
-    from patchbench.errors import ReportError
+    """Append (never truncate: a job summary collects every step's part); never through a link,
+    nor into a file or folder another user owns in a world-writable folder."""
+    import errno
 
+    from patchbench.errors import ReportError
+    from patchbench.util.ownership import check_output
+
+    check_output(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(text)
     except OSError as exc:
-        raise ReportError(f"cannot append the summary to {path}: {exc.strerror or exc}",
+        why = ("it is a symbolic link" if exc.errno == errno.ELOOP else
+               "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc))
+        raise ReportError(f"cannot append the summary to {path}: {why}",
                           hint="the run itself is saved; check --summary or "
                           "$GITHUB_STEP_SUMMARY") from None
 
