@@ -112,6 +112,9 @@ def _check_name(kind: str, name: str) -> None:
                          hint=f"the {kind} names are the directories of {where}/")
 
 
+MAX_PATCHES = 500  # per series (docs/security.md: limits); each costs about 66 ms to apply
+
+
 def load_series(root: Path, name: str) -> Series:
     _check_name("series", name)
     series_file = root / "patches" / name / "series"
@@ -119,11 +122,22 @@ def load_series(root: Path, name: str) -> Series:
         raise PatchError(f"no patch series {name!r} (expected {series_file})")
     patches: list[Patch] = []
     seen: set[str] = set()
-    for lineno, raw in enumerate(series_file.read_text().splitlines(), 1):
+    try:
+        text = series_file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatchError(f"patches/{name}/series is not UTF-8 text (byte {exc.start})",
+                         hint="write the series file as UTF-8: one patch file name per line") \
+            from None
+    except OSError as exc:
+        raise PatchError(f"cannot read patches/{name}/series: {exc.strerror or exc}") from None
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         where = f"patches/{name}/series:{lineno}"
+        if len(patches) >= MAX_PATCHES:  # refused before any is applied
+            raise PatchError(f"{where}: patches/{name}/series lists more than {MAX_PATCHES} "
+                             "patches", hint="docs/security.md: limits; split the series")
         if series_ref.is_ref(line):  # an upstream commit by reference: see series_ref.py
             ref = series_ref.parse_line(line, where)
             patches.append(Patch(Path(ref.file_name), ref.pin_digest, (), "", upstream=ref))
