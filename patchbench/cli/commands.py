@@ -16,6 +16,7 @@ from tabulate import tabulate
 from patchbench import config
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
 from patchbench.util import command
+from patchbench.util.escape import terminal
 from patchbench.util.workspace import Switches, Workspace
 
 if TYPE_CHECKING:
@@ -162,8 +163,9 @@ def do_report(ws: Workspace, run_dir: str | None, comparison: str | None,
     from patchbench.runs import store as runstore
 
     if from_run:  # the report folder from a run's complete results (after a failed write)
-        print(f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}")
+        print(terminal(
+            f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}"))
         return 0
     path = Path(run_dir) if run_dir else report.latest_run(ws.reports, comparison)
-    print(runstore.render_checked(report.render, report.load_run(path), path))
+    print(terminal(runstore.render_checked(report.render, report.load_run(path), path)))
     return 0

@@ -110,7 +110,11 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
         for variant, man in res.builds.items():
             write_json_atomic(tmp / f"manifest-{variant}.json", man)
         for name, rel in _attached(run_dir).items():
-            shutil.copy2(run_dir / rel, tmp / name)
+            src = run_dir / rel
+            if src.is_symlink() or run_dir.resolve() not in src.resolve().parents:
+                raise ReportError(f"{run_dir / ATTACHED}: {name} -> {rel} is a link or leads "
+                                  "out of the run folder; not copied")
+            shutil.copy2(src, tmp / name, follow_symlinks=False)
         os.replace(tmp, final)  # onto the empty reserved directory
         return final
     except BaseException as exc:  # Ctrl-C too: no partial folder, no empty reserved name

@@ -7,7 +7,7 @@ format, used where such a value enters the output.
 - ``csv_cell``: a CSV value that a spreadsheet would take for a formula (starting with ``=``,
   ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, OWASP's rule; a number
   (``-1.5``) stays as it is.
-- ``terminal``: control characters and ANSI escapes shown as ``\\xNN`` (``\\n`` kept unless
+- ``terminal``: control characters and ANSI escapes shown as ``\\xNN`` (tab and ``\\n`` kept unless
   ``newlines=False``), so a name from a file never moves the cursor or recolours the terminal.
 """
 
@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_CONTROL_NOT_NL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+_CONTROL_NOT_NL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # tab and newline kept
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
