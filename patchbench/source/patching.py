@@ -130,14 +130,15 @@ def load_series(root: Path, name: str) -> Series:
             from None
     except OSError as exc:
         raise PatchError(f"cannot read patches/{name}/series: {exc.strerror or exc}") from None
+    listed = sum(1 for raw in text.splitlines() if raw.split("#", 1)[0].strip())
+    if listed > MAX_PATCHES:  # refused before any patch is read
+        raise PatchError(f"patches/{name}/series lists {listed} patches; a series may list at "
+                         f"most {MAX_PATCHES}", hint="docs/security.md: limits; split the series")
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         where = f"patches/{name}/series:{lineno}"
-        if len(patches) >= MAX_PATCHES:  # refused before any is applied
-            raise PatchError(f"{where}: patches/{name}/series lists more than {MAX_PATCHES} "
-                             "patches", hint="docs/security.md: limits; split the series")
         if series_ref.is_ref(line):  # an upstream commit by reference: see series_ref.py
             ref = series_ref.parse_line(line, where)
             patches.append(Patch(Path(ref.file_name), ref.pin_digest, (), "", upstream=ref))

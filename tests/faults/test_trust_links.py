@@ -14,7 +14,7 @@ import pytest
 from patchbench.errors import ConfigError, ReportError
 from patchbench.runs import store as runstore
 from patchbench.util import ownership
-from tests.faults.trust_support import demo, files_under, merge, save
+from tests.faults.trust_support import demo, merge, save
 
 SECRET = "root-only-secret-7f3a"
 OTHER = 54321  # a uid nobody on this machine uses
