@@ -77,6 +77,7 @@ MAX_SAMPLES = 100_000  # per cell (times, and each other per-run list)
 MAX_CELLS = 10_000  # per scenario
 MAX_SCENARIOS = 1_000  # per run
 MAX_RUNS = 256  # runs in one merge
+MAX_DEPTH = 32  # nesting of objects and lists (a committed run nests at most 9 deep)
 
 POOLED_METHOD = "pooled: Mann-Whitney U and a bootstrap CI, every run taken as independent"
 
@@ -735,7 +736,7 @@ def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
             raw = f.read(limit + 1)
         if len(raw) > limit:
             raise ReportError(f"{path} is over {limit} bytes (docs/security.md: limits)")
-        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant,
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant,
                           parse_float=_finite_float)
     except OSError as exc:
         raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -746,6 +747,22 @@ def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
                           f"({exc!s:.200})") from None
     finally:
         os.close(fd)
+    if _depth(data) > MAX_DEPTH:
+        raise ReportError(f"{path}: nested more than {MAX_DEPTH} levels deep "
+                          "(docs/security.md: limits)")
+    return data
+
+
+def _depth(data: Any) -> int:
+    """How deeply objects and lists nest in ``data`` (iteratively: no recursion limit)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            stack += [(v, level + 1) for v in (value.values() if isinstance(value, dict)
+                                               else value)]
+    return deepest
 
 
 def load(path: Path) -> Results:

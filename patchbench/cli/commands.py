@@ -60,8 +60,8 @@ def guarded(fn: Callable[[], int | None]) -> None:
     signal.signal(signal.SIGHUP, _interrupt)
     try:
         code = fn() or 0
-    except PatchbenchError as exc:
-        print(exc.render(), file=sys.stderr)
+    except PatchbenchError as exc:  # names from files in the message: no escape sequence
+        print(terminal(exc.render()), file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("patchbench: interrupted; nothing half-written was kept", file=sys.stderr)

@@ -126,7 +126,7 @@ def _checked(what: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError,
-            StopIteration) as exc:
+            StopIteration, RecursionError) as exc:
         detail = f"missing {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else exc
         raise ReportError(f"{what}: not runs this patchbench can render ({detail!s:.200})",
                           hint="a file is damaged or was not written by patchbench") from None

@@ -175,7 +175,7 @@ def render_checked(render: Callable[[Results], str], res: Results, where: Path) 
     try:
         return render(res)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError,
-            StopIteration) as exc:
+            StopIteration, RecursionError) as exc:
         what = f"missing {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
         raise ReportError(f"{where}: not a results document this patchbench can render ({what})",
                           hint="the file is damaged or was not written by patchbench") from None

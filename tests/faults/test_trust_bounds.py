@@ -40,6 +40,21 @@ def test_ten_million_samples_are_refused_quickly_without_reading_them(tmp_path: 
     assert seconds < 0.5 and peak < 1 << 20  # not read: under 1 MiB, not 0.9 GB
 
 
+def test_a_document_nested_past_the_depth_limit_is_refused(tmp_path: Path) -> None:
+    data = demo()
+    deep: dict[str, object] = {}
+    cur = deep
+    for _ in range(900):  # parses, but pydantic's dump used to fail: exit 3 in merge
+        cur["x"] = cur = {}
+    data["builds"]["baseline"]["recipe"] = deep
+    art = tmp_path / "art"
+    save(art / "a", demo())
+    save(art / "b", data)
+    code, _, err = merge([str(art)], tmp_path / "reports")
+    assert code == 18, err
+    assert f"nested more than {results.MAX_DEPTH} levels deep" in err
+
+
 def test_a_cell_past_the_sample_limit_is_refused(tmp_path: Path) -> None:
     data = demo()
     data["scenarios"][0]["cells"][0]["samples"]["times"] = [0.1] * (results.MAX_SAMPLES + 1)

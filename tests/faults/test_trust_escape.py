@@ -93,3 +93,13 @@ def test_the_terminal_sees_no_escape_sequence_from_a_file(tmp_path: Path) -> Non
     assert code == 0, err
     assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b]0;pwned\\x07" in out
+
+
+def test_an_error_naming_a_value_from_a_file_shows_no_escape_sequence(tmp_path: Path) -> None:
+    data = demo()
+    data["builds"]["\x1b[2Jevil"] = data["builds"].pop("baseline-again")
+    art = tmp_path / "art"
+    save(art / "a", data)
+    code, _, err = merge([str(art)], tmp_path / "reports")
+    assert code == 18
+    assert "\x1b" not in err and "\\x1b[2Jevil" in err
