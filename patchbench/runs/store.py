@@ -135,12 +135,9 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
 
 def _attached(run_dir: Path) -> dict[str, str]:
     path = run_dir / ATTACHED
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         return {}
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ReportError(f"cannot read {path}: {exc}") from None
+    data = results_mod.read_json(path, limit=1 << 20)  # never through a link, bounded
     if not isinstance(data, dict):
         raise ReportError(f"{path}: not a mapping of file names")
     out: dict[str, str] = {}

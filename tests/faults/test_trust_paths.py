@@ -15,12 +15,12 @@ from patchbench.runs import store as runstore
 from tests.faults.trust_support import demo, files_under, merge, save
 
 
-@pytest.mark.parametrize("comparison", ["../../x", "/tmp/patchbench-trust-abs", "a/b", "..",
-                                        "", "Demo"])
+@pytest.mark.parametrize("comparison", ["../../x", "ABSOLUTE", "a/b", "..", "", "Demo"])
 def test_merge_refuses_a_comparison_that_is_not_a_plain_name(tmp_path: Path,
                                                               comparison: str) -> None:
+    absolute = tmp_path / "absolute"
     data = demo()
-    data["comparison"] = comparison
+    data["comparison"] = str(absolute) if comparison == "ABSOLUTE" else comparison
     art = tmp_path / "artifacts"
     save(art / "m1", data)
     save(art / "m2", data)
@@ -30,7 +30,7 @@ def test_merge_refuses_a_comparison_that_is_not_a_plain_name(tmp_path: Path,
     assert code == 18, err
     assert "comparison" in err and "results.json" in err
     assert files_under(tmp_path) == before  # nothing written, inside or out
-    assert not Path("/tmp/patchbench-trust-abs").exists()
+    assert not absolute.exists()
 
 
 @pytest.mark.parametrize("variant", ["x/../../escaped", "../escaped", "/abs", "a b"])
