@@ -35,7 +35,12 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
 
 from __future__ import annotations
 
+import errno
 import json
+import math
+import os
+import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -50,6 +55,7 @@ from pydantic import (
 )
 
 from patchbench.errors import ReportError
+from patchbench.util.models import NAME_RE
 
 SCHEMA_VERSION = 4
 SCHEMA_HISTORY = {
@@ -62,6 +68,16 @@ SCHEMA_HISTORY = {
     4: "per-run deadlines in command, burst and layers: hung runs counted per cell (hangs), kept apart "
     "from the timing (hung_times, hung_rounds) and tested against the baseline; conditions",
 }
+
+# What a saved run may hold (docs/security.md): a file past these is refused (exit 18), never
+# loaded; the file size is checked before a byte is parsed, so a file of 10 million samples is
+# refused at once, not read into a gigabyte of memory.
+MAX_FILE_BYTES = 16 * 2**20  # the largest committed run is 1.8 MB
+MAX_SAMPLES = 100_000  # per cell (times, and each other per-run list)
+MAX_CELLS = 10_000  # per scenario
+MAX_SCENARIOS = 1_000  # per run
+MAX_RUNS = 256  # runs in one merge
+MAX_DEPTH = 32  # nesting of objects and lists (a committed run nests at most 9 deep)
 
 POOLED_METHOD = "pooled: Mann-Whitney U and a bootstrap CI, every run taken as independent"
 
@@ -92,18 +108,26 @@ class Summary(_Rec):
     median_ci: list[float] | None = None
 
 
+Seconds = Annotated[float, Field(ge=0)]
+Times = Annotated[list[Seconds], Field(max_length=MAX_SAMPLES)]
+Floats = Annotated[list[float], Field(max_length=MAX_SAMPLES)]
+Ints = Annotated[list[int], Field(max_length=MAX_SAMPLES)]
+PlainName = Annotated[str, Field(pattern=NAME_RE)]  # may become part of a path: no '/', no '..'
+
+
 class Samples(_Rec):
-    times: list[float]
-    user: list[float] = Field(default_factory=list)
-    system: list[float] = Field(default_factory=list)
-    exit_codes: list[int] = Field(default_factory=list)
-    rounds: list[int] = Field(default_factory=list)
-    hyperfine: list[dict[str, Any]] = Field(default_factory=list)  # hyperfine's own JSON
+    times: Times
+    user: Floats = Field(default_factory=list)
+    system: Floats = Field(default_factory=list)
+    exit_codes: Ints = Field(default_factory=list)
+    rounds: Ints = Field(default_factory=list)
+    hyperfine: Annotated[list[dict[str, Any]], Field(max_length=MAX_SAMPLES)] = Field(
+        default_factory=list)  # hyperfine's own JSON
     seconds: float = 0.0  # wall time spent measuring this cell
     # runs that passed their deadline (version 4): their time (about the deadline) and round;
     # never in ``times``, so never in the timing statistics
-    hung_times: list[float] = Field(default_factory=list)
-    hung_rounds: list[int] = Field(default_factory=list)
+    hung_times: Floats = Field(default_factory=list)
+    hung_rounds: Ints = Field(default_factory=list)
 
 
 class Hangs(_Rec):
@@ -144,7 +168,7 @@ class Instances(_Rec):
 
 
 class Cell(_Rec):
-    variant: str
+    variant: PlainName
     params: dict[str, str] = Field(default_factory=dict)
     label: str
     summary: Summary
@@ -228,7 +252,7 @@ class Check(_Rec):
 
 
 class _Scenario(_Rec):
-    name: str
+    name: PlainName
     description: str = ""
     command: str
     runs: int
@@ -247,8 +271,8 @@ class AppliedCondition(_Rec):
 
 
 class _Timed(_Scenario):
-    cells: list[Cell]
-    comparisons: list[Verdict]
+    cells: Annotated[list[Cell], Field(max_length=MAX_CELLS)]
+    comparisons: Annotated[list[Verdict], Field(max_length=MAX_CELLS)]
     deadline_s: float | None = None  # each run's deadline (version 4); null: none
     conditions: list[AppliedCondition] = Field(default_factory=list)  # empty: the default only
     evidence_summary: str | None = None  # a readable account of every hang, in the run folder
@@ -502,8 +526,8 @@ else:
 
 
 class Settings(_Rec):
-    alpha: float
-    min_effect: float
+    alpha: Annotated[float, Field(gt=0, lt=1)]
+    min_effect: Annotated[float, Field(ge=0)]
 
 
 class Teardown(_Rec):
@@ -531,7 +555,7 @@ class Results(_Rec):
     schema_history: dict[str, str] = Field(
         default_factory=lambda: {str(k): v for k, v in SCHEMA_HISTORY.items()})
     tool: str
-    comparison: str
+    comparison: PlainName  # reports/<comparison>/ and merge's default folder
     description: str = ""
     target: str
     url: str
@@ -543,8 +567,10 @@ class Results(_Rec):
     started_at: str
     finished_at: str = ""
     machine: dict[str, Any]
-    builds: dict[str, dict[str, Any]]  # build manifests, as written beside the build
-    scenarios: list[ScenarioResult] = Field(default_factory=list)
+    # build manifests, as written beside the build; the key names manifest-<variant>.json
+    builds: dict[PlainName, dict[str, Any]]
+    scenarios: Annotated[list[ScenarioResult], Field(max_length=MAX_SCENARIOS)] = Field(
+        default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     teardown: dict[str, Teardown] | None = None
     runtime: RuntimeRecord | None = None
@@ -600,8 +626,57 @@ def upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
 UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3}
 
 
-def parse(data: Any, where: str) -> Results:
-    """Validate a results document of any known version, upgrading older ones."""
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _number(value: Any, *, integer: bool = False, low: float = 0.0) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if integer and not isinstance(value, int):
+        return False
+    return math.isfinite(value) and value >= low
+
+
+def problems(res: Results) -> list[str]:
+    """What a validated document still gets wrong: the fields the renderers, ``diff`` and
+    ``merge`` read from the free-form machine info and build manifests, and comparisons that name
+    a cell the scenario does not have. Each as ``field: what``."""
+    out: list[str] = []
+    m = res.machine
+    if "load_avg" in m and not (isinstance(m["load_avg"], list) and len(m["load_avg"]) <= 16
+                                and all(_number(x) for x in m["load_avg"])):
+        out.append("machine.load_avg: not a list of finite numbers of 0 or more")
+    if "memory_bytes" in m and m["memory_bytes"] is not None and not _number(
+            m["memory_bytes"], integer=True):
+        out.append("machine.memory_bytes: not a whole number of 0 or more")
+    if "cpu_count" in m and m["cpu_count"] is not None and not _number(
+            m["cpu_count"], integer=True, low=1):
+        out.append("machine.cpu_count: not a whole number of 1 or more")
+    for variant, man in res.builds.items():
+        arts = man.get("artifacts", {})
+        if not isinstance(arts, dict):
+            out.append(f"builds.{variant}.artifacts: not a mapping of artifacts")
+            continue
+        for name, art in arts.items():
+            if not isinstance(art, dict) or not isinstance(art.get("sha256"), str) \
+                    or not _SHA256.match(art["sha256"]):
+                out.append(f"builds.{variant}.artifacts.{name}.sha256: missing or not a sha256")
+    for i, sc in enumerate(res.scenarios):
+        if not isinstance(sc, CommandResult | BurstResult | LayersResult):
+            continue
+        labels = {c.label for c in sc.cells}
+        for j, comp in enumerate(sc.comparisons):
+            for role in ("baseline", "candidate"):
+                if getattr(comp, role) not in labels:
+                    out.append(f"scenarios.{i}.comparisons.{j}.{role}: names the cell "
+                               f"{getattr(comp, role)!r}, which scenario {sc.name!r} lacks")
+    return out
+
+
+def parse(data: Any, where: str, *, untrusted: bool = False) -> Results:
+    """Validate a results document of any known version, upgrading older ones. ``untrusted``
+    (a file read back: ``load``): strictly (no string taken for a number) and with
+    :func:`problems` refused too."""
     if not isinstance(data, dict):
         raise ReportError(f"{where}: not a results document (the top level is not an object)")
     version = data.get("schema_version")
@@ -615,20 +690,85 @@ def parse(data: Any, where: str) -> Results:
     if version != SCHEMA_VERSION:
         raise ReportError(f"{where}: results schema {version!r} is not one this patchbench reads "
                           f"(1 to {SCHEMA_VERSION})")
-    try:
-        return Results.model_validate(data)
+    try:  # strict: a string where a number belongs is refused, not converted
+        res = Results.model_validate(data, strict=untrusted)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise ReportError(f"{where}: {loc}: {first['msg']}",
                           hint="the file is damaged or was not written by patchbench") from None
+    wrong = problems(res) if untrusted else []
+    if wrong:
+        raise ReportError(f"{where}: {wrong[0]}" + (f" (and {len(wrong) - 1} more)"
+                                                    if len(wrong) > 1 else ""),
+                          hint="the file is damaged or was not written by patchbench")
+    return res
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number strict JSON has")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is too large to be a finite number")
+    return value
+
+
+def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
+    """A JSON file read back from a saved run or an artifact: never through a link (the last
+    component is opened with O_NOFOLLOW), a regular file of at most ``limit`` bytes (checked
+    before it is read), UTF-8, strict JSON with finite numbers only. Anything else is a
+    ReportError naming the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ReportError(f"{path} is a symbolic link; saved runs and artifacts are read "
+                              "only from regular files, never through a link") from None
+        raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReportError(f"{path} is not a regular file")
+        if st.st_size > limit:
+            raise ReportError(f"{path} is {st.st_size} bytes; a saved run may have at most "
+                              f"{limit} (docs/security.md: limits)")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(limit + 1)
+        if len(raw) > limit:
+            raise ReportError(f"{path} is over {limit} bytes (docs/security.md: limits)")
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant,
+                          parse_float=_finite_float)
+    except OSError as exc:
+        raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ReportError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise ReportError(f"cannot read {path}: not strict JSON with finite numbers "
+                          f"({exc!s:.200})") from None
+    finally:
+        os.close(fd)
+    if _depth(data) > MAX_DEPTH:
+        raise ReportError(f"{path}: nested more than {MAX_DEPTH} levels deep "
+                          "(docs/security.md: limits)")
+    return data
+
+
+def _depth(data: Any) -> int:
+    """How deeply objects and lists nest in ``data`` (iteratively: no recursion limit)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            stack += [(v, level + 1) for v in (value.values() if isinstance(value, dict)
+                                               else value)]
+    return deepest
 
 
 def load(path: Path) -> Results:
     """Read a run's results.json (a run folder or the file itself), any known version."""
-    target = path / "results.json" if path.is_dir() else path
-    try:
-        data = json.loads(target.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ReportError(f"cannot read {target}: {exc!s:.200}") from None
-    return parse(data, str(target))
+    target = path / "results.json" if path.is_dir() and not path.is_symlink() else path
+    return parse(read_json(target), str(target), untrusted=True)

@@ -9,6 +9,7 @@ the build runs, so the toolchain fingerprint is taken through its ``Runner``.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -192,12 +193,15 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                         detail=f"(full log: {log})",
                     )
                 dest = out / "bin" / Path(rel).name
-                if is_dir:  # a whole directory (an install root), hashed file by file
-                    shutil.copytree(src, dest, symlinks=True)
-                    digest, size = tree_digest(dest)
-                else:
-                    shutil.copy2(src, dest)
-                    digest, size = sha256_file(dest), dest.stat().st_size
+                try:
+                    if is_dir:  # a whole directory (an install root), hashed file by file
+                        shutil.copytree(src, dest, symlinks=True)
+                        digest, size = tree_digest(dest)
+                    else:
+                        shutil.copy2(src, dest)
+                        digest, size = sha256_file(dest), dest.stat().st_size
+                except OSError as exc:  # shutil.Error too
+                    raise _write_error(label, f"copy {rel} to {dest}", exc) from None
                 artifacts[Path(rel).name] = {"path": rel, "sha256": digest, "bytes": size}
             version_output = None
             if plan.target.build.version:
@@ -243,12 +247,29 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         manifest = redact.tree(manifest)  # no credential is recorded
-        write_json_atomic(out / "manifest.json", manifest)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(out, final)
-    (final / STAMP).write_text(key + "\n")  # written last: the build is complete
+        try:
+            write_json_atomic(out / "manifest.json", manifest)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(out, final)
+        except OSError as exc:
+            raise _write_error(label, f"write the build into {final}", exc) from None
+    try:
+        (final / STAMP).write_text(key + "\n")  # written last: the build is complete
+    except OSError as exc:
+        shutil.rmtree(final, ignore_errors=True)  # never stamped: never used
+        raise _write_error(label, f"stamp {final}", exc) from None
     progress.say(f"built {label} in {manifest['duration_s']:.1f} s")
     return Built(variant, final, manifest, cached=False)
+
+
+def _write_error(label: str, what: str, exc: BaseException) -> BuildError:
+    """A failed write while a build is saved (exit 14): the path, and whether the disk is full.
+    Nothing half-written is kept: the temporary folder goes, the build is never stamped."""
+    # shutil.Error (copytree) carries the failures of its files as text
+    full = getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in str(exc)
+    why = "the disk is full" if full else (getattr(exc, "strerror", None) or f"{exc!s:.200}")
+    return BuildError(f"build {label}: cannot {what}: {why}",
+                      hint="free space on that disk, then build again" if full else None)
 
 
 def check_same_toolchain(builds: list[Built]) -> None:

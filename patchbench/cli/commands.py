@@ -16,6 +16,7 @@ from tabulate import tabulate
 from patchbench import config
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
 from patchbench.util import command
+from patchbench.util.escape import terminal
 from patchbench.util.workspace import Switches, Workspace
 
 if TYPE_CHECKING:
@@ -60,8 +61,8 @@ def guarded(fn: Callable[[], int | None]) -> None:
     signal.signal(signal.SIGHUP, _interrupt)
     try:
         code = fn() or 0
-    except PatchbenchError as exc:
-        print(exc.render(), file=sys.stderr)
+    except PatchbenchError as exc:  # names from files in the message: no escape sequence
+        print(terminal(exc.render()), file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("patchbench: interrupted; nothing half-written was kept", file=sys.stderr)
@@ -170,8 +171,9 @@ def do_report(ws: Workspace, run_dir: str | None, comparison: str | None,
     from patchbench.runs import store as runstore
 
     if from_run:  # the report folder from a run's complete results (after a failed write)
-        print(f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}")
+        print(terminal(
+            f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}"))
         return 0
     path = Path(run_dir) if run_dir else report.latest_run(ws.reports, comparison)
-    print(runstore.render_checked(report.render, report.load_run(path), path))
+    print(terminal(runstore.render_checked(report.render, report.load_run(path), path)))
     return 0

@@ -26,6 +26,7 @@ from patchbench.report.blocks import (
 from patchbench.report.numbers import fmt_ci, fmt_p, fmt_ratio, fmt_time
 from patchbench.results import Results, ScenarioResult, TimedResult
 from patchbench.scenarios import KINDS
+from patchbench.util.escape import md_cell
 
 __all__ = ["fmt_ci", "fmt_p", "fmt_ratio", "fmt_time", "md_table", "render", "summary_table"]
 
@@ -115,7 +116,10 @@ def summary_rows(results: Results) -> list[list[str]]:
 
 
 def summary_table(results: Results, fmt: str = "simple") -> str:
-    return md_table(summary_headers(results), summary_rows(results), fmt)
+    rows = summary_rows(results)
+    if fmt == "github":  # names, parameters and verdicts come from the file: escaped
+        rows = [[md_cell(r[0]), md_cell(r[1]), *r[2:-1], md_cell(r[-1])] for r in rows]
+    return md_table(summary_headers(results), rows, fmt)
 
 
 def detail_table(sc: TimedResult, fmt: str = "github") -> str:
@@ -123,7 +127,8 @@ def detail_table(sc: TimedResult, fmt: str = "github") -> str:
     rows = []
     for c in sc.cells:
         s = c.summary
-        row: list[object] = [c.label, s.n, fmt_time(s.median), fmt_ci(s.median_ci),
+        label = md_cell(c.label) if fmt == "github" else c.label
+        row: list[object] = [label, s.n, fmt_time(s.median), fmt_ci(s.median_ci),
                              f"{fmt_time(s.mean)} ± {fmt_time(s.stdev)}", fmt_time(s.min),
                              fmt_time(s.max)]
         if rate:

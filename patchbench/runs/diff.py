@@ -88,9 +88,14 @@ def diff_runs(a: Results, b: Results, *, name_a: str = "A", name_b: str = "B") -
     cells_a, cells_b = _cell_map(a), _cell_map(b)
     out = []
     order = [sc["name"] for sc in a["scenarios"]]
+    notes = []
     for i, key in enumerate(k for k in cells_a if k in cells_b):
         ca, cb = cells_a[key], cells_b[key]
         ta, tb = ca["samples"]["times"], cb["samples"]["times"]
+        if not ta or not tb:  # every run of the cell hung (or none was measured): no timing
+            notes.append(f"{' '.join(key)}: no timed runs in {'A' if not ta else 'B'}; "
+                         "not compared")
+            continue
         comp = compare_samples(ta, tb, rounds_a=ca["samples"].get("rounds"),
                                rounds_b=cb["samples"].get("rounds"), alpha=alpha,
                                min_effect=min_effect, seed=int(a["seed"]) + i)
@@ -99,7 +104,6 @@ def diff_runs(a: Results, b: Results, *, name_a: str = "A", name_b: str = "B") -
                             median_b=stats.summarize(tb).median, n_a=len(ta), n_b=len(tb),
                             comparison=comp, build=build_identity(a, b, ca["variant"])))
     out.sort(key=lambda d: order.index(d.scenario) if d.scenario in order else len(order))
-    notes = []
     if a.get("machine", {}).get("cpu_model") != b.get("machine", {}).get("cpu_model"):
         notes.append(f"different CPUs: A {a['machine'].get('cpu_model')}, "
                      f"B {b['machine'].get('cpu_model')}")

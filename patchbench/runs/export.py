@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import ReportError
+from patchbench.util.escape import csv_cell
 from patchbench.util.files import write_text_atomic
 
 Results = dict[str, Any]
@@ -109,8 +110,8 @@ def to_csv(results: Results) -> Files:
         params = ";".join(f"{k}={v}" for k, v in sorted(cell.get("params", {}).items()))
         rounds = s.get("rounds") or [None] * len(s["times"])
         for i, (t, code, r) in enumerate(zip(s["times"], s["exit_codes"], rounds, strict=True)):
-            w.writerow([sc["name"], cell["label"], cell["variant"], params,
-                        "" if r is None else r, i + 1, repr(float(t)), code])
+            w.writerow([csv_cell(sc["name"]), csv_cell(cell["label"]), csv_cell(cell["variant"]),
+                        csv_cell(params), "" if r is None else r, i + 1, repr(float(t)), code])
     return {"results.csv": buf.getvalue()}
 
 

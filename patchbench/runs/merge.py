@@ -33,6 +33,7 @@ from patchbench.report.markdown import md_table
 from patchbench.report.numbers import fmt_time
 from patchbench.runs.diff import require_same_comparison
 from patchbench.scenarios import KINDS
+from patchbench.util.escape import md_cell
 
 Results = dict[str, Any]
 
@@ -340,39 +341,58 @@ def gate_lines(m: Merged) -> list[str]:
     return lines
 
 
+def _md(rows: list[list[str]]) -> list[list[str]]:
+    """Table cells as markdown: names and labels from the artifacts escaped (util.escape)."""
+    return [[md_cell(v) for v in row] for row in rows]
+
+
+def _md_lines(lines: list[str]) -> list[str]:
+    """Markdown lines whose text came from the artifacts: tags and ``|`` escaped, ``**`` kept."""
+    out = []
+    for line in lines:
+        head = len(line) - len(line.lstrip(" -#"))
+        body = line[head:]
+        bold = body.startswith("**") and body.endswith("**") and len(body) >= 4
+        text = md_cell(body[2:-2] if bold else body)
+        out.append(line[:head] + (f"**{text}**" if bold else text))
+    return out
+
+
 def render_markdown(m: Merged) -> str:
-    labels = m.labels
+    labels = [md_cell(label) for label in m.labels]
     lines = [f"# {m.comparison}: {len(m.runs)} runs merged", ""]
-    lines += builds_differ_lines(m)
+    lines += _md_lines(builds_differ_lines(m))
     disagree = [r for r in m.rows if not r.agrees]
     if m.rows:
         lines += ["## Summary", "",
                   "speedup = median(baseline) / median(candidate) on each machine, 95% CI, "
                   "verdict; the last column says whether the machines agree.", ""]
-        lines += [md_table(["comparison", *labels, "verdicts agree"], summary_rows(m)), ""]
+        lines += [md_table(["comparison", *labels, "verdicts agree"], _md(summary_rows(m))), ""]
         lines += [f"{len(m.rows) - len(disagree)} of {len(m.rows)} comparisons agree on every "
                   "machine." if disagree else "The verdicts agree on every machine.", ""]
         lines += ["## Medians (baseline → candidate)", "",
-                  md_table(["comparison", *labels], median_rows(m)), ""]
+                  md_table(["comparison", *labels], _md(median_rows(m))), ""]
     for sec in kind_sections(m):
         lines += [f"## {sec.title}", "", f"{sec.note}.", "",
-                  md_table([*sec.headers, *labels], sec.rows), ""]
-    lines += ["## Gate", "", *gate_lines(m), ""]
-    lines += ["## Machines", "", md_table(["", *labels], machine_rows(m)), ""]
+                  md_table([*sec.headers, *labels], _md([list(r) for r in sec.rows])), ""]
+    lines += ["## Gate", "", *_md_lines(gate_lines(m)), ""]
+    lines += ["## Machines", "", md_table(["", *labels], _md(machine_rows(m))), ""]
     lines += ["## Builds (artifact sha256)", "",
-              md_table(["variant", *labels, "across machines"], build_rows(m)), ""]
+              md_table(["variant", *labels, "across machines"], _md(build_rows(m))), ""]
     return "\n".join(lines)
 
 
 def summary_markdown(m: Merged) -> str:
     """The merged result for a CI job summary: the table, agreement, builds and the gate."""
+    labels = [md_cell(label) for label in m.labels]
     lines = [f"### patchbench `{m.comparison}` on {len(m.runs)} machines", ""]
-    lines += builds_differ_lines(m)
+    lines += _md_lines(builds_differ_lines(m))
     if m.rows:
-        lines += [md_table(["comparison", *m.labels, "verdicts agree"], summary_rows(m)), ""]
+        lines += [md_table(["comparison", *labels, "verdicts agree"], _md(summary_rows(m))), ""]
     for sec in kind_sections(m):
-        lines += [md_table([*sec.headers, *m.labels], sec.rows), "", f"({sec.note})", ""]
-    lines += [*gate_lines(m), ""]
+        lines += [md_table([*sec.headers, *labels], _md([list(r) for r in sec.rows])), "",
+                  f"({sec.note})", ""]
+    lines += [*_md_lines(gate_lines(m)), ""]
     return "\n".join(lines) + "\n"
 
 

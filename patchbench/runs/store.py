@@ -31,6 +31,7 @@ from patchbench import results as results_mod
 from patchbench.errors import ReportError
 from patchbench.results import Results
 from patchbench.util.files import write_json_atomic, write_text_atomic
+from patchbench.util.ownership import check_output
 
 RESULTS = "results.json"
 ATTACHED = "attached.json"  # name in the report folder -> file relative to the run directory
@@ -67,7 +68,7 @@ def save_complete(run_dir: Path, results: Results, extra_files: dict[str, Path])
         ) from None
 
 
-def _reserve(parent: Path, stamp: str) -> Path:
+def reserve(parent: Path, stamp: str) -> Path:
     """An empty directory ``parent/stamp[-n]`` made with an exclusive mkdir."""
     n = 1
     while True:
@@ -89,8 +90,6 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
     run_dir = results_file.parent
     res = results_mod.load(results_file)  # not UTF-8, not JSON, wrong shape: ReportError
     comparison = res.comparison
-    if "/" in comparison or comparison in ("", ".", ".."):
-        raise ReportError(f"{results_file}: the comparison {comparison!r} is not a plain name")
     later = f"invoke report --from {run_dir.name}"
     text = render_checked(render, res, results_file)
     html = render_checked(lambda r: render_html(r, gate=failures(r)), res, results_file)
@@ -98,8 +97,9 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
     final: Path | None = None
     try:
         parent = reports / comparison
+        check_output(parent, base=reports)  # no link planted below reports/, no foreign folder
         parent.mkdir(parents=True, exist_ok=True)
-        final = _reserve(parent, stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+        final = reserve(parent, stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=parent))
         os.chmod(tmp, 0o755)  # mkdtemp makes 0700; reports are meant to be shared
         res.run_dir = f"{comparison}/{final.name}"
@@ -110,7 +110,11 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
         for variant, man in res.builds.items():
             write_json_atomic(tmp / f"manifest-{variant}.json", man)
         for name, rel in _attached(run_dir).items():
-            shutil.copy2(run_dir / rel, tmp / name)
+            src = run_dir / rel
+            if src.is_symlink() or run_dir.resolve() not in src.resolve().parents:
+                raise ReportError(f"{run_dir / ATTACHED}: {name} -> {rel} is a link or leads "
+                                  "out of the run folder; not copied")
+            shutil.copy2(src, tmp / name, follow_symlinks=False)
         os.replace(tmp, final)  # onto the empty reserved directory
         return final
     except BaseException as exc:  # Ctrl-C too: no partial folder, no empty reserved name
@@ -131,12 +135,9 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
 
 def _attached(run_dir: Path) -> dict[str, str]:
     path = run_dir / ATTACHED
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         return {}
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ReportError(f"cannot read {path}: {exc}") from None
+    data = results_mod.read_json(path, limit=1 << 20)  # never through a link, bounded
     if not isinstance(data, dict):
         raise ReportError(f"{path}: not a mapping of file names")
     out: dict[str, str] = {}
@@ -171,7 +172,7 @@ def render_checked(render: Callable[[Results], str], res: Results, where: Path) 
     try:
         return render(res)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError,
-            StopIteration) as exc:
+            StopIteration, RecursionError) as exc:
         what = f"missing {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
         raise ReportError(f"{where}: not a results document this patchbench can render ({what})",
                           hint="the file is damaged or was not written by patchbench") from None

@@ -12,6 +12,7 @@ from patchbench.report.blocks import Table
 from patchbench.report.html import as_model
 from patchbench.report.markdown import md_table, summary_table
 from patchbench.scenarios import KINDS
+from patchbench.util.escape import md_cell
 
 if TYPE_CHECKING:
     from patchbench.results import Results as ResultsModel
@@ -31,17 +32,19 @@ def summary_path(explicit: str | os.PathLike[str] | None,
 def gate_markdown(reasons: Sequence[str]) -> str:
     if not reasons:
         return "**Gate: passed** — no candidate significantly slower, every check passed."
-    return "**Gate: FAILED**\n\n" + "\n".join(f"- {r}" for r in reasons)
+    return "**Gate: FAILED**\n\n" + "\n".join(f"- {md_cell(r)}" for r in reasons)
 
 
 def kind_tables(results: ResultsModel) -> list[Table]:
     """The kinds' own tables of a job summary (``ScenarioKind.summary``): the rows of every
-    scenario whose table has the same headers are one table, in the order they first appear."""
+    scenario whose table has the same headers are one table, in the order they first appear.
+    Names and builds come from the file: every cell is escaped (util.escape)."""
     rows: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
     for sc in results.scenarios:
         t = KINDS[sc.kind].summary(sc)
         if t is not None and t.rows:
-            rows.setdefault(t.headers, []).extend(t.rows)
+            rows.setdefault(t.headers, []).extend(
+                tuple(md_cell(v) for v in row) for row in t.rows)
     return [Table(headers, tuple(r)) for headers, r in rows.items()]
 
 
@@ -50,11 +53,12 @@ def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
     model = as_model(results)
     m = results["machine"]
     lines = [
-        f"### patchbench `{results['comparison']}`"
-        + (f" — `{results['run_dir']}`" if results.get("run_dir") else ""),
+        f"### patchbench `{md_cell(results['comparison'])}`"
+        + (f" — `{md_cell(results['run_dir'])}`" if results.get("run_dir") else ""),
         "",
-        f"{m.get('cpu_model')}, {m.get('cpu_count')} cores, kernel {m.get('kernel')}; "
-        f"seed {results['seed']}" + (" — **A/A run**" if results.get("aa") else ""),
+        f"{md_cell(m.get('cpu_model'))}, {md_cell(m.get('cpu_count'))} cores, kernel "
+        f"{md_cell(m.get('kernel'))}; seed {results['seed']}"
+        + (" — **A/A run**" if results.get("aa") else ""),
         "",
     ]
     if any(sc.get("comparisons") for sc in results["scenarios"]):
@@ -64,20 +68,29 @@ def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
     lines += [gate_markdown(gate_reasons), ""]
     if results.get("warnings"):
         lines += [f"<details><summary>{len(results['warnings'])} warnings</summary>", ""]
-        lines += [f"- {w}" for w in results["warnings"]] + ["", "</details>", ""]
+        lines += [f"- {md_cell(w)}" for w in results["warnings"]] + ["", "</details>", ""]
     return "\n".join(lines) + "\n"
 
 
 def append_text(path: Path, text: str) -> None:
-    """Append (never truncate: a job summary collects every step's part)."""
-    from patchbench.errors import ReportError
+    """Append (never truncate: a job summary collects every step's part); never through a link,
+    nor into a file or folder another user owns in a world-writable folder."""
+    import errno
 
+    from patchbench.errors import ReportError
+    from patchbench.util.ownership import check_output
+
+    check_output(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(text)
     except OSError as exc:
-        raise ReportError(f"cannot append the summary to {path}: {exc.strerror or exc}",
+        why = ("it is a symbolic link" if exc.errno == errno.ELOOP else
+               "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc))
+        raise ReportError(f"cannot append the summary to {path}: {why}",
                           hint="the run itself is saved; check --summary or "
                           "$GITHUB_STEP_SUMMARY") from None
 

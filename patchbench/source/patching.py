@@ -123,6 +123,9 @@ def _check_name(kind: str, name: str) -> None:
                          hint=f"the {kind} names are the directories of {where}/")
 
 
+MAX_PATCHES = 500  # per series (docs/security.md: limits); each costs about 66 ms to apply
+
+
 def load_series(root: Path, name: str) -> Series:
     _check_name("series", name)
     series_file = root / "patches" / name / "series"
@@ -131,7 +134,19 @@ def load_series(root: Path, name: str) -> Series:
     patches: list[Patch] = []
     lacking: list[MissingDep3] = []
     seen: set[str] = set()
-    for lineno, raw in enumerate(series_file.read_text().splitlines(), 1):
+    try:
+        text = series_file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatchError(f"patches/{name}/series is not UTF-8 text (byte {exc.start})",
+                         hint="write the series file as UTF-8: one patch file name per line") \
+            from None
+    except OSError as exc:
+        raise PatchError(f"cannot read patches/{name}/series: {exc.strerror or exc}") from None
+    listed = sum(1 for raw in text.splitlines() if raw.split("#", 1)[0].strip())
+    if listed > MAX_PATCHES:  # refused before any patch is read
+        raise PatchError(f"patches/{name}/series lists {listed} patches; a series may list at "
+                         f"most {MAX_PATCHES}", hint="docs/security.md: limits; split the series")
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue

@@ -74,9 +74,13 @@ def _tree(root: Path) -> Iterator[Path]:
 
 def check_paths(paths: Iterable[tuple[Path, bool]], trust: Trust) -> None:
     """Check each (path, recursive) and the parents of each; raise ConfigError at the first
-    unsafe one."""
+    unsafe one. A link anywhere (the path itself, or inside a recursive tree) is judged by what
+    it resolves to as well: that target (its whole tree, if a folder of a recursive path) and its
+    parents are checked like the path itself."""
     seen: set[Path] = set()
-    for start, recursive in paths:
+    work = list(paths)
+    while work:
+        start, recursive = work.pop(0)
         if not start.exists() and not start.is_symlink():
             continue
         resolved = start.resolve()
@@ -94,6 +98,8 @@ def check_paths(paths: Iterable[tuple[Path, bool]], trust: Trust) -> None:
                 st = os.lstat(path)
             except OSError:
                 continue
+            if stat.S_ISLNK(st.st_mode) and path != start and not is_parent:
+                work.append((path, recursive))  # a link inside the tree: judge its target too
             why = problem(path, st, trust, parent=is_parent)
             if why:
                 what = "a parent directory of " + str(start) if is_parent else str(path)
@@ -112,3 +118,49 @@ def check_project(matrix: Path, root: Path, builds: Path, *, euid: int | None = 
     trust = Trust.from_environment(environ)
     check_paths([(matrix, False), (root / "patches", True), (root / "overlays", True),
                  (builds, False)], trust)
+
+
+def _components(path: Path) -> list[Path]:
+    return [*reversed(path.parents), path]
+
+
+def check_output(path: Path, *, base: Path | None = None, euid: int | None = None) -> None:
+    """Before writing ``path`` (a folder or a file): refuse what another user could have planted.
+
+    - Below ``base`` (``reports/``, ``--out``), no component may be a symbolic link: the tool
+      writes there only into folders it made itself.
+    - Anywhere on the way, a link, folder or file owned by another user (not us, not root) in a
+      world-writable folder (a shared /tmp) is refused, the way ssh's StrictModes refuses it.
+    - The same holds for the path with its links resolved.
+
+    A refusal is a ReportError (exit 18) naming the path and its owner."""
+    from patchbench.errors import ReportError
+
+    me = os.geteuid() if euid is None else euid
+    literal = Path(os.path.abspath(path))
+    top = Path(os.path.abspath(base)) if base is not None else None
+    for candidates, links_checked in ((_components(literal), True),
+                                      (_components(literal.resolve()), False)):
+        for p in candidates:
+            try:
+                st = os.lstat(p)
+            except OSError:
+                break  # from here on nothing exists yet: the tool makes it
+            below = top is not None and top in p.parents
+            if links_checked and below and stat.S_ISLNK(st.st_mode):
+                raise ReportError(f"{p} is a symbolic link below {top}; patchbench writes there "
+                                  "only into folders it made, never through a link",
+                                  hint=f"remove the link: rm {p}")
+            if p == p.parent or st.st_uid in (me, 0):
+                continue
+            try:
+                pst = os.lstat(p.parent)
+            except OSError:
+                continue
+            if pst.st_mode & stat.S_IWOTH:
+                what = "a link" if stat.S_ISLNK(st.st_mode) else (
+                    "a folder" if stat.S_ISDIR(st.st_mode) else "a file")
+                raise ReportError(
+                    f"{p} is {what} owned by uid {st.st_uid} in the world-writable folder "
+                    f"{p.parent}; patchbench refuses to write through it",
+                    hint="choose an output place that only you (or root) can change")

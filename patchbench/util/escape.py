@@ -1,0 +1,44 @@
+"""The escapers for text that came from a file (a saved run, a CI artifact's name): one per output
+format, used where such a value enters the output.
+
+- ``md_cell``: a markdown table cell or a line of a job summary: ``&``, ``<`` and ``>`` as HTML
+  entities (a tag never stays live), ``|`` as ``\\|`` (a cell never splits the table), line
+  breaks and other control characters as spaces.
+- ``csv_cell``: a CSV value that a spreadsheet would take for a formula (starting with ``=``,
+  ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, OWASP's rule; a number
+  (``-1.5``) stays as it is.
+- ``terminal``: control characters and ANSI escapes shown as ``\\xNN`` (tab and ``\\n`` kept unless
+  ``newlines=False``), so a name from a file never moves the cursor or recolours the terminal.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_NOT_NL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # tab and newline kept
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def md_cell(value: Any) -> str:
+    """``value`` as text that is safe in a markdown table cell and in a line of markdown."""
+    text = _CONTROL.sub(" ", str(value))
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|"))
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` for a CSV writer: a string a spreadsheet would evaluate gets a leading ``'``."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    if _NUMBER.match(value):
+        return value
+    return "'" + value
+
+
+def terminal(value: Any, *, newlines: bool = True) -> str:
+    """``value`` with every control character (ESC too) but the newline shown as ``\\xNN``."""
+    pattern = _CONTROL_NOT_NL if newlines else _CONTROL
+    return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
