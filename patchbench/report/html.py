@@ -183,6 +183,13 @@ def ratio_text(c: dict[str, Any]) -> str:
     text = f"{c['speedup']:.2f}×"
     if c.get("ci_low") is not None:
         text += f" [{c['ci_low']:.2f}, {c['ci_high']:.2f}]"
+    if c.get("effect_s") is not None:  # schema 5: the effect in time beside the ratio
+        from patchbench.report.markdown import fmt_delta
+
+        text += f", {fmt_delta(c['effect_s'])}"
+        if c.get("effect_ci_low_s") is not None:
+            text += (f" [{fmt_delta(c['effect_ci_low_s'])}, "
+                     f"{fmt_delta(c['effect_ci_high_s'])}]")
     return text
 
 

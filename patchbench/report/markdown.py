@@ -35,13 +35,38 @@ def fmt_time(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
 
+def fmt_delta(seconds: float) -> str:
+    """A signed difference of times: +5.12 ms, -310.0 µs."""
+    sign = "+" if seconds >= 0 else "-"
+    return sign + fmt_time(abs(seconds))
+
+
+def fmt_effect(c: Verdict) -> str:
+    """Schema 5: the effect in time (candidate minus baseline) with its CI; "" before."""
+    if c.effect_s is None or math.isnan(c.effect_s):
+        return ""
+    text = fmt_delta(c.effect_s)
+    if c.effect_ci_low_s is not None and c.effect_ci_high_s is not None:
+        text += f" [{fmt_delta(c.effect_ci_low_s)}, {fmt_delta(c.effect_ci_high_s)}]"
+    return text
+
+
 def fmt_ratio(c: Verdict | Pooled) -> str:
     if math.isnan(c.speedup):  # no round with finished runs of both (every run of one hung)
         return "-"
     text = f"{c.speedup:.2f}×"
     if c.ci_low is not None and c.ci_high is not None:
         text += f" [{c.ci_low:.2f}, {c.ci_high:.2f}]"
+    if isinstance(c, Verdict) and (effect := fmt_effect(c)):
+        text += f", {effect}"
     return text
+
+
+def fmt_verdict(c: Verdict) -> str:
+    """The verdict as stored; schema 5's inconclusive one says what the run could detect."""
+    if c.rule5 and c.verdict == "inconclusive" and c.mde is not None:
+        return f"inconclusive (could detect ±{c.mde:.1%})"
+    return c.verdict
 
 
 def fmt_p(p: float | None) -> str:
@@ -80,7 +105,7 @@ def summary_rows(results: Results) -> list[list[str]]:
             base, cand = cells[comp.baseline], cells[comp.candidate]
             row = [sc.name + (f" {comp.params}" if comp.params else ""), comp.candidate_variant,
                    fmt_time(base.summary.median), fmt_time(cand.summary.median), fmt_ratio(comp),
-                   fmt_p(comp.p_value), comp.verdict]
+                   fmt_p(comp.p_value), fmt_verdict(comp)]
             if sc.rate:
                 row[2] += f" ({sc.rate.count / base.summary.median:,.0f} {sc.rate.unit})"
                 row[3] += f" ({sc.rate.count / cand.summary.median:,.0f} {sc.rate.unit})"
@@ -488,6 +513,16 @@ def statistics_line(results: Results) -> str:
                 f"Mann–Whitney U two-sided, alpha {st.alpha}, minimum effect {st.min_effect:.0%}")
     least = min(c.min_rounds or 0 for sc in results.scenarios if not isinstance(sc, UNTIMED)
                 for c in sc.comparisons)
+    if any(c.rule5 for sc in results.scenarios if not isinstance(sc, UNTIMED)
+           for c in sc.comparisons):
+        return (f"- statistics: round-paired (schema 5) — per round, the ratio of the geometric "
+                f"means; speedup = their geometric mean, with a {1 - st.alpha:.0%} t interval "
+                f"(R−1 degrees of freedom); faster/slower: significant and beyond "
+                f"±{st.min_effect:.0%} on the log scale (one-sided test at alpha {st.alpha}); "
+                f"equivalent: the {1 - 2 * st.alpha:.0%} interval within ±{st.min_effect:.0%} "
+                f"(TOST); otherwise inconclusive, with the change this run could detect; the "
+                f"effect in time is the mean per-round difference (candidate − baseline); no "
+                f"verdict with fewer than {least} rounds")
     return (f"- statistics: round-paired — per round, the ratio of the medians; speedup = their "
             f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
             f"degrees of freedom) and a two-sided t test; alpha {st.alpha}, minimum effect "
