@@ -12,7 +12,7 @@ import pytest
 
 import patchbench
 from patchbench import pipeline
-from patchbench.analysis import planted, stats
+from patchbench.analysis import paired, planted
 from patchbench.util.workspace import Switches, Workspace
 from tests import support
 
@@ -30,14 +30,14 @@ def test_the_planted_delay_is_found_with_the_right_sign_and_a_covering_ci(tmp_pa
     (sc,) = results["scenarios"]
     cells = {c["variant"]: c["samples"] for c in sc["cells"]}
     base, cand = cells["baseline"], cells["demo-plus-5ms"]
-    paired = stats.paired_rounds(base["times"], base["rounds"], cand["times"], cand["rounds"],
-                                 alpha=0.05, min_effect=0.02)
-    assert paired.rounds == 8
+    judged = paired.paired_verdict(base["times"], base["rounds"], cand["times"],
+                                   cand["rounds"], alpha=0.05, min_effect=0.02)
+    assert judged.rounds == 8
     _, candidate = pipeline.build_for_patch(project, ws, "demo-plus-5ms")
     delays = planted.measure_delay(candidate.bin / "slowstart", runs=30)
     assert 0.005 <= float(np.median(delays)) < 0.010  # time.Sleep(5ms), plus wake-up latency
     base_medians = [float(np.median([t for t, r in zip(base["times"], base["rounds"], strict=True)
-                                     if r == rnd])) for rnd in paired.round_ids]
-    result = planted.check(paired, base_medians, delays)
+                                     if r == rnd])) for rnd in judged.round_ids]
+    result = planted.check(judged, base_medians, delays)
     assert result.right_sign, result
     assert result.covered, result
