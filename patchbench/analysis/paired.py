@@ -291,3 +291,40 @@ def _zero_spread(
             f"p = {p:.2g} and the clock's resolution ({res * 1e3:.3g} ms) bounds the ratio to "
             f"[{ci[0]:.3f}, {ci[1]:.3f}]")
     return verdict, p, ci, effect_ci, res, note
+
+
+@dataclass(frozen=True)
+class SpeedupRatio:
+    """Two runs' round-paired speedups of one candidate compared (``invoke diff``): ``ratio`` =
+    speedup in run B / speedup in run A (above 1: the candidate gained against its baseline in
+    B), from the per-round log ratios of each run, with a Welch t interval (each run its own
+    variance, Satterthwaite's degrees of freedom). A drift that a run's variants share cancels
+    within each run, so the ratio compares the code's effect rather than the two machines."""
+
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    rounds_a: int
+    rounds_b: int
+
+
+def speedup_ratio(ratios_a: Sequence[float], ratios_b: Sequence[float], *, alpha: float
+                  ) -> SpeedupRatio:
+    """:class:`SpeedupRatio` of two runs' per-round ratios (baseline / candidate per round)."""
+    la, lb = np.log(np.asarray(ratios_a, float)), np.log(np.asarray(ratios_b, float))
+    if la.size == 0 or lb.size == 0:
+        raise ValueError("a run without rounds of both variants has no speedup to compare")
+    diff = float(lb.mean() - la.mean())
+    ci = p = None
+    if la.size >= 2 and lb.size >= 2:
+        va, vb = float(la.var(ddof=1)) / la.size, float(lb.var(ddof=1)) / lb.size
+        se = math.sqrt(va + vb)
+        if se > 0:
+            df = (va + vb) ** 2 / (va * va / (la.size - 1) + vb * vb / (lb.size - 1))
+            q = stats.t_ppf(1 - alpha / 2, df)
+            ci = (math.exp(diff - q * se), math.exp(diff + q * se))
+            p = 2.0 * stats.t_sf(abs(diff) / se, df)
+    return SpeedupRatio(ratio=math.exp(diff), ci_low=ci[0] if ci else None,
+                        ci_high=ci[1] if ci else None, p_value=p, rounds_a=int(la.size),
+                        rounds_b=int(lb.size))
