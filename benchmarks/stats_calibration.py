@@ -4,8 +4,8 @@
 
 Each replicate simulates one comparison as patchbench measures it: R rounds; in every round each
 variant runs one block of n = 4 consecutive runs, in the order ``bench.schedule`` gives (AB/BA).
-The candidate's times are the baseline's model scaled by a true factor (1.00; 1.02, exactly
-min_effect slower; 1.05; 1.10), so the true speedup, the ratio of the geometric means that the
+The candidate's times are the baseline's model scaled by a true factor (1.00; 1.02 and 1/1.02,
+exactly min_effect either way; 1.05; 1.10), so the true speedup, the ratio of the geometric means that the
 rule estimates, is 1 / factor. Models (the baseline's median 126 ms, the demo's):
 
   lognormal    CV 5 %, an independent log-normal drift factor (sd 3 %) per block
@@ -24,8 +24,9 @@ R = 5, 10, 20, 40 rounds (and 60 for the shape model), alpha 0.05, min_effect 0.
 Per cell: **sig** = two-sided p < alpha at 1.00 (the t test's size: 5 % nominal); **false** = a
 faster/slower verdict at 1.00; **coverage** = the 95 % CI holds the true speedup (lowest over the
 factors where it is known); **slower@edge** = verdict "slower" at a true slowdown of exactly
-min_effect and **equiv@edge** = verdict "equivalent" there (both sizes of a one-sided test:
-<= 5 %); **equiv@1** and **slower@1.05/1.10** = the power of each answer; **MDE** = the median
+min_effect and **equiv@edge** = verdict "equivalent" there, **faster@edge** = verdict "faster"
+at a true speedup of exactly min_effect (each the size of a one-sided test: <= 5 %);
+**equiv@1** and **slower@1.05/1.10** = the power of each answer; **MDE** = the median
 minimum detectable effect at 1.00; **drift** = the drift check fires at 1.00 (checked against
 its nominal 1 % in the models without drift). The old rule (``stats.paired_rounds``, per-round medians,
 min_effect on the ratio scale) is run on the same replicates at 1.00 for contrast.
@@ -65,7 +66,8 @@ MIN_EFFECT = 0.02
 RUNS = 4
 ROUNDS = (5, 10, 20, 40)
 SHAPE_ROUNDS = (*ROUNDS, 60)
-FACTORS = (1.00, 1.0 + MIN_EFFECT, 1.05, 1.10)  # candidate / baseline: above 1, slower
+# candidate / baseline: above 1, slower; the second and third exactly min_effect either way
+FACTORS = (1.00, 1.0 + MIN_EFFECT, 1.0 / (1.0 + MIN_EFFECT), 1.05, 1.10)
 TARGET = 0.05  # false alarms, sizes and 1 - coverage
 MISS_P = 0.05
 REAL_MISS_P = 0.001
@@ -212,6 +214,7 @@ def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
         t.add("sig", v.p_value is not None and v.p_value < ALPHA)
         t.add("false", v.verdict in (Verdict.FASTER, Verdict.SLOWER))
         t.add("slower", v.verdict is Verdict.SLOWER)
+        t.add("faster", v.verdict is Verdict.FASTER)
         t.add("equivalent", v.verdict is Verdict.EQUIVALENT)
         t.add("covered", v.ci_low is not None and v.ci_high is not None
               and v.ci_low <= truth <= v.ci_high)
@@ -273,10 +276,11 @@ Models = dict[str, tuple[Model, tuple[int, ...], bool]]
 def evaluate(cells: dict[tuple[str, int, float], Tally], models: Models
              ) -> tuple[list[list[str]], list[Check]]:
     rows, checks = [], []
-    edge = FACTORS[1]
+    edge, fast_edge = FACTORS[1], FACTORS[2]
     for model, (_, rounds_list, known) in models.items():
         for rounds in rounds_list:
             aa, at_edge = cells[(model, rounds, 1.0)], cells[(model, rounds, edge)]
+            at_fast = cells[(model, rounds, fast_edge)]
             name = f"{model} R={rounds}"
             checks += [Check(f"{name}: sig @1.00", aa.counts.get("sig", 0), aa.n),
                        Check(f"{name}: false @1.00", aa.counts.get("false", 0), aa.n)]
@@ -294,12 +298,15 @@ def evaluate(cells: dict[tuple[str, int, float], Tally], models: Models
             if known:
                 checks += [Check(f"{name}: slower @edge", at_edge.counts.get("slower", 0),
                                  at_edge.n),
+                           Check(f"{name}: faster @edge", at_fast.counts.get("faster", 0),
+                                 at_fast.n),
                            Check(f"{name}: equivalent @edge",
                                  at_edge.counts.get("equivalent", 0), at_edge.n)]
             mde = float(np.median(aa.mdes)) if aa.mdes else math.nan
             rows.append([
                 model, f"{rounds}x{RUNS}", pct(aa.rate("sig")), pct(aa.rate("false")),
                 pct(min(covs)), pct(at_edge.rate("slower")) if known else "-",
+                pct(at_fast.rate("faster")) if known else "-",
                 pct(at_edge.rate("equivalent")) if known else "-", pct(aa.rate("equivalent")),
                 pct(cells[(model, rounds, 1.05)].rate("slower")),
                 pct(cells[(model, rounds, 1.10)].rate("slower")), pct(mde),
@@ -325,13 +332,15 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
            "Columns (%): **sig** = two-sided p < alpha at 1.00 (nominal 5); **false** = a "
            "faster/slower verdict at 1.00; **coverage** = lowest share of 95 % CIs holding the "
            "true speedup; **slower@edge**, **equiv@edge** = verdict slower / equivalent at a true "
-           "slowdown of exactly min_effect (each <= 5); **equiv@1** = verdict equivalent at "
+           "slowdown of exactly min_effect, **faster@edge** = verdict faster at a true speedup of "
+           "exactly min_effect (each <= 5); **equiv@1** = verdict equivalent at "
            "1.00; **slower@1.05/1.10** = power; **MDE** = median minimum detectable effect at "
            "1.00; **drift** = the drift check fires at 1.00 (nominal 1 % in the models without "
            f"drift: {', '.join(DRIFTLESS)}); **old false**, **old coverage**, **old drift** = "
            "the rule of schema 3-4 (`stats.paired_rounds`, its equal-variance drift check) on "
            "the same A/A replicates.\n",
-           table(["model", "R x n", "sig", "false", "coverage", "slower@edge", "equiv@edge",
+           table(["model", "R x n", "sig", "false", "coverage", "slower@edge", "faster@edge",
+                  "equiv@edge",
                   "equiv@1", "slower@1.05", "slower@1.10", "MDE", "drift", "old false",
                   "old coverage", "old drift"], rows),
            f"\nChecks: {len(checks)} (each a one-sided binomial test against {TARGET:.0%}); "
