@@ -55,3 +55,12 @@ def test_a_short_run_says_inconclusive_with_what_it_could_detect() -> None:
     md = report.render(res)
     assert f"inconclusive (could detect ±{comp.mde:.1%})" in md
     assert "no significant difference" not in md
+
+
+def test_the_html_report_shows_the_answer_and_the_closed_gate() -> None:
+    from patchbench import gate
+
+    res = results_mod.parse(doc(5, 2, 0.0015, seed=3), "t")
+    page = html.render_html(res, gate=gate.failures(res))
+    assert "inconclusive (could detect ±" in page
+    assert "the gate fails closed" in page
