@@ -31,6 +31,13 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   runs without deadlines (``hangs`` null). A stress round names the evidence of its hung
   instances (``evidence``). Added in version 4: the kind ``ctrstress``
   (containerd containers killed mid-start, the daemon restarted mid-burst; leftovers counted).
+- 5: a new comparison is judged by the rule of issue 22 (patchbench.analysis.paired: per-round
+  mean log times, min_effect on the log scale, three answers "faster"/"slower", "equivalent",
+  "inconclusive", plus "withheld") and records ``p_slower``, ``p_faster``, ``p_equivalent``,
+  ``equivalence_low``/``equivalence_high`` (the 1 - 2 alpha interval), ``mde`` (the minimum
+  detectable effect), ``effect_s`` with ``effect_ci_low_s``/``effect_ci_high_s`` (candidate minus
+  baseline, seconds) and ``resolution_s`` (zero spread). Version 3 and 4 comparisons keep the
+  verdicts of their rule (``method`` says which; the new fields are null).
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ from pydantic import (
 from patchbench.errors import ReportError
 from patchbench.util.models import NAME_RE
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA_HISTORY = {
     1: "first version: per scenario, cells with raw samples (times, exit codes, rounds, "
     "hyperfine JSON) and baseline/candidate comparisons",
@@ -67,6 +74,8 @@ SCHEMA_HISTORY = {
     "below min_rounds); the pooled figures kept under pooled, descriptive only",
     4: "per-run deadlines in command, burst and layers: hung runs counted per cell (hangs), kept apart "
     "from the timing (hung_times, hung_rounds) and tested against the baseline; conditions",
+    5: "verdicts of issue 22: per-round mean log times, min_effect on the log scale, faster/slower, "
+    "equivalent (TOST) or inconclusive with the minimum detectable effect; the effect in seconds",
 }
 
 # What a saved run may hold (docs/security.md): a file past these is refused (exit 18), never
@@ -80,6 +89,8 @@ MAX_RUNS = 256  # runs in one merge
 MAX_DEPTH = 32  # nesting of objects and lists (a committed run nests at most 9 deep)
 
 POOLED_METHOD = "pooled: Mann-Whitney U and a bootstrap CI, every run taken as independent"
+PAIRED5_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means); "
+                  "beyond min_effect by a one-sided test, equivalent by TOST")
 
 
 class _Rec(BaseModel):
@@ -218,7 +229,9 @@ class Verdict(_Rec):
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    verdict: str  # "faster" | "slower" | "no significant difference" | "withheld"
+    # schema 5: "faster" | "slower" | "equivalent" | "inconclusive" | "withheld";
+    # schema 3-4 records keep "no significant difference" (and pooled ones, before 3)
+    verdict: str
     alpha: float
     min_effect: float
     method: str = POOLED_METHOD
@@ -231,10 +244,26 @@ class Verdict(_Rec):
     note: str = ""
     pooled: Pooled | None = None
     hangs: HangTest | None = None
+    # schema 5 (patchbench.analysis.paired); null in records judged by an older rule
+    p_slower: float | None = None
+    p_faster: float | None = None
+    p_equivalent: float | None = None
+    equivalence_low: float | None = None
+    equivalence_high: float | None = None
+    mde: float | None = None
+    effect_s: float | None = None
+    effect_ci_low_s: float | None = None
+    effect_ci_high_s: float | None = None
+    resolution_s: float | None = None
 
     @property
     def paired(self) -> bool:
         return self.rounds is not None
+
+    @property
+    def rule5(self) -> bool:
+        """Judged by the rule of schema 5 (issue 22), not by an older one."""
+        return self.method == PAIRED5_METHOD
 
 
 class Rate(_Rec):
@@ -551,7 +580,7 @@ class RuntimeRecord(_Rec):
 
 
 class Results(_Rec):
-    schema_version: Literal[4] = 4
+    schema_version: Literal[5] = 5
     schema_history: dict[str, str] = Field(
         default_factory=lambda: {str(k): v for k, v in SCHEMA_HISTORY.items()})
     tool: str
@@ -623,7 +652,16 @@ def upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3}
+def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 4 file as version 5: its comparisons keep the verdicts of their rule (the new
+    fields are null, ``method`` names the rule)."""
+    out = dict(data)
+    out["schema_version"] = 5
+    out["schema_history"] = {str(k): v for k, v in SCHEMA_HISTORY.items()}
+    return out
+
+
+UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3, 4: upgrade_v4}
 
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

@@ -102,7 +102,7 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     for w in results.warnings:
         print(f"warning: {w}")
     print(f"\nsaved: {run_dir}")
-    failed = gate.failures(results)
+    failed = gate.failures(results, allow_inconclusive=sw.gate_allow_inconclusive)
     target = summary.summary_path(summary_file, os.environ)
     if target is not None:  # a CI job page ($GITHUB_STEP_SUMMARY) or --summary FILE
         summary.append_summary(results.dump(), failed, target)
@@ -111,6 +111,9 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
             print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))
             return GATE_FAILED_EXIT_CODE
         print("gate: passed (no candidate slower, every check passed)")
+        if sw.gate_allow_inconclusive:
+            for w in gate.let_through(results):
+                print(f"  allowed (--gate-allow-inconclusive): {w}")
     return 0
 
 

@@ -99,8 +99,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("warmup", "warmup runs of every scenario", kind="int", metavar="N", minimum=0,
              default="matrix.yaml's"),
          Opt("scenario", "run only this scenario", kind="list", metavar="NAME"),
-         Opt("gate", "exit 4 if a candidate is significantly slower, fails its verify check, "
-             "hangs, or leaves something behind (an A/B gate for CI)", kind="flag"),
+         Opt("gate", "exit 4 if a candidate is significantly slower, its verdict is inconclusive "
+             "or withheld, it fails its verify check, hangs, or leaves something behind (an A/B "
+             "gate for CI)", kind="flag"),
+         Opt("gate_allow_inconclusive", "with --gate: let an inconclusive or withheld verdict "
+             "pass (the gate fails closed without it; the output says what it let pass)",
+             kind="flag"),
          Opt("summary", "append the summary table and the gate's reasons, as markdown, to FILE",
              metavar="FILE", default="$GITHUB_STEP_SUMMARY when set")),
         (*BUILD_SHARED, "backend"),

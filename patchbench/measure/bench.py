@@ -116,14 +116,42 @@ class Invocation:
     deadline: float | None = None  # each run's deadline, enforced by the launcher in `command`
 
 
+def williams(n: int) -> list[list[int]]:
+    """A Williams design for ``n`` treatments: rows of a Latin square (every treatment once in
+    every position) in which every treatment follows every other one equally often (n rows for
+    an even n, 2n for an odd one). For two: AB, BA."""
+    if n < 1:
+        return []
+    first, low, high = [0], 1, n - 1
+    for i in range(1, n):
+        if i % 2:
+            first.append(low)
+            low += 1
+        else:
+            first.append(high)
+            high -= 1
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    if n % 2:
+        rows += [row[::-1] for row in rows]
+    return rows
+
+
 def schedule(cells: Sequence[Cell], rounds: int, seed: int) -> list[list[Cell]]:
-    """A seeded, balanced order: each round is a fresh permutation of all cells."""
+    """A seeded, balanced order (issue 22): the rounds go through a Williams design, block after
+    block (AB/BA for two cells), so that every cell runs in every position of a round equally
+    often (within one, when the rounds are not a whole number of blocks) and position effects
+    cancel rather than add to the variance. The seed picks which cell is which treatment and the
+    order of the rows within each block."""
     rng = random.Random(seed)
-    order = []
-    for _ in range(rounds):
-        r = list(cells)
-        rng.shuffle(r)
-        order.append(r)
+    cells = list(cells)
+    symbols = list(range(len(cells)))
+    rng.shuffle(symbols)
+    rows = williams(len(cells))
+    order: list[list[Cell]] = []
+    while len(order) < rounds:
+        block = list(rows)
+        rng.shuffle(block)
+        order += [[cells[symbols[x]] for x in row] for row in block[:rounds - len(order)]]
     return order
 
 

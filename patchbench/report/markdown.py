@@ -23,12 +23,13 @@ from patchbench.report.blocks import (
     Table,
     Text,
 )
-from patchbench.report.numbers import fmt_ci, fmt_p, fmt_ratio, fmt_time
+from patchbench.report.numbers import fmt_ci, fmt_delta, fmt_p, fmt_ratio, fmt_time, fmt_verdict
 from patchbench.results import Results, ScenarioResult, TimedResult
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell
 
-__all__ = ["fmt_ci", "fmt_p", "fmt_ratio", "fmt_time", "md_table", "render", "summary_table"]
+__all__ = ["fmt_ci", "fmt_delta", "fmt_p", "fmt_ratio", "fmt_time", "fmt_verdict", "md_table",
+           "render", "summary_table"]
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], fmt: str = "github",
@@ -107,7 +108,7 @@ def summary_rows(results: Results) -> list[list[str]]:
             base, cand = cells[comp.baseline], cells[comp.candidate]
             row = [sc.name + (f" {comp.params}" if comp.params else ""), comp.candidate_variant,
                    fmt_time(base.summary.median), fmt_time(cand.summary.median), fmt_ratio(comp),
-                   fmt_p(comp.p_value), comp.verdict]
+                   fmt_p(comp.p_value), fmt_verdict(comp)]
             if sc.rate:
                 row[2] += f" ({sc.rate.count / base.summary.median:,.0f} {sc.rate.unit})"
                 row[3] += f" ({sc.rate.count / cand.summary.median:,.0f} {sc.rate.unit})"
@@ -153,6 +154,16 @@ def statistics_line(results: Results) -> str:
                 f"Mann–Whitney U two-sided, alpha {st.alpha}, minimum effect {st.min_effect:.0%}")
     least = min(c.min_rounds or 0 for sc in results.scenarios if isinstance(sc, TimedResult)
                 for c in sc.comparisons)
+    if any(c.rule5 for sc in results.scenarios if isinstance(sc, TimedResult)
+           for c in sc.comparisons):
+        return (f"- statistics: round-paired (schema 5) — per round, the ratio of the geometric "
+                f"means; speedup = their geometric mean, with a {1 - st.alpha:.0%} t interval "
+                f"(R−1 degrees of freedom); faster/slower: significant and beyond "
+                f"±{st.min_effect:.0%} on the log scale (one-sided test at alpha {st.alpha}); "
+                f"equivalent: the {1 - 2 * st.alpha:.0%} interval within ±{st.min_effect:.0%} "
+                f"(TOST); otherwise inconclusive, with the change this run could detect; the "
+                f"effect in time is the mean per-round difference (candidate − baseline); no "
+                f"verdict with fewer than {least} rounds")
     return (f"- statistics: round-paired — per round, the ratio of the medians; speedup = their "
             f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
             f"degrees of freedom) and a two-sided t test; alpha {st.alpha}, minimum effect "

@@ -1,17 +1,22 @@
 """``invoke diff RUN_A RUN_B``: compare two saved runs of the same comparison cell by cell, made
 at different times or on different machines (like pyperf's ``compare_to``), with the same
 statistics as a comparison inside one run. The statistics are one call, :func:`compare_samples`,
-so that the method can be swapped (for example for a round-paired one) in one place."""
+so that the method can be swapped (for example for a round-paired one) in one place.
+
+For every candidate in both runs, the diff also compares the two runs' round-paired speedups
+(issue 22: :func:`patchbench.analysis.paired.speedup_ratio`): drift and load that a run's variants
+share cancel within each run, so this ratio says whether the code's effect changed; a cell whose
+build is the same in both runs changed only with the machine, and the diff says so."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tabulate import tabulate
 
-from patchbench.analysis import stats
+from patchbench.analysis import paired, stats
 from patchbench.errors import ReportError
 
 Results = dict[str, Any]
@@ -45,6 +50,18 @@ class CellDiff:
 
 
 @dataclass(frozen=True)
+class SpeedupDiff:
+    """One candidate's round-paired speedup in each run and their ratio (B / A)."""
+
+    scenario: str
+    candidate: str
+    speedup_a: float
+    speedup_b: float
+    ratio: paired.SpeedupRatio
+    builds: str  # "same builds" (baseline and candidate) | "different builds: ..." | "unknown"
+
+
+@dataclass(frozen=True)
 class RunDiff:
     comparison: str
     run_a: str
@@ -53,6 +70,38 @@ class RunDiff:
     only_a: list[str]
     only_b: list[str]
     notes: list[str]
+    speedups: list[SpeedupDiff] = field(default_factory=list)
+
+
+def speedup_diffs(a: Results, b: Results, alpha: float, min_effect: float) -> list[SpeedupDiff]:
+    """Every candidate comparison in both runs with rounds of both variants in each: the
+    round-paired speedups of the schema-5 rule, from the raw samples, and their ratio."""
+    cells_a, cells_b = _cell_map(a), _cell_map(b)
+    out = []
+    for sc in a["scenarios"]:
+        for comp in sc.get("comparisons", []):
+            key_b, key_c = (sc["name"], comp["baseline"]), (sc["name"], comp["candidate"])
+            if not all(k in cells for k in (key_b, key_c) for cells in (cells_a, cells_b)):
+                continue
+            judged = []
+            for cells in (cells_a, cells_b):
+                sb, sc_ = cells[key_b]["samples"], cells[key_c]["samples"]
+                if not set(sb.get("rounds", [])) & set(sc_.get("rounds", [])):
+                    break
+                judged.append(paired.paired_verdict(
+                    sb["times"], sb["rounds"], sc_["times"], sc_["rounds"], alpha=alpha,
+                    min_effect=min_effect))
+            if len(judged) < 2:
+                continue
+            ids = {build_identity(a, b, cells_a[k]["variant"]) for k in (key_b, key_c)}
+            builds = ("same builds" if ids == {"same build"} else "unknown" if "unknown" in ids
+                      else "different builds")
+            out.append(SpeedupDiff(
+                scenario=sc["name"], candidate=comp["candidate"], speedup_a=judged[0].speedup,
+                speedup_b=judged[1].speedup,
+                ratio=paired.speedup_ratio(judged[0].round_ratios, judged[1].round_ratios,
+                                           alpha=alpha), builds=builds))
+    return out
 
 
 def _cell_map(results: Results) -> dict[tuple[str, str], dict[str, Any]]:
@@ -113,6 +162,7 @@ def diff_runs(a: Results, b: Results, *, name_a: str = "A", name_b: str = "B") -
         comparison=comparison, run_a=name_a, run_b=name_b, cells=out,
         only_a=[" ".join(k) for k in cells_a if k not in cells_b],
         only_b=[" ".join(k) for k in cells_b if k not in cells_a], notes=notes,
+        speedups=speedup_diffs(a, b, alpha, min_effect),
     )
 
 
@@ -137,6 +187,27 @@ def render_diff(d: RunDiff, fmt: str = "github") -> str:
                                 "A/B [95% CI]", "p", "verdict", "build"],
                  tablefmt=fmt, disable_numparse=True),
     ]
+    machine = [f"{c.scenario} {c.cell}" for c in d.cells
+               if c.build == "same build" and c.verdict in ("B faster", "B slower")]
+    if machine:
+        lines += ["", "the same build in both runs, so the difference is the machine's (load, "
+                  "drift, another host), not the code's: " + ", ".join(machine)]
+    if d.speedups:
+        srows = []
+        for s in d.speedups:
+            r = s.ratio
+            text = f"{r.ratio:.3f}"
+            if r.ci_low is not None and r.ci_high is not None:
+                text += f" [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+            srows.append([s.scenario, s.candidate, f"{s.speedup_a:.3f}× ({r.rounds_a} rounds)",
+                          f"{s.speedup_b:.3f}× ({r.rounds_b} rounds)", text, fmt_p(r.p_value),
+                          s.builds])
+        lines += ["", "candidates: the round-paired speedup (ratio of geometric means per round) "
+                  "in each run and their ratio B/A (above 1: the candidate gained against its "
+                  "baseline in B), 95% Welch t CI; drift shared by a run's variants cancels",
+                  "", tabulate(srows, headers=["scenario", "candidate", "speedup in A",
+                                               "speedup in B", "B/A [95% CI]", "p", "builds"],
+                               tablefmt=fmt, disable_numparse=True)]
     if d.only_a:
         lines += ["", "only in A: " + ", ".join(d.only_a)]
     if d.only_b:

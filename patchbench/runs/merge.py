@@ -30,7 +30,7 @@ from patchbench.report.html import (
     verdict_class,
 )
 from patchbench.report.markdown import md_table
-from patchbench.report.numbers import fmt_time
+from patchbench.report.numbers import fmt_delta, fmt_time
 from patchbench.runs.diff import require_same_comparison
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell
@@ -246,6 +246,8 @@ def _cell(c: dict[str, Any] | None) -> str:
     text = f"{c['speedup']:.2f}×"
     if c.get("ci_low") is not None:
         text += f" [{c['ci_low']:.2f}, {c['ci_high']:.2f}]"
+    if c.get("effect_s") is not None:  # schema 5: the effect in time beside the ratio
+        text += f", {fmt_delta(c['effect_s'])}"
     return f"{text} {c['verdict']}"
 
 

@@ -204,7 +204,7 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
     """The round-paired verdict (patchbench.analysis.verdict), the pooled figures kept as descriptive;
     with ``deadline`` (runs had one each), the hang counts tested against the baseline."""
     from patchbench import results
-    from patchbench.analysis import stats, verdict
+    from patchbench.analysis import paired, stats, verdict
 
     b, c = samples[base], samples[cand]
     params = " ".join(f"{k}={v}" for k, v in base.params)
@@ -212,8 +212,8 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
         return results.Verdict(
             baseline=base.label, candidate=cand.label, candidate_variant=cand.variant,
             params=params, speedup=float("nan"), ci_low=None, ci_high=None, p_value=None,
-            verdict="withheld", alpha=ctx.alpha, min_effect=ctx.min_effect,
-            method="round-paired t on per-round log ratios of medians", rounds=0,
+            verdict=str(paired.Verdict.WITHHELD), alpha=ctx.alpha, min_effect=ctx.min_effect,
+            method=paired.METHOD, rounds=0,
             min_rounds=stats.MIN_ROUNDS,
             note="verdict withheld: no round has finished runs of both variants",
             hangs=hang_test(b, c) if deadline else None)

@@ -70,8 +70,11 @@ def paired_blocks(comparisons: list[Verdict]) -> list[Block]:
             pooled = f"{fmt_ratio(c.pooled)}, p {fmt_p(c.pooled.p_value)}"
         rows.append([c.candidate, str(c.rounds), " ".join(f"{x:.3f}" for x in c.round_ratios),
                      drift, fmt_p(c.wilcoxon_p), pooled])
-    return [text("Per-round ratios (median baseline / median candidate in each round; the verdict "
-                 "is the t interval on their logs). Pooled figures assume independent runs: "
+    what = ("geometric mean baseline / geometric mean candidate in each round; the verdict is "
+            "the t interval on their logs, tested against ±min_effect" if all(c.rule5 for c in comps)
+            else "median baseline / median candidate in each round; the verdict is the t "
+            "interval on their logs")
+    return [text(f"Per-round ratios ({what}). Pooled figures assume independent runs: "
                  "descriptive only."),
             table(["candidate", "rounds", "per-round ratios", "drift between blocks",
                    "Wilcoxon p", "pooled ratio [CI], p (MWU)"], rows)]

@@ -36,3 +36,5 @@ class Switches:
     warmup: int | None = None
     only: tuple[str, ...] = ()  # scenario names
     gate: bool = False  # exit non-zero when a candidate is slower or not correct
+    # with gate: a withheld or inconclusive verdict passes (by default it fails the gate)
+    gate_allow_inconclusive: bool = False

@@ -131,3 +131,33 @@ def test_a_run_without_exit_code_counts_as_failed(tmp_path: Path,
     monkeypatch.setattr(bench, "hyperfine", killed)
     with pytest.raises(BenchmarkError, match=r"round 1/3: 1 of 2 runs failed \(exit codes \[-1\]\)"):
         bench.measure("s", [Cell("baseline")], expand, seed=1, workdir=tmp_path, **SCENARIO)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_two_cells_alternate_ab_ba_and_run_first_equally_often(seed: int) -> None:
+    """Issue 22: a balanced order, not a random shuffle (which puts one cell first in, say, 7 of
+    10 rounds and adds the position effect to the variance)."""
+    order = bench.schedule(CELLS[:2], 10, seed)
+    assert Counter(r[0] for r in order) == Counter({CELLS[0]: 5, CELLS[1]: 5})
+    for block in range(0, 10, 2):  # every pair of rounds is AB then BA, or BA then AB
+        assert order[block] == order[block + 1][::-1]
+    odd = bench.schedule(CELLS[:2], 5, seed)
+    assert sorted(Counter(r[0] for r in odd).values()) == [2, 3]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_the_williams_design_balances_positions_and_neighbours(n: int) -> None:
+    rows = bench.williams(n)
+    assert len(rows) == (n if n % 2 == 0 else 2 * n)
+    for position in range(n):
+        assert Counter(r[position] for r in rows) == Counter({x: len(rows) // n
+                                                              for x in range(n)})
+    follows = Counter((r[i], r[i + 1]) for r in rows for i in range(n - 1))
+    assert set(follows.values()) == {len(rows) // n} and len(follows) == n * (n - 1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_four_cells_take_every_position_once_in_four_rounds(seed: int) -> None:
+    order = bench.schedule(CELLS, 8, seed)
+    for position in range(4):
+        assert Counter(r[position] for r in order) == Counter({c: 2 for c in CELLS})

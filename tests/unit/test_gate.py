@@ -141,3 +141,55 @@ def test_the_baseline_s_escapes_get_their_own_prefix() -> None:
     warnings = procguard.deactivate(Guard())  # type: ignore[arg-type]
     assert warnings[0].startswith(procguard.ESCAPED_BASELINE + ": run baseline round 1/5")
     assert warnings[1].startswith(procguard.ESCAPED + ": run fix round 1/5")
+
+
+# --- the rule of schema 5 (issue 22): one-sided p under Holm, and the gate fails closed --------
+
+def verdict5(candidate: str, v: str, speedup: float, p_slower: float | None,
+             rounds: int = 10) -> dict[str, Any]:
+    return {**verdict(candidate, v, speedup, 0.001), "method": results.PAIRED5_METHOD,
+            "rounds": rounds, "min_rounds": 5, "p_slower": p_slower, "mde": 0.04,
+            "effect_s": 0.005}
+
+
+def test_a_withheld_or_inconclusive_verdict_fails_the_gate_unless_allowed() -> None:
+    for rec in (verdict5("fix", "withheld", 0.8, 0.001, rounds=4),
+                verdict5("fix", "inconclusive", 0.97, 0.3)):
+        res = make(comparisons=[rec])
+        (failed,) = gate.failures(res)
+        assert "the gate fails closed (--gate-allow-inconclusive lets it pass)" in failed
+        assert gate.failures(res, allow_inconclusive=True) == []
+        assert len(gate.let_through(res)) == 1
+    (why,) = gate.failures(make(comparisons=[verdict5("fix", "withheld", 0.8, 0.001, 4)]))
+    assert why.startswith("run fix: verdict withheld (4 rounds, at least 5 needed)")
+
+
+def test_equivalent_and_faster_pass_the_closed_gate() -> None:
+    comps = [verdict5("fix k=1", "equivalent", 1.0, 0.9), verdict5("fix k=2", "faster", 1.2, 1.0)]
+    assert gate.failures(make(comparisons=comps)) == []
+
+
+def test_the_closed_gate_uses_the_one_sided_p_under_holm() -> None:
+    # two "slower" at one-sided p = 0.02: Holm keeps both (2 x 0.02 < 0.05); the old rule's
+    # two-sided p of the same evidence (0.04 each) would have given 0.08 and passed them
+    comps = [verdict5("fix k=1", "slower", 0.9, 0.02), verdict5("fix k=2", "slower", 0.9, 0.02)]
+    assert gate.failures(make(comparisons=comps)) == [
+        "run fix k=1: slower (0.90×, +5 ms, Holm-adjusted one-sided p 0.04)",
+        "run fix k=2: slower (0.90×, +5 ms, Holm-adjusted one-sided p 0.04)"]
+    # three at 0.02: none survives Holm (3 x 0.02), and each is then undecided: closed, it fails
+    comps.append(verdict5("fix k=4", "slower", 0.9, 0.02))
+    failed = gate.failures(make(comparisons=comps))
+    assert len(failed) == 3 and all("but not after Holm" in f for f in failed)
+    assert gate.failures(make(comparisons=comps), allow_inconclusive=True) == []
+
+
+def test_the_switch_reaches_the_gate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    res = make(comparisons=[verdict5("fix", "withheld", 0.8, 0.001, rounds=4)])
+    monkeypatch.setattr(pipeline, "load", lambda ws: None)
+    monkeypatch.setattr(pipeline, "compare", lambda project, ws, name, sw: (res, [], tmp_path))
+    ws = Workspace(root=tmp_path, matrix=tmp_path / "m.yaml", builds=tmp_path / "b",
+                   reports=tmp_path / "r")
+    assert cli.do_compare(ws, "x", Switches(gate=True)) == cli.GATE_FAILED_EXIT_CODE
+    assert cli.do_compare(ws, "x", Switches(gate=True, gate_allow_inconclusive=True)) == 0
+    assert "allowed (--gate-allow-inconclusive): run fix: verdict withheld" in capsys.readouterr().out

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from patchbench import report, results
-from patchbench.analysis import stats, verdict
+from patchbench.analysis import paired, stats, verdict
 from patchbench.measure import hangs
 from tests.support import REPO_ROOT
 
@@ -36,17 +36,30 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
             b, k = cells[c.baseline].samples, cells[c.candidate].samples
             base, cand = b.times, k.times
             assert len(base) == cells[c.baseline].summary.n
-            if c.paired:  # results version 3: the round-paired verdict
+            if c.rule5:  # results version 5: the rule of issue 22
                 rec = verdict.record(base, b.rounds, cand, k.rounds, alpha=c.alpha,
                                      min_effect=c.min_effect, seed=data.seed + i,
                                      min_rounds=c.min_rounds or stats.MIN_ROUNDS)
-                assert rec["round_ratios"] == pytest.approx(c.round_ratios, rel=1e-12)
                 assert c.pooled is not None
-                assert rec["pooled"]["ci_low"] == pytest.approx(c.pooled.ci_low, rel=1e-12)
                 assert rec["pooled"]["p_value"] == pytest.approx(c.pooled.p_value, rel=1e-9)
-                again = stats.paired_rounds(base, b.rounds, cand, k.rounds, alpha=c.alpha,
-                                            min_effect=c.min_effect,
-                                            min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+                again5 = paired.paired_verdict(base, b.rounds, cand, k.rounds, alpha=c.alpha,
+                                               min_effect=c.min_effect,
+                                               min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+                assert again5.round_ratios == pytest.approx(c.round_ratios, rel=1e-12)
+                for f in ("mde", "effect_s", "p_slower", "p_equivalent"):
+                    assert getattr(again5, f) == pytest.approx(getattr(c, f), rel=1e-9)
+                again: stats.Comparison | stats.PairedComparison | paired.PairedVerdict = again5
+            elif c.paired:  # results version 3 and 4: the round-paired rule of issue 9
+                pooled = stats.compare(base, cand, alpha=c.alpha, min_effect=c.min_effect,
+                                       seed=data.seed + i)
+                assert c.pooled is not None
+                assert pooled.ci_low == pytest.approx(c.pooled.ci_low, rel=1e-12)
+                assert pooled.p_value == pytest.approx(c.pooled.p_value, rel=1e-9)
+                old = stats.paired_rounds(base, b.rounds, cand, k.rounds, alpha=c.alpha,
+                                          min_effect=c.min_effect,
+                                          min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+                assert list(old.round_ratios) == pytest.approx(c.round_ratios, rel=1e-12)
+                again = old
             else:
                 again = stats.compare(base, cand, alpha=c.alpha, min_effect=c.min_effect,
                                       seed=data.seed + i)

@@ -223,3 +223,53 @@ def test_summary_path_prefers_the_option_then_github() -> None:
     assert summary.summary_path("f.md", {"GITHUB_STEP_SUMMARY": "/gh"}) == Path("f.md")
     assert summary.summary_path(None, {"GITHUB_STEP_SUMMARY": "/gh"}) == Path("/gh")
     assert summary.summary_path(None, {}) is None
+
+
+# --- diff: the ratio of the two runs' round-paired speedups (issue 22) ------------------------
+
+def test_a_machine_that_is_slower_everywhere_changes_no_speedup() -> None:
+    """The issue's case: the same binaries, one run on a slower machine. The pooled per-cell
+    figures say "B slower" (and, now, that it is the machine's); the speedups' ratio is 1."""
+    a = load(DEMO)
+    b = copy.deepcopy(a)
+    for c in b["scenarios"][0]["cells"]:
+        c["samples"]["times"] = [t * 1.3 for t in c["samples"]["times"]]
+    d = rundiff.diff_runs(a, b)
+    assert {c.verdict for c in d.cells} == {"B slower"}
+    (s,) = d.speedups
+    assert s.candidate == "per-sandbox-lock" and s.builds == "same builds"
+    assert s.ratio.ratio == pytest.approx(1.0, rel=1e-12)
+    assert s.ratio.ci_low is not None and s.ratio.ci_low <= 1.0 <= s.ratio.ci_high
+    text = rundiff.render_diff(d)
+    assert "the same build in both runs, so the difference is the machine's" in text
+    assert "| start-8    | per-sandbox-lock |" in text and "B/A [95% CI]" in text
+
+
+def test_a_candidate_that_gained_shows_in_the_speedups_ratio() -> None:
+    a = load(DEMO)
+    b = copy.deepcopy(a)
+    for c in b["scenarios"][0]["cells"]:
+        if c["variant"] == "per-sandbox-lock":
+            c["samples"]["times"] = [t * 0.8 for t in c["samples"]["times"]]
+    (s,) = rundiff.diff_runs(a, b).speedups
+    assert s.ratio.ratio == pytest.approx(1.25, rel=1e-9)
+    assert s.ratio.p_value is not None and s.ratio.p_value < 1e-6
+
+
+def test_the_speedups_ratio_is_welch_t_on_the_per_round_logs() -> None:
+    import math
+
+    import numpy as np
+    from scipy import stats as sps
+
+    from patchbench.analysis import paired
+
+    rng = np.random.default_rng(3)
+    ra, rb = np.exp(rng.normal(0.1, 0.02, 8)), np.exp(rng.normal(0.13, 0.05, 12))
+    r = paired.speedup_ratio(ra.tolist(), rb.tolist(), alpha=0.05)
+    want = sps.ttest_ind(np.log(rb), np.log(ra), equal_var=False)
+    assert r.p_value == pytest.approx(float(want.pvalue), rel=1e-9)
+    assert math.log(r.ratio) == pytest.approx(float(np.log(rb).mean() - np.log(ra).mean()))
+    assert r.ci_low is not None and r.ci_high is not None
+    ci = want.confidence_interval(0.95)
+    assert (math.log(r.ci_low), math.log(r.ci_high)) == pytest.approx((ci.low, ci.high), rel=1e-9)

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from patchbench.analysis import stats, verdict
+from patchbench.analysis import paired, stats, verdict
 
 
 def runs(R: int, n: int, ratio: float, seed: int, drift: float = 0.0
@@ -24,12 +24,14 @@ def runs(R: int, n: int, ratio: float, seed: int, drift: float = 0.0
 def test_the_record_has_the_paired_verdict_on_top_and_the_pooled_one_below() -> None:
     bt, br, ct, cr = runs(10, 4, 1.2, seed=1)
     rec = verdict.record(bt, br, ct, cr, alpha=0.05, min_effect=0.02, seed=3)
-    paired = stats.paired_rounds(bt, br, ct, cr, alpha=0.05, min_effect=0.02)
+    judged = paired.paired_verdict(bt, br, ct, cr, alpha=0.05, min_effect=0.02)
     pooled = stats.compare(bt, ct, alpha=0.05, min_effect=0.02, seed=3)
     for key in ("speedup", "ci_low", "ci_high", "p_value", "verdict", "alpha", "min_effect"):
-        assert rec[key] == getattr(paired, key)
+        assert rec[key] == getattr(judged, key)
         assert rec["pooled"][key] == getattr(pooled, key)
     assert rec["rounds"] == 10 and len(rec["round_ratios"]) == 10
+    assert rec["verdict"] == "faster" and rec["method"] == paired.METHOD
+    assert rec["effect_s"] < 0 and rec["mde"] is not None
     assert "independent runs" in rec["pooled"]["assumes"]
     assert json.loads(json.dumps(rec)) == rec
 
@@ -44,3 +46,11 @@ def test_withheld_and_drift_notes() -> None:
     assert any(n.startswith("run cand: drift: ") for n in verdict.notes("run cand", drifting))
     quiet = verdict.record(*runs(10, 4, 1.0, seed=4), alpha=0.05, min_effect=0.02, seed=0)
     assert not quiet["drift"]["flagged"] and verdict.notes("x", quiet) == []
+
+
+def test_an_inconclusive_verdict_says_what_the_run_could_detect() -> None:
+    rec = verdict.record(*runs(5, 2, 1.0, seed=5), alpha=0.05, min_effect=0.01, seed=0)
+    assert rec["verdict"] == "inconclusive"
+    (note,) = verdict.notes("run cand", rec)
+    assert note.startswith("run cand: inconclusive: neither a change beyond ±1% nor")
+    assert f"could detect changes of ±{rec['mde']:.1%} or more (80% power)" in note

@@ -1,0 +1,330 @@
+"""The verdict rule of results schema 5 (issue 22): three answers, the effect in seconds, the
+minimum detectable effect, and a guard against zero spread.
+
+Each round r gives d_r = mean ln(baseline_r) - mean ln(candidate_r): the log ratio of the two
+blocks' geometric means. A mean of logs is unbiased for the population's mean log at any number
+of runs per round, whatever the shape of the distribution; a median of a few runs is not (its
+bias depends on the shape, so two variants of different shape get a bias that more rounds do not
+remove; ``benchmarks/stats_calibration.py`` shows both). ``speedup`` = exp(mean d_r), the ratio of
+geometric means; the t interval on mean d_r has R-1 degrees of freedom.
+
+With margin m = ``min_effect`` and delta = ln(1 + m) on the log scale (so a slowdown and a speedup
+of the same size are treated alike):
+
+- *slower* / *faster*: the two-sided t test rejects d = 0 at ``alpha`` and the one-sided
+  minimum-effect test rejects "the change is within delta" at ``alpha`` (the (1 - 2 alpha)
+  interval lies beyond -delta or +delta);
+- *equivalent*: the two one-sided tests (TOST) reject "the change is at least delta" at
+  ``alpha`` (the (1 - 2 alpha) interval lies within (-delta, +delta));
+- *inconclusive*: neither; the minimum detectable effect says what this run could have found;
+- *withheld*: fewer than ``min_rounds`` rounds.
+
+When every round gives the same d_r (a clock coarser than the noise) the t interval has zero
+width; then the p-value is the exact sign test's and the interval is the bound the clock's
+resolution puts on each round, and the answer can only be faster or slower (never equivalent)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from patchbench.analysis import stats
+from patchbench.results import PAIRED5_METHOD
+
+METHOD = PAIRED5_METHOD
+POWER = 0.80  # the power the minimum detectable effect is quoted at
+
+
+class Verdict(StrEnum):
+    """The answer of one comparison (str-valued: results.json keeps the words)."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    EQUIVALENT = "equivalent"
+    INCONCLUSIVE = "inconclusive"
+    WITHHELD = "withheld"
+
+
+@dataclass(frozen=True)
+class PairedVerdict:
+    """One comparison under the schema-5 rule (see the module's docstring). Ratios are
+    baseline / candidate (above 1: the candidate is faster); ``effect_s`` is the mean over rounds
+    of geometric mean(candidate_r) - geometric mean(baseline_r) in seconds (above 0: the
+    candidate is slower), with its (1 - alpha) t interval."""
+
+    speedup: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None  # two-sided: d = 0
+    verdict: Verdict
+    alpha: float
+    min_effect: float
+    p_slower: float | None  # one-sided: the candidate is not slower by more than min_effect
+    p_faster: float | None  # one-sided: the candidate is not faster by more than min_effect
+    p_equivalent: float | None  # TOST: the change is at least min_effect one way or the other
+    equivalence_low: float | None  # the (1 - 2 alpha) interval of the ratio
+    equivalence_high: float | None
+    mde: float | None  # minimum detectable effect (a fraction, at POWER), from this run's noise
+    effect_s: float
+    effect_ci_low_s: float | None
+    effect_ci_high_s: float | None
+    resolution_s: float | None  # set when zero spread made the clock's resolution the bound
+    rounds: int
+    min_rounds: int
+    round_ids: tuple[int, ...]
+    round_ratios: tuple[float, ...]  # geometric mean(baseline_r) / geometric mean(candidate_r)
+    wilcoxon_p: float | None
+    drift: stats.DriftCheck | None
+    note: str
+    method: str = METHOD
+
+    @property
+    def withheld(self) -> bool:
+        return self.verdict is Verdict.WITHHELD
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["verdict"] = str(self.verdict)
+        d["round_ids"] = list(self.round_ids)
+        d["round_ratios"] = list(self.round_ratios)
+        return d
+
+
+def margin(min_effect: float) -> float:
+    """min_effect on the log scale: a change by the factor 1 + min_effect either way."""
+    if not min_effect >= 0:
+        raise ValueError(f"min_effect must be 0 or more (got {min_effect})")
+    return math.log1p(min_effect)
+
+
+def decide(mean: float, se: float, df: int, *, alpha: float, min_effect: float
+           ) -> tuple[Verdict, float, float, float, float]:
+    """The answer for an estimate ``mean`` (log ratio, baseline over candidate) with standard
+    error ``se`` > 0 on ``df`` degrees of freedom: (verdict, two-sided p, p_slower, p_faster,
+    p_equivalent)."""
+    delta = margin(min_effect)
+    p = 2.0 * stats.t_sf(abs(mean) / se, df)
+    p_slower = stats.t_cdf((mean + delta) / se, df)
+    p_faster = stats.t_sf((mean - delta) / se, df)
+    p_equivalent = max(stats.t_sf((mean + delta) / se, df), stats.t_cdf((mean - delta) / se, df))
+    if p < alpha and p_slower < alpha:
+        return Verdict.SLOWER, p, p_slower, p_faster, p_equivalent
+    if p < alpha and p_faster < alpha:
+        return Verdict.FASTER, p, p_slower, p_faster, p_equivalent
+    if p_equivalent < alpha:
+        return Verdict.EQUIVALENT, p, p_slower, p_faster, p_equivalent
+    return Verdict.INCONCLUSIVE, p, p_slower, p_faster, p_equivalent
+
+
+def detectable(se: float, df: int, *, alpha: float, min_effect: float,
+               power: float = POWER) -> float:
+    """The smallest change (a fraction) that this rule finds with probability ``power`` at this
+    standard error: the estimate must pass max(delta + t_{1-alpha} se, t_{1-alpha/2} se) and the
+    true change lies t_power se beyond that (normal-theory approximation, the sd taken as known)."""
+    threshold = max(margin(min_effect) + stats.t_ppf(1 - alpha, df) * se,
+                    stats.t_ppf(1 - alpha / 2, df) * se)
+    return math.expm1(threshold + stats.t_ppf(power, df) * se)
+
+
+def sign_test(d: Sequence[float]) -> float:
+    """Exact two-sided sign test that ``d`` is centred on 0 (zeros dropped)."""
+    pos = sum(1 for x in d if x > 0)
+    n = pos + sum(1 for x in d if x < 0)
+    if n == 0:
+        return 1.0
+    k = min(pos, n - pos)
+    return min(1.0, 2.0 * math.fsum(math.comb(n, i) for i in range(k + 1)) / 2.0**n)
+
+
+def resolution(*groups: np.ndarray) -> float | None:
+    """The clock's apparent resolution: the smallest positive gap between distinct times; None
+    when every time is the same."""
+    values = np.unique(np.concatenate(groups))
+    if values.size < 2:
+        return None
+    return float(np.diff(values).min())
+
+
+def paired_verdict(
+    base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
+    cand_rounds: Sequence[int], *, alpha: float, min_effect: float,
+    min_rounds: int = stats.MIN_ROUNDS, drift_threshold: float = stats.DRIFT_ALPHA,
+) -> PairedVerdict:
+    """Compare two variants round by round under the schema-5 rule. ``*_rounds`` give each run's
+    round number; rounds that only one variant has are left out."""
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must be between 0 and 0.5 (got {alpha})")
+    if min_rounds < 2:
+        raise ValueError(f"min_rounds must be at least 2 (got {min_rounds})")
+    delta = margin(min_effect)
+    base = stats._by_round(base_times, base_rounds, "baseline")
+    cand = stats._by_round(cand_times, cand_rounds, "candidate")
+    common = sorted(set(base) & set(cand))
+    n = len(common)
+    if n == 0:
+        raise ValueError("no round has runs of both variants")
+    lb = [np.log(base[r]).mean() for r in common]
+    lc = [np.log(cand[r]).mean() for r in common]
+    d = np.array(lb) - np.array(lc)
+    e = np.exp(np.array(lc)) - np.exp(np.array(lb))  # seconds, candidate minus baseline
+    mean, effect = float(d.mean()), float(e.mean())
+    ci = eq = effect_ci = None
+    p = p_slower = p_faster = p_eq = mde = res = None
+    verdict = Verdict.INCONCLUSIVE
+    note = ""
+    if n >= 2:
+        df = n - 1
+        q = stats.t_ppf(1 - alpha / 2, df)
+        sd_e = float(e.std(ddof=1))
+        if sd_e > 0:
+            se_e = sd_e / math.sqrt(n)
+            effect_ci = (effect - q * se_e, effect + q * se_e)
+        sd = float(d.std(ddof=1))
+        if sd > 0:
+            se = sd / math.sqrt(n)
+            ci = (math.exp(mean - q * se), math.exp(mean + q * se))
+            q2 = stats.t_ppf(1 - alpha, df)
+            eq = (math.exp(mean - q2 * se), math.exp(mean + q2 * se))
+            verdict, p, p_slower, p_faster, p_eq = decide(mean, se, df, alpha=alpha,
+                                                          min_effect=min_effect)
+            mde = detectable(se, df, alpha=alpha, min_effect=min_effect)
+        else:
+            verdict, p, ci, effect_ci, res, note = _zero_spread(
+                base, cand, common, d, effect, alpha=alpha, delta=delta)
+            p_slower = p if verdict is Verdict.SLOWER else None
+            p_faster = p if verdict is Verdict.FASTER else None
+    if n < min_rounds:
+        verdict = Verdict.WITHHELD
+        plural = "s" if n != 1 else ""
+        note = (f"verdict withheld: {n} round{plural} with runs of both variants, "
+                f"at least {min_rounds} needed for a round-paired verdict")
+    return PairedVerdict(
+        speedup=math.exp(mean), ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None,
+        p_value=p, verdict=verdict, alpha=alpha, min_effect=min_effect, p_slower=p_slower,
+        p_faster=p_faster, p_equivalent=p_eq, equivalence_low=eq[0] if eq else None,
+        equivalence_high=eq[1] if eq else None, mde=mde, effect_s=effect,
+        effect_ci_low_s=effect_ci[0] if effect_ci else None,
+        effect_ci_high_s=effect_ci[1] if effect_ci else None, resolution_s=res, rounds=n,
+        min_rounds=min_rounds, round_ids=tuple(common),
+        round_ratios=tuple(float(x) for x in np.exp(d)),
+        wilcoxon_p=stats.wilcoxon_signed_rank(d.tolist()) if n >= 6 else None,
+        drift=drift_check(base, cand, common, drift_threshold), note=note,
+    )
+
+
+def drift_check(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int],
+                threshold: float) -> stats.DriftCheck | None:
+    """The drift check of :class:`patchbench.analysis.stats.DriftCheck` without its assumption
+    that both variants have the same within-block variance (issue 22: it fired 1.8 % against a
+    nominal 1 % at CV 2 % vs 20 %): each variant's within-block variance is pooled over its own
+    blocks, the variance of e_r they explain is mean(1/n_base) s_base^2 + mean(1/n_cand)
+    s_cand^2, and the F test's second degrees of freedom are Satterthwaite's (``df_within``
+    records them rounded down; the p-value uses them unrounded). None with fewer than 2 rounds,
+    a variant without a block of 2 or more runs, or no variation within blocks."""
+    if len(common) < 2:
+        return None
+    logs = [[np.log(g[r]) for r in common] for g in (base, cand)]
+    dfs = [sum(b.size - 1 for b in blocks) for blocks in logs]
+    if min(dfs) < 1:
+        return None
+    s2 = [sum(float(((b - b.mean()) ** 2).sum()) for b in blocks) / df
+          for blocks, df in zip(logs, dfs, strict=True)]
+    weights = [float(np.mean([1 / g[r].size for r in common])) for g in (base, cand)]
+    parts = [w * v for w, v in zip(weights, s2, strict=True)]
+    expected = sum(parts)
+    if expected <= 0:  # every block constant (a coarse clock): no noise to compare with
+        return None
+    df_within = expected**2 / sum(p * p / df for p, df in zip(parts, dfs, strict=True))
+    e = np.array([lb.mean() - lc.mean() for lb, lc in zip(*logs, strict=True)])
+    observed = float(e.var(ddof=1))
+    df_between = len(common) - 1
+    ratio = observed / expected
+    p = stats.f_sf(ratio, df_between, df_within)
+    flagged = p < threshold
+    drift_sd = math.sqrt(max(0.0, observed - expected) / 2)
+    if flagged:
+        meaning = (f"The per-round ratios vary {math.sqrt(ratio):.1f}x more (in sd) than the noise "
+                   f"within rounds explains (F test p = {p:.2g}, each variant's own noise): the "
+                   f"machine's speed changed between blocks by about {drift_sd * 100:.1f} % (sd), "
+                   "so the runs of one block are not independent; the round-paired CI includes "
+                   "this, the pooled p-value and bootstrap CI do not.")
+    else:
+        meaning = (f"The per-round ratios vary no more than the noise within rounds explains "
+                   f"(F test p = {p:.2g}, each variant's own noise): no sign of drift between "
+                   "blocks.")
+    return stats.DriftCheck(
+        flagged=flagged, ratio=ratio, p_value=p, observed_sd=math.sqrt(observed),
+        expected_sd=math.sqrt(expected), drift_sd=drift_sd, df_between=df_between,
+        df_within=int(df_within), threshold=threshold, meaning=meaning,
+    )
+
+
+def _zero_spread(
+    base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int], d: np.ndarray,
+    effect: float, *, alpha: float, delta: float,
+) -> tuple[Verdict, float, tuple[float, float] | None, tuple[float, float] | None, float | None,
+           str]:
+    """Every round gave the same ratio: the sign test for p, the clock's resolution for the
+    interval (each time is known to within one tick); never "equivalent"."""
+    mean = float(d[0])
+    p = sign_test(d.tolist())
+    res = resolution(*(base[r] for r in common), *(cand[r] for r in common))
+    if res is None:  # every run of both variants took the same time: nothing to tell apart
+        return (Verdict.INCONCLUSIVE, p, None, None, None,
+                "every run of both variants took the same time: the clock cannot tell them apart")
+    tb = min(float(base[r].min()) for r in common)
+    tc = min(float(cand[r].min()) for r in common)
+    bound = res / tb + res / tc  # the most one tick per run can move a round's log ratio
+    ci = (math.exp(mean - bound), math.exp(mean + bound))
+    effect_ci = (effect - 2 * res, effect + 2 * res)
+    verdict = Verdict.INCONCLUSIVE
+    if p < alpha and mean - bound > delta:
+        verdict = Verdict.FASTER
+    elif p < alpha and mean + bound < -delta:
+        verdict = Verdict.SLOWER
+    note = (f"every round gave the same ratio (no spread for a t interval): the sign test gives "
+            f"p = {p:.2g} and the clock's resolution ({res * 1e3:.3g} ms) bounds the ratio to "
+            f"[{ci[0]:.3f}, {ci[1]:.3f}]")
+    return verdict, p, ci, effect_ci, res, note
+
+
+@dataclass(frozen=True)
+class SpeedupRatio:
+    """Two runs' round-paired speedups of one candidate compared (``invoke diff``): ``ratio`` =
+    speedup in run B / speedup in run A (above 1: the candidate gained against its baseline in
+    B), from the per-round log ratios of each run, with a Welch t interval (each run its own
+    variance, Satterthwaite's degrees of freedom). A drift that a run's variants share cancels
+    within each run, so the ratio compares the code's effect rather than the two machines."""
+
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    rounds_a: int
+    rounds_b: int
+
+
+def speedup_ratio(ratios_a: Sequence[float], ratios_b: Sequence[float], *, alpha: float
+                  ) -> SpeedupRatio:
+    """:class:`SpeedupRatio` of two runs' per-round ratios (baseline / candidate per round)."""
+    la, lb = np.log(np.asarray(ratios_a, float)), np.log(np.asarray(ratios_b, float))
+    if la.size == 0 or lb.size == 0:
+        raise ValueError("a run without rounds of both variants has no speedup to compare")
+    diff = float(lb.mean() - la.mean())
+    ci = p = None
+    if la.size >= 2 and lb.size >= 2:
+        va, vb = float(la.var(ddof=1)) / la.size, float(lb.var(ddof=1)) / lb.size
+        se = math.sqrt(va + vb)
+        if se > 0:
+            df = (va + vb) ** 2 / (va * va / (la.size - 1) + vb * vb / (lb.size - 1))
+            q = stats.t_ppf(1 - alpha / 2, df)
+            ci = (math.exp(diff - q * se), math.exp(diff + q * se))
+            p = 2.0 * stats.t_sf(abs(diff) / se, df)
+    return SpeedupRatio(ratio=math.exp(diff), ci_low=ci[0] if ci else None,
+                        ci_high=ci[1] if ci else None, p_value=p, rounds_a=int(la.size),
+                        rounds_b=int(lb.size))

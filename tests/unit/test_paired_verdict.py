@@ -1,0 +1,208 @@
+"""The verdict rule of schema 5 (issue 22): min_effect on the log scale and tested with the CI,
+three answers, the minimum detectable effect, the effect in seconds, the zero-spread guard and an
+estimator without the shape bias of per-round medians."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from patchbench.analysis import paired, stats
+from patchbench.analysis.paired import Verdict
+
+
+def rounds(R: int, n: int, factor: float, *, seed: int, cv: float = 0.01, base: float = 0.1
+           ) -> tuple[list[float], list[int], list[float], list[int]]:
+    """R rounds of n runs each; the candidate's times are the baseline's scale times ``factor``
+    (above 1: the candidate is slower)."""
+    rng = np.random.default_rng(seed)
+    ids = [r for r in range(R) for _ in range(n)]
+    b = base * np.exp(rng.normal(0, cv, R * n))
+    c = base * factor * np.exp(rng.normal(0, cv, R * n))
+    return b.tolist(), ids, c.tolist(), list(ids)
+
+
+def judge(*data: list[float] | list[int], alpha: float = 0.05, min_effect: float = 0.02
+          ) -> paired.PairedVerdict:
+    bt, br, ct, cr = data
+    return paired.paired_verdict(bt, br, ct, cr, alpha=alpha, min_effect=min_effect)
+
+
+def test_a_slowdown_and_a_speedup_of_the_same_size_get_the_same_answer() -> None:
+    """The issue's case: 2.03 % slower was "no significant difference" at p = 4e-35 while 2.03 %
+    faster was "faster" (|speedup - 1| on the ratio scale). On the log scale both sides alike."""
+    for factor, want in ((1.0203 * 1.03, Verdict.SLOWER), (1 / (1.0203 * 1.03), Verdict.FASTER)):
+        v = judge(*rounds(30, 10, factor, seed=1, cv=0.002))
+        assert v.verdict is want
+    slow = judge(*rounds(30, 10, 1.05, seed=2, cv=0.002))
+    fast = judge(*rounds(30, 10, 1 / 1.05, seed=2, cv=0.002))
+    assert slow.p_slower == pytest.approx(fast.p_faster, rel=1e-6)
+    assert slow.mde == pytest.approx(fast.mde, rel=1e-6)
+    # the old rule treats them differently: this is what changed
+    old = stats.judge(1 / 1.0203, (0.97, 0.99), 1e-35, alpha=0.05, min_effect=0.02)
+    assert old == "no significant difference"
+    assert stats.judge(1.0203, (1.01, 1.03), 1e-35, alpha=0.05, min_effect=0.02) == "faster"
+
+
+def test_the_minimum_effect_is_tested_with_the_interval_not_the_point_estimate() -> None:
+    """A 3 % slowdown measured so loosely that its interval reaches below 2 %: significant, but
+    not shown to be beyond min_effect, so inconclusive (the old rule said "slower")."""
+    bt, br, ct, cr = rounds(8, 3, 1.03, seed=7, cv=0.02)
+    v = judge(bt, br, ct, cr)
+    assert v.p_value is not None and v.p_value < 0.05 and v.speedup < 1 / 1.02
+    assert v.equivalence_high is not None and v.equivalence_high > 1 / 1.02
+    assert v.verdict is Verdict.INCONCLUSIVE
+    old = stats.paired_rounds(bt, br, ct, cr, alpha=0.05, min_effect=0.02)
+    assert old.verdict == "slower"
+
+
+def test_equivalent_needs_the_interval_within_the_margin() -> None:
+    tight = judge(*rounds(20, 10, 1.0, seed=3, cv=0.01))
+    assert tight.verdict is Verdict.EQUIVALENT and tight.p_equivalent is not None
+    assert tight.p_equivalent < 0.05
+    assert tight.equivalence_low is not None and tight.equivalence_high is not None
+    assert 1 / 1.02 < tight.equivalence_low < 1 < tight.equivalence_high < 1.02
+    loose = judge(*rounds(5, 2, 1.0, seed=3, cv=0.05))
+    assert loose.verdict is Verdict.INCONCLUSIVE
+    assert loose.mde is not None and loose.mde > 0.02
+
+
+def test_the_minimum_detectable_effect_shrinks_with_rounds_and_is_found_at_its_power() -> None:
+    mdes = [judge(*rounds(R, 4, 1.0, seed=R, cv=0.05)).mde for R in (5, 20, 80)]
+    assert all(m is not None for m in mdes)
+    assert mdes[0] > mdes[1] > mdes[2]  # type: ignore[operator]
+    # at a true change equal to a 10-round run's MDE, about 80 % of such runs find it
+    R, n, cv = 10, 4, 0.05
+    se = cv * math.sqrt(2 / n) / math.sqrt(R)
+    mde = paired.detectable(se, R - 1, alpha=0.05, min_effect=0.02)
+    found = sum(judge(*rounds(R, n, 1 + mde, seed=100 + s, cv=cv)).verdict is Verdict.SLOWER
+                for s in range(300))
+    assert 0.68 <= found / 300 <= 0.90
+
+
+def test_the_effect_in_seconds_is_the_difference_of_the_round_centres() -> None:
+    rng = np.random.default_rng(11)
+    ids = [r for r in range(12) for _ in range(5)]
+    bt = 0.05 * np.exp(rng.normal(0, 0.02, 60))
+    ct = 0.05 * np.exp(rng.normal(0, 0.02, 60)) + 0.005  # a planted +5 ms
+    v = judge(bt.tolist(), ids, ct.tolist(), list(ids))
+    assert v.verdict is Verdict.SLOWER
+    assert v.effect_ci_low_s is not None and v.effect_ci_high_s is not None
+    assert v.effect_ci_low_s < 0.005 < v.effect_ci_high_s
+    assert v.effect_s == pytest.approx(0.005, rel=0.1)
+    by_hand = np.mean([math.exp(np.log(ct[r * 5:(r + 1) * 5]).mean())
+                       - math.exp(np.log(bt[r * 5:(r + 1) * 5]).mean()) for r in range(12)])
+    assert v.effect_s == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_zero_spread_gives_neither_p_zero_nor_a_zero_width_interval() -> None:
+    """A coarse clock: every baseline run reads 10 ms, every candidate run 11 ms. The old rule
+    gave p = 0 and a zero-width CI; now the sign test and the clock's resolution bound it."""
+    R = 6
+    ids = [r for r in range(R) for _ in range(3)]
+    bt, ct = [0.010] * (3 * R), [0.011] * (3 * R)
+    old = stats.paired_rounds(bt, ids, ct, ids, alpha=0.05, min_effect=0.02)
+    assert old.p_value == 0.0 and old.ci_low == old.ci_high
+    v = judge(bt, ids, ct, list(ids))
+    assert v.p_value == pytest.approx(2 / 2**R)
+    assert v.resolution_s == pytest.approx(0.001)
+    assert v.ci_low is not None and v.ci_high is not None and v.ci_low < v.speedup < v.ci_high
+    assert v.verdict is Verdict.INCONCLUSIVE  # one tick per run could explain 10 % either way
+    assert "clock's resolution" in v.note
+    same = judge([0.010] * 15, ids[:15], [0.010] * 15, ids[:15])
+    assert same.verdict is Verdict.INCONCLUSIVE and same.p_value == 1.0
+    assert "cannot tell them apart" in same.note
+    # a difference far beyond one tick is found
+    far = judge([0.100, 0.101, 0.100] * R, ids, [0.150, 0.151, 0.150] * R, list(ids))
+    assert far.resolution_s == pytest.approx(0.001)
+    assert far.verdict is Verdict.SLOWER and far.p_value == pytest.approx(2 / 2**R)
+
+
+def test_the_sign_test_is_exact() -> None:
+    assert paired.sign_test([1.0] * 5) == pytest.approx(2 / 32)
+    assert paired.sign_test([1.0, 1.0, -1.0, 0.0]) == pytest.approx(1.0)
+    assert paired.sign_test([-1.0] * 4 + [1.0]) == pytest.approx(2 * 6 / 32)
+
+
+def skewed(R: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Baseline log-normal with CV 2 %; candidate with CV about 20 % and right-skewed (a shifted
+    exponential in log), both with mean log 0: the true ratio of geometric means is 1."""
+    b = rng.normal(0, 0.02, (R, n))
+    c = rng.exponential(0.2, (R, n)) - 0.2
+    return np.exp(b), np.exp(c)
+
+
+def test_per_round_means_of_logs_have_no_shape_bias_where_medians_do() -> None:
+    rng = np.random.default_rng(5)
+    R, n, sims = 60, 4, 400
+    med, logmean = [], []
+    for _ in range(sims):
+        b, c = skewed(R, n, rng)
+        med.append(np.mean(np.log(np.median(b, axis=1)) - np.log(np.median(c, axis=1))))
+        logmean.append(np.mean(np.log(b).mean(axis=1) - np.log(c).mean(axis=1)))
+    se = 0.2 / math.sqrt(n * R * sims)
+    assert abs(np.mean(logmean)) < 4 * se
+    assert np.mean(med) > 0.02  # the median of 4 skewed runs sits below their geometric mean
+    # and so the schema-5 rule keeps its false alarms where the old one does not
+    alarms_new = alarms_old = 0
+    for s in range(100):
+        b, c = skewed(R, n, np.random.default_rng(1000 + s))
+        ids = [r for r in range(R) for _ in range(n)]
+        new = paired.paired_verdict(b.ravel().tolist(), ids, c.ravel().tolist(), ids,
+                                    alpha=0.05, min_effect=0.0)
+        old = stats.paired_rounds(b.ravel().tolist(), ids, c.ravel().tolist(), ids,
+                                  alpha=0.05, min_effect=0.0)
+        alarms_new += new.verdict in (Verdict.FASTER, Verdict.SLOWER)
+        alarms_old += old.verdict in ("faster", "slower")
+    assert alarms_new <= 12 and alarms_old >= 30
+
+
+def test_the_verdict_is_a_str_enum_and_the_record_is_json_ready() -> None:
+    import json
+
+    v = judge(*rounds(6, 3, 1.1, seed=9))
+    d = v.as_dict()
+    assert json.loads(json.dumps(d)) == d and d["verdict"] == "slower"
+    assert Verdict("equivalent") is Verdict.EQUIVALENT and Verdict.SLOWER == "slower"
+
+
+def test_too_few_rounds_withhold_and_bad_input_is_a_value_error() -> None:
+    v = judge(*rounds(4, 3, 1.2, seed=9))
+    assert v.verdict is Verdict.WITHHELD and v.withheld and "at least 5" in v.note
+    assert v.mde is not None  # the estimate and its precision are still given
+    with pytest.raises(ValueError, match="alpha"):
+        judge(*rounds(6, 3, 1.2, seed=9), alpha=0.6)
+    with pytest.raises(ValueError, match="min_effect"):
+        judge(*rounds(6, 3, 1.2, seed=9), min_effect=-0.1)
+
+
+def test_the_drift_check_allows_each_variant_its_own_noise() -> None:
+    """CV 2 % against 20 % and no drift: the equal-variance F test (schema 3-4) overstates its
+    degrees of freedom and fires at about 3 % against its nominal 1 %; the per-variant check
+    (Satterthwaite's degrees of freedom) stays near 1 %."""
+    old = new = 0
+    sims, R, n = 1500, 10, 2
+    common = list(range(R))
+    for s in range(sims):
+        rng = np.random.default_rng(500 + s)
+        b, c = rng.normal(0, 0.02, (R, n)), rng.normal(0, 0.20, (R, n))
+        base = {r: np.sort(np.exp(b[r])) for r in common}
+        cand = {r: np.sort(np.exp(c[r])) for r in common}
+        v, o = paired.drift_check(base, cand, common, 0.01), stats._drift(base, cand, common, 0.01)
+        assert v is not None and o is not None
+        new += v.flagged
+        old += o.flagged
+    assert new / sims <= 0.018 and old / sims >= 0.022
+
+
+def test_the_drift_check_still_finds_drift() -> None:
+    rng = np.random.default_rng(8)
+    R, n = 30, 5
+    ids = [r for r in range(R) for _ in range(n)]
+    bt = np.exp(rng.normal(0, 0.05, R)[:, None] + rng.normal(0, 0.02, (R, n))).ravel().tolist()
+    ct = np.exp(rng.normal(0, 0.05, R)[:, None] + rng.normal(0, 0.10, (R, n))).ravel().tolist()
+    v = paired.paired_verdict(bt, ids, ct, ids, alpha=0.05, min_effect=0.02)
+    assert v.drift is not None and v.drift.flagged and "each variant's own noise" in v.drift.meaning
+    assert v.drift.drift_sd == pytest.approx(0.05, rel=0.4)
