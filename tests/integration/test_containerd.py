@@ -48,7 +48,7 @@ def py_env() -> dict[str, str]:
 
 
 def exercise(base: Path, mounts: int, forks: int = 0, threads: int = 0) -> list[str]:
-    return [sys.executable, "-m", "patchbench.runtimes.containerd.mountsys", "exercise", str(base),
+    return [sys.executable, mountsys.__file__, "exercise", str(base),
             "--mounts", str(mounts), "--forks", str(forks), "--threads", str(threads)]
 
 

@@ -255,7 +255,7 @@ def probe_result(monkeypatch: pytest.MonkeyPatch, code: int, stdout: str) -> lis
 def test_probe_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = probe_result(monkeypatch, 0, '{"ok": true, "reason": "works"}\n')
     assert cd.probe_idmapped_overlay(tmp_path)["ok"] is True
-    assert calls[0][1:4] == ["-m", "patchbench.runtimes.containerd.mountsys", "probe-idmap"]
+    assert calls[0][1:3] == [str(Path(mountsys.__file__).resolve()), "probe-idmap"]
     probe_result(monkeypatch, 1, '{"ok": false, "reason": "mount_setattr: Invalid argument"}\n')
     with pytest.raises(RequirementError, match="mount_setattr: Invalid argument") as err:
         cd.probe_idmapped_overlay(tmp_path)

@@ -565,9 +565,10 @@ def probe_idmapped_overlay(directory: Path, timeout: float = 60.0) -> dict[str, 
         raise RequirementError("idmapped overlayfs mounts need root",
                                hint="run it as root, e.g. sudo -E invoke compare ...")
     directory.mkdir(parents=True, exist_ok=True)
-    pkg_parent = str(Path(mountsys.__file__).resolve().parents[3])  # the folder holding patchbench/
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": pkg_parent}
-    res = command.run([sys.executable, "-m", "patchbench.runtimes.containerd.mountsys", "probe-idmap",
+    # mountsys.py needs only the standard library: run as a script, not with -m (which would
+    # import this package first and warn that it found mountsys already imported)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    res = command.run([sys.executable, str(Path(mountsys.__file__).resolve()), "probe-idmap",
                        str(directory)],
                       env=env, timeout=timeout, check=False)
     try:

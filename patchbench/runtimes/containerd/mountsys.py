@@ -1,5 +1,6 @@
 """The Linux mount syscalls through ctypes (open_tree, mount_setattr, move_mount, mount, umount2,
-unshare), and two small programs that use them, run as ``python3 -m patchbench.runtimes.containerd.mountsys``:
+unshare), and two small programs that use them, run as ``python3 .../runtimes/containerd/mountsys.py`` (a
+script: it needs only the standard library):
 
 - ``probe-idmap DIR``: in a private mount namespace, idmaps a directory of DIR's filesystem
   (``open_tree`` + ``mount_setattr(MOUNT_ATTR_IDMAP)`` + ``move_mount``), uses two such mounts as
@@ -271,7 +272,7 @@ def exercise(base: Path, mounts: int, forks: int, threads: int) -> dict[str, int
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m patchbench.runtimes.containerd.mountsys")
+    ap = argparse.ArgumentParser(prog="mountsys.py")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("probe-idmap")
     p.add_argument("dir", type=Path)
