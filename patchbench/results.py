@@ -48,6 +48,7 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -604,9 +605,24 @@ class Results(_Rec):
     teardown: dict[str, Teardown] | None = None
     runtime: RuntimeRecord | None = None
     run_dir: str | None = None
+    # whether the run was made with --gate (and --gate-allow-inconclusive): the reports show the
+    # gate only then; None: not recorded (runs before 2026-12-01), shown as they always were
+    gate: bool | None = None
+    gate_allow_inconclusive: bool = False
 
     def dump(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=False)
+        out = self.model_dump(mode="json", exclude_none=False)
+        if out.get("gate") is None:  # files made before the field stay as they were
+            out.pop("gate", None)
+            out.pop("gate_allow_inconclusive", None)
+        return out
+
+    def gate_reasons(self, failures: Callable[..., list[str]]) -> list[str] | None:
+        """The gate's reasons for the reports (``failures`` is ``patchbench.gate.failures``), or
+        None when the run was made without --gate."""
+        if self.gate is False:
+            return None
+        return failures(self, allow_inconclusive=self.gate_allow_inconclusive)
 
 
 # --- reading older versions ---------------------------------------------------------------

@@ -105,7 +105,7 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     failed = gate.failures(results, allow_inconclusive=sw.gate_allow_inconclusive)
     target = summary.summary_path(summary_file, os.environ)
     if target is not None:  # a CI job page ($GITHUB_STEP_SUMMARY) or --summary FILE
-        summary.append_summary(results.dump(), failed, target)
+        summary.append_summary(results.dump(), failed if sw.gate else None, target)
     if sw.gate:
         if failed:
             print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))
@@ -178,5 +178,9 @@ def do_report(ws: Workspace, run_dir: str | None, comparison: str | None,
             f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}"))
         return 0
     path = Path(run_dir) if run_dir else report.latest_run(ws.reports, comparison)
-    print(terminal(runstore.render_checked(report.render, report.load_run(path), path)))
+    from patchbench.gate import failures
+
+    print(terminal(runstore.render_checked(
+        lambda r: report.render(r, gate=r.gate_reasons(failures) if r.gate else None),
+        report.load_run(path), path)))
     return 0

@@ -186,8 +186,8 @@ def runtime_block(results: Results) -> list[str]:
     return out
 
 
-def render(results: Results) -> str:
-    """report.md."""
+def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
+    """report.md; ``gate``: the gate's reasons, for a run made with --gate (None: no section)."""
     m = results.machine
     lines = [
         f"# {results.comparison}: {results.description or ''}".rstrip(": "),
@@ -229,6 +229,15 @@ def render(results: Results) -> str:
                       f"{sc.warmup}.", "", detail_table(sc), ""]
         for extra in scenario_blocks(sc):
             lines += [extra, ""]
+    if gate is not None:
+        lines += ["## Gate", ""]
+        lines += ([f"**FAILED** ({len(gate)} reason{'s' if len(gate) > 1 else ''}):", "",
+                   *(f"- {md_cell(r)}" for r in gate)] if gate else
+                  ["**passed**: no candidate slower, inconclusive or withheld, every check passed."
+                   if not results.gate_allow_inconclusive else
+                   "**passed** (with --gate-allow-inconclusive): no candidate slower, every check "
+                   "passed."])
+        lines += [""]
     if results.warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in results.warnings] + [""]
     return "\n".join(lines)

@@ -91,8 +91,10 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
     res = results_mod.load(results_file)  # not UTF-8, not JSON, wrong shape: ReportError
     comparison = res.comparison
     later = f"invoke report --from {run_dir.name}"
-    text = render_checked(render, res, results_file)
-    html = render_checked(lambda r: render_html(r, gate=failures(r)), res, results_file)
+    text = render_checked(lambda r: render(r, gate=r.gate_reasons(failures) if r.gate else None),
+                          res, results_file)
+    html = render_checked(lambda r: render_html(r, gate=r.gate_reasons(failures)), res,
+                          results_file)
     tmp: Path | None = None
     final: Path | None = None
     try:

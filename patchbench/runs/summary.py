@@ -48,8 +48,9 @@ def kind_tables(results: ResultsModel) -> list[Table]:
     return [Table(headers, tuple(r)) for headers, r in rows.items()]
 
 
-def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
-    """One run's summary for a CI job page."""
+def summary_markdown(results: Results, gate_reasons: Sequence[str] | None) -> str:
+    """One run's summary for a CI job page; ``gate_reasons`` None: made without --gate, so no
+    gate line."""
     model = as_model(results)
     m = results["machine"]
     lines = [
@@ -65,7 +66,8 @@ def summary_markdown(results: Results, gate_reasons: Sequence[str]) -> str:
         lines += [summary_table(model, "github"), ""]
     for t in kind_tables(model):
         lines += [md_table(t.headers, t.rows), ""]
-    lines += [gate_markdown(gate_reasons), ""]
+    if gate_reasons is not None:
+        lines += [gate_markdown(gate_reasons), ""]
     if results.get("warnings"):
         lines += [f"<details><summary>{len(results['warnings'])} warnings</summary>", ""]
         lines += [f"- {md_cell(w)}" for w in results["warnings"]] + ["", "</details>", ""]
@@ -95,6 +97,6 @@ def append_text(path: Path, text: str) -> None:
                           "$GITHUB_STEP_SUMMARY") from None
 
 
-def append_summary(results: Results, gate_reasons: Sequence[str], path: Path) -> None:
+def append_summary(results: Results, gate_reasons: Sequence[str] | None, path: Path) -> None:
     """Append one run's summary table and gate reasons, as markdown, to ``path``."""
     append_text(path, summary_markdown(results, gate_reasons))
