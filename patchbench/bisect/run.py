@@ -1,8 +1,9 @@
 """``bisect`` and ``history``: which commit of a target changed a scenario's time (or brought
 its hangs), and how the scenario moved across several commits.
 
-bisect: the two ends are measured first, interleaved; if they do not differ the bisect stops
-and says so. Then the first-parent chain between them is bisected (patchbench.bisect.search):
+bisect: the two ends are measured first, interleaved; if they do not differ, even with twice
+the runs and rounds and again up to ``budget`` times the scenario's, the bisect stops and says
+so. Then the first-parent chain between them is bisected (patchbench.bisect.search):
 each step builds its commit (cached by commit) and measures it interleaved with both ends;
 an undecided step is measured again with twice the runs and rounds, up to ``budget`` times the
 scenario's, and then the answer is the range that is left. Commits that do not build are
@@ -86,7 +87,8 @@ def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: st
             f"steps   {steps} (ceil(log2({len(chain) - 1}))), more if commits do not build",
             f"builds  {steps + 2} variants (the two ends and one per step; cached ones are "
             "reused)",
-            f"runs    ends: 2 x {sc.runs}; each step: 3 x {sc.runs} (its commit and both ends), "
+            f"runs    ends: 2 x {sc.runs} (up to 2 x {sc.runs * factors} if they do not differ at "
+            "first); each step: 3 x {sc.runs} (its commit and both ends), "
             f"up to 3 x {sc.runs * factors} if undecided (budget {budget}x); at least "
             f"{2 * sc.runs + 3 * sc.runs * steps} runs in all",
             f"report  {ws.reports / ('bisect-' + target)}/<UTC time>/ (report.md, report.html, "
@@ -114,9 +116,16 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
         if s.build_at(c.sha) is None:
             raise BuildError(f"bisect: the {role} end {c.sha[:12]} does not build: "
                              f"{s.failed[c.sha]}")
-    ends = s.measure("ends", [g.sha, b.sha])
-    pair = judge.pair(ends, g.sha, b.sha, s.comp.alpha, s.comp.min_effect)
-    rec.ends = pair.text
+    factor = 1
+    while True:  # the ends, measured again (as an undecided step is) before they are said the same
+        ends = s.measure("ends", [g.sha, b.sha], factor)
+        pair = judge.pair(ends, g.sha, b.sha, s.comp.alpha, s.comp.min_effect)
+        if pair.differs is True or factor * 2 > budget:
+            break
+        say(f"ends: no difference yet ({pair.text}); measuring again with {factor * 2}x the "
+            "runs and rounds")
+        factor *= 2
+    rec.ends = pair.text + (f" (at {factor}x the runs and rounds)" if factor > 1 else "")
     if pair.differs is not True:
         rec.outcome = "no-difference"
         rec.why = (f"the ends do not differ ({pair.text}): there is no change to look for "

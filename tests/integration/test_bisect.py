@@ -24,7 +24,7 @@ from tests.demo_history import DELAY_AT, LOST_WAKEUP_AT, DemoHistory, make_demo_
 pytestmark = pytest.mark.integration
 
 TIME = {"name": "start", "command": ["{slowstart}", "-n", "2", "-boot", "1ms"], "warmup": 1,
-        "runs": 30, "rounds": 10, "timeout": 5}
+        "runs": 100, "rounds": 10, "timeout": 5}
 # -boot 1ms makes the planted lost wakeup common (a short soak finds it); 5 ms makes it rare
 SOAK = {"name": "start-4", "kind": "soak", "command": ["{slowstart}", "-n", "4", "-boot", "1ms"],
         "runs": 40, "block": 20, "timeout": 0.2}
@@ -127,7 +127,9 @@ def test_a_bisect_whose_ends_do_not_differ_says_so_and_exits_19(
     assert "no bisect: the ends do not differ" in out and "bisect inconclusive" in err
     (folder,) = (ws.reports / "bisect-demo").iterdir()
     rec = record.parse_bisect(json.loads((folder / "bisect.json").read_text()))
-    assert rec.outcome == "no-difference" and rec.steps == [] and len(rec.measurements) == 1
+    # measured at 1x, 2x and 4x the runs before the ends are said not to differ
+    assert rec.outcome == "no-difference" and rec.steps == []
+    assert [m.factor for m in rec.measurements] == [1, 2, 4]
     assert len(rec.builds) == 2
 
 
