@@ -108,7 +108,7 @@ STEP_HEADERS = ["step", "commit", "subject", "value", "vs good", "vs bad", "clas
 def headline(rec: Bisect) -> list[str]:
     out = [f"bisect {rec.target} with {rec.comparison}:{rec.scenario} ({rec.scenario_kind}): "
            f"good {rec.good.sha[:12]}, bad {rec.bad.sha[:12]}, {rec.chain} commits on the "
-           f"first-parent chain (about {rec.expected_steps} steps expected)",
+           f"first-parent chain (at most {rec.expected_steps} steps without skips)",
            f"ends: bad against good: {rec.ends}"]
     if rec.outcome == "found" and rec.first_bad is not None:
         c = rec.first_bad
