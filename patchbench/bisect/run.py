@@ -88,7 +88,7 @@ def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: st
             f"builds  {steps + 2} variants (the two ends and one per step; cached ones are "
             "reused)",
             f"runs    ends: 2 x {sc.runs} (up to 2 x {sc.runs * factors} if they do not differ at "
-            "first); each step: 3 x {sc.runs} (its commit and both ends), "
+            f"first); each step: 3 x {sc.runs} (its commit and both ends), "
             f"up to 3 x {sc.runs * factors} if undecided (budget {budget}x); at least "
             f"{2 * sc.runs + 3 * sc.runs * steps} runs in all",
             f"report  {ws.reports / ('bisect-' + target)}/<UTC time>/ (report.md, report.html, "

@@ -79,22 +79,24 @@ def describe(checkout: Checkout, sha: str) -> Commit:
     return Commit(out[0].strip(), out[2].strip(), out[1].strip())
 
 
+def _is_ancestor(repo: Path, a: str, b: str) -> bool:
+    return run_git(["merge-base", "--is-ancestor", a, b], cwd=repo, check=False).returncode == 0
+
+
 def first_parent(checkout: Checkout, good: str, bad: str) -> list[Commit]:
     """The first-parent chain from ``good`` to ``bad``, both included, oldest first. ``good``
-    must be on ``bad``'s first-parent chain (an older release of the same branch)."""
+    must be an ancestor of ``bad``. When it is not on ``bad``'s first-parent chain (a release
+    tag on a branch that was merged), the chain goes on from the first first-parent commit that
+    contains it (the merge that brought it in)."""
     if good == bad:
         raise SourceError(f"{checkout.target}: the two ends are the same commit ({good[:12]})")
-    shas = run_git(["rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--"],
-                   cwd=checkout.repo, error=SourceError).stdout.split()
-    if not shas:
+    if not _is_ancestor(checkout.repo, good, bad):
         raise SourceError(f"{checkout.target}: {bad[:12]} is not a descendant of {good[:12]}",
                           hint="--good is the older commit, --bad the newer one")
-    parent = run_git(["rev-parse", f"{shas[0]}^1"], cwd=checkout.repo, check=False).stdout.strip()
-    if parent != good:
-        raise SourceError(
-            f"{checkout.target}: {good[:12]} is not on the first-parent history of {bad[:12]}",
-            hint="give a --good commit of the same branch (a merge base or an older release)")
-    return [describe(checkout, s) for s in (good, *shas)]
+    shas = run_git(["rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--"],
+                   cwd=checkout.repo, error=SourceError).stdout.split()
+    start = next(i for i, sha in enumerate(shas) if _is_ancestor(checkout.repo, good, sha))
+    return [describe(checkout, s) for s in (good, *shas[start:])]
 
 
 def every(commits: list[Commit], n: int) -> list[Commit]:

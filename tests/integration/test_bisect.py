@@ -153,5 +153,6 @@ def test_bisect_dry_run_prints_steps_builds_and_runs(ws: Workspace,
     lines = run.plan_bisect(_project(ws), ws, "demo", "v1.0.0", "main", "demo-time:start", 4)
     text = "\n".join(lines)
     assert "34 commits" in text and "steps   6 " in text and "builds  8 variants" in text
+    assert "each step: 3 x 100 " in text and "{" not in text
     assert not (ws.builds / "artifacts").exists()  # nothing was built
 

@@ -1,4 +1,4 @@
-"""Variants at commits without a build: a plan moved to another commit keeps the pinned
+"""Variants at commits without a build, and the first-parent chain of a merged release tag: a plan moved to another commit keeps the pinned
 toolchain's fingerprint, takes that commit's SOURCE_DATE_EPOCH, and keys its cache by the
 commit; builds at different commits are not refused for their epochs, but a real toolchain
 difference still is."""
@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from patchbench import build, config
-from patchbench.errors import ToolchainError
+from patchbench.errors import SourceError, ToolchainError
 from patchbench.source import cache as source
+from patchbench.source import history
 from tests import support
 
 
@@ -73,3 +74,28 @@ def test_builds_at_two_commits_differ_only_in_their_epoch() -> None:
     other_go = {"version": "go1.25.0", "env": {"SOURCE_DATE_EPOCH": "2"}}
     with pytest.raises(ToolchainError, match="version"):
         build.check_same_toolchain([_built("a" * 40, fp), _built("b" * 40, other_go)])
+
+
+def test_a_good_tag_on_a_merged_branch_starts_the_chain_at_its_merge(tmp_path: Path) -> None:
+    repo = tmp_path / "merged"
+    a, _ = _repo(repo)
+    support.git(repo, "checkout", "-q", "-b", "topic", a)
+    (repo / "g").write_text("release\n")
+    support.git(repo, "add", "-A")
+    support.git(repo, "commit", "-q", "-m", "VERSION: release")
+    support.git(repo, "tag", "v2")
+    support.git(repo, "checkout", "-q", "main")
+    support.git(repo, "merge", "-q", "--no-ff", "-m", "merge topic", "topic")
+    merge = support.git(repo, "rev-parse", "HEAD")
+    (repo / "h").write_text("after\n")
+    support.git(repo, "add", "-A")
+    support.git(repo, "commit", "-q", "-m", "after the release")
+    tip = support.git(repo, "rev-parse", "HEAD")
+    checkout = source.Checkout("t", repo, tip, "main", from_cache=True, overridden=False)
+    v2 = history.resolve(checkout, "v2")
+    chain = history.first_parent(checkout, v2, tip)
+    # main's second commit (before the merge) does not hold v2: the chain skips it
+    assert [c.sha for c in chain] == [v2, merge, tip]
+    assert chain[1].subject == "merge topic"
+    with pytest.raises(SourceError, match="not a descendant"):
+        history.first_parent(checkout, tip, v2)
