@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from patchbench import __version__, pipeline
+from patchbench import __version__, pipeline, scenarios
 from patchbench.bisect import judge, render, search
 from patchbench.bisect.record import (
     Bisect,
@@ -72,11 +72,12 @@ def _chain(project: Project, ws: Workspace, target: str, good: str, bad: str
 
 
 def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, spec: str,
-                budget: int) -> list[str]:
+                budget: int, *, runs: int | None = None, rounds: int | None = None) -> list[str]:
     """--dry-run: the chain (its history is fetched, nothing is built or measured) and the
     number of steps, builds and runs the bisect expects."""
     _check_target(project, target, spec)
     _, _comp, sc = scenario_of(project, spec)
+    sc = scenarios.override(sc, runs, rounds, None)
     chain, _ = _chain(project, ws, target, good, bad)
     steps = search.expected_steps(len(chain))
     factors = sum(2 ** k for k in range(budget.bit_length()) if 2 ** k <= budget)
@@ -96,10 +97,11 @@ def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: st
 
 
 def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, spec: str, *,
-           seed: int | None = None, budget: int = DEFAULT_BUDGET) -> tuple[Bisect, Path]:
+           seed: int | None = None, budget: int = DEFAULT_BUDGET, runs: int | None = None,
+           rounds: int | None = None) -> tuple[Bisect, Path]:
     """Run the bisect; return its record and the report folder it was saved in."""
     _check_target(project, target, spec)
-    s = Session.open(project, ws, spec, _seed(seed, project, spec))
+    s = Session.open(project, ws, spec, _seed(seed, project, spec), runs=runs, rounds=rounds)
     started = now()
     g, b = s.commit(good), s.commit(bad)
     chain = history.first_parent(s.checkout, g.sha, b.sha)
@@ -179,15 +181,15 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
 
 
 def history_run(project: Project, ws: Workspace, target: str, refs: list[str], spec: str, *,
-                range_: str | None = None, every: int = 1, seed: int | None = None
-                ) -> tuple[History, Path]:
+                range_: str | None = None, every: int = 1, seed: int | None = None,
+                runs: int | None = None, rounds: int | None = None) -> tuple[History, Path]:
     """Measure ``refs`` (or every ``every``th commit of ``range_`` A..B, first-parent) of
     ``target`` interleaved in one measurement, each against the first."""
     _check_target(project, target, spec)
     if bool(refs) == bool(range_):
         raise ConfigError("history: give either REF... or --range A..B",
                           hint="history demo v1.0.0 v1.1.0 --scenario ... or --range A..B")
-    s = Session.open(project, ws, spec, _seed(seed, project, spec))
+    s = Session.open(project, ws, spec, _seed(seed, project, spec), runs=runs, rounds=rounds)
     started = now()
     if range_:
         a, sep, b_ = range_.partition("..")

@@ -80,10 +80,14 @@ class Session:
         return self.comp.target
 
     @classmethod
-    def open(cls, project: Project, ws: Workspace, spec: str, seed: int) -> Session:
+    def open(cls, project: Project, ws: Workspace, spec: str, seed: int, *,
+             runs: int | None = None, rounds: int | None = None) -> Session:
+        """Fetch the target and its history; ``runs``/``rounds`` override the scenario's (as
+        compare's --runs and --rounds do)."""
         from patchbench import pipeline
 
         name, comp, sc = scenario_of(project, spec)
+        sc = scenarios.override(sc, runs, rounds, None)
         checkout = pipeline.fetch(project, ws, comp.target)
         pipeline.check_machine(project, ws, comp.target, [build.Variant("baseline",
                                tuple(comp.baseline))], checkout, comp)

@@ -10,15 +10,18 @@ from patchbench.util.workspace import Workspace
 
 
 def do_bisect(ws: Workspace, target: str, good: str, bad: str, spec: str, *, seed: int | None,
-              budget: int, dry_run: bool) -> int:
+              budget: int, dry_run: bool, runs: int | None = None,
+              rounds: int | None = None) -> int:
     from patchbench import pipeline
     from patchbench.bisect import render, run
 
     project = pipeline.load(ws)
     if dry_run:
-        print("\n".join(run.plan_bisect(project, ws, target, good, bad, spec, budget)))
+        print("\n".join(run.plan_bisect(project, ws, target, good, bad, spec, budget,
+                                         runs=runs, rounds=rounds)))
         return 0
-    rec, folder = run.bisect(project, ws, target, good, bad, spec, seed=seed, budget=budget)
+    rec, folder = run.bisect(project, ws, target, good, bad, spec, seed=seed, budget=budget,
+                             runs=runs, rounds=rounds)
     print()
     print("\n".join(render.headline(rec)))
     if rec.steps:
@@ -33,13 +36,14 @@ def do_bisect(ws: Workspace, target: str, good: str, bad: str, spec: str, *, see
 
 
 def do_history(ws: Workspace, target: str, refs: list[str], spec: str, *, range_: str | None,
-               every: int, seed: int | None) -> int:
+               every: int, seed: int | None, runs: int | None = None,
+               rounds: int | None = None) -> int:
     from patchbench import pipeline
     from patchbench.bisect import render, run
 
     project = pipeline.load(ws)
     rec, folder = run.history_run(project, ws, target, refs, spec, range_=range_, every=every,
-                                  seed=seed)
+                                  seed=seed, runs=runs, rounds=rounds)
     print()
     print("\n".join(render.history_headline(rec)))
     print()

@@ -134,7 +134,8 @@ def _bisect(v: Values, project: str | None) -> int:
         raise ConfigError("bisect: --good REF and --bad REF are required")
     return bisect_cmd.do_bisect(_ws(v, project), v["target"], v["good"], v["bad"],
                                 _one_scenario(v, "bisect"), seed=v["seed"],
-                                budget=v["budget"] or 4, dry_run=v["dry_run"])
+                                budget=v["budget"] or 4, dry_run=v["dry_run"],
+                                runs=v["runs"], rounds=v["rounds"])
 
 
 def _history(v: Values, project: str | None) -> int:
@@ -142,7 +143,8 @@ def _history(v: Values, project: str | None) -> int:
 
     return bisect_cmd.do_history(_ws(v, project), v["target"], v["refs"],
                                  _one_scenario(v, "history"), range_=v["range_"],
-                                 every=v["every"] or 1, seed=v["seed"])
+                                 every=v["every"] or 1, seed=v["seed"], runs=v["runs"],
+                                 rounds=v["rounds"])
 
 
 HANDLERS.update({"bisect": _bisect, "history": _history})
