@@ -112,8 +112,8 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
                  good=_crec(g), bad=_crec(b), chain=len(chain),
                  expected_steps=search.expected_steps(len(chain)), outcome="range",
                  machine=machine_info())
-    say(f"bisect {target}: {len(chain)} commits from {g.sha[:12]} to {b.sha[:12]}, about "
-        f"{rec.expected_steps} steps")
+    say(f"bisect {target}: {len(chain)} commits from {g.sha[:12]} to {b.sha[:12]}, at most "
+        f"{rec.expected_steps} steps without skips")
     for role, c in (("good", g), ("bad", b)):
         if s.build_at(c.sha) is None:
             raise BuildError(f"bisect: the {role} end {c.sha[:12]} does not build: "
