@@ -173,7 +173,10 @@ def _point(m: object, sha: str, cls: str, soak: bool) -> Point:
 def bisect_markdown(rec: Bisect) -> str:
     lines = [f"# bisect: {rec.target}, {rec.comparison}:{rec.scenario}", ""]
     lines += [f"- {line}" for line in headline(rec)]
-    lines += ["", "## Steps", "", tabulate(step_rows(rec), STEP_HEADERS, tablefmt="github"), "",
+    table = (tabulate(step_rows(rec), STEP_HEADERS, tablefmt="github") if rec.steps else
+             "No steps: " + ("the ends do not differ." if rec.outcome == "no-difference"
+                             else "nothing lies between the ends."))
+    lines += ["", "## Steps", "", table, "",
               "Each step measured its commit interleaved with both ends; `vs good` and `vs bad` "
               "are the commit against each end (time: its time relative to the end's, the "
               "round-paired CI and verdict; hangs: its hangs against the end's, Fisher's exact "
