@@ -1,7 +1,7 @@
-"""Variants at commits without a build, and the first-parent chain of a merged release tag: a plan moved to another commit keeps the pinned
+"""Variants at commits without a build: a plan moved to another commit keeps the pinned
 toolchain's fingerprint, takes that commit's SOURCE_DATE_EPOCH, and keys its cache by the
 commit; builds at different commits are not refused for their epochs, but a real toolchain
-difference still is."""
+difference still is. And the first-parent chain from a release tag on a merged branch."""
 
 from __future__ import annotations
 
