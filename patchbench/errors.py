@@ -91,5 +91,13 @@ class ReportError(PatchbenchError):
     kind = "report error"
 
 
+class BisectInconclusive(PatchbenchError):
+    """A bisect that saved its report but names no single commit: its ends do not differ, or
+    the answer is a range (an undecided step, or skipped commits that did not build)."""
+
+    exit_code = 19
+    kind = "bisect inconclusive"
+
+
 INTERRUPTED_EXIT_CODE = 130
 BUG_EXIT_CODE = 3

@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -67,8 +67,13 @@ def close_backends() -> None:
 
 @dataclass(frozen=True)
 class Variant:
+    """A variant is (commit, series): ``commit`` None is the target's pinned commit; another
+    commit of the target (a bisect step, a history point) is built with the target's pinned
+    toolchain, and its manifest says so (``toolchain_source``)."""
+
     name: str  # "baseline" or the candidate's name
     series: tuple[str, ...]
+    commit: str | None = None
 
 
 @dataclass
@@ -116,6 +121,20 @@ class BuildPlan:
             fp.update(backend.fingerprint_extra(target))  # the image ID: same for all variants
         return cls(project, target_name, target, checkout, layout, overlays, env, fp)
 
+    def at(self, commit: str) -> BuildPlan:
+        """This plan at another commit of the same target (in the same source cache): the
+        pinned toolchain (its fingerprint, taken once), the environment of that commit (its
+        SOURCE_DATE_EPOCH, recorded in the fingerprint's env). The cache key holds the commit."""
+        if commit == self.checkout.commit:
+            return self
+        checkout = replace(self.checkout, commit=commit, ref=commit)
+        epoch = str(checkout.commit_epoch())
+        env = {**self.env, "SOURCE_DATE_EPOCH": epoch}
+        fp = dict(self.fingerprint)
+        if isinstance(fp.get("env"), dict):
+            fp["env"] = {**fp["env"], "SOURCE_DATE_EPOCH": epoch}
+        return replace(self, checkout=checkout, env=env, fingerprint=fp)
+
     def key(self, series: list[Series]) -> str:
         material = {
             "commit": self.checkout.commit,
@@ -136,6 +155,8 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def build_variant(plan: BuildPlan, variant: Variant) -> Built:
+    if variant.commit is not None:
+        plan = plan.at(variant.commit)
     series = [patching.load_series(plan.project.root, name) for name in variant.series]
     key = plan.key(series)
     final = plan.layout.artifacts(plan.target_name) / key[:20]
@@ -222,6 +243,10 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             "ref": plan.checkout.ref,
             "commit": plan.checkout.commit,
             "built_commit": head,
+            "pinned_commit": plan.target.commit,
+            # the toolchain of a build at another commit than the pinned one is still the
+            # target's (matrix.yaml), never one the commit asks for
+            "toolchain_source": "pinned (matrix.yaml)",
             "variant": variant.name,
             "series": [
                 {"name": s.name, "digest": s.digest,
@@ -272,13 +297,21 @@ def _write_error(label: str, what: str, exc: BaseException) -> BuildError:
                       hint="free space on that disk, then build again" if full else None)
 
 
+# what a build at another commit records differently with the same toolchain
+PER_COMMIT_KEYS = ("env.SOURCE_DATE_EPOCH",)
+
+
 def check_same_toolchain(builds: list[Built]) -> None:
-    """Refuse a comparison whose builds used different toolchains, naming the keys that differ."""
+    """Refuse a comparison whose builds used different toolchains, naming the keys that differ.
+    Builds at different commits differ in the commit's SOURCE_DATE_EPOCH, which is not the
+    toolchain's."""
     first = builds[0]
     for other in builds[1:]:
         diff = toolchains.differing_keys(
             first.manifest["fingerprint"], other.manifest["fingerprint"]
         )
+        if first.manifest.get("commit") != other.manifest.get("commit"):
+            diff = [k for k in diff if k not in PER_COMMIT_KEYS]
         if diff:
             raise ToolchainError(
                 f"{first.variant.name} and {other.variant.name} were built with different "

@@ -133,6 +133,37 @@ HANDLERS: dict[str, Callable[[Values, str | None], int]] = {
 }
 
 
+def _one_scenario(v: Values, cmd: str) -> str:
+    given = v["scenario"] or []
+    if len(given) != 1:
+        raise ConfigError(f"{cmd}: give --scenario COMPARISON:SCENARIO once",
+                          hint="a command scenario (time) or a soak scenario (hangs)")
+    return str(given[0])
+
+
+def _bisect(v: Values, project: str | None) -> int:
+    from patchbench.cli import bisect_cmd
+
+    if not v["good"] or not v["bad"]:
+        raise ConfigError("bisect: --good REF and --bad REF are required")
+    return bisect_cmd.do_bisect(_ws(v, project), v["target"], v["good"], v["bad"],
+                                _one_scenario(v, "bisect"), seed=v["seed"],
+                                budget=v["budget"] or 4, dry_run=v["dry_run"],
+                                runs=v["runs"], rounds=v["rounds"])
+
+
+def _history(v: Values, project: str | None) -> int:
+    from patchbench.cli import bisect_cmd
+
+    return bisect_cmd.do_history(_ws(v, project), v["target"], v["refs"],
+                                 _one_scenario(v, "history"), range_=v["range_"],
+                                 every=v["every"] or 1, seed=v["seed"], runs=v["runs"],
+                                 rounds=v["rounds"])
+
+
+HANDLERS.update({"bisect": _bisect, "history": _history})
+
+
 def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench") -> None:
     """Parse ``argv`` (the command name first) and run it; exits with the command's code."""
     from patchbench.cli import commands

@@ -62,7 +62,8 @@ class Command:
 
 EXIT_CODES = ("exit codes: 0 done; 4 the gate failed; 10 config or usage; 11 source; 12 patch; "
               "13 toolchain; 14 build; 15 benchmark; 16 a requirement of this machine is not met; "
-              "17 a command failed; 18 report or saved run; 130 interrupted; 3 internal error (a bug)")
+              "17 a command failed; 18 report or saved run; 19 bisect inconclusive (the ends do not "
+              "differ, or the answer is a range); 130 interrupted; 3 internal error (a bug)")
 
 SHARED: dict[str, Opt] = {o.name: o for o in (
     Opt("project", "the project folder holding matrix.yaml, patches/, overlays/, builds/, reports/ "
@@ -189,6 +190,48 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("description", "one line saying what it compares", metavar="TEXT")),
         ("project", "matrix"),
         ("comparison new my-fix --target runc --candidate my-fix --like runc-signal",)),
+    Command(
+        "bisect", "Find the first commit of a target between a good and a bad ref that changed a "
+        "scenario's time (a command scenario) or brought its hangs (a soak scenario): the ends "
+        "are measured first, then each step's commit interleaved with both (docs/bisect.md).",
+        (Pos("target", "the target whose history is bisected"),),
+        (Opt("good", "the older ref (tag, branch or SHA): the behaviour before", metavar="REF"),
+         Opt("bad", "the newer ref: the behaviour after", metavar="REF"),
+         Opt("scenario", "COMPARISON:SCENARIO that measures it", kind="list",
+             metavar="COMPARISON:SCENARIO"),
+         Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
+             metavar="N", minimum=1, default="matrix.yaml's"),
+         Opt("rounds", "interleaved rounds of the scenario", kind="int", metavar="N", minimum=1,
+             default="matrix.yaml's"),
+         Opt("budget", "an undecided step is measured again with twice the runs and rounds, up "
+             "to N times the scenario's", kind="int", metavar="N", minimum=1, default="4"),
+         Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
+             metavar="N", minimum=0, default="matrix.yaml's, else random"),
+         Opt("dry_run", "fetch the history and print the steps, builds and runs expected",
+             kind="flag")),
+        (*BUILD_SHARED, "backend"),
+        ("bisect demo --good v1.0.0 --bad v1.1.0 --scenario demo:start-8",
+         "bisect demo --good v1.0.0 --bad main --scenario demo-soak:start-4 --dry-run")),
+    Command(
+        "history", "Measure several commits of a target interleaved in one run, each against the "
+        "first (round-paired): a table and a timeline chart in report.html (docs/bisect.md).",
+        (Pos("target", "the target"),
+         Pos("refs", "the commits (tags, branches or SHAs), the first is the reference",
+             many=True)),
+        (Opt("range_", "the first-parent commits from A to B instead of REF...", metavar="A..B"),
+         Opt("every", "with --range: every Nth commit (the first and last always)", kind="int",
+             metavar="N", minimum=1, default="1"),
+         Opt("scenario", "COMPARISON:SCENARIO that measures them", kind="list",
+             metavar="COMPARISON:SCENARIO"),
+         Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
+             metavar="N", minimum=1, default="matrix.yaml's"),
+         Opt("rounds", "interleaved rounds of the scenario", kind="int", metavar="N", minimum=1,
+             default="matrix.yaml's"),
+         Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
+             metavar="N", minimum=0, default="matrix.yaml's, else random")),
+        (*BUILD_SHARED, "backend"),
+        ("history demo v1.0.0 v1.1.0 v1.2.0 --scenario demo:start-8",
+         "history demo --range v1.0.0..main --every 5 --scenario demo:start-8")),
 )}
 
 

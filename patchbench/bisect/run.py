@@ -1,0 +1,261 @@
+"""``bisect`` and ``history``: which commit of a target changed a scenario's time (or brought
+its hangs), and how the scenario moved across several commits.
+
+bisect: the two ends are measured first, interleaved; if they do not differ, even with twice
+the runs and rounds and again up to ``budget`` times the scenario's, the bisect stops and says
+so. Then the first-parent chain between them is bisected (patchbench.bisect.search):
+each step builds its commit (cached by commit) and measures it interleaved with both ends;
+an undecided step is measured again with twice the runs and rounds, up to ``budget`` times the
+scenario's, and then the answer is the range that is left. Commits that do not build are
+skipped and named. history: the commits measured interleaved in one measurement, each against
+the first, round-paired."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from patchbench import __version__, pipeline, scenarios
+from patchbench.bisect import judge, render, search
+from patchbench.bisect.record import (
+    Bisect,
+    CommitRec,
+    History,
+    MeasurementRec,
+    PointRec,
+    StepRec,
+)
+from patchbench.bisect.session import Measurement, Session, now, scenario_of
+from patchbench.config import Project
+from patchbench.errors import BuildError, ConfigError
+from patchbench.measure.machine import machine_info
+from patchbench.source import history
+from patchbench.util.files import write_json_atomic
+from patchbench.util.progress import say
+from patchbench.util.workspace import Workspace
+
+DEFAULT_BUDGET = 4
+
+
+def _crec(c: history.Commit) -> CommitRec:
+    return CommitRec(sha=c.sha, subject=c.subject, author_date=c.author_date)
+
+
+def _mrec(s: Session, m: Measurement) -> MeasurementRec:
+    return MeasurementRec.model_validate(s.redacted({
+        "label": m.label, "commits": m.commits, "factor": m.factor, "seed": m.seed,
+        "warnings": m.warnings, "result": m.result.model_dump(mode="json")}))
+
+
+def _seed(seed: int | None, project: Project, spec: str) -> int:
+    _, comp, _ = scenario_of(project, spec)
+    return next(s for s in (seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
+
+
+def _check_target(project: Project, target: str, spec: str) -> None:
+    project.target(target)
+    _, comp, _ = scenario_of(project, spec)
+    if comp.target != target:
+        raise ConfigError(f"--scenario {spec}: its comparison measures target {comp.target!r}, "
+                          f"not {target!r}", hint=f"give a comparison of {target}")
+
+
+def _chain(project: Project, ws: Workspace, target: str, good: str, bad: str
+           ) -> tuple[list[history.Commit], Any]:
+    checkout = pipeline.fetch(project, ws, target)
+    history.fetch_history(checkout, ws.builds)
+    g, b = history.resolve(checkout, good), history.resolve(checkout, bad)
+    return history.first_parent(checkout, g, b), checkout
+
+
+def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, spec: str,
+                budget: int, *, runs: int | None = None, rounds: int | None = None) -> list[str]:
+    """--dry-run: the chain (its history is fetched, nothing is built or measured) and the
+    number of steps, builds and runs the bisect expects."""
+    _check_target(project, target, spec)
+    _, _comp, sc = scenario_of(project, spec)
+    sc = scenarios.override(sc, runs, rounds, None)
+    chain, _ = _chain(project, ws, target, good, bad)
+    steps = search.expected_steps(len(chain))
+    factors = sum(2 ** k for k in range(budget.bit_length()) if 2 ** k <= budget)
+    return [f"# plan for bisect {target} {spec} (dry run: the history is fetched; nothing is "
+            "built or measured)",
+            f"chain   {len(chain)} commits on the first-parent history from {chain[0].sha[:12]} "
+            f"(good) to {chain[-1].sha[:12]} (bad)",
+            f"steps   {steps} (ceil(log2({len(chain) - 1}))), more if commits do not build",
+            f"builds  {steps + 2} variants (the two ends and one per step; cached ones are "
+            "reused)",
+            f"runs    ends: 2 x {sc.runs} (up to 2 x {sc.runs * factors} if they do not differ at "
+            f"first); each step: 3 x {sc.runs} (its commit and both ends), "
+            f"up to 3 x {sc.runs * factors} if undecided (budget {budget}x); at least "
+            f"{2 * sc.runs + 3 * sc.runs * steps} runs in all",
+            f"report  {ws.reports / ('bisect-' + target)}/<UTC time>/ (report.md, report.html, "
+            "bisect.json)"]
+
+
+def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, spec: str, *,
+           seed: int | None = None, budget: int = DEFAULT_BUDGET, runs: int | None = None,
+           rounds: int | None = None) -> tuple[Bisect, Path]:
+    """Run the bisect; return its record and the report folder it was saved in."""
+    _check_target(project, target, spec)
+    s = Session.open(project, ws, spec, _seed(seed, project, spec), runs=runs, rounds=rounds)
+    started = now()
+    g, b = s.commit(good), s.commit(bad)
+    chain = history.first_parent(s.checkout, g.sha, b.sha)
+    sc = s.scenario
+    rec = Bisect(tool=f"patchbench {__version__}", target=target, comparison=s.comparison,
+                 scenario=sc.name, scenario_kind=sc.kind, alpha=s.comp.alpha,
+                 min_effect=s.comp.min_effect, budget=budget, seed=s.seed, started_at=started,
+                 good=_crec(g), bad=_crec(b), chain=len(chain),
+                 expected_steps=search.expected_steps(len(chain)), outcome="range",
+                 machine=machine_info())
+    say(f"bisect {target}: {len(chain)} commits from {g.sha[:12]} to {b.sha[:12]}, at most "
+        f"{rec.expected_steps} steps without skips")
+    for role, c in (("good", g), ("bad", b)):
+        if s.build_at(c.sha) is None:
+            raise BuildError(f"bisect: the {role} end {c.sha[:12]} does not build: "
+                             f"{s.failed[c.sha]}")
+    factor = 1
+    while True:  # the ends, measured again (as an undecided step is) before they are said the same
+        ends = s.measure("ends", [g.sha, b.sha], factor)
+        pair = judge.pair(ends, g.sha, b.sha, s.comp.alpha, s.comp.min_effect)
+        if pair.differs is True or factor * 2 > budget:
+            break
+        say(f"ends: no difference yet ({pair.text}); measuring again with {factor * 2}x the "
+            "runs and rounds")
+        factor *= 2
+    rec.ends = pair.text + (f" (at {factor}x the runs and rounds)" if factor > 1 else "")
+    if pair.differs is not True:
+        rec.outcome = "no-difference"
+        rec.why = (f"the ends do not differ ({pair.text}): there is no change to look for "
+                   "between them")
+        say(f"bisect: {rec.why}")
+    else:
+        def probe(i: int) -> search.Class:
+            c = chain[i]
+            step = len(rec.steps) + 1
+            if s.build_at(c.sha) is None:
+                rec.steps.append(StepRec(step=step, index=i, commit=_crec(c),
+                                         classification="skipped", value="-",
+                                         skipped_reason="does not build"))
+                return "skipped"
+            factor, factors, used = 1, [], []
+            while True:
+                m = s.measure(f"step {step} ({c.sha[:12]})", [c.sha, g.sha, b.sha], factor)
+                factors.append(factor)
+                used.append(len(s.measurements) - 1)
+                vg = judge.pair(m, g.sha, c.sha, s.comp.alpha, s.comp.min_effect)
+                vb = judge.pair(m, b.sha, c.sha, s.comp.alpha, s.comp.min_effect)
+                cls = judge.classify(vg, vb)
+                if cls != "undecided" or factor * 2 > budget:
+                    break
+                say(f"step {step} ({c.sha[:12]}): undecided; measuring again with "
+                    f"{factor * 2}x the runs and rounds")
+                factor *= 2
+            rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), classification=cls,
+                                     value=judge.value(m, c.sha).text(), vs_good=vg.text,
+                                     vs_bad=vb.text, factors=factors, measurements=used))
+            say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {cls}" if cls != "undecided"
+                else f"step {step}: {c.sha[:12]} undecided after {factor}x")
+            return cls
+
+        out = search.search(len(chain), probe)
+        if out.found:
+            rec.outcome = "found"
+            rec.first_bad = _crec(chain[out.hi])
+        else:
+            rec.why = out.why
+            rec.range = [_crec(c) for c in chain[out.lo + 1:out.hi + 1]]
+        rec.skipped = [_crec(chain[i]) for i in out.skipped()]
+    rec.builds = {sha: s.redacted(bl.manifest) for sha, bl in s.builds.items()}
+    rec.built_fresh = s.built_fresh
+    rec.build_failures = dict(s.redacted(s.failed))
+    rec.measurements = [_mrec(s, m) for m in s.measurements]
+    rec.finished_at = now()
+    folder = _save(s, ws, f"bisect-{target}", "bisect.json", rec.model_dump(mode="json"),
+                   render.bisect_markdown(rec), render.bisect_html(rec))
+    return rec, folder
+
+
+def history_run(project: Project, ws: Workspace, target: str, refs: list[str], spec: str, *,
+                range_: str | None = None, every: int = 1, seed: int | None = None,
+                runs: int | None = None, rounds: int | None = None) -> tuple[History, Path]:
+    """Measure ``refs`` (or every ``every``th commit of ``range_`` A..B, first-parent) of
+    ``target`` interleaved in one measurement, each against the first."""
+    _check_target(project, target, spec)
+    if bool(refs) == bool(range_):
+        raise ConfigError("history: give either REF... or --range A..B",
+                          hint="history demo v1.0.0 v1.1.0 --scenario ... or --range A..B")
+    s = Session.open(project, ws, spec, _seed(seed, project, spec), runs=runs, rounds=rounds)
+    started = now()
+    if range_:
+        a, sep, b_ = range_.partition("..")
+        if not sep or not a or not b_:
+            raise ConfigError(f"--range {range_}: give it as A..B (two refs)")
+        chain = history.first_parent(s.checkout, history.resolve(s.checkout, a),
+                                     history.resolve(s.checkout, b_))
+        commits = history.every(chain, every)
+    else:
+        commits = [s.commit(r) for r in refs]
+    if len({c.sha for c in commits}) != len(commits):
+        raise ConfigError("history: the same commit is named twice")
+    if len(commits) < 2:
+        raise ConfigError("history: give at least two commits")
+    points: list[PointRec] = []
+    ok = [c for c in commits if s.build_at(c.sha) is not None]
+    if not ok or ok[0] != commits[0]:
+        raise BuildError(f"history: the first commit {commits[0].sha[:12]} does not build: "
+                         f"{s.failed.get(commits[0].sha, '')}")
+    say(f"history {target}: {len(ok)} commits measured interleaved")
+    m = s.measure("history", [c.sha for c in ok])
+    first = ok[0].sha
+    for c in commits:
+        if c.sha in s.failed:
+            points.append(PointRec(commit=_crec(c), value="-", skipped_reason="does not build"))
+            continue
+        v = judge.value(m, c.sha)
+        p = (judge.pair(m, first, c.sha, s.comp.alpha, s.comp.min_effect)
+             if c.sha != first else None)
+        points.append(PointRec(commit=_crec(c), value=v.text(), median=v.median,
+                               ci=list(v.ci) if v.ci else None, hangs=v.hangs, runs=v.runs,
+                               vs_first=p.text if p else "(the reference)",
+                               differs=p.differs if p else None))
+    rec = History(tool=f"patchbench {__version__}", target=target, comparison=s.comparison,
+                  scenario=s.scenario.name, scenario_kind=s.scenario.kind, alpha=s.comp.alpha,
+                  min_effect=s.comp.min_effect, seed=s.seed, started_at=started,
+                  points=points, machine=machine_info(),
+                  builds={sha: s.redacted(bl.manifest) for sha, bl in s.builds.items()},
+                  measurements=[_mrec(s, m)])
+    rec.finished_at = now()
+    folder = _save(s, ws, f"history-{target}", "history.json", rec.model_dump(mode="json"),
+                   render.history_markdown(rec), render.history_html(rec))
+    return rec, folder
+
+
+def _save(s: Session, ws: Workspace, group: str, name: str, data: dict[str, Any], md: str,
+          page: str) -> Path:
+    """A new report folder under reports/GROUP/<UTC time>/ with the results file, report.md,
+    report.html and the hang evidence."""
+    parent = ws.reports / group
+    parent.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    folder = parent / stamp
+    n = 1
+    while True:
+        try:
+            folder.mkdir()
+            break
+        except FileExistsError:
+            n += 1
+            folder = parent / f"{stamp}-{n}"
+    for fname, src in s.extra_files.items():
+        if src.is_file():
+            shutil.copy2(src, folder / fname)
+    write_json_atomic(folder / name, data)
+    (folder / "report.md").write_text(md)
+    (folder / "report.html").write_text(page)
+    say(f"saved {folder} ({name}, report.md, report.html)")
+    return folder

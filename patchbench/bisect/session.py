@@ -1,0 +1,173 @@
+"""What a bisect and a history run share: the target's history fetched, variants at commits
+built (cached by commit) with the target's pinned toolchain, and sets of them measured
+interleaved by a scenario kind, each measurement kept whole for the versioned results file.
+
+A variant at a commit is named by its short SHA (12 hex digits), so cells, evidence and
+results say which commit they are."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from patchbench import build, config, redact, runtimes, scenarios
+from patchbench.config import Comparison, Project
+from patchbench.errors import BuildError, ConfigError
+from patchbench.results import CommandResult, SoakResult
+from patchbench.source import cache as source
+from patchbench.source import history, patching
+from patchbench.util import cleanup, procguard
+from patchbench.util.progress import say
+from patchbench.util.workspace import Workspace
+
+KINDS = ("command", "soak")  # time (the round-paired verdict) and hangs (Fisher's exact test)
+
+
+def scenario_of(project: Project, spec: str) -> tuple[str, Comparison, scenarios.ScenarioConfig]:
+    """``COMPARISON:SCENARIO`` (or a comparison with one scenario) to its parts."""
+    name, _, sc_name = spec.partition(":")
+    comp = project.comparison(name)
+    if not sc_name:
+        if len(comp.scenarios) != 1:
+            raise ConfigError(f"--scenario {spec}: {name} has {len(comp.scenarios)} scenarios; "
+                              "name one as COMPARISON:SCENARIO",
+                              hint="its scenarios: " + ", ".join(s.name for s in comp.scenarios))
+        sc_name = comp.scenarios[0].name
+    chosen = [s for s in comp.scenarios if s.name == sc_name]
+    if not chosen:
+        raise ConfigError(f"--scenario {spec}: no scenario {sc_name!r} in {name}",
+                          hint="its scenarios: " + ", ".join(s.name for s in comp.scenarios))
+    sc = chosen[0]
+    if sc.kind not in KINDS:
+        raise ConfigError(f"--scenario {spec}: a {sc.kind} scenario cannot be bisected",
+                          hint="use a command scenario (time) or a soak scenario (hangs)")
+    return name, comp, sc
+
+
+@dataclass
+class Measurement:
+    """One interleaved measurement of some commits; ``result`` is the scenario kind's."""
+
+    label: str
+    commits: list[str]  # full SHAs, in the order the variants were given (the first is the base)
+    factor: int  # the scenario's runs and rounds times this
+    seed: int
+    result: CommandResult | SoakResult
+    warnings: list[str]
+
+
+@dataclass
+class Session:
+    project: Project
+    ws: Workspace
+    comparison: str
+    comp: Comparison
+    scenario: scenarios.ScenarioConfig
+    checkout: source.Checkout
+    plan: build.BuildPlan
+    workdir: Path
+    seed: int
+    builds: dict[str, build.Built] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # sha -> why it did not build
+    measurements: list[Measurement] = field(default_factory=list)
+    extra_files: dict[str, Path] = field(default_factory=dict)
+    built_fresh: int = 0
+
+    @property
+    def target_name(self) -> str:
+        return self.comp.target
+
+    @classmethod
+    def open(cls, project: Project, ws: Workspace, spec: str, seed: int, *,
+             runs: int | None = None, rounds: int | None = None) -> Session:
+        """Fetch the target and its history; ``runs``/``rounds`` override the scenario's (as
+        compare's --runs and --rounds do)."""
+        from patchbench import pipeline
+
+        name, comp, sc = scenario_of(project, spec)
+        sc = scenarios.override(sc, runs, rounds, None)
+        checkout = pipeline.fetch(project, ws, comp.target)
+        pipeline.check_machine(project, ws, comp.target, [build.Variant("baseline",
+                               tuple(comp.baseline))], checkout, comp)
+        say(f"fetching the history of {comp.target} from {checkout.url}")
+        history.fetch_history(checkout, ws.builds)
+        ovs = [patching.load_overlay(project.root, o) for o in comp.overlays]
+        plan = build.BuildPlan.prepare(project, comp.target, checkout, ws.layout, ovs)
+        workdir = ws.layout.new_run(f"bisect-{comp.target}")
+        return cls(project, ws, name, comp, sc, checkout, plan, workdir, seed)
+
+    def commit(self, ref: str) -> history.Commit:
+        return history.describe(self.checkout, history.resolve(self.checkout, ref))
+
+    def build_at(self, sha: str) -> build.Built | None:
+        """The build of the comparison's baseline series at ``sha`` (cached), or None when it
+        does not build (the reason kept in ``failed``)."""
+        if sha in self.builds:
+            return self.builds[sha]
+        if sha in self.failed:
+            return None
+        variant = build.Variant(sha[:12], tuple(self.comp.baseline), commit=sha)
+        try:  # a commit that does not build is skipped, like `git bisect skip`, and named
+            built = build.build_variant(self.plan, variant)
+        except BuildError as exc:
+            self.failed[sha] = exc.message
+            say(f"{sha[:12]}: does not build, skipped ({exc.message})")
+            return None
+        if self.builds:
+            build.check_same_toolchain([next(iter(self.builds.values())), built])
+        self.built_fresh += not built.cached
+        self.builds[sha] = built
+        return built
+
+    def measure(self, label: str, shas: list[str], factor: int = 1) -> Measurement:
+        """Measure the builds of ``shas`` interleaved (the first is the kind's baseline) with
+        the scenario's runs and rounds times ``factor``."""
+        sc = self.scenario
+        runs = sc.runs * factor
+        rounds = None if sc.kind == "soak" else sc.rounds * factor
+        chosen = scenarios.override(sc, runs, rounds, None) if factor > 1 else sc
+        built = [self.builds[s] for s in shas]
+        built = [replace(b, variant=replace(b.variant, name=s[:12])) for b, s in zip(
+            built, shas, strict=True)]
+        seed = self.seed + 104729 * len(self.measurements)
+        workdir = self.workdir / f"m{len(self.measurements):02d}"
+        workdir.mkdir(parents=True)
+        say(f"{label}: measuring {', '.join(s[:12] for s in shas)} interleaved "
+            f"({chosen.runs} runs per commit" + (f", {chosen.rounds} rounds)" if rounds else ")"))
+        runtime = runtimes.get(config.runtime_of(self.project, self.comp))
+        if runtime is not None:
+            runtime.prepare(workdir, self.project, self.comp, dry_run=False, bin_dir=built[0].bin,
+                            variants=[runtimes.VariantBuild(b.variant.name, b.bin,
+                                                            b.manifest["artifacts"])
+                                      for b in built])
+        extra: dict[str, Path] = {}
+        guard = procguard.activate(f"{workdir.name}-{cleanup.cgroup_tag()}")
+        warnings: list[str] = []
+        try:
+            ctx = scenarios.ScenarioContext(
+                scenario=chosen, built=built, runtime=runtime, workdir=workdir, seed=seed,
+                layout=self.ws.layout, project_root=self.project.root, alpha=self.comp.alpha,
+                min_effect=self.comp.min_effect, extra_files=extra)
+            out, warnings = scenarios.get(chosen.kind).run(ctx)
+        finally:
+            warnings += procguard.deactivate(guard)
+            if runtime is not None:
+                td = runtimes.tear_down(runtime, [(b.variant.name, b.bin) for b in built])
+                warnings += td.problems
+        assert isinstance(out, CommandResult | SoakResult)  # KINDS
+        prefix = f"m{len(self.measurements):02d}-"
+        self.extra_files.update({prefix + k: v for k, v in extra.items()})
+        m = Measurement(label, list(shas), factor, seed, out, warnings)
+        self.measurements.append(m)
+        return m
+
+    def redacted(self, obj: Any) -> Any:
+        return redact.tree(redact.paths(obj, {
+            str(self.workdir): "<run>", str(self.ws.builds): "<builds>",
+            str(self.project.root): "<project>"}))
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

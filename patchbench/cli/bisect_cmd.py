@@ -1,0 +1,52 @@
+"""``bisect`` and ``history`` behind the command line: run, print the headline and the table, and
+turn an inconclusive bisect into its exit code (after its report is saved)."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from patchbench.errors import BisectInconclusive
+from patchbench.util.workspace import Workspace
+
+
+def do_bisect(ws: Workspace, target: str, good: str, bad: str, spec: str, *, seed: int | None,
+              budget: int, dry_run: bool, runs: int | None = None,
+              rounds: int | None = None) -> int:
+    from patchbench import pipeline
+    from patchbench.bisect import render, run
+
+    project = pipeline.load(ws)
+    if dry_run:
+        print("\n".join(run.plan_bisect(project, ws, target, good, bad, spec, budget,
+                                         runs=runs, rounds=rounds)))
+        return 0
+    rec, folder = run.bisect(project, ws, target, good, bad, spec, seed=seed, budget=budget,
+                             runs=runs, rounds=rounds)
+    print()
+    print("\n".join(render.headline(rec)))
+    if rec.steps:
+        print()
+        print(tabulate(render.step_rows(rec), render.STEP_HEADERS, tablefmt="simple"))
+    print(f"\nreport: {folder}")
+    if rec.outcome != "found":
+        what = ("the ends do not differ" if rec.outcome == "no-difference"
+                else "the answer is a range: " + ", ".join(c.sha[:12] for c in rec.range))
+        raise BisectInconclusive(f"bisect {target}: {what}", hint=f"the report: {folder}")
+    return 0
+
+
+def do_history(ws: Workspace, target: str, refs: list[str], spec: str, *, range_: str | None,
+               every: int, seed: int | None, runs: int | None = None,
+               rounds: int | None = None) -> int:
+    from patchbench import pipeline
+    from patchbench.bisect import render, run
+
+    project = pipeline.load(ws)
+    rec, folder = run.history_run(project, ws, target, refs, spec, range_=range_, every=every,
+                                  seed=seed, runs=runs, rounds=rounds)
+    print()
+    print("\n".join(render.history_headline(rec)))
+    print()
+    print(tabulate(render.point_rows(rec), render.POINT_HEADERS, tablefmt="simple"))
+    print(f"\nreport: {folder}")
+    return 0

@@ -1,0 +1,109 @@
+"""A target's history beyond its pinned commit, for bisect and history runs.
+
+The source cache holds the pinned commit, often shallow. ``fetch_history`` fetches the branches
+and tags of the target's source (its URL or ``--source`` override) with their full history into
+``refs/patchbench/history/``; ``resolve`` turns a ref (tag, branch or SHA) into a commit of that
+cache, and ``first_parent`` lists the first-parent chain from one commit to another, oldest
+first, with each commit's subject and author date.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchbench.errors import SourceError
+from patchbench.source.cache import Checkout, locked
+from patchbench.util import safeargs
+from patchbench.util.git import run_git
+
+HISTORY_PREFIX = "refs/patchbench/history/"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    author_date: str  # ISO 8601, as git prints it (%aI)
+
+    @property
+    def short(self) -> str:
+        return self.sha[:12]
+
+
+def _url(url: str) -> str:
+    p = Path(url)
+    return p.resolve().as_uri() if p.exists() else url
+
+
+def fetch_history(checkout: Checkout, builds: Path) -> None:
+    """Fetch every branch and tag of the checkout's source, with full history, into the cache
+    (under refs/patchbench/history/); a shallow cache is deepened."""
+    if not checkout.url:
+        raise SourceError(f"{checkout.target}: no source URL to fetch its history from")
+    try:
+        safeargs.check_url(checkout.url, f"the source of {checkout.target}")
+    except safeargs.UnsafeValue as exc:
+        raise SourceError(str(exc)) from None
+    repo = checkout.repo
+    with locked(builds, f"source-{checkout.target}"):
+        shallow = run_git(["rev-parse", "--is-shallow-repository"],
+                          cwd=repo).stdout.strip() == "true"
+        run_git([*safeargs.GIT_TRANSPORTS, "fetch", "-q", "--no-tags",
+                 *(["--unshallow"] if shallow else []), "--", _url(checkout.url),
+                 f"+refs/heads/*:{HISTORY_PREFIX}heads/*",
+                 f"+refs/tags/*:{HISTORY_PREFIX}tags/*"],
+                cwd=repo, timeout=3600, error=SourceError,
+                what=f"fetch the history of {checkout.target} from {checkout.url}")
+
+
+def resolve(checkout: Checkout, ref: str) -> str:
+    """The commit ``ref`` names: a tag or branch of the source, or a commit (full or abbreviated
+    SHA) in the cache."""
+    try:
+        safeargs.check_ref(ref, f"{checkout.target} ref")
+    except safeargs.UnsafeValue as exc:
+        raise SourceError(str(exc)) from None
+    for name in (f"{HISTORY_PREFIX}tags/{ref}", f"{HISTORY_PREFIX}heads/{ref}", ref):
+        res = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options",
+                       f"{name}^{{commit}}"], cwd=checkout.repo, check=False)
+        if res.returncode == 0 and res.stdout.strip():
+            return res.stdout.strip()
+    raise SourceError(f"{checkout.target}: no tag, branch or commit {ref!r} in its source "
+                      f"({checkout.url})", hint="give a tag, a branch or a SHA of that history")
+
+
+def describe(checkout: Checkout, sha: str) -> Commit:
+    out = run_git(["show", "-s", "--format=%H%n%aI%n%s", sha, "--"], cwd=checkout.repo,
+                  error=SourceError).stdout.split("\n", 2)
+    return Commit(out[0].strip(), out[2].strip(), out[1].strip())
+
+
+def _is_ancestor(repo: Path, a: str, b: str) -> bool:
+    return run_git(["merge-base", "--is-ancestor", a, b], cwd=repo, check=False).returncode == 0
+
+
+def first_parent(checkout: Checkout, good: str, bad: str) -> list[Commit]:
+    """The first-parent chain from ``good`` to ``bad``, both included, oldest first. ``good``
+    must be an ancestor of ``bad``. When it is not on ``bad``'s first-parent chain (a release
+    tag on a branch that was merged), the chain goes on from the first first-parent commit that
+    contains it (the merge that brought it in)."""
+    if good == bad:
+        raise SourceError(f"{checkout.target}: the two ends are the same commit ({good[:12]})")
+    if not _is_ancestor(checkout.repo, good, bad):
+        raise SourceError(f"{checkout.target}: {bad[:12]} is not a descendant of {good[:12]}",
+                          hint="--good is the older commit, --bad the newer one")
+    shas = run_git(["rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--"],
+                   cwd=checkout.repo, error=SourceError).stdout.split()
+    start = next(i for i, sha in enumerate(shas) if _is_ancestor(checkout.repo, good, sha))
+    return [describe(checkout, s) for s in (good, *shas[start:])]
+
+
+def every(commits: list[Commit], n: int) -> list[Commit]:
+    """Every ``n``th commit of ``commits``, the first and the last always included."""
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    picked = commits[::n]
+    if picked[-1] != commits[-1]:
+        picked.append(commits[-1])
+    return picked

@@ -1,0 +1,158 @@
+"""bisect and history on a local history of the demo (tests/demo_history.py: 34 commits, a 5 ms
+start-up delay planted at commit 10, a lost wakeup at commit 22): bisect names the delay commit
+from a command scenario and the lost-wakeup commit from a soak scenario, each within
+ceil(log2(N)) + 2 builds; a bisect whose ends do not differ says so, stops and exits 19; a
+history over 6 commits shows the step at the delay."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchbench import config
+from patchbench.bisect import record, run
+from patchbench.util.workspace import Workspace
+from tests import support
+from tests.demo_history import DELAY_AT, LOST_WAKEUP_AT, DemoHistory, make_demo_history
+
+pytestmark = pytest.mark.integration
+
+TIME = {"name": "start", "command": ["{slowstart}", "-n", "2", "-boot", "1ms"], "warmup": 1,
+        "runs": 100, "rounds": 10, "timeout": 5}
+# -boot 1ms makes the planted lost wakeup common (a short soak finds it); 5 ms makes it rare
+SOAK = {"name": "start-4", "kind": "soak", "command": ["{slowstart}", "-n", "4", "-boot", "1ms"],
+        "runs": 40, "block": 20, "timeout": 0.2}
+
+
+@pytest.fixture(scope="module")
+def demo_history(tmp_path_factory: pytest.TempPathFactory) -> DemoHistory:
+    return make_demo_history(tmp_path_factory.mktemp("demo-history") / "slowstart")
+
+
+@pytest.fixture
+def ws(tmp_path: Path, demo_history: DemoHistory, go_version: str) -> Workspace:
+    root = tmp_path / "project"
+    shutil.copytree(support.REPO_ROOT / "patches" / "demo-plus-5ms",
+                    root / "patches" / "demo-plus-5ms")
+    data: dict[str, Any] = {
+        "version": 1,
+        "targets": {"demo": {
+            "description": "the demo's fixture history", "url": str(demo_history.path),
+            "ref": "v1.0.0", "commit": demo_history.shas[0],
+            "toolchain": {"kind": "go", "version": go_version},
+            "build": {"commands": [["go", "build", "-o", "slowstart", "."]],
+                      "artifacts": ["slowstart"], "timeout": 120}}},
+        "comparisons": {
+            "demo-time": {"target": "demo", "candidates": {"plus-5ms": ["demo-plus-5ms"]},
+                          "scenarios": [TIME]},
+            "demo-hang": {"target": "demo", "candidates": {"plus-5ms": ["demo-plus-5ms"]},
+                          "scenarios": [SOAK]}},
+    }
+    support.write_matrix(root, data)
+    return Workspace(root=root, matrix=root / "matrix.yaml", builds=tmp_path / "builds",
+                     reports=tmp_path / "reports")
+
+
+def _project(ws: Workspace) -> config.Project:
+    return config.load(ws.matrix)
+
+
+def _max_builds(chain: int) -> int:
+    return math.ceil(math.log2(chain - 1)) + 2
+
+
+def _check_report(folder: Path, rec: record.Bisect, ws: Workspace) -> None:
+    data = json.loads((folder / "bisect.json").read_text())
+    assert record.parse_bisect(data) == rec and data["schema_version"] == 1
+    md = (folder / "report.md").read_text()
+    page = (folder / "report.html").read_text()
+    assert "## Steps" in md and re.search(r"^\|\s+step\s+\|\s+commit", md, re.M)
+    assert all(s.commit.sha[:12] in md for s in rec.steps)
+    assert "<svg" in page and page.count("<circle") == len(rec.steps) + 2
+    for text in (md, page, (folder / "bisect.json").read_text()):
+        # this machine's builds, run and project folders are named, never kept
+        assert str(ws.builds) not in text and str(ws.root) not in text
+
+
+def test_bisect_names_the_delay_commit_from_time(ws: Workspace,
+                                                 demo_history: DemoHistory) -> None:
+    rec, folder = run.bisect(_project(ws), ws, "demo", "v1.0.0", "v1.1.0", "demo-time:start",
+                             seed=1)
+    assert rec.outcome == "found", rec.why
+    assert rec.first_bad is not None and rec.first_bad.sha == demo_history.delay
+    assert "5 ms start-up delay" in rec.first_bad.subject
+    assert rec.chain == 17 and len(rec.builds) <= _max_builds(rec.chain)
+    assert all(s.classification in ("good", "bad") for s in rec.steps)
+    for s in rec.steps:  # each step is on the right side of the delay
+        assert (s.classification == "bad") == (s.index >= DELAY_AT), s
+        assert "x [" in s.vs_good and "x [" in s.vs_bad
+    manifest = rec.builds[demo_history.delay]
+    assert manifest["commit"] == demo_history.delay
+    assert manifest["toolchain_source"].startswith("pinned")
+    _check_report(folder, rec, ws)
+
+
+def test_bisect_names_the_lost_wakeup_commit_from_hangs(ws: Workspace,
+                                                        demo_history: DemoHistory) -> None:
+    rec, folder = run.bisect(_project(ws), ws, "demo", "v1.1.0", "main", "demo-hang:start-4",
+                             seed=2)
+    assert rec.outcome == "found", rec.why
+    assert rec.first_bad is not None and rec.first_bad.sha == demo_history.lost_wakeup
+    assert rec.chain == 34 - 16 and len(rec.builds) <= _max_builds(rec.chain)
+    assert "Fisher p" in rec.ends
+    for s in rec.steps:
+        assert (s.classification == "bad") == (s.index + 16 >= LOST_WAKEUP_AT), s
+    evidence = list(folder.glob("m*-start-4-*"))
+    assert evidence, "the hang evidence of hung runs is in the report folder"
+    _check_report(folder, rec, ws)
+
+
+def test_a_bisect_whose_ends_do_not_differ_says_so_and_exits_19(
+        ws: Workspace, demo_history: DemoHistory, capsys: pytest.CaptureFixture[str]) -> None:
+    from patchbench.cli import main
+
+    bad = demo_history.shas[5]  # only notes changed: no hangs at either end (Fisher p = 1)
+    with pytest.raises(SystemExit) as exc:
+        main.run(["bisect", "demo", "--good", "v1.0.0", "--bad", bad, "--scenario",
+                  "demo-hang:start-4", "--seed", "3", "--project", str(ws.root),
+                  "--builds", str(ws.builds), "--reports", str(ws.reports)])
+    assert exc.value.code == 19
+    out, err = capsys.readouterr()
+    assert "no bisect: the ends do not differ" in out and "bisect inconclusive" in err
+    (folder,) = (ws.reports / "bisect-demo").iterdir()
+    rec = record.parse_bisect(json.loads((folder / "bisect.json").read_text()))
+    # measured at 1x, 2x and 4x the runs before the ends are said not to differ
+    assert rec.outcome == "no-difference" and rec.steps == []
+    assert [m.factor for m in rec.measurements] == [1, 2, 4]
+    assert len(rec.builds) == 2
+
+
+def test_history_over_six_commits_shows_the_step(ws: Workspace,
+                                                 demo_history: DemoHistory) -> None:
+    picked = [0, 4, 8, 12, 16, 20]  # every 4th commit of the range, both ends
+    rec, folder = run.history_run(_project(ws), ws, "demo", [], "demo-time:start",
+                                  range_=f"v1.0.0..{demo_history.shas[20]}", every=4, seed=4)
+    assert [p.commit.sha for p in rec.points] == [demo_history.shas[i] for i in picked]
+    before = [p for i, p in zip(picked, rec.points, strict=True) if i < DELAY_AT]
+    after = [p for i, p in zip(picked, rec.points, strict=True) if i >= DELAY_AT]
+    assert all(p.differs is True and "(slower)" in p.vs_first for p in after)
+    assert max(p.median or 0 for p in before) + 0.003 < min(p.median or 0 for p in after)
+    page = (folder / "report.html").read_text()
+    assert "<svg" in page and page.count("<circle") == len(picked)
+    assert record.parse_history(json.loads((folder / "history.json").read_text())) == rec
+
+
+def test_bisect_dry_run_prints_steps_builds_and_runs(ws: Workspace,
+                                                     demo_history: DemoHistory) -> None:
+    lines = run.plan_bisect(_project(ws), ws, "demo", "v1.0.0", "main", "demo-time:start", 4)
+    text = "\n".join(lines)
+    assert "34 commits" in text and "steps   6 " in text and "builds  8 variants" in text
+    assert "each step: 3 x 100 " in text and "{" not in text
+    assert not (ws.builds / "artifacts").exists()  # nothing was built
+
