@@ -12,7 +12,8 @@ Measures, in a fresh temporary builds/ and reports/ directory per repetition:
   - overhead net of warmups: the same less the configured warmups once per cell, each warmup run
     estimated at its cell's median run time (hyperfine records no warmup times);
   - the tool's CPU time: the whole process tree's user+system time (wait4) less the user+system
-    time hyperfine recorded for the measured runs, and its share of the tree's CPU time;
+    time hyperfine recorded for the measured runs (per run, else its per-call means times the
+    runs), and its share of the tree's CPU time;
 - no-op build: `invoke build --patch per-sandbox-lock` with both builds cached (aim < 1 s);
 - no-op dry run: `invoke compare demo --dry-run` with both builds cached;
 - start-up: `python3 -c pass`, `python3 -m invoke --list` and `python3 -m invoke list`, interleaved
@@ -92,7 +93,11 @@ def inside_measured_runs(res: dict[str, Any]) -> Inside:
             s = c["samples"]
             times = [t for t in s.get("times", []) if t is not None]
             seconds += sum(times) + sum(t for t in s.get("hung_times", []) if t is not None)
-            cpu += sum(s.get("user", [])) + sum(s.get("system", []))
+            if s.get("user") or s.get("system"):
+                cpu += sum(s.get("user", [])) + sum(s.get("system", []))
+            else:  # per hyperfine call: its mean user and system time per timed run
+                cpu += sum((h.get("user", 0) + h.get("system", 0)) * len(h.get("times", []))
+                           for h in s.get("hyperfine", []))
             if times:
                 warm += sc.get("warmup", 0) * statistics.median(times)
     return Inside(seconds, warm, cpu)
