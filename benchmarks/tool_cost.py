@@ -1,21 +1,33 @@
-"""The tool's own cost on the bundled demo (run by hand; figures are recorded in the README).
+"""The tool's own cost on the bundled demo (run by hand; figures go to benchmarks/results/).
 
-    python benchmarks/tool_cost.py [--repeat 3]
+    python benchmarks/tool_cost.py [--repeat 3] [--startup 10] [--project DIR] [--record FILE --label TEXT]
 
-Measures, in a fresh temporary builds/ and reports/ directory:
+Measures, in a fresh temporary builds/ and reports/ directory per repetition:
 - cold: `invoke compare demo` with an empty builds/ (fetch, two builds, measure, report);
-- warm: the same again (everything cached);
-- no-op rebuild: `invoke build --patch per-sandbox-lock` when both builds are cached (aim < 1 s);
-- orchestration overhead: warm wall time minus the time spent in hyperfine (and the builds),
-  as a share of the wall time (aim < 5%);
-- start-up: `invoke --list` and `invoke list` (aim < 0.3 s each; best and median of --startup
-  runs, since a shared machine's load only ever adds time).
-Prints the 1-minute load average at the start and end: figures from a loaded machine say so.
+- warm: the same again (everything cached), and of it:
+  - the time inside the measured runs: the sum of every recorded run's time (hyperfine's, per
+    run; hung runs included) -- hyperfine's start-up, its JSON export, the warmups, setup and
+    teardown and the process checks are NOT in it;
+  - overhead = (wall - time inside measured runs) / wall: everything else, warmups included;
+  - overhead net of warmups: the same less the configured warmups once per cell, each warmup run
+    estimated at its cell's median run time (hyperfine records no warmup times);
+  - the tool's CPU time: the whole process tree's user+system time (wait4) less the user+system
+    time hyperfine recorded for the measured runs (per run, else its per-call means times the
+    runs), and its share of the tree's CPU time;
+- no-op build: `invoke build --patch per-sandbox-lock` with both builds cached (aim < 1 s);
+- no-op dry run: `invoke compare demo --dry-run` with both builds cached;
+- start-up: `python3 -c pass`, `python3 -m invoke --list` and `python3 -m invoke list`, interleaved
+  (one of each per repetition, the order rotating), each given as its median and as the median
+  of its paired difference above the bare python of the same repetition (aim < 0.3 s), in wall and
+  CPU time.
+Records the load averages (1, 5, 15 min) at the start and the end: figures from a loaded machine
+say so. --project measures another checkout of patchbench (an older commit, for a before/after).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -23,66 +35,176 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def invoke(*args: str, builds: Path, reports: Path) -> float:
-    argv = [sys.executable, "-m", "invoke", "--search-root", str(ROOT), *args,
-            "--builds", str(builds), "--reports", str(reports)]
+@dataclass(frozen=True)
+class Timed:
+    wall: float
+    cpu: float  # user + system of the process and every descendant it waited for
+
+
+def timed(argv: Sequence[str], *, cwd: Path) -> Timed:
     t0 = time.monotonic()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.monotonic() - t0
+    proc = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}")
+    return Timed(wall, usage.ru_utime + usage.ru_stime)
 
 
-def startup(*args: str, n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        t0 = time.monotonic()
-        subprocess.run([sys.executable, "-m", "invoke", "--search-root", str(ROOT), *args],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        out.append(time.monotonic() - t0)
-    return out
+class Tool:
+    def __init__(self, project: Path, builds: Path, reports: Path) -> None:
+        self.project, self.builds, self.reports = project, builds, reports
+
+    def argv(self, *args: str, dirs: bool = True) -> list[str]:
+        out = [sys.executable, "-m", "invoke", "--search-root", str(self.project), *args]
+        return [*out, "--builds", str(self.builds), "--reports", str(self.reports)] if dirs else out
+
+    def run(self, *args: str, dirs: bool = True) -> Timed:
+        return timed(self.argv(*args, dirs=dirs), cwd=self.builds.parent)
 
 
-def newest_results(reports: Path) -> dict:  # type: ignore[type-arg]
+def newest_results(reports: Path) -> dict[str, Any]:
     runs = sorted(reports.glob("demo/*/results.json"))
-    return json.loads(runs[-1].read_text())  # type: ignore[no-any-return]
+    data: dict[str, Any] = json.loads(runs[-1].read_text())
+    return data
+
+
+@dataclass(frozen=True)
+class Inside:
+    seconds: float  # inside the measured runs
+    warmup_estimate: float  # the configured warmups once per cell, at the cell's median
+    cpu: float  # user + system hyperfine recorded for the measured runs
+
+
+def inside_measured_runs(res: dict[str, Any]) -> Inside:
+    seconds = warm = cpu = 0.0
+    for sc in res["scenarios"]:
+        for c in sc.get("cells", []):
+            s = c["samples"]
+            times = [t for t in s.get("times", []) if t is not None]
+            seconds += sum(times) + sum(t for t in s.get("hung_times", []) if t is not None)
+            if s.get("user") or s.get("system"):
+                cpu += sum(s.get("user", [])) + sum(s.get("system", []))
+            else:  # per hyperfine call: its mean user and system time per timed run
+                cpu += sum((h.get("user", 0) + h.get("system", 0)) * len(h.get("times", []))
+                           for h in s.get("hyperfine", []))
+            if times:
+                warm += sc.get("warmup", 0) * statistics.median(times)
+    return Inside(seconds, warm, cpu)
+
+
+def fmt_s(xs: Sequence[float]) -> str:
+    return f"{statistics.median(xs):.3f} s" + (f" ({min(xs):.3f}–{max(xs):.3f})" if len(xs) > 1 else "")
+
+
+def fmt_p(xs: Sequence[float]) -> str:
+    return f"{statistics.median(xs):.1%}" + (f" ({min(xs):.1%}–{max(xs):.1%})" if len(xs) > 1 else "")
+
+
+def git_head(project: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(project), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--startup", type=int, default=10, help="runs of each start-up measurement")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3, help="cold/warm/no-op repetitions")
+    ap.add_argument("--startup", type=int, default=10, help="repetitions of the start-up trio")
+    ap.add_argument("--project", type=Path, default=ROOT, help="the patchbench checkout to measure")
+    ap.add_argument("--record", type=Path, help="append the figures as a markdown section here")
+    ap.add_argument("--label", default="", help="what this run measures (before/after ...)")
     args = ap.parse_args()
-    load_before = os.getloadavg()[0]
-    inv_list = startup("--list", n=args.startup)
-    pb_list = startup("list", n=args.startup)
-    cold, warm, noop, overhead = [], [], [], []
+    project = args.project.resolve()
+    load_start = os.getloadavg()
+    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+    rows: dict[str, list[float]] = {k: [] for k in (
+        "cold", "warm", "warm_cpu", "inside", "overhead", "overhead_net", "tool_cpu",
+        "tool_cpu_share", "noop", "noop_cpu", "dry", "dry_cpu")}
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
-            builds, reports = Path(tmp) / "builds", Path(tmp) / "reports"
-            cold.append(invoke("compare", "demo", builds=builds, reports=reports))
-            w = invoke("compare", "demo", builds=builds, reports=reports)
-            warm.append(w)
-            res = newest_results(reports)
-            measured = sum(c["samples"]["seconds"] for sc in res["scenarios"] for c in sc["cells"])
-            overhead.append((w - measured) / w)
-            noop.append(invoke("build", "--patch", "per-sandbox-lock", builds=builds,
-                               reports=reports))
-    med = statistics.median
-    print(f"runs: {args.repeat} each (median shown)")
-    print(f"cold `invoke compare demo`:   {med(cold):6.2f} s")
-    print(f"warm `invoke compare demo`:   {med(warm):6.2f} s")
-    print(f"no-op rebuild (cached):       {med(noop):6.2f} s   (aim: < 1 s)")
-    print(f"orchestration overhead, warm: {med(overhead):6.1%}   (aim: < 5% of the wall time)")
-    print(f"`invoke --list`:              {min(inv_list):6.2f} s best, {med(inv_list):.2f} s median"
-          "   (aim: < 0.3 s)")
-    print(f"`invoke list`:                {min(pb_list):6.2f} s best, {med(pb_list):.2f} s median"
-          "   (aim: < 0.3 s)")
-    print(f"load average (1 min): {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at "
-          f"the end, on {os.cpu_count()} cores")
+            tool = Tool(project, Path(tmp) / "builds", Path(tmp) / "reports")
+            rows["cold"].append(tool.run("compare", "demo").wall)
+            w = tool.run("compare", "demo")
+            ins = inside_measured_runs(newest_results(tool.reports))
+            rows["warm"].append(w.wall)
+            rows["warm_cpu"].append(w.cpu)
+            rows["inside"].append(ins.seconds)
+            rows["overhead"].append((w.wall - ins.seconds) / w.wall)
+            rows["overhead_net"].append((w.wall - ins.seconds - ins.warmup_estimate) / w.wall)
+            rows["tool_cpu"].append(w.cpu - ins.cpu)
+            rows["tool_cpu_share"].append((w.cpu - ins.cpu) / w.cpu)
+            n = tool.run("build", "--patch", "per-sandbox-lock")
+            rows["noop"].append(n.wall)
+            rows["noop_cpu"].append(n.cpu)
+            d = tool.run("compare", "demo", "--dry-run")
+            rows["dry"].append(d.wall)
+            rows["dry_cpu"].append(d.cpu)
+
+    start: dict[str, list[Timed]] = {"bare": [], "--list": [], "list": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        tool = Tool(project, Path(tmp) / "builds", Path(tmp) / "reports")
+        trio = {"bare": [sys.executable, "-c", "pass"], "--list": tool.argv("--list", dirs=False),
+                "list": tool.argv("list", dirs=False)}
+        names = list(trio)
+        for i in range(args.startup):
+            for name in names[i % 3:] + names[:i % 3]:  # the order rotates
+                start[name].append(timed(trio[name], cwd=Path(tmp)))
+    load_end = os.getloadavg()
+
+    def above(name: str, what: str) -> list[float]:
+        return [getattr(a, what) - getattr(b, what) for a, b in zip(start[name], start["bare"],
+                                                                      strict=True)]
+
+    lines = [
+        f"### {args.label or 'tool_cost'}: patchbench {git_head(project)}, {started}",
+        "",
+        f"`python3 benchmarks/tool_cost.py --repeat {args.repeat} --startup {args.startup}` on "
+        f"{os.cpu_count()} cores; load average (1/5/15 min) "
+        f"{'/'.join(f'{x:.2f}' for x in load_start)} at the start, "
+        f"{'/'.join(f'{x:.2f}' for x in load_end)} at the end. Medians (min–max).",
+        "",
+        "| what | figure |",
+        "|---|---|",
+        f"| cold `invoke compare demo` | {fmt_s(rows['cold'])} |",
+        f"| warm `invoke compare demo` (wall) | {fmt_s(rows['warm'])} |",
+        f"| of it, inside the measured runs | {fmt_s(rows['inside'])} |",
+        f"| overhead: wall minus the measured runs (warmups are overhead) | "
+        f"{fmt_p(rows['overhead'])} |",
+        f"| overhead net of the configured warmups once per cell | {fmt_p(rows['overhead_net'])} |",
+        f"| CPU time of the warm demo's process tree | {fmt_s(rows['warm_cpu'])} |",
+        f"| of it, the tool's (tree minus the measured runs' user+system) | "
+        f"{fmt_s(rows['tool_cpu'])}, {fmt_p(rows['tool_cpu_share'])} |",
+        f"| no-op build (`invoke build --patch per-sandbox-lock`, cached; aim < 1 s) | "
+        f"{fmt_s(rows['noop'])} wall, {fmt_s(rows['noop_cpu'])} CPU |",
+        f"| no-op `invoke compare demo --dry-run` (cached) | {fmt_s(rows['dry'])} wall, "
+        f"{fmt_s(rows['dry_cpu'])} CPU |",
+        f"| `python3 -c pass` | {fmt_s([t.wall for t in start['bare']])} wall, "
+        f"{fmt_s([t.cpu for t in start['bare']])} CPU |",
+    ]
+    for name in ("--list", "list"):
+        label = "python3 -m invoke " + name
+        lines.append(f"| `{label}` above a bare python (aim < 0.3 s) | "
+                     f"+{statistics.median(above(name, 'wall')):.3f} s wall, "
+                     f"+{statistics.median(above(name, 'cpu')):.3f} s CPU |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.record:
+        with args.record.open("a") as f:
+            f.write("\n" + text)
 
 
 if __name__ == "__main__":

@@ -134,10 +134,74 @@ def project(tmp_path: Path, upstream: support.Upstream, go_version: str) -> supp
     return proj
 
 
+TESTS = Path(__file__).resolve().parent
+
+# --- scheduling: two workers (pytest-xdist) when the integration tests run --------------------
+# The integration tests spend most of their time waiting (deadlines, sleeps, dockerd, hyperfine's
+# runs): a serial run used 45 % of one core. `python3 -m pytest` therefore runs them in two
+# worker processes (`-n auto` in pyproject.toml, resolved below; `-n 0` runs everything in one),
+# a whole file per worker at a time, the longest files first.
+
+# Seconds each file took in a serial run (2026-12-01, load 3-5), for the order only: the longest
+# start first, so that no long file is left to run alone at the end.
+SECONDS = {
+    "integration/test_docker_build.py": 32, "integration/test_workflow.py": 29,
+    "integration/test_stress_exec.py": 25, "integration/test_docker_engine.py": 19,
+    "integration/test_timed_hangs.py": 18, "integration/test_report_tools.py": 17,
+    "integration/test_planted.py": 15, "integration/test_demo.py": 13,
+    "faults/test_results_safe.py": 12, "integration/test_docker_run_flow.py": 9,
+    "integration/test_soak.py": 8, "integration/test_series_ref.py": 8,
+    "integration/test_stress.py": 8, "integration/test_burst.py": 8, "integration/test_cli.py": 7,
+    "unit/test_reproduce_reports.py": 6,
+}
+# files that each start a Docker engine of their own run in one worker, one after the other
+DOCKER = ("integration/test_docker_build.py", "integration/test_docker_engine.py",
+          "integration/test_docker_run_flow.py")
+WORKERS = 2
+
+
+def _rel(path: Path | str) -> str:
+    p = Path(path).resolve()
+    return p.relative_to(TESTS).as_posix() if p.is_relative_to(TESTS) else p.as_posix()
+
+
+def _weight(rel: str) -> float:
+    return sum(SECONDS.get(f, 0) for f in DOCKER) if rel in DOCKER else SECONDS.get(rel, 0)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers when the integration tests are among the arguments (or the
+    arguments are the default, tests/), none otherwise: a unit file starts faster without."""
+    args = [a.split("::", 1)[0] for a in config.args] or [str(TESTS)]
+    integration = TESTS / "integration"
+    for a in args:
+        p = Path(config.invocation_params.dir, a).resolve()
+        if p.is_dir() and integration.is_relative_to(p):
+            return WORKERS
+    return 0
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole files per worker (module fixtures are built once), in the order of the collection
+    (the longest first, below), with the Docker files as one unit."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            rel = "tests/" + nodeid.split("::", 1)[0].removeprefix("tests/")
+            return "docker" if rel.removeprefix("tests/") in DOCKER else rel
+
+    config.option.loadscopereorder = False
+    return ByFile(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test under tests/integration uses the real git, go and hyperfine: mark it so, and
-    `pytest -m "not integration"` runs the unit tests alone."""
-    here = Path(__file__).resolve().parent / "integration"
+    `pytest -m "not integration"` runs the unit tests alone. The longest files first (SECONDS),
+    the rest in their order; within a file, the file's own order."""
+    here = TESTS / "integration"
     for item in items:
         if Path(str(item.fspath)).resolve().is_relative_to(here):
             item.add_marker(pytest.mark.integration)
+    order = {id(item): n for n, item in enumerate(items)}
+    items.sort(key=lambda item: (-_weight(_rel(str(item.fspath))), order[id(item)]))

@@ -116,7 +116,10 @@ class BuildPlan:
         if isinstance(backend, docker_backend.DockerBackend):  # its image, state under builds/
             backend.bind(target, layout.builds)
             env = docker_backend.container_env(env)  # what the container gets, as recorded
-        fp = toolchains.fingerprint(target, env, backend.runner(target.build))
+        runner = backend.runner(target.build)
+        if isinstance(runner, toolchains.HostRunner):  # hashes of unchanged binaries, kept
+            runner = toolchains.StatCachedRunner(runner, layout.toolchain_hashes)
+        fp = toolchains.fingerprint(target, env, runner)
         if isinstance(backend, docker_backend.DockerBackend):
             fp.update(backend.fingerprint_extra(target))  # the image ID: same for all variants
         return cls(project, target_name, target, checkout, layout, overlays, env, fp)

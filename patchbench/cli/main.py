@@ -164,8 +164,11 @@ def _history(v: Values, project: str | None) -> int:
 HANDLERS.update({"bisect": _bisect, "history": _history})
 
 
-def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench") -> None:
-    """Parse ``argv`` (the command name first) and run it; exits with the command's code."""
+def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench",
+        fast_exit: bool = False) -> None:
+    """Parse ``argv`` (the command name first) and run it; exits with the command's code
+    (``fast_exit``: without the interpreter's teardown, once everything is flushed: the front
+    ends; in-process callers such as tests get SystemExit)."""
     from patchbench.cli import commands
 
     def go() -> int:
@@ -194,8 +197,8 @@ def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench"
             exc.matrix = _matrix_shown(parsed.values, project)
             raise
 
-    commands.guarded(go)
+    commands.guarded(go, fast_exit=fast_exit)
 
 
 def main() -> None:  # the console script
-    run(sys.argv[1:], project=None, prog=Path(sys.argv[0]).name or "patchbench")
+    run(sys.argv[1:], project=None, prog=Path(sys.argv[0]).name or "patchbench", fast_exit=True)

@@ -236,8 +236,15 @@ def measure(
     on_round: Callable[[int, Cell, dict[str, Any]], None] | None = None,
 ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
-    ``runs // rounds`` runs per cell (the first round of a cell after ``warmup`` warmup runs, later
-    ones after at most one); ``timeout`` is seconds per run. Returns samples and the order used."""
+    ``runs // rounds`` runs per cell; ``timeout`` is seconds per run. Returns samples and the order
+    used.
+
+    Warmups run once per cell: ``warmup`` runs before its first round, none before its later ones.
+    Every recorded sample is still a timed run of that cell in that round; what a later round's
+    first run may pay for following another cell (caches, the page cache of another binary) every
+    cell pays alike, since each round is a fresh permutation, and the round-paired statistics
+    compare round medians, which one slow first run barely moves. Repeating a warmup every round
+    cost a hyperfine-sized share of the tool's wall time for no sample it keeps."""
     workdir.mkdir(parents=True, exist_ok=True)
     order = schedule(cells, rounds, seed)
     per_round = runs // rounds
@@ -250,7 +257,7 @@ def measure(
         for cell in round_cells:
             inv = expand(cell)
             name = f"{scenario} {cell.label} round {r}/{rounds}"
-            cell_warmup = warmup if cell not in warmed else min(1, warmup)
+            cell_warmup = warmup if cell not in warmed else 0  # once per cell
             warmed.add(cell)
             slug = cell.label.replace(" ", "_").replace("=", "")
             export = workdir / f"{scenario}.{slug}.r{r}.json"

@@ -51,6 +51,11 @@ class Layout:
         return self.builds / "runs"
 
     @property
+    def toolchain_hashes(self) -> Path:
+        """The toolchain binaries' hashes, by path, with the stat they were taken at."""
+        return self.builds / "toolchain-hashes.json"
+
+    @property
     def tools(self) -> Path:
         """Helpers patchbench builds for itself (the burst launcher)."""
         return self.builds / "tools"

@@ -102,13 +102,13 @@ def test_measure_interleaves_and_keeps_every_sample(tmp_path: Path,
         assert s.rounds == [1, 1, 2, 2, 3, 3]
         assert s.exit_codes == [0] * 6
         assert len(s.hyperfine) == 3
-    # each call runs runs/rounds; full warmup the first time a cell runs, then one run
+    # each call runs runs/rounds; the warmup once per cell, before its first round, then none
     assert {c["runs"] for c in fake.calls} == {2}
     first = {}
     for c in fake.calls:
         first.setdefault(c["cmd"][0], c)
     assert all(first[v]["warmup"] == 2 for v in ("baseline", "fix"))
-    assert [c["warmup"] for c in fake.calls if c is not first[c["cmd"][0]]] == [1] * 4
+    assert [c["warmup"] for c in fake.calls if c is not first[c["cmd"][0]]] == [0] * 4
     assert {c["timeout"] for c in fake.calls} == {7}
     assert len({c["export"] for c in fake.calls}) == 6
 

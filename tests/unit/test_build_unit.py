@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +191,66 @@ def test_the_key_changes_with_each_input(tmp_path: Path,
     other_target = target(env={"X": "1"})
     assert build.BuildPlan(plan.project, "hello", other_target, plan.checkout, plan.layout,
                            [], {}, dict(FP)).key(s) != key  # type: ignore[arg-type]
+
+
+# --- the toolchain binaries' hashes, kept by their stat ---------------------------------------
+
+
+class CountingRunner(toolchain.HostRunner):
+    def __init__(self) -> None:
+        self.hashed: list[str] = []
+
+    def sha256(self, path: str) -> str:
+        self.hashed.append(path)
+        return super().sha256(path)
+
+
+def test_a_toolchain_binary_is_hashed_again_only_when_its_stat_changes(tmp_path: Path) -> None:
+    builds = tmp_path / "builds"
+    builds.mkdir()
+    cache = builds / "toolchain-hashes.json"
+    tool = tmp_path / "go"
+    tool.write_bytes(b"go 1")
+    inner = CountingRunner()
+    first = toolchain.StatCachedRunner(inner, cache).sha256(str(tool))
+    assert first == hashlib.sha256(b"go 1").hexdigest() and inner.hashed == [str(tool)]
+    # another process (a new runner) with the binary unchanged: from the cache
+    again = CountingRunner()
+    assert toolchain.StatCachedRunner(again, cache).sha256(str(tool)) == first
+    assert again.hashed == []
+    # the same size, another content, the mtime put back: the ctime still moved
+    st = tool.stat()
+    tool.write_bytes(b"go 2")
+    os.utime(tool, ns=(st.st_atime_ns, st.st_mtime_ns))
+    changed = CountingRunner()
+    assert toolchain.StatCachedRunner(changed, cache).sha256(str(tool)) == \
+        hashlib.sha256(b"go 2").hexdigest()
+    assert changed.hashed == [str(tool)]
+    # replaced by another file (a new inode): hashed again
+    new = tmp_path / "go.new"
+    new.write_bytes(b"go 3")
+    new.replace(tool)
+    replaced = CountingRunner()
+    assert toolchain.StatCachedRunner(replaced, cache).sha256(str(tool)) == \
+        hashlib.sha256(b"go 3").hexdigest()
+    assert replaced.hashed == [str(tool)]
+
+
+def test_a_damaged_hash_cache_is_ignored_and_no_builds_dir_is_made(tmp_path: Path) -> None:
+    tool = tmp_path / "link"
+    tool.write_bytes(b"link")
+    cache = tmp_path / "builds" / "toolchain-hashes.json"
+    cache.parent.mkdir()
+    for damaged in ("{not json", "[]", json.dumps({str(tool): {"stat": "x", "sha256": 3}})):
+        cache.write_text(damaged)
+        inner = CountingRunner()
+        assert toolchain.StatCachedRunner(inner, cache).sha256(str(tool)) == \
+            hashlib.sha256(b"link").hexdigest()
+        assert inner.hashed == [str(tool)]
+    # a dry run's builds/ does not exist: the hash is taken, nothing is written
+    nowhere = tmp_path / "no-builds" / "toolchain-hashes.json"
+    toolchain.StatCachedRunner(CountingRunner(), nowhere).sha256(str(tool))
+    assert not nowhere.parent.exists()
+    # a missing binary is the inner runner's error, as without a cache
+    with pytest.raises(FileNotFoundError):
+        toolchain.StatCachedRunner(CountingRunner(), cache).sha256(str(tmp_path / "gone"))

@@ -11,6 +11,7 @@ import pytest
 from patchbench.bisect import record, render
 from tests.support import REPO_ROOT
 
+
 def stored(dump: object, raw: object) -> object:
     """``dump`` less the fields a newer record model added as None (a verdict record of schema 5
     has fields, such as the effect in seconds, that reports judged by the older rule lack)."""

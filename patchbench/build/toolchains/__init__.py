@@ -15,12 +15,12 @@ from typing import Any
 
 from patchbench import redact
 from patchbench.build.toolchains import go, swift
-from patchbench.build.toolchains.runner import HostRunner, Runner
+from patchbench.build.toolchains.runner import HostRunner, Runner, StatCachedRunner
 from patchbench.config import GoToolchain, SwiftToolchain, Target
 from patchbench.util.files import sha256_file
 
-__all__ = ["HostRunner", "Runner", "build_env", "describe", "differing_keys", "fingerprint",
-           "recorded_env", "source_hashes"]
+__all__ = ["HostRunner", "Runner", "StatCachedRunner", "build_env", "describe", "differing_keys",
+           "fingerprint", "recorded_env", "source_hashes"]
 
 # Passed through from the caller's environment when set; values of path-like ones are not
 # recorded in the fingerprint (they differ between machines but do not change the output).
