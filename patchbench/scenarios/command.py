@@ -99,8 +99,7 @@ def measure_cells(ctx: ScenarioContext, cells: list[Any], expand: Any, sc: Any,
 
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
-                         seed=ctx.seed if seed is None else seed, workdir=ctx.workdir,
-                         on_round=bench.show_round)
+                         seed=ctx.seed if seed is None else seed, workdir=ctx.workdir)
 
 
 def plan_deadline(sc: CommandConfig) -> list[str]:

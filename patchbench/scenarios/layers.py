@@ -182,7 +182,6 @@ class LayersKind:
         mark = [0]
 
         def on_round(r: int, cell: Cell, result: dict[str, Any]) -> None:
-            bench.show_round(r, cell, result)
             window = sampler.samples[mark[0]:] or [sampler.sample()]
             mark[0] = len(sampler.samples)
             peak = max(window, key=lambda s: s.mounts)

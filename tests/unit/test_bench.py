@@ -161,3 +161,16 @@ def test_four_cells_take_every_position_once_in_four_rounds(seed: int) -> None:
     order = bench.schedule(CELLS, 8, seed)
     for position in range(4):
         assert Counter(r[position] for r in order) == Counter({c: 2 for c in CELLS})
+
+
+def test_one_progress_line_per_round_with_its_total_and_the_cells_in_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(bench, "hyperfine", FakeHyperfine())
+    cells = [Cell("baseline"), Cell("fix")]
+    _, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path / "w", **SCENARIO)
+    assert any(r[0] == "fix" for r in order)  # some round ran fix first
+    lines = [line for line in capsys.readouterr().err.splitlines() if "round " in line]
+    assert len(lines) == 3
+    for r, line in enumerate(lines, 1):
+        assert f"round {r}/3 · " in line and " elapsed" in line and "ETA" in line
+        assert line.index("baseline 200.00 ms") < line.index("fix 100.00 ms")
