@@ -208,7 +208,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         seed=seed, settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
         started_at=started, machine=machine_info(),
         builds={b.variant.name: b.manifest for b in built},
-        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive)
+        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=2)
     runtime = runtimes.get(config.runtime_of(project, comp))
     extra_files: dict[str, Path] = {}
     if runtime is not None:
@@ -218,7 +218,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     guard = procguard.activate(f"{workdir.name[:60]}-{cleanup.cgroup_tag()}")  # its cgroup
     try:
         for i, sc in enumerate(chosen):
-            say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} rounds")
+            say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} "
+                f"round{'s' if sc.rounds != 1 else ''}")
             ctx = scenarios.ScenarioContext(
                 scenario=sc, built=built, runtime=runtime, workdir=workdir, seed=seed + i,
                 layout=ws.layout, project_root=project.root, alpha=comp.alpha,

@@ -609,12 +609,18 @@ class Results(_Rec):
     # gate only then; None: not recorded (runs before 2026-12-01), shown as they always were
     gate: bool | None = None
     gate_allow_inconclusive: bool = False
+    # how report.md is laid out: 1 for runs saved before 2026-12-01 (re-rendered byte for byte
+    # as they were); 2: free text from the run (its description, warnings) escaped, and no
+    # timing-statistics line in a run without timed comparisons (soak, stress only)
+    report_format: Literal[1, 2] = 1
 
     def dump(self) -> dict[str, Any]:
         out = self.model_dump(mode="json", exclude_none=False)
         if out.get("gate") is None:  # files made before the field stay as they were
             out.pop("gate", None)
             out.pop("gate_allow_inconclusive", None)
+        if out.get("report_format") == 1:
+            out.pop("report_format", None)
         return out
 
     def gate_reasons(self, failures: Callable[..., list[str]]) -> list[str] | None:

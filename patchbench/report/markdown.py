@@ -26,7 +26,7 @@ from patchbench.report.blocks import (
 from patchbench.report.numbers import fmt_ci, fmt_delta, fmt_p, fmt_ratio, fmt_time, fmt_verdict
 from patchbench.results import Results, ScenarioResult, TimedResult
 from patchbench.scenarios import KINDS
-from patchbench.util.escape import md_cell
+from patchbench.util.escape import md_cell, md_text
 
 __all__ = ["fmt_ci", "fmt_delta", "fmt_p", "fmt_ratio", "fmt_time", "fmt_verdict", "md_table",
            "render", "summary_table"]
@@ -189,8 +189,11 @@ def runtime_block(results: Results) -> list[str]:
 def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
     """report.md; ``gate``: the gate's reasons, for a run made with --gate (None: no section)."""
     m = results.machine
+    new = results.report_format >= 2  # free text escaped; no timing line without timed results
+    free = md_text if new else str
+    timed = any(isinstance(sc, TimedResult) and sc.comparisons for sc in results.scenarios)
     lines = [
-        f"# {results.comparison}: {results.description or ''}".rstrip(": "),
+        f"# {results.comparison}: {free(results.description or '')}".rstrip(": "),
         "",
         f"- target: `{results.target}` {results.url} at `{results.ref}` (`{results.commit}`)",
         f"- run: {results.started_at} → {results.finished_at}, seed {results.seed}"
@@ -198,7 +201,7 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         f"- machine: {m['cpu_model']}, {m['cpu_count']} cores, kernel {m['kernel']}, "
         f"load {', '.join(f'{x:.2f}' for x in m['load_avg'])} at start"
         + (f", {m['virtualization']}" if m.get("virtualization") else ""),
-        statistics_line(results),
+        *([statistics_line(results)] if timed or not new else []),
         "",
         "## Builds",
         "",
@@ -222,7 +225,7 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
     for sc in results.scenarios:
         lines += [f"## Scenario `{sc.name}` ({sc.kind})", ""]
         if sc.description:
-            lines += [sc.description, ""]
+            lines += [free(sc.description), ""]
         lines += [f"Command: `{sc.command}`", ""]
         if isinstance(sc, TimedResult) and sc.cells:
             lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
@@ -239,5 +242,5 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
                    "passed."])
         lines += [""]
     if results.warnings:
-        lines += ["## Warnings", ""] + [f"- {w}" for w in results.warnings] + [""]
+        lines += ["## Warnings", ""] + [f"- {free(w)}" for w in results.warnings] + [""]
     return "\n".join(lines)

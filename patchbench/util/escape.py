@@ -4,6 +4,8 @@ format, used where such a value enters the output.
 - ``md_cell``: a markdown table cell or a line of a job summary: ``&``, ``<`` and ``>`` as HTML
   entities (a tag never stays live), ``|`` as ``\\|`` (a cell never splits the table), line
   breaks and other control characters as spaces.
+- ``md_text``: a line of markdown prose: the same entities outside code spans, code spans as
+  they are (they show their text literally).
 - ``csv_cell``: a CSV value that a spreadsheet would take for a formula (starting with ``=``,
   ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, OWASP's rule; a number
   (``-1.5``) stays as it is.
@@ -27,6 +29,27 @@ def md_cell(value: Any) -> str:
     text = _CONTROL.sub(" ", str(value))
     return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("|", "\\|"))
+
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+
+
+def md_text(value: Any) -> str:
+    """``value`` as a line of markdown prose: outside code spans ``&``, ``<`` and ``>`` become
+    entities (a tag never stays live); inside a code span (shown literally) nothing changes;
+    control characters become spaces."""
+    text = _CONTROL.sub(" ", str(value))
+    out, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_entities(text[last:m.start()]))
+        out.append(m.group(0))
+        last = m.end()
+    out.append(_entities(text[last:]))
+    return "".join(out)
+
+
+def _entities(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def csv_cell(value: Any) -> Any:

@@ -45,3 +45,24 @@ def test_an_old_run_renders_as_before(tmp_path: Path) -> None:
     assert res.gate is None and "gate" not in res.dump()
     assert report.render(res) == (RUN.parent / "report.md").read_text()
     assert "Gate:" in _html(res)  # shown, as it always was for these runs
+
+
+def test_new_runs_escape_free_text_and_old_ones_render_as_before() -> None:
+    from patchbench.util.escape import md_text
+
+    assert md_text("a <b>x</b> & `pb-<variant>`") == "a &lt;b&gt;x&lt;/b&gt; &amp; `pb-<variant>`"
+    hostile = "<img src=x onerror=alert(1)> | `<kept>`"
+    new = _with(report_format=2, description=hostile, warnings=[hostile])
+    md = report.render(new)
+    assert "<img" not in md and "&lt;img src=x" in md and "`<kept>`" in md
+    old = _with(description=hostile)
+    assert "<img" in report.render(old)  # format 1: as it always rendered
+
+
+def test_a_run_without_timed_comparisons_has_no_timing_statistics_line() -> None:
+    soak = REPO_ROOT / "reports" / "demo-soak"
+    runs = sorted(soak.glob("*/results.json"))
+    assert runs
+    res = results.load(runs[0])
+    assert "- statistics:" in report.render(res)  # format 1, as committed
+    assert "- statistics:" not in report.render(res.model_copy(update={"report_format": 2}))
