@@ -31,6 +31,7 @@ from patchbench.report.blocks import (
 )
 from patchbench.report.markdown import statistics_line, summary_headers, summary_rows
 from patchbench.report.numbers import fmt_time
+from patchbench.results import TimedResult
 from patchbench.scenarios import KINDS
 
 if TYPE_CHECKING:
@@ -264,8 +265,10 @@ def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None =
         + (" — <b>A/A run</b> (baseline against itself: the noise floor)" if results["aa"]
            else ""),
         f"machine: {esc(machine_summary(results['machine']))}",
-        esc(statistics_line(model).removeprefix("- ")),
     ]
+    timed = any(sc.comparisons for sc in model.scenarios if isinstance(sc, TimedResult))
+    if timed or model.report_format < 2:  # format 2: no timing line for a soak or stress run
+        meta.append(esc(statistics_line(model).removeprefix("- ")))
     body = [f"<h1>{esc(title)}</h1>", '<ul class="meta">'
             + "".join(f"<li>{m}</li>" for m in meta) + "</ul>",
             gate_block(gate) if gate is not None else "", summary_section(model)]

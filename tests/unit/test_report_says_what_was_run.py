@@ -66,3 +66,9 @@ def test_a_run_without_timed_comparisons_has_no_timing_statistics_line() -> None
     res = results.load(runs[0])
     assert "- statistics:" in report.render(res)  # format 1, as committed
     assert "- statistics:" not in report.render(res.model_copy(update={"report_format": 2}))
+
+
+def test_the_html_of_a_new_soak_run_has_no_timing_line() -> None:
+    res = results.load(sorted((REPO_ROOT / "reports" / "demo-soak").glob("*/results.json"))[0])
+    assert "statistics:" in render_html(res)
+    assert "statistics:" not in render_html(res.model_copy(update={"report_format": 2}))
