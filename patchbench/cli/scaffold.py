@@ -151,6 +151,9 @@ def series_add(ws: Workspace, name: str, target: str, commits: list[str]) -> int
     shas = [s for c in commits for s in c.replace(",", " ").split() if s]
     for line in series_ref.add(project.root, checkout, name, shas, ws.builds):
         print(line)
+    if target in ws.sources:  # fetched from the --source clone, not from the target's url
+        say(f"note: the commits were found in --source {target}=...; another machine needs them "
+            f"in {project.matrix.targets[target].url} (or the same --source) to apply this series")
     return 0
 
 

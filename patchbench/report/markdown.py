@@ -108,7 +108,7 @@ def summary_rows(results: Results) -> list[list[str]]:
             base, cand = cells[comp.baseline], cells[comp.candidate]
             row = [sc.name + (f" {comp.params}" if comp.params else ""), comp.candidate_variant,
                    fmt_time(base.summary.median), fmt_time(cand.summary.median), fmt_ratio(comp),
-                   fmt_p(comp.p_value), fmt_verdict(comp)]
+                   fmt_p(comp.p_value, exact=results.report_format >= 2), fmt_verdict(comp)]
             if sc.rate:
                 row[2] += f" ({sc.rate.count / base.summary.median:,.0f} {sc.rate.unit})"
                 row[3] += f" ({sc.rate.count / cand.summary.median:,.0f} {sc.rate.unit})"

@@ -57,10 +57,11 @@ def fmt_verdict(c: Verdict) -> str:
     return str(c.verdict)
 
 
-def fmt_p(p: float | None) -> str:
+def fmt_p(p: float | None, *, exact: bool = False) -> str:
+    """``exact`` (report format 2): every p as it is, ``4.1e-35``; else below 1e-4 "<1e-4"."""
     if p is None:
         return "-"
-    return f"{p:.2g}" if p >= 1e-4 else "<1e-4"
+    return f"{p:.2g}" if p >= 1e-4 or exact else "<1e-4"
 
 
 def fmt_ci(ci: list[float] | None) -> str:

@@ -72,3 +72,11 @@ def test_the_html_of_a_new_soak_run_has_no_timing_line() -> None:
     res = results.load(sorted((REPO_ROOT / "reports" / "demo-soak").glob("*/results.json"))[0])
     assert "statistics:" in render_html(res)
     assert "statistics:" not in render_html(res.model_copy(update={"report_format": 2}))
+
+
+def test_format_2_shows_exact_p_values() -> None:
+    from patchbench.report.numbers import fmt_p
+
+    assert fmt_p(4.1e-35) == "<1e-4" and fmt_p(4.1e-35, exact=True) == "4.1e-35"
+    assert "<1e-4" in report.summary_table(_with(), "github")  # format 1, as committed
+    assert "<1e-4" not in report.summary_table(_with(report_format=2), "github")
