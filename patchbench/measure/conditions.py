@@ -47,7 +47,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from patchbench.errors import BenchmarkError, ConfigError, RequirementError
-from patchbench.util import cleanup, command
+from patchbench.util import cleanup, command, procguard
 from patchbench.util.command import Background
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -298,7 +298,9 @@ def apply(cond: Condition, *, log: Path | None = None, cgroup_root: Path = CGROU
         applied.prefix += affinity
         for i in range(cond.hogs):
             argv = [*affinity, "sh", "-c", HOG_SCRIPT, f"{HOG_MARKER}-{token}-{i}"]
-            applied.hogs.append(Background(argv, log=log))
+            hog = Background(argv, log=log)
+            applied.hogs.append(hog)
+            procguard.spare(hog.proc.pid)  # in the run's cgroup, but not an escape
         if applied.hogs:
             time.sleep(settle)  # let the hogs reach the scheduler before the first cell
             dead = [h for h in applied.hogs if h.proc.poll() is not None]
@@ -309,6 +311,7 @@ def apply(cond: Condition, *, log: Path | None = None, cgroup_root: Path = CGROU
     finally:
         for hog in applied.hogs:
             hog.stop()
+            procguard.unspare(hog.proc.pid)
         if applied.cgroup is not None:
             applied.leftovers += remove_cgroup(applied.cgroup)
 

@@ -97,6 +97,7 @@ class ProcGuard:
         self.path: Path | None = None
         self.reason = ""
         self.found: list[Found] = []
+        self.spared: set[int] = set()  # kept running on purpose (spare): never an escape
         found = _hierarchy(root)
         if found is None:
             self.reason = f"no cgroup hierarchy under {root}"
@@ -158,8 +159,10 @@ class ProcGuard:
         return sorted(int(x) for x in text.split())
 
     def survivors(self) -> list[Survivor]:
-        """Processes still in the cgroup (call once the wrapped command has returned)."""
-        return [Survivor(pid, _cmdline(pid)) for pid in self.pids() if pid != os.getpid()]
+        """Processes still in the cgroup (call once the wrapped command has returned), but not
+        the ones patchbench keeps running on purpose (``spare``: a condition's CPU hogs)."""
+        return [Survivor(pid, _cmdline(pid)) for pid in self.pids()
+                if pid != os.getpid() and pid not in self.spared]
 
     def kill_all(self, timeout: float = 5.0) -> int:
         """SIGKILL everything in the cgroup; return how many processes there were."""
@@ -194,8 +197,17 @@ class ProcGuard:
         if not left:
             return None
         found = Found(step, left, variant=variant)
-        self.kill_all()
-        found.killed = not self.pids()
+        if self.spared & set(self.pids()):  # kill the survivors one by one, spare the hogs
+            deadline = time.monotonic() + 5.0
+            while (pids := [s.pid for s in self.survivors()]) and time.monotonic() < deadline:
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                time.sleep(0.02)
+            found.killed = not self.survivors()
+        else:
+            self.kill_all()
+            found.killed = not self.pids()
         self.found.append(found)
         return found
 
@@ -225,6 +237,18 @@ def activate(run_id: str) -> ProcGuard:
 
 def active() -> ProcGuard | None:
     return _ACTIVE
+
+
+def spare(pid: int) -> None:
+    """``pid`` is kept running on purpose beside the measured commands (a condition's CPU hog):
+    not an escape; killed with the cgroup at the end if it is still there."""
+    if _ACTIVE is not None:
+        _ACTIVE.spared.add(pid)
+
+
+def unspare(pid: int) -> None:
+    if _ACTIVE is not None:
+        _ACTIVE.spared.discard(pid)
 
 
 def preexec() -> Callable[[], None] | None:

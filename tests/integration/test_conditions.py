@@ -70,3 +70,30 @@ def test_a_cpu_quota_throttles_a_busy_loop() -> None:
     # it may get less than its quota and never be throttled, so nr_throttled is not asserted
     assert int(dict(line.split() for line in stat.splitlines())["nr_periods"]) > 0
     assert not cg.exists() and applied.leftovers == []
+
+
+@pytest.mark.root
+def test_hogs_in_a_guarded_run_are_not_escapes_and_keep_running() -> None:
+    """The hogs join the run's cgroup like every command; the check after each measured command
+    must neither report them as escaped nor kill them (it did: the loaded condition was loaded
+    only until the first cell's check), while a real escape is still found and killed."""
+    from patchbench.util import command, procguard
+
+    guard = procguard.activate(f"test-hogs-{os.getpid()}")
+    if not guard.available:
+        procguard.deactivate(guard)
+        pytest.skip(f"no cgroup for the guard: {guard.reason}")
+    try:
+        with conditions.apply(Condition(name="busy", hogs=2)) as applied:
+            hogs = [h.proc.pid for h in applied.hogs]
+            command.run(["true"], timeout=10)
+            assert procguard.check_active("a cell", "fix") is None
+            assert all(Path(f"/proc/{pid}").exists() for pid in hogs)
+            command.run(["sh", "-c", "sleep 30 >/dev/null 2>&1 &"], timeout=10)
+            found = procguard.check_active("an escaping cell", "fix")
+            assert found is not None and found.killed
+            assert [s.cmdline for s in found.survivors] == ["sleep 30"]
+            assert all(Path(f"/proc/{pid}").exists() for pid in hogs)  # still running
+    finally:
+        warnings = procguard.deactivate(guard)
+    assert len(warnings) == 1 and "an escaping cell" in warnings[0]
