@@ -3,70 +3,32 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 import shlex
+import signal
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 
-from pydantic import Field, model_validator
-
-from patchbench.util.models import StrictModel
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-
-    from patchbench.build import Built
-    from patchbench.measure.bench import Cell, Invocation, Samples
-    from patchbench.report.blocks import Across, Block, Table
-    from patchbench.results import Cell as CellResult
-    from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
-    from patchbench.runtimes import Runtime
-    from patchbench.runtimes.containerd import ContainerdRuntime
-    from patchbench.util.command import Background
-    from patchbench.util.layout import Layout
-
-
-class ScenarioConfig(StrictModel):
-    """Keys every kind has. ``runs`` must be a multiple of ``rounds`` so that every round runs each
-    variant equally often."""
-
-    kind: str = Field(description="The scenario kind; see its section.")
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description=(
-        "The scenario's name, unique in its comparison (`--scenario NAME` runs only it)."))
-    description: str = Field(default="", description="Free text shown in the report.")
-    setup: list[list[str]] = Field(default_factory=list, description=(
-        "Commands (argv lists, placeholders filled) run before a variant's runs (in the timed "
-        "kinds: before each cell's runs in every round); a failing one stops the scenario."))
-    teardown: list[list[str]] = Field(default_factory=list, description=(
-        "Commands run after them, also after a failure."))
-    warmup: int = Field(default=3, ge=0, description=(
-        "Timed kinds: unmeasured runs of a cell before its first round (at most 1 in its later "
-        "rounds)."))
-    runs: int = Field(default=30, ge=1, description=(
-        "Measured runs per variant in all, a multiple of `rounds` (`--runs` overrides it)."))
-    rounds: int = Field(default=5, ge=1, description=(
-        "Interleaved rounds, in a seeded random order of the variants; fewer than 5 give no "
-        "verdict (`--rounds` overrides it)."))
-    timeout: float = Field(default=60.0, gt=0, description=(
-        "Seconds one run (and each command around it) may take; a run past it is a hang."))
-
-    @model_validator(mode="after")
-    def _balanced(self) -> ScenarioConfig:
-        if self.runs % self.rounds:
-            raise ValueError(
-                f"runs ({self.runs}) must be a multiple of rounds ({self.rounds}) so that every "
-                "round runs each variant equally often"
-            )
-        return self
-
-    def shown_command(self) -> str:
-        """The measured command as the report shows it."""
-        return ""
-
-    def plan_detail(self) -> str:
-        """What ``--dry-run`` adds to the scenario's line (", k = [1, 8]", ...)."""
-        return ""
+from patchbench import results
+from patchbench.analysis import paired, stats, verdict
+from patchbench.build import Built
+from patchbench.config.scenarios import ScenarioConfig
+from patchbench.errors import ConfigError, PatchbenchError
+from patchbench.measure import bench, hangs
+from patchbench.measure.bench import Cell, Invocation, Samples
+from patchbench.report.blocks import Across, Block, Table
+from patchbench.results import Cell as CellResult
+from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
+from patchbench.runtimes import Runtime
+from patchbench.runtimes.containerd import ContainerdRuntime
+from patchbench.util import command
+from patchbench.util.command import Background
+from patchbench.util.layout import Layout
 
 
 @dataclass(kw_only=True)
@@ -104,8 +66,6 @@ class ScenarioContext:
 
     def expand(self, cell: Cell) -> Invocation:
         """A command-style scenario's invocation for one cell, placeholders filled."""
-        from patchbench.measure import bench
-
         sc = self.scenario
         vals = self.values(self.build_of(cell.variant), cell)
         where = f"scenario {sc.name}"
@@ -169,9 +129,6 @@ def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None
     """A cell's summary and raw samples. Its timing statistics are of the runs that finished;
     runs past their deadline are counted in ``hangs``. A cell whose every run hung has no
     timing: its summary is of no runs (n 0, NaN figures)."""
-    from patchbench import results
-    from patchbench.analysis import stats
-
     if samples.times:
         summ = stats.summarize(samples.times)
         ci = stats.median_ci(samples.times, seed=seed)
@@ -189,9 +146,6 @@ def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None
 
 def hang_test(base: Samples, cand: Samples) -> HangTest:
     """The candidate's hangs against the baseline's, by Fisher's exact test."""
-    from patchbench import results
-    from patchbench.measure import hangs
-
     cmp = hangs.compare_hangs(hangs.HangCount("baseline", len(base.hung_times), base.runs),
                               hangs.HangCount("candidate", len(cand.hung_times), cand.runs))
     return results.HangTest(hangs=len(cand.hung_times), runs=cand.runs,
@@ -203,9 +157,6 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
                   *, deadline: bool = False) -> Verdict:
     """The round-paired verdict (patchbench.analysis.verdict), the pooled figures kept as descriptive;
     with ``deadline`` (runs had one each), the hang counts tested against the baseline."""
-    from patchbench import results
-    from patchbench.analysis import paired, stats, verdict
-
     b, c = samples[base], samples[cand]
     params = " ".join(f"{k}={v}" for k, v in base.params)
     if not set(b.rounds) & set(c.rounds):  # every run of one of them hung (or no round shared)
@@ -226,8 +177,6 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
 
 def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:
     """A withheld verdict (too few rounds) and drift between blocks, per comparison."""
-    from patchbench.analysis import verdict
-
     return [w for c in comparisons
             for w in verdict.notes(f"{name} {c.candidate}", c.model_dump(mode="json"))]
 
@@ -240,11 +189,6 @@ def noisy_warnings(name: str, cells: list[CellResult]) -> list[str]:
 def run_verify(ctx: ScenarioContext, cells: list[Cell], argv_template: list[str]
                ) -> dict[str, Check]:
     """Run a check once per variant; a failing or hanging check is a finding, kept and shown."""
-    from patchbench import results
-    from patchbench.errors import PatchbenchError
-    from patchbench.measure import bench
-    from patchbench.util import command
-
     out: dict[str, Check] = {}
     sc = ctx.scenario
     for cell in cells:
@@ -265,8 +209,6 @@ def run_verify(ctx: ScenarioContext, cells: list[Cell], argv_template: list[str]
 def plan_invocation(ctx: ScenarioContext, cell: Cell, verify: list[str] | None = None
                     ) -> list[str]:
     """Dry-run lines of one command-style cell: setup, measure, prepare, cleanup, teardown."""
-    from patchbench.measure import bench
-
     inv = ctx.expand(cell)
     tag = f"[{cell.variant}]"
     lines = [f"  {tag} setup:    {shlex.join(a)}" for a in inv.setup]
@@ -288,8 +230,6 @@ def plan_invocation(ctx: ScenarioContext, cell: Cell, verify: list[str] | None =
 
 def containerd_runtime(ctx: ScenarioContext, kind: str) -> ContainerdRuntime:
     """The context's runtime, which the containerd kinds (layers, ctrstress) need."""
-    from patchbench.errors import ConfigError
-
     rt = ctx.runtime
     if rt is None or rt.name != "containerd":
         raise ConfigError(f"scenario {ctx.scenario.name}: the {kind} kind needs a target with "
@@ -325,8 +265,6 @@ def report_evidence(ctx: ScenarioContext, files: list[Path], prefix: str,
     """Copy hang evidence into the report folder (paths redacted), append a readable account of
     each hang to ``summary``; return the names in the report folder and how many show the
     lost-SIGCHLD signature."""
-    from patchbench.measure import hangs
-
     names, lost = [], 0
     for path in files:
         name = f"{prefix}-{path.name}"
@@ -357,9 +295,6 @@ def cell_hangs(ctx: ScenarioContext, cell: Cell, samples: Samples, deadline: flo
                summary: list[str]) -> Hangs:
     """A cell's "hangs: N of M" with its evidence (warmup hangs leave evidence too, and are
     named with the rest)."""
-    from patchbench import results
-    from patchbench.measure import hangs
-
     d = evidence_dir(ctx, cell)
     files = sorted(d.glob(hangs.EVIDENCE_GLOB)) if d.is_dir() else []
     slug = cell.label.replace(" ", "_").replace("=", "")
@@ -394,13 +329,6 @@ def wait_or_capture(procs: Sequence[Background], timeout: float,
     instance still running then is a hang: its evidence is saved (``hangs.capture``) and every
     process of its tree killed, also those that left its process group. Returns the exit codes
     (None: hung) and the evidence files' names."""
-    import contextlib
-    import os
-    import signal
-    import time
-
-    from patchbench.measure import hangs
-
     end = time.monotonic() + timeout
     codes = [p.wait(max(0.0, end - time.monotonic())) for p in procs]
     evidence = []
