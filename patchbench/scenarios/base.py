@@ -1,5 +1,6 @@
-"""What every scenario kind shares: the common config keys, the context a kind runs in, the
-``ScenarioKind`` interface, and the helpers that turn samples into typed results."""
+"""What every scenario kind shares: the context a kind runs in, the ``ScenarioKind`` interface,
+and the helpers that turn samples into typed results (the config keys every kind has are
+``ScenarioConfig`` in patchbench/config/scenarios.py)."""
 
 from __future__ import annotations
 
@@ -234,8 +235,8 @@ def containerd_runtime(ctx: ScenarioContext, kind: str) -> ContainerdRuntime:
     if rt is None or rt.name != "containerd":
         raise ConfigError(f"scenario {ctx.scenario.name}: the {kind} kind needs a target with "
                           "'runtime: containerd'")
-    # the runtime registered as containerd is a ContainerdRuntime (runtimes/ sits above the
-    # kinds, so no isinstance here)
+    # the runtime registered as containerd is a ContainerdRuntime; by name, not isinstance, so
+    # that a stand-in of the same name (the unit tests' fake daemon) runs the kind too
     return cast("ContainerdRuntime", rt)
 
 
