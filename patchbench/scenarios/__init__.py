@@ -27,7 +27,7 @@ from patchbench.scenarios import burst, command, ctrstress, layers, soak, stress
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind
 from patchbench.util.progress import say
 
-KINDS: dict[str, ScenarioKind] = {
+KINDS: dict[str, ScenarioKind[Any, Any]] = {
     "command": command.KIND,
     "burst": burst.KIND,
     "stress": stress.KIND,
@@ -37,7 +37,7 @@ KINDS: dict[str, ScenarioKind] = {
 }
 
 
-def get(name: str) -> ScenarioKind:
+def get(name: str) -> ScenarioKind[Any, Any]:
     return KINDS[name]
 
 

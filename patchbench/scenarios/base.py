@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from patchbench import results
 from patchbench.analysis import paired, stats, verdict
 from patchbench.build import Built
-from patchbench.config.scenarios import ScenarioConfig
+from patchbench.config.scenarios import CommandConfig, ScenarioConfig
 from patchbench.errors import ConfigError, PatchbenchError
 from patchbench.measure import bench, hangs
 from patchbench.measure.bench import Cell, Invocation, Samples
@@ -31,12 +31,19 @@ from patchbench.util import command
 from patchbench.util.command import Background
 from patchbench.util.layout import Layout
 
+# a context is of one kind's config model (covariant: a helper that reads only the keys every
+# kind has takes a ScenarioContext[ScenarioConfig])
+ConfigT = TypeVar("ConfigT", bound=ScenarioConfig, covariant=True)
+# a kind's config and result, as the ScenarioKind protocol sees them
+KindConfig = TypeVar("KindConfig", bound=ScenarioConfig, contravariant=True)
+KindResult = TypeVar("KindResult", bound=ScenarioResult)
+
 
 @dataclass(kw_only=True)
-class ScenarioContext:
+class ScenarioContext(Generic[ConfigT]):
     """Everything a kind needs to run one scenario of one comparison (by keyword)."""
 
-    scenario: Any  # the kind's own config model
+    scenario: ConfigT  # the kind's own config model
     built: list[Built]
     runtime: Runtime | None
     workdir: Path
@@ -65,7 +72,7 @@ class ScenarioContext:
         v.update(dict(cell.params))
         return v
 
-    def expand(self, cell: Cell) -> Invocation:
+    def expand(self: ScenarioContext[CommandConfig], cell: Cell) -> Invocation:
         """A command-style scenario's invocation for one cell, placeholders filled."""
         sc = self.scenario
         vals = self.values(self.build_of(cell.variant), cell)
@@ -79,37 +86,38 @@ class ScenarioContext:
         )
 
 
-class ScenarioKind(Protocol):
-    """One kind of scenario: a module in patchbench/scenarios/ registered in KINDS."""
+class ScenarioKind(Protocol[KindConfig, KindResult]):
+    """One kind of scenario: a module in patchbench/scenarios/ registered in KINDS, of its config
+    model (patchbench.config.scenarios) and its result model (patchbench.results)."""
 
     name: str
     config: ClassVar[type[ScenarioConfig]]
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
+    def plan(self, ctx: ScenarioContext[KindConfig]) -> list[str]:
         """The lines ``--dry-run`` prints for this scenario (every command, placeholders filled)."""
 
-    def run(self, ctx: ScenarioContext) -> tuple[ScenarioResult, list[str]]:
+    def run(self, ctx: ScenarioContext[KindConfig]) -> tuple[KindResult, list[str]]:
         """Measure; return the typed result and the warnings for the report."""
 
-    def gate(self, result: Any) -> list[str]:
+    def gate(self, result: KindResult) -> list[str]:
         """Why this scenario fails an A/B gate, beyond "significantly slower" (judged for all
         kinds at once, Holm-adjusted); empty when it passes."""
 
-    def report(self, result: Any, *, details: bool = True) -> list[Block]:
+    def report(self, result: KindResult, *, details: bool = True) -> list[Block]:
         """report.md's part of this scenario after its header and (a timed kind) its cells'
         detail table (patchbench.report.markdown formats it). Without ``details``, a timed kind
         leaves out its round-paired details and hangs (what ``compare`` prints)."""
 
-    def page(self, result: Any) -> list[Block]:
+    def page(self, result: KindResult) -> list[Block]:
         """report.html's part of this scenario after the same (patchbench.report.html formats
         it)."""
 
-    def summary(self, result: Any) -> Table | None:
+    def summary(self, result: KindResult) -> Table | None:
         """This scenario's rows of a CI job summary's table of this kind (the tables of all
         scenarios with the same headers are one table); None: nothing beyond the summary
         table."""
 
-    def across(self, result: Any) -> Across | None:
+    def across(self, result: KindResult) -> Across | None:
         """This scenario's cells of a merged report's section of this kind (one column per
         run); None: nothing beyond the merged summary."""
 
@@ -154,7 +162,7 @@ def hang_test(base: Samples, cand: Samples) -> HangTest:
                             p_value=cmp.p_value, p_more=cmp.p_more)
 
 
-def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext,
+def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext[ScenarioConfig],
                   *, deadline: bool = False) -> Verdict:
     """The round-paired verdict (patchbench.analysis.verdict), the pooled figures kept as descriptive;
     with ``deadline`` (runs had one each), the hang counts tested against the baseline."""
@@ -187,7 +195,7 @@ def noisy_warnings(name: str, cells: list[CellResult]) -> list[str]:
             for c in cells if c.summary.noisy]
 
 
-def run_verify(ctx: ScenarioContext, cells: list[Cell], argv_template: list[str]
+def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_template: list[str]
                ) -> dict[str, Check]:
     """Run a check once per variant; a failing or hanging check is a finding, kept and shown."""
     out: dict[str, Check] = {}
@@ -207,7 +215,7 @@ def run_verify(ctx: ScenarioContext, cells: list[Cell], argv_template: list[str]
     return out
 
 
-def plan_invocation(ctx: ScenarioContext, cell: Cell, verify: list[str] | None = None
+def plan_invocation(ctx: ScenarioContext[CommandConfig], cell: Cell, verify: list[str] | None = None
                     ) -> list[str]:
     """Dry-run lines of one command-style cell: setup, measure, prepare, cleanup, teardown."""
     inv = ctx.expand(cell)
@@ -229,7 +237,7 @@ def plan_invocation(ctx: ScenarioContext, cell: Cell, verify: list[str] | None =
 # --- per-run deadlines: evidence and the gate rule (command, burst, soak) ---------------------
 
 
-def containerd_runtime(ctx: ScenarioContext, kind: str) -> ContainerdRuntime:
+def containerd_runtime(ctx: ScenarioContext[ScenarioConfig], kind: str) -> ContainerdRuntime:
     """The context's runtime, which the containerd kinds (layers, ctrstress) need."""
     rt = ctx.runtime
     if rt is None or rt.name != "containerd":
@@ -240,7 +248,7 @@ def containerd_runtime(ctx: ScenarioContext, kind: str) -> ContainerdRuntime:
     return cast("ContainerdRuntime", rt)
 
 
-def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext) -> None:
+def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext[ScenarioConfig]) -> None:
     """Copy a text file for the report folder with this machine's paths replaced by names."""
     text = src.read_text()
     for path, name in ((str(ctx.workdir), "<run>"), (str(ctx.layout.builds), "<builds>"),
@@ -250,18 +258,18 @@ def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext) -> None:
     dest.write_text(text)
 
 
-def evidence_dir(ctx: ScenarioContext, cell: Cell) -> Path:
+def evidence_dir(ctx: ScenarioContext[ScenarioConfig], cell: Cell) -> Path:
     """Where the launcher saves the hang evidence of one cell's runs."""
     slug = cell.label.replace(" ", "_").replace("=", "")
     return ctx.workdir / f"{ctx.scenario.name}-evidence" / slug
 
 
-def deadline_flags(ctx: ScenarioContext, cell: Cell, deadline: float) -> list[str]:
+def deadline_flags(ctx: ScenarioContext[ScenarioConfig], cell: Cell, deadline: float) -> list[str]:
     """The launcher's options for a per-run deadline with the cell's evidence folder."""
     return ["-deadline", f"{deadline:g}s", "-evidence", str(evidence_dir(ctx, cell))]
 
 
-def report_evidence(ctx: ScenarioContext, files: list[Path], prefix: str,
+def report_evidence(ctx: ScenarioContext[ScenarioConfig], files: list[Path], prefix: str,
                     summary: list[str]) -> tuple[list[str], int]:
     """Copy hang evidence into the report folder (paths redacted), append a readable account of
     each hang to ``summary``; return the names in the report folder and how many show the
@@ -279,7 +287,7 @@ def report_evidence(ctx: ScenarioContext, files: list[Path], prefix: str,
     return names, lost
 
 
-def evidence_summary(ctx: ScenarioContext, summary: list[str]) -> str | None:
+def evidence_summary(ctx: ScenarioContext[ScenarioConfig], summary: list[str]) -> str | None:
     """Write the readable account of every hang (if any) for the report folder; its name."""
     if not summary:
         return None
@@ -292,7 +300,7 @@ def evidence_summary(ctx: ScenarioContext, summary: list[str]) -> str | None:
     return name
 
 
-def cell_hangs(ctx: ScenarioContext, cell: Cell, samples: Samples, deadline: float,
+def cell_hangs(ctx: ScenarioContext[ScenarioConfig], cell: Cell, samples: Samples, deadline: float,
                summary: list[str]) -> Hangs:
     """A cell's "hangs: N of M" with its evidence (warmup hangs leave evidence too, and are
     named with the rest)."""

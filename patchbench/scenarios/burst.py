@@ -30,6 +30,7 @@ from patchbench.report.numbers import fmt_ratio, fmt_time
 from patchbench.results import BurstResult, Instances, PhaseCell
 from patchbench.scenarios.base import (
     ScenarioContext,
+    ScenarioKind,
     hang_gate,
     header,
     plan_invocation,
@@ -48,7 +49,7 @@ OVERHEAD_VARIANT = "launcher-overhead"
 
 
 
-def _lat_file(ctx: ScenarioContext, cell: Cell) -> Path:
+def _lat_file(ctx: ScenarioContext[BurstConfig], cell: Cell) -> Path:
     return ctx.workdir / f"{ctx.scenario.name}-latencies" / f"{cell.variant}-k{cell.param('k')}.jsonl"
 
 
@@ -56,14 +57,14 @@ class BurstKind:
     name = "burst"
     config: ClassVar[type[ScenarioConfig]] = BurstConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
+    def plan(self, ctx: ScenarioContext[BurstConfig]) -> list[str]:
         sc: BurstConfig = ctx.scenario
         lines = []
         for b in ctx.built:
             lines += plan_invocation(ctx, Cell(b.variant.name, (("k", str(sc.k[0])),)))
         return lines + plan_deadline(sc)
 
-    def run(self, ctx: ScenarioContext) -> tuple[BurstResult, list[str]]:
+    def run(self, ctx: ScenarioContext[BurstConfig]) -> tuple[BurstResult, list[str]]:
         sc: BurstConfig = ctx.scenario
         exe = launcher.build(ctx.layout)
         (ctx.workdir / f"{sc.name}-latencies").mkdir(parents=True, exist_ok=True)
@@ -166,7 +167,7 @@ class BurstKind:
         return None
 
 
-def measure_phases(ctx: ScenarioContext, exe: Path, variants: list[str]
+def measure_phases(ctx: ScenarioContext[BurstConfig], exe: Path, variants: list[str]
                    ) -> dict[str, dict[str, PhaseCell]]:
     """Launch k instances whose start is split into the scenario's phases (run one after the
     other per instance), ``phase_runs`` times per (build, k) in a seeded shuffled order; return,
@@ -215,4 +216,4 @@ def _instances(path: Path) -> Instances:
                              median=stats.summarize(lat).median if lat else None)
 
 
-KIND = BurstKind()
+KIND: ScenarioKind[BurstConfig, BurstResult] = BurstKind()

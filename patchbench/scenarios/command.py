@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from patchbench import results
 from patchbench.config.scenarios import CommandConfig, ScenarioConfig
@@ -23,6 +23,7 @@ from patchbench.results import AppliedCondition, CommandResult, Verdict
 from patchbench.results import Cell as CellResult
 from patchbench.scenarios.base import (
     ScenarioContext,
+    ScenarioKind,
     cell_hangs,
     cell_result,
     compare_cells,
@@ -40,8 +41,9 @@ from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks
 from patchbench.util import progress
 
 
-def measure_cells(ctx: ScenarioContext, cells: list[Any], expand: Any, sc: Any,
-                  seed: int | None = None) -> tuple[dict[Any, Any], list[list[str]]]:
+def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expand: Expander,
+                  sc: ScenarioConfig, seed: int | None = None
+                  ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench)."""
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
@@ -57,7 +59,7 @@ def plan_deadline(sc: CommandConfig) -> list[str]:
     return lines
 
 
-def with_deadline(ctx: ScenarioContext, launcher: Path, cell: Cell, inv: Invocation,
+def with_deadline(ctx: ScenarioContext[ScenarioConfig], launcher: Path, cell: Cell, inv: Invocation,
                   launcher_flags: list[str]) -> Invocation:
     """``inv`` with its command run by the launcher under a per-run deadline (the scenario's
     ``timeout``); ``launcher_flags`` go before the deadline's (``-k K``, ``-o FILE``)."""
@@ -67,7 +69,7 @@ def with_deadline(ctx: ScenarioContext, launcher: Path, cell: Cell, inv: Invocat
     return replace(inv, command=argv, deadline=deadline)
 
 
-def measure_conditions(ctx: ScenarioContext, cells: list[Cell], expand: Expander
+def measure_conditions(ctx: ScenarioContext[CommandConfig], cells: list[Cell], expand: Expander
                        ) -> tuple[dict[Cell, Samples], list[list[str]], list[AppliedCondition]]:
     """Measure ``cells`` under each of the scenario's conditions in turn, every condition its
     own interleaved set (cells named by a ``condition`` parameter unless only the default
@@ -96,7 +98,7 @@ def measure_conditions(ctx: ScenarioContext, cells: list[Cell], expand: Expander
     return all_samples, all_order, applied_list
 
 
-def timed_results(ctx: ScenarioContext, cells: list[Cell], samples: dict[Cell, Samples],
+def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], samples: dict[Cell, Samples],
                   ) -> tuple[list[CellResult], list[Verdict], str | None, list[str]]:
     """Cell results with their hangs, each candidate cell against the baseline cell with the
     same parameters, the hang evidence summary's name, and the warnings."""
@@ -117,14 +119,14 @@ class CommandKind:
     name = "command"
     config: ClassVar[type[ScenarioConfig]] = CommandConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
+    def plan(self, ctx: ScenarioContext[CommandConfig]) -> list[str]:
         sc: CommandConfig = ctx.scenario
         lines = []
         for b in ctx.built:
             lines += plan_invocation(ctx, Cell(b.variant.name), sc.verify or None)
         return lines + plan_deadline(sc)
 
-    def run(self, ctx: ScenarioContext) -> tuple[CommandResult, list[str]]:
+    def run(self, ctx: ScenarioContext[CommandConfig]) -> tuple[CommandResult, list[str]]:
         sc: CommandConfig = ctx.scenario
         exe = launcher.build(ctx.layout)
         plain = [Cell(b.variant.name) for b in ctx.built]
@@ -163,4 +165,4 @@ class CommandKind:
         return None
 
 
-KIND = CommandKind()
+KIND: ScenarioKind[CommandConfig, CommandResult] = CommandKind()

@@ -50,6 +50,7 @@ from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
     ScenarioContext,
+    ScenarioKind,
     containerd_runtime,
     evidence_summary,
     header,
@@ -281,7 +282,7 @@ def settle(d: ContainerdDaemon, seconds: float, dirs_before: int) -> float:
     return time.monotonic() - t0
 
 
-def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: OciImage,
+def run_round(ctx: ScenarioContext[CtrStressConfig], variant: str, d: ContainerdDaemon, image: OciImage,
               draw: Draw, log: Path) -> CtrStressRound:
     sc: CtrStressConfig = ctx.scenario
     ids = [f"{d.namespace}-r{draw.round}-{i}" for i in range(sc.k)]
@@ -393,7 +394,7 @@ def gate_failures(name: str, per_variant: dict[str, dict[str, int]]) -> list[str
     return out
 
 
-def _runtime(ctx: ScenarioContext) -> ContainerdRuntime:
+def _runtime(ctx: ScenarioContext[CtrStressConfig]) -> ContainerdRuntime:
     return containerd_runtime(ctx, "ctrstress")
 
 
@@ -401,7 +402,7 @@ class CtrStressKind:
     name = "ctrstress"
     config: ClassVar[type[ScenarioConfig]] = CtrStressConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
+    def plan(self, ctx: ScenarioContext[CtrStressConfig]) -> list[str]:
         sc: CtrStressConfig = ctx.scenario
         rt = _runtime(ctx)
         lines = []
@@ -419,7 +420,7 @@ class CtrStressKind:
                      f"{list(sc.delay)} s; then leftovers counted and removed, a fresh start")
         return lines
 
-    def run(self, ctx: ScenarioContext) -> tuple[CtrStressResult, list[str]]:
+    def run(self, ctx: ScenarioContext[CtrStressConfig]) -> tuple[CtrStressResult, list[str]]:
         sc: CtrStressConfig = ctx.scenario
         rt = _runtime(ctx)
         images = {n: rt.image(n) for n in sc.layers}
@@ -570,4 +571,4 @@ class CtrStressKind:
         return None
 
 
-KIND = CtrStressKind()
+KIND: ScenarioKind[CtrStressConfig, CtrStressResult] = CtrStressKind()

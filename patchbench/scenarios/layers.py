@@ -40,6 +40,7 @@ from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 from patchbench.scenarios import burst
 from patchbench.scenarios.base import (
     ScenarioContext,
+    ScenarioKind,
     containerd_runtime,
     hang_gate,
     header,
@@ -65,11 +66,11 @@ SEED_FORMULA = ("2 × (1 + L + L) mount operations per container (100 × 2 × (1
 
 
 
-def _runtime(ctx: ScenarioContext) -> ContainerdRuntime:
+def _runtime(ctx: ScenarioContext[LayersConfig]) -> ContainerdRuntime:
     return containerd_runtime(ctx, "layers")
 
 
-def _lat_file(ctx: ScenarioContext, cell: Cell) -> Path:
+def _lat_file(ctx: ScenarioContext[LayersConfig], cell: Cell) -> Path:
     return (ctx.workdir / f"{ctx.scenario.name}-latencies"
             / f"{cell.variant}-L{cell.param('L')}-k{cell.param('k')}.jsonl")
 
@@ -89,7 +90,7 @@ class LayersKind:
     name = "layers"
     config: ClassVar[type[ScenarioConfig]] = LayersConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
+    def plan(self, ctx: ScenarioContext[LayersConfig]) -> list[str]:
         sc: LayersConfig = ctx.scenario
         rt = _runtime(ctx)
         lines = []
@@ -106,7 +107,7 @@ class LayersKind:
             lines.append("  mount syscalls: one traced start per (variant, L) with bpftrace")
         return lines
 
-    def run(self, ctx: ScenarioContext) -> tuple[LayersResult, list[str]]:
+    def run(self, ctx: ScenarioContext[LayersConfig]) -> tuple[LayersResult, list[str]]:
         sc: LayersConfig = ctx.scenario
         rt = _runtime(ctx)
         variants = [b.variant.name for b in ctx.built]
@@ -333,4 +334,4 @@ def _host_uid(d: ContainerdDaemon, image: OciImage, timeout: float) -> int | Non
         d.ctr("containers", "delete", cid, check=False)
 
 
-KIND = LayersKind()
+KIND: ScenarioKind[LayersConfig, LayersResult] = LayersKind()

@@ -62,6 +62,7 @@ from patchbench.report.numbers import fmt_p, fmt_time
 from patchbench.results import SoakResult
 from patchbench.scenarios.base import (
     ScenarioContext,
+    ScenarioKind,
     evidence_summary,
     header,
     report_evidence,
@@ -85,7 +86,7 @@ class _Tally:
     evidence: list[Path] = field(default_factory=list)
 
 
-def _block(ctx: ScenarioContext, exe: Path, b: Built, cond: Condition, applied: Applied,
+def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Condition, applied: Applied,
            block_no: int, log: Path, tally: _Tally) -> None:
     """One block of ``sc.block`` runs of one variant."""
     sc: SoakConfig = ctx.scenario
@@ -145,7 +146,7 @@ class SoakKind:
     name = "soak"
     config: ClassVar[type[ScenarioConfig]] = SoakConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
+    def plan(self, ctx: ScenarioContext[SoakConfig]) -> list[str]:
         sc: SoakConfig = ctx.scenario
         lines = []
         for cond in sc.conditions:
@@ -162,7 +163,7 @@ class SoakKind:
                           for a in sc.teardown]
         return lines
 
-    def run(self, ctx: ScenarioContext) -> tuple[SoakResult, list[str]]:
+    def run(self, ctx: ScenarioContext[SoakConfig]) -> tuple[SoakResult, list[str]]:
         sc: SoakConfig = ctx.scenario
         exe = launcher.build(ctx.layout)
         log = ctx.workdir / f"{sc.name}.soak.log"
@@ -335,4 +336,4 @@ class SoakKind:
         return None
 
 
-KIND = SoakKind()
+KIND: ScenarioKind[SoakConfig, SoakResult] = SoakKind()

@@ -47,6 +47,7 @@ from patchbench.results import StressResult, StressRound
 from patchbench.scenarios import stress_signals
 from patchbench.scenarios.base import (
     ScenarioContext,
+    ScenarioKind,
     evidence_summary,
     header,
     report_evidence,
@@ -88,7 +89,7 @@ def classify(action: str, code: int | None, labels: dict[int, str] | None = None
     return f"exit {code}"
 
 
-def run_round(ctx: ScenarioContext, b: Built, rnd: int, draw: tuple[str, float], log: Path,
+def run_round(ctx: ScenarioContext[StressConfig], b: Built, rnd: int, draw: tuple[str, float], log: Path,
               seen: set[str] | None = None) -> StressRound:
     """One round for one build, with the round's (action, delay), which every build shares.
     ``seen`` holds leftovers already reported (where nothing could clean them up), so that each
@@ -125,7 +126,7 @@ def without_host(leftovers: list[str], host: str) -> list[str]:
 
 
 def _exec_round(
-    ctx: ScenarioContext, b: Built, rnd: int, values: dict[str, str], where: str, action: str,
+    ctx: ScenarioContext[StressConfig], b: Built, rnd: int, values: dict[str, str], where: str, action: str,
     delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
 ) -> StressRound:
     """A round of mode exec: start the host, run the round into it (the host is not a
@@ -156,7 +157,7 @@ def _exec_round(
     return one
 
 
-def _host_left(ctx: ScenarioContext, b: Built, values: dict[str, str], where: str, host: str,
+def _host_left(ctx: ScenarioContext[StressConfig], b: Built, values: dict[str, str], where: str, host: str,
                ) -> list[str]:
     """What remains of the host container after its teardown."""
     sc: StressConfig = ctx.scenario
@@ -172,7 +173,7 @@ def _host_left(ctx: ScenarioContext, b: Built, values: dict[str, str], where: st
 
 
 def _round(
-    ctx: ScenarioContext, b: Built, rnd: int, values: dict[str, str], where: str, action: str,
+    ctx: ScenarioContext[StressConfig], b: Built, rnd: int, values: dict[str, str], where: str, action: str,
     delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
     host: str | None = None,
 ) -> StressRound:
@@ -261,7 +262,7 @@ def _round(
         signals=signals, not_ready=sum(not x for x in signalled), evidence=evidence)
 
 
-def evidence_dir_of(ctx: ScenarioContext, b: Built) -> Path:
+def evidence_dir_of(ctx: ScenarioContext[StressConfig], b: Built) -> Path:
     """Where the evidence of a variant's hung instances is saved (before they are killed)."""
     return ctx.workdir / f"{ctx.scenario.name}-evidence" / b.variant.name
 
@@ -270,7 +271,7 @@ class StressKind:
     name = "stress"
     config: ClassVar[type[ScenarioConfig]] = StressConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
+    def plan(self, ctx: ScenarioContext[StressConfig]) -> list[str]:
         sc: StressConfig = ctx.scenario
         lines = []
         for b in ctx.built:
@@ -293,7 +294,7 @@ class StressKind:
                                 if sc.signals.not_forwarded else ""))
         return lines
 
-    def run(self, ctx: ScenarioContext) -> tuple[StressResult, list[str]]:
+    def run(self, ctx: ScenarioContext[StressConfig]) -> tuple[StressResult, list[str]]:
         sc: StressConfig = ctx.scenario
         rng = random.Random(ctx.seed)
         order = bench.schedule([Cell(b.variant.name) for b in ctx.built], sc.rounds, ctx.seed)
@@ -436,4 +437,4 @@ def signal_rows(sc: StressResult) -> list[list[str]]:
     return rows
 
 
-KIND = StressKind()
+KIND: ScenarioKind[StressConfig, StressResult] = StressKind()
