@@ -47,8 +47,6 @@ from patchbench.util import command, progress
 OVERHEAD_VARIANT = "launcher-overhead"
 
 
-
-
 def _lat_file(ctx: ScenarioContext[BurstConfig], cell: Cell) -> Path:
     return ctx.workdir / f"{ctx.scenario.name}-latencies" / f"{cell.variant}-k{cell.param('k')}.jsonl"
 

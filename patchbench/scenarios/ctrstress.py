@@ -70,8 +70,6 @@ GATE_KINDS = ("idmapped_mounts", "other_mounts", "snapshots", "snapshot_dirs", "
 SNAPSHOT_DIR = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
 
 
-
-
 @dataclass(frozen=True)
 class Draw:
     """One round's draw, the same for every variant."""

@@ -64,8 +64,6 @@ SEED_FORMULA = ("2 × (1 + L + L) mount operations per container (100 × 2 × (1
                 "20,200 for 100 containers of 50 layers)")
 
 
-
-
 def _runtime(ctx: ScenarioContext[LayersConfig]) -> ContainerdRuntime:
     return containerd_runtime(ctx, "layers")
 

@@ -73,8 +73,6 @@ from patchbench.util import command, progress
 HANG_ALPHA = 0.05  # the one-sided Fisher level for "fails more often than the baseline"
 
 
-
-
 @dataclass
 class _Tally:
     """What one variant did under one condition."""

@@ -67,8 +67,6 @@ def host_name(instance_id: str, rnd: int | str) -> str:
     return f"{instance_id}-h{rnd}"
 
 
-
-
 def classify(action: str, code: int | None, labels: dict[int, str] | None = None) -> str:
     """What a launched command's exit says about the action applied to it."""
     if code is None:

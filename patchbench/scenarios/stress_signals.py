@@ -31,12 +31,8 @@ SLOW_POLL_S = 0.01  # after FAST_FOR_S seconds without every instance ready
 FAST_FOR_S = 1.0
 
 
-
-
 def number(name: str) -> int:
     return int(signal.Signals[canonical(name)])
-
-
 
 
 def lines_of(text: str) -> list[str]:
