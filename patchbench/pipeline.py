@@ -51,8 +51,9 @@ def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
     say(f"{target_name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
     from patchbench.source import series_ref  # upstream commits that series name by reference
 
-    series_ref.ensure_commits(checkout, series_ref.commits_for_series(
-        project.root, series_ref.series_of_target(project, target_name)), ws.builds)
+    used = series_ref.series_of_target(project.matrix.comparisons.values(), target_name)
+    series_ref.ensure_commits(checkout, series_ref.commits_for_series(project.root, used),
+                              ws.builds)
     return checkout
 
 

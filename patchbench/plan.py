@@ -8,11 +8,12 @@ from pathlib import Path
 from patchbench import build, config, runtimes, scenarios
 from patchbench.build import toolchains
 from patchbench.config import Comparison, Project
+from patchbench.config.scenarios import ScenarioConfig
 from patchbench.util.workspace import Workspace
 
 
 def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
-          variants: list[build.Variant], chosen: list[scenarios.ScenarioConfig]) -> list[str]:
+          variants: list[build.Variant], chosen: list[ScenarioConfig]) -> list[str]:
     target = project.target(comp.target)
     url = ws.sources.get(comp.target, target.url)
     out = [f"# plan for comparison {name!r} (dry run: nothing is fetched, built or run)",

@@ -14,6 +14,7 @@ from typing import Any
 
 from patchbench import build, config, redact, runtimes, scenarios
 from patchbench.config import Comparison, Project
+from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import BuildError, ConfigError
 from patchbench.results import CommandResult, SoakResult
 from patchbench.source import cache as source
@@ -25,7 +26,7 @@ from patchbench.util.workspace import Workspace
 KINDS = ("command", "soak")  # time (the round-paired verdict) and hangs (Fisher's exact test)
 
 
-def scenario_of(project: Project, spec: str) -> tuple[str, Comparison, scenarios.ScenarioConfig]:
+def scenario_of(project: Project, spec: str) -> tuple[str, Comparison, ScenarioConfig]:
     """``COMPARISON:SCENARIO`` (or a comparison with one scenario) to its parts."""
     name, _, sc_name = spec.partition(":")
     comp = project.comparison(name)
@@ -64,7 +65,7 @@ class Session:
     ws: Workspace
     comparison: str
     comp: Comparison
-    scenario: scenarios.ScenarioConfig
+    scenario: ScenarioConfig
     checkout: source.Checkout
     plan: build.BuildPlan
     workdir: Path

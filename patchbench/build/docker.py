@@ -158,7 +158,7 @@ class DockerBackend:
 
     def remove_volumes(self) -> None:
         """Drop the Go caches (the next build starts cold)."""
-        import docker.errors
+        import docker.errors  # the Docker SDK: only the docker backend needs it
 
         eng = self.engine()
         for name in self.volumes():

@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from patchbench import scenarios
+from patchbench.config.scenarios import CONFIGS as SCENARIO_CONFIGS
+from patchbench.config.scenarios import AnyScenario
 from patchbench.errors import ConfigError
-from patchbench.scenarios import AnyScenario
 from patchbench.util import safeargs, yamlsafe
 from patchbench.util.models import NAME_RE, Name
 from patchbench.util.models import StrictModel as _Model
@@ -315,9 +315,9 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The field names valid at ``loc`` (for 'did you mean' on an unknown key)."""
     current: Any = model
     for part in loc[:-1]:
-        if str(part) in scenarios.KINDS and not (
+        if str(part) in SCENARIO_CONFIGS and not (
                 isinstance(current, type) and issubclass(current, BaseModel)):
-            current = scenarios.KINDS[str(part)].config  # the tag of a scenario's kind
+            current = SCENARIO_CONFIGS[str(part)]  # the tag of a scenario's kind
             continue
         if isinstance(current, type) and issubclass(current, BaseModel):
             field = current.model_fields.get(str(part))
@@ -350,7 +350,7 @@ def _plain_loc(raw: tuple[Any, ...]) -> tuple[str, ...]:
     loc = [p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "go", "swift")]
     out: list[str] = []
     for i, part in enumerate(loc):
-        if i >= 2 and loc[i - 2] == "scenarios" and part in scenarios.KINDS:
+        if i >= 2 and loc[i - 2] == "scenarios" and part in SCENARIO_CONFIGS:
             continue  # the scenario's kind tag, right after its index
         out.append(part)
     return tuple(out)

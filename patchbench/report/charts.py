@@ -29,8 +29,8 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e3
 
 @contextmanager
 def _figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SIZE) -> Iterator[Any]:
-    import matplotlib
-    from matplotlib.figure import Figure
+    import matplotlib  # heavy (~0.5 s with pyplot): only when a chart is drawn
+    from matplotlib.figure import Figure  # heavy (~0.5 s with pyplot): only when a chart is drawn
 
     with matplotlib.rc_context(STYLE):  # type: ignore[arg-type]  # Literal keys in the stubs
         fig = Figure(figsize=size, dpi=DPI, layout="constrained")
@@ -46,7 +46,7 @@ def _png(fig: Any) -> bytes:
 
 def _plain_ticks(axis: Any) -> None:
     """Tick labels of a log axis as plain numbers (50, 100, 200), not powers of ten."""
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter  # heavy (~0.5 s with pyplot): only when a chart is drawn
 
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     axis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if str(f"{v:g}")[0] in "25"
@@ -74,7 +74,7 @@ def _variants(sc: dict[str, Any]) -> list[str]:
 def distribution_chart(sc: dict[str, Any]) -> bytes | None:
     """Every run of every cell (dots), a box of the quartiles with lines to the minimum and
     maximum, and the median with its 95% CI."""
-    import numpy as np
+    import numpy as np  # ~60 ms: only when a chart is drawn
 
     cells = [c for c in sc.get("cells", []) if c.get("samples", {}).get("times")]
     if not cells:
@@ -114,7 +114,7 @@ def distribution_chart(sc: dict[str, Any]) -> bytes | None:
 
 def round_ratios(sc: dict[str, Any], comp: dict[str, Any]) -> list[tuple[int, float]]:
     """Per round: median of the baseline's runs in it / median of the candidate's runs in it."""
-    import numpy as np
+    import numpy as np  # ~60 ms: only when a chart is drawn
 
     cells = {c["label"]: c for c in sc.get("cells", [])}
     base = cells[comp["baseline"]].get("samples", {})
@@ -286,10 +286,10 @@ def merge_chart(rows: Sequence[tuple[str, Sequence[tuple[str, dict[str, Any] | N
 def burst(path: Path, ks: list[int], variants: list[str],
           medians: dict[tuple[str, int], float], title: str) -> None:
     """Median time until the last of k instances exits, against k, with the k × single line."""
-    import matplotlib
+    import matplotlib  # heavy (~0.5 s with pyplot): only when a chart is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy (~0.5 s with pyplot): only when a chart is drawn
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
     for v in variants:
@@ -312,10 +312,10 @@ def burst(path: Path, ks: list[int], variants: list[str],
 def layers_time(path: Path, layers: list[int], ks: list[int], variants: list[str],
                 medians: dict[tuple[str, int, int], float], title: str) -> None:
     """Median time until all k containers exited, against L, one line per (variant, k)."""
-    import matplotlib
+    import matplotlib  # heavy (~0.5 s with pyplot): only when a chart is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy (~0.5 s with pyplot): only when a chart is drawn
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
     styles = ["-", "--", ":", "-."]
@@ -336,10 +336,10 @@ def layers_time(path: Path, layers: list[int], ks: list[int], variants: list[str
 def layers_mounts(path: Path, layers: list[int], counts: dict[str, dict[str, dict[str, int]]],
                   syscalls: tuple[str, ...], title: str) -> None:
     """Mount syscalls of one container start against L, per variant (sum of ``syscalls``)."""
-    import matplotlib
+    import matplotlib  # heavy (~0.5 s with pyplot): only when a chart is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy (~0.5 s with pyplot): only when a chart is drawn
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
     for v, per_l in counts.items():

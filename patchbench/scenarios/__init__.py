@@ -1,8 +1,9 @@
-"""Scenario kinds. Each kind is one module here owning its config model, its ``--dry-run`` plan
-lines, its run, its gate rule and its report (patchbench.report.blocks, which report.markdown,
-report.html, the job summary and merge format), and is listed in ``KINDS``. Adding a kind means
-one new module and one line below; the pipeline and the reports never name a kind (a test checks
-it: tests/unit/test_kind_isolation.py).
+"""Scenario kinds. Each kind is one module here owning its ``--dry-run`` plan lines, its run, its
+gate rule, its result and its report (patchbench.report.blocks, which report.markdown,
+report.html, the job summary and merge format), and is listed in ``KINDS``; its config model (the
+keys matrix.yaml gives it) lives in patchbench/config/scenarios.py, below the runtimes and builds
+the kind uses. Adding a kind means one new module, its config model there and one line below; the
+pipeline and the reports never name a kind (a test checks it: tests/unit/test_kind_isolation.py).
 
 - ``command`` (default): one command per variant, timed by hyperfine in interleaved rounds.
 - ``burst``: k instances launched at one moment, for each k (the seed's k-at-once table).
@@ -16,14 +17,17 @@ it: tests/unit/test_kind_isolation.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Any
 
-from pydantic import Discriminator, Tag
+from pydantic import ValidationError
 
+from patchbench.config.scenarios import ScenarioConfig
+from patchbench.errors import ConfigError
 from patchbench.scenarios import burst, command, ctrstress, layers, soak, stress
-from patchbench.scenarios.base import ScenarioConfig, ScenarioContext, ScenarioKind
+from patchbench.scenarios.base import ScenarioContext, ScenarioKind
+from patchbench.util.progress import say
 
-KINDS: dict[str, ScenarioKind] = {
+KINDS: dict[str, ScenarioKind[Any, Any]] = {
     "command": command.KIND,
     "burst": burst.KIND,
     "stress": stress.KIND,
@@ -33,14 +37,7 @@ KINDS: dict[str, ScenarioKind] = {
 }
 
 
-def kind_of(value: Any) -> str:
-    """The discriminator: a scenario without ``kind`` is a command scenario."""
-    if isinstance(value, dict):
-        return str(value.get("kind", "command"))
-    return str(getattr(value, "kind", "command"))
-
-
-def get(name: str) -> ScenarioKind:
+def get(name: str) -> ScenarioKind[Any, Any]:
     return KINDS[name]
 
 
@@ -48,10 +45,6 @@ def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: i
              ) -> ScenarioConfig:
     """The scenario with --runs/--rounds/--warmup applied, validated like the matrix (runs are
     rounded down to a multiple of rounds)."""
-    from pydantic import ValidationError
-
-    from patchbench.errors import ConfigError
-
     changes: dict[str, Any] = {k: v for k, v in (("rounds", rounds), ("runs", runs),
                                                  ("warmup", warmup)) if v is not None}
     if not changes:
@@ -63,8 +56,6 @@ def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: i
                               "cell at least once", hint=f"give --runs {r} or more, or --rounds "
                               f"{n} or fewer")
         if n % r:
-            from patchbench.util.progress import say
-
             say(f"scenario {sc.name}: {n} runs in {r} rounds: {n - n % r} runs "
                 f"({n // r} per round)")
         changes["runs"] = n - n % r
@@ -74,17 +65,4 @@ def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: i
         raise ConfigError(f"--runs/--rounds/--warmup: {exc.errors()[0]['msg']}") from None
 
 
-if TYPE_CHECKING:
-    AnyScenario = ScenarioConfig
-else:
-    from typing import Union
-
-    AnyScenario = Annotated[
-        Union[tuple(Annotated[k.config, Tag(n)] for n, k in KINDS.items())],  # noqa: UP007
-        Discriminator(kind_of, custom_error_type="unknown_kind",
-                      custom_error_message="unknown scenario kind (known: "
-                      + ", ".join(KINDS) + ")"),
-    ]
-
-__all__ = ["KINDS", "AnyScenario", "ScenarioConfig", "ScenarioContext", "ScenarioKind", "get",
-           "override"]
+__all__ = ["KINDS", "ScenarioContext", "ScenarioKind", "get", "override"]

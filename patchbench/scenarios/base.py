@@ -1,79 +1,49 @@
-"""What every scenario kind shares: the common config keys, the context a kind runs in, the
-``ScenarioKind`` interface, and the helpers that turn samples into typed results."""
+"""What every scenario kind shares: the context a kind runs in, the ``ScenarioKind`` interface,
+and the helpers that turn samples into typed results (the config keys every kind has are
+``ScenarioConfig`` in patchbench/config/scenarios.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 import shlex
+import signal
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
-from pydantic import Field, model_validator
+from patchbench import results
+from patchbench.analysis import paired, stats, verdict
+from patchbench.build import Built
+from patchbench.config.scenarios import CommandConfig, ScenarioConfig
+from patchbench.errors import ConfigError, PatchbenchError
+from patchbench.measure import bench, hangs
+from patchbench.measure.bench import Cell, Invocation, Samples
+from patchbench.report.blocks import Across, Block, Table
+from patchbench.results import Cell as CellResult
+from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
+from patchbench.runtimes import Runtime
+from patchbench.runtimes.containerd import ContainerdRuntime
+from patchbench.util import command
+from patchbench.util.command import Background
+from patchbench.util.layout import Layout
 
-from patchbench.util.models import StrictModel
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-
-    from patchbench.build import Built
-    from patchbench.measure.bench import Cell, Invocation, Samples
-    from patchbench.report.blocks import Across, Block, Table
-    from patchbench.results import Cell as CellResult
-    from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
-    from patchbench.runtimes import Runtime
-    from patchbench.runtimes.containerd import ContainerdRuntime
-    from patchbench.util.command import Background
-    from patchbench.util.layout import Layout
-
-
-class ScenarioConfig(StrictModel):
-    """Keys every kind has. ``runs`` must be a multiple of ``rounds`` so that every round runs each
-    variant equally often."""
-
-    kind: str = Field(description="The scenario kind; see its section.")
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description=(
-        "The scenario's name, unique in its comparison (`--scenario NAME` runs only it)."))
-    description: str = Field(default="", description="Free text shown in the report.")
-    setup: list[list[str]] = Field(default_factory=list, description=(
-        "Commands (argv lists, placeholders filled) run before a variant's runs (in the timed "
-        "kinds: before each cell's runs in every round); a failing one stops the scenario."))
-    teardown: list[list[str]] = Field(default_factory=list, description=(
-        "Commands run after them, also after a failure."))
-    warmup: int = Field(default=3, ge=0, description=(
-        "Timed kinds: unmeasured runs of a cell before its first round (at most 1 in its later "
-        "rounds)."))
-    runs: int = Field(default=30, ge=1, description=(
-        "Measured runs per variant in all, a multiple of `rounds` (`--runs` overrides it)."))
-    rounds: int = Field(default=5, ge=1, description=(
-        "Interleaved rounds, in a seeded random order of the variants; fewer than 5 give no "
-        "verdict (`--rounds` overrides it)."))
-    timeout: float = Field(default=60.0, gt=0, description=(
-        "Seconds one run (and each command around it) may take; a run past it is a hang."))
-
-    @model_validator(mode="after")
-    def _balanced(self) -> ScenarioConfig:
-        if self.runs % self.rounds:
-            raise ValueError(
-                f"runs ({self.runs}) must be a multiple of rounds ({self.rounds}) so that every "
-                "round runs each variant equally often"
-            )
-        return self
-
-    def shown_command(self) -> str:
-        """The measured command as the report shows it."""
-        return ""
-
-    def plan_detail(self) -> str:
-        """What ``--dry-run`` adds to the scenario's line (", k = [1, 8]", ...)."""
-        return ""
+# a context is of one kind's config model (covariant: a helper that reads only the keys every
+# kind has takes a ScenarioContext[ScenarioConfig])
+ConfigT = TypeVar("ConfigT", bound=ScenarioConfig, covariant=True)
+# a kind's config and result, as the ScenarioKind protocol sees them
+KindConfig = TypeVar("KindConfig", bound=ScenarioConfig, contravariant=True)
+KindResult = TypeVar("KindResult", bound=ScenarioResult)
 
 
 @dataclass(kw_only=True)
-class ScenarioContext:
+class ScenarioContext(Generic[ConfigT]):
     """Everything a kind needs to run one scenario of one comparison (by keyword)."""
 
-    scenario: Any  # the kind's own config model
+    scenario: ConfigT  # the kind's own config model
     built: list[Built]
     runtime: Runtime | None
     workdir: Path
@@ -102,10 +72,8 @@ class ScenarioContext:
         v.update(dict(cell.params))
         return v
 
-    def expand(self, cell: Cell) -> Invocation:
+    def expand(self: ScenarioContext[CommandConfig], cell: Cell) -> Invocation:
         """A command-style scenario's invocation for one cell, placeholders filled."""
-        from patchbench.measure import bench
-
         sc = self.scenario
         vals = self.values(self.build_of(cell.variant), cell)
         where = f"scenario {sc.name}"
@@ -118,37 +86,38 @@ class ScenarioContext:
         )
 
 
-class ScenarioKind(Protocol):
-    """One kind of scenario: a module in patchbench/scenarios/ registered in KINDS."""
+class ScenarioKind(Protocol[KindConfig, KindResult]):
+    """One kind of scenario: a module in patchbench/scenarios/ registered in KINDS, of its config
+    model (patchbench.config.scenarios) and its result model (patchbench.results)."""
 
     name: str
     config: ClassVar[type[ScenarioConfig]]
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
+    def plan(self, ctx: ScenarioContext[KindConfig]) -> list[str]:
         """The lines ``--dry-run`` prints for this scenario (every command, placeholders filled)."""
 
-    def run(self, ctx: ScenarioContext) -> tuple[ScenarioResult, list[str]]:
+    def run(self, ctx: ScenarioContext[KindConfig]) -> tuple[KindResult, list[str]]:
         """Measure; return the typed result and the warnings for the report."""
 
-    def gate(self, result: Any) -> list[str]:
+    def gate(self, result: KindResult) -> list[str]:
         """Why this scenario fails an A/B gate, beyond "significantly slower" (judged for all
         kinds at once, Holm-adjusted); empty when it passes."""
 
-    def report(self, result: Any, *, details: bool = True) -> list[Block]:
+    def report(self, result: KindResult, *, details: bool = True) -> list[Block]:
         """report.md's part of this scenario after its header and (a timed kind) its cells'
         detail table (patchbench.report.markdown formats it). Without ``details``, a timed kind
         leaves out its round-paired details and hangs (what ``compare`` prints)."""
 
-    def page(self, result: Any) -> list[Block]:
+    def page(self, result: KindResult) -> list[Block]:
         """report.html's part of this scenario after the same (patchbench.report.html formats
         it)."""
 
-    def summary(self, result: Any) -> Table | None:
+    def summary(self, result: KindResult) -> Table | None:
         """This scenario's rows of a CI job summary's table of this kind (the tables of all
         scenarios with the same headers are one table); None: nothing beyond the summary
         table."""
 
-    def across(self, result: Any) -> Across | None:
+    def across(self, result: KindResult) -> Across | None:
         """This scenario's cells of a merged report's section of this kind (one column per
         run); None: nothing beyond the merged summary."""
 
@@ -169,9 +138,6 @@ def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None
     """A cell's summary and raw samples. Its timing statistics are of the runs that finished;
     runs past their deadline are counted in ``hangs``. A cell whose every run hung has no
     timing: its summary is of no runs (n 0, NaN figures)."""
-    from patchbench import results
-    from patchbench.analysis import stats
-
     if samples.times:
         summ = stats.summarize(samples.times)
         ci = stats.median_ci(samples.times, seed=seed)
@@ -189,9 +155,6 @@ def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None
 
 def hang_test(base: Samples, cand: Samples) -> HangTest:
     """The candidate's hangs against the baseline's, by Fisher's exact test."""
-    from patchbench import results
-    from patchbench.measure import hangs
-
     cmp = hangs.compare_hangs(hangs.HangCount("baseline", len(base.hung_times), base.runs),
                               hangs.HangCount("candidate", len(cand.hung_times), cand.runs))
     return results.HangTest(hangs=len(cand.hung_times), runs=cand.runs,
@@ -199,13 +162,10 @@ def hang_test(base: Samples, cand: Samples) -> HangTest:
                             p_value=cmp.p_value, p_more=cmp.p_more)
 
 
-def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext,
+def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext[ScenarioConfig],
                   *, deadline: bool = False) -> Verdict:
     """The round-paired verdict (patchbench.analysis.verdict), the pooled figures kept as descriptive;
     with ``deadline`` (runs had one each), the hang counts tested against the baseline."""
-    from patchbench import results
-    from patchbench.analysis import paired, stats, verdict
-
     b, c = samples[base], samples[cand]
     params = " ".join(f"{k}={v}" for k, v in base.params)
     if not set(b.rounds) & set(c.rounds):  # every run of one of them hung (or no round shared)
@@ -226,8 +186,6 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
 
 def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:
     """A withheld verdict (too few rounds) and drift between blocks, per comparison."""
-    from patchbench.analysis import verdict
-
     return [w for c in comparisons
             for w in verdict.notes(f"{name} {c.candidate}", c.model_dump(mode="json"))]
 
@@ -237,14 +195,9 @@ def noisy_warnings(name: str, cells: list[CellResult]) -> list[str]:
             for c in cells if c.summary.noisy]
 
 
-def run_verify(ctx: ScenarioContext, cells: list[Cell], argv_template: list[str]
+def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_template: list[str]
                ) -> dict[str, Check]:
     """Run a check once per variant; a failing or hanging check is a finding, kept and shown."""
-    from patchbench import results
-    from patchbench.errors import PatchbenchError
-    from patchbench.measure import bench
-    from patchbench.util import command
-
     out: dict[str, Check] = {}
     sc = ctx.scenario
     for cell in cells:
@@ -262,11 +215,9 @@ def run_verify(ctx: ScenarioContext, cells: list[Cell], argv_template: list[str]
     return out
 
 
-def plan_invocation(ctx: ScenarioContext, cell: Cell, verify: list[str] | None = None
+def plan_invocation(ctx: ScenarioContext[CommandConfig], cell: Cell, verify: list[str] | None = None
                     ) -> list[str]:
     """Dry-run lines of one command-style cell: setup, measure, prepare, cleanup, teardown."""
-    from patchbench.measure import bench
-
     inv = ctx.expand(cell)
     tag = f"[{cell.variant}]"
     lines = [f"  {tag} setup:    {shlex.join(a)}" for a in inv.setup]
@@ -286,20 +237,18 @@ def plan_invocation(ctx: ScenarioContext, cell: Cell, verify: list[str] | None =
 # --- per-run deadlines: evidence and the gate rule (command, burst, soak) ---------------------
 
 
-def containerd_runtime(ctx: ScenarioContext, kind: str) -> ContainerdRuntime:
+def containerd_runtime(ctx: ScenarioContext[ScenarioConfig], kind: str) -> ContainerdRuntime:
     """The context's runtime, which the containerd kinds (layers, ctrstress) need."""
-    from patchbench.errors import ConfigError
-
     rt = ctx.runtime
     if rt is None or rt.name != "containerd":
         raise ConfigError(f"scenario {ctx.scenario.name}: the {kind} kind needs a target with "
                           "'runtime: containerd'")
-    # the runtime registered as containerd is a ContainerdRuntime (runtimes/ sits above the
-    # kinds, so no isinstance here)
+    # the runtime registered as containerd is a ContainerdRuntime; by name, not isinstance, so
+    # that a stand-in of the same name (the unit tests' fake daemon) runs the kind too
     return cast("ContainerdRuntime", rt)
 
 
-def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext) -> None:
+def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext[ScenarioConfig]) -> None:
     """Copy a text file for the report folder with this machine's paths replaced by names."""
     text = src.read_text()
     for path, name in ((str(ctx.workdir), "<run>"), (str(ctx.layout.builds), "<builds>"),
@@ -309,24 +258,22 @@ def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext) -> None:
     dest.write_text(text)
 
 
-def evidence_dir(ctx: ScenarioContext, cell: Cell) -> Path:
+def evidence_dir(ctx: ScenarioContext[ScenarioConfig], cell: Cell) -> Path:
     """Where the launcher saves the hang evidence of one cell's runs."""
     slug = cell.label.replace(" ", "_").replace("=", "")
     return ctx.workdir / f"{ctx.scenario.name}-evidence" / slug
 
 
-def deadline_flags(ctx: ScenarioContext, cell: Cell, deadline: float) -> list[str]:
+def deadline_flags(ctx: ScenarioContext[ScenarioConfig], cell: Cell, deadline: float) -> list[str]:
     """The launcher's options for a per-run deadline with the cell's evidence folder."""
     return ["-deadline", f"{deadline:g}s", "-evidence", str(evidence_dir(ctx, cell))]
 
 
-def report_evidence(ctx: ScenarioContext, files: list[Path], prefix: str,
+def report_evidence(ctx: ScenarioContext[ScenarioConfig], files: list[Path], prefix: str,
                     summary: list[str]) -> tuple[list[str], int]:
     """Copy hang evidence into the report folder (paths redacted), append a readable account of
     each hang to ``summary``; return the names in the report folder and how many show the
     lost-SIGCHLD signature."""
-    from patchbench.measure import hangs
-
     names, lost = [], 0
     for path in files:
         name = f"{prefix}-{path.name}"
@@ -340,7 +287,7 @@ def report_evidence(ctx: ScenarioContext, files: list[Path], prefix: str,
     return names, lost
 
 
-def evidence_summary(ctx: ScenarioContext, summary: list[str]) -> str | None:
+def evidence_summary(ctx: ScenarioContext[ScenarioConfig], summary: list[str]) -> str | None:
     """Write the readable account of every hang (if any) for the report folder; its name."""
     if not summary:
         return None
@@ -353,13 +300,10 @@ def evidence_summary(ctx: ScenarioContext, summary: list[str]) -> str | None:
     return name
 
 
-def cell_hangs(ctx: ScenarioContext, cell: Cell, samples: Samples, deadline: float,
+def cell_hangs(ctx: ScenarioContext[ScenarioConfig], cell: Cell, samples: Samples, deadline: float,
                summary: list[str]) -> Hangs:
     """A cell's "hangs: N of M" with its evidence (warmup hangs leave evidence too, and are
     named with the rest)."""
-    from patchbench import results
-    from patchbench.measure import hangs
-
     d = evidence_dir(ctx, cell)
     files = sorted(d.glob(hangs.EVIDENCE_GLOB)) if d.is_dir() else []
     slug = cell.label.replace(" ", "_").replace("=", "")
@@ -394,13 +338,6 @@ def wait_or_capture(procs: Sequence[Background], timeout: float,
     instance still running then is a hang: its evidence is saved (``hangs.capture``) and every
     process of its tree killed, also those that left its process group. Returns the exit codes
     (None: hung) and the evidence files' names."""
-    import contextlib
-    import os
-    import signal
-    import time
-
-    from patchbench.measure import hangs
-
     end = time.monotonic() + timeout
     codes = [p.wait(max(0.0, end - time.monotonic())) for p in procs]
     evidence = []

@@ -16,75 +16,38 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import Field, model_validator
-
+from patchbench import results
+from patchbench.analysis import stats
+from patchbench.config.scenarios import BurstConfig, ScenarioConfig
+from patchbench.errors import BenchmarkError
+from patchbench.measure import bench, launcher
+from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
 from patchbench.report.blocks import Across, Block, Image, Table, table, text
 from patchbench.report.numbers import fmt_ratio, fmt_time
+from patchbench.results import BurstResult, Instances, PhaseCell
 from patchbench.scenarios.base import (
-    ScenarioConfig,
     ScenarioContext,
+    ScenarioKind,
     hang_gate,
     header,
     plan_invocation,
 )
 from patchbench.scenarios.command import (
-    CommandConfig,
     measure_cells,
     plan_deadline,
     timed_results,
     with_deadline,
 )
 from patchbench.scenarios.views import k_chart, k_tables, timed_blocks, timed_charts
-from patchbench.util.models import Name, StrictModel
-
-if TYPE_CHECKING:
-    from patchbench.measure.bench import Cell, Invocation
-    from patchbench.results import BurstResult, Instances, PhaseCell
+from patchbench.util import command, progress
 
 OVERHEAD_VARIANT = "launcher-overhead"
 
 
-class Phase(StrictModel):
-    """One step of an instance's start, timed on its own."""
-
-    name: Name = Field(description="The phase's name in the phase table.")
-    command: list[str] = Field(min_length=1, description=(
-        "The phase's command (argv, placeholders filled; `{i}` is the instance, `{k}` the count)."))
-
-
-class BurstConfig(CommandConfig):
-    """k instances of `command` launched at one moment, for each k; the time until the last
-    exits is measured. Takes no `conditions`."""
-
-    kind: Literal["burst"] = Field(default="burst", description="`burst`.")  # type: ignore[assignment]
-    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description=(
-        "The instance counts to scan; each k is its own cell (`{k}`; `{i}` is the instance)."))
-    phases: list[Phase] = Field(default_factory=list, description=(
-        "After timing, launch k instances whose start is split into these phases, run one after "
-        "the other, and report each phase's median (for targets whose logs cannot time phases)."))
-    phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description=(
-        "The instance counts the phases are timed at (needed with `phases`)."))
-    phase_runs: int = Field(default=3, ge=1, description="Phase launches per variant and k.")
-
-
-    @model_validator(mode="after")
-    def _phases(self) -> BurstConfig:
-        if self.phases and not self.phase_k:
-            raise ValueError("'phases' need 'phase_k', the instance counts to time them at")
-        if self.conditioned:
-            raise ValueError("a burst scan takes no 'conditions' (its table is per k); use a "
-                             "command or soak scenario for conditions")
-        return self
-
-
-    def plan_detail(self) -> str:
-        return f", k = {self.k}"
-
-
-def _lat_file(ctx: ScenarioContext, cell: Cell) -> Path:
+def _lat_file(ctx: ScenarioContext[BurstConfig], cell: Cell) -> Path:
     return ctx.workdir / f"{ctx.scenario.name}-latencies" / f"{cell.variant}-k{cell.param('k')}.jsonl"
 
 
@@ -92,21 +55,14 @@ class BurstKind:
     name = "burst"
     config: ClassVar[type[ScenarioConfig]] = BurstConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.measure.bench import Cell
-
+    def plan(self, ctx: ScenarioContext[BurstConfig]) -> list[str]:
         sc: BurstConfig = ctx.scenario
         lines = []
         for b in ctx.built:
             lines += plan_invocation(ctx, Cell(b.variant.name, (("k", str(sc.k[0])),)))
         return lines + plan_deadline(sc)
 
-    def run(self, ctx: ScenarioContext) -> tuple[BurstResult, list[str]]:
-        from patchbench import results
-        from patchbench.analysis import stats
-        from patchbench.measure import launcher
-        from patchbench.measure.bench import Cell, Invocation
-
+    def run(self, ctx: ScenarioContext[BurstConfig]) -> tuple[BurstResult, list[str]]:
         sc: BurstConfig = ctx.scenario
         exe = launcher.build(ctx.layout)
         (ctx.workdir / f"{sc.name}-latencies").mkdir(parents=True, exist_ok=True)
@@ -209,18 +165,11 @@ class BurstKind:
         return None
 
 
-def measure_phases(ctx: ScenarioContext, exe: Path, variants: list[str]
+def measure_phases(ctx: ScenarioContext[BurstConfig], exe: Path, variants: list[str]
                    ) -> dict[str, dict[str, PhaseCell]]:
     """Launch k instances whose start is split into the scenario's phases (run one after the
     other per instance), ``phase_runs`` times per (build, k) in a seeded shuffled order; return,
     per build and k, each phase's median over every instance and run, and the raw durations."""
-    from patchbench import results
-    from patchbench.analysis import stats
-    from patchbench.errors import BenchmarkError
-    from patchbench.measure import bench
-    from patchbench.measure.bench import Cell
-    from patchbench.util import command, progress
-
     sc: BurstConfig = ctx.scenario
     cells = [Cell(v, (("k", str(k)),)) for v in variants for k in sc.phase_k]
     order = bench.schedule(cells, sc.phase_runs, ctx.seed + 1)
@@ -252,9 +201,6 @@ def measure_phases(ctx: ScenarioContext, exe: Path, variants: list[str]
 
 def _instances(path: Path) -> Instances:
     """Per-instance latencies the launcher recorded for one cell (all runs, warmups included)."""
-    from patchbench import results
-    from patchbench.analysis import stats
-
     lat: list[float] = []
     codes: list[int] = []
     if path.is_file():
@@ -268,4 +214,4 @@ def _instances(path: Path) -> Instances:
                              median=stats.summarize(lat).median if lat else None)
 
 
-KIND = BurstKind()
+KIND: ScenarioKind[BurstConfig, BurstResult] = BurstKind()

@@ -10,16 +10,20 @@ condition runs as its own set of interleaved cells, named by a ``condition`` par
 
 from __future__ import annotations
 
-import shlex
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from dataclasses import replace
+from pathlib import Path
+from typing import ClassVar
 
-from pydantic import Field, model_validator
-
-from patchbench.measure.conditions import DEFAULT, Condition
+from patchbench import results
+from patchbench.config.scenarios import CommandConfig, ScenarioConfig
+from patchbench.measure import bench, conditions, launcher
+from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
+from patchbench.results import AppliedCondition, CommandResult, Verdict
+from patchbench.results import Cell as CellResult
 from patchbench.scenarios.base import (
-    ScenarioConfig,
     ScenarioContext,
+    ScenarioKind,
     cell_hangs,
     cell_result,
     compare_cells,
@@ -34,69 +38,13 @@ from patchbench.scenarios.base import (
     verdict_warnings,
 )
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
-from patchbench.util.models import StrictModel
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from patchbench.measure.bench import Cell, Expander, Invocation, Samples
-    from patchbench.results import AppliedCondition, CommandResult, Verdict
-    from patchbench.results import Cell as CellResult
+from patchbench.util import progress
 
 
-class Rate(StrictModel):
-    """Report count/time as a rate as well (e.g. 2000 records per run -> lines/s)."""
-
-    count: int = Field(gt=0, description="How many units one run handles (e.g. 2000 records).")
-    unit: str = Field(description="The unit's name, shown as `UNIT/s` (e.g. `lines`).")
-
-
-class CommandConfig(ScenarioConfig):
-    """One command per variant, timed by hyperfine in interleaved rounds."""
-
-    kind: Literal["command"] = Field(default="command", description=(
-        "`command` (the default when `kind` is left out)."))
-    command: list[str] = Field(min_length=1, description=(
-        "The measured command (argv, placeholders filled), run under the launcher's deadline."))
-    prepare: str | None = Field(default=None, description=(
-        "hyperfine `--prepare`: a shell command before every run."))
-    cleanup: str | None = Field(default=None, description=(
-        "hyperfine `--cleanup`: a shell command after each round's runs."))
-    rate: Rate | None = Field(default=None, description=(
-        "Also report count/time as a rate (e.g. lines/s)."))
-    verify: list[str] = Field(default_factory=list, description=(
-        "A check command run once per variant after measuring (exit 0 = pass; `--gate` fails "
-        "a candidate that fails it); its stdout is kept."))
-    conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1,
-                                        description=(
-        "Machine states the cells run under, each its own set of cells; names must be unique."))
-
-    @model_validator(mode="after")
-    def _conditions(self) -> CommandConfig:
-        names = [c.name for c in self.conditions]
-        if len(set(names)) != len(names):
-            raise ValueError("condition names must be unique")
-        return self
-
-    def shown_command(self) -> str:
-        return shlex.join(self.command)
-
-    def plan_detail(self) -> str:
-        if self.conditioned:
-            return ", conditions " + ", ".join(c.name for c in self.conditions)
-        return ""
-
-    @property
-    def conditioned(self) -> bool:
-        """Whether cells are named by condition (anything but the default alone)."""
-        return len(self.conditions) > 1 or not self.conditions[0].is_default
-
-
-def measure_cells(ctx: ScenarioContext, cells: list[Any], expand: Any, sc: Any,
-                  seed: int | None = None) -> tuple[dict[Any, Any], list[list[str]]]:
+def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expand: Expander,
+                  sc: ScenarioConfig, seed: int | None = None
+                  ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench)."""
-    from patchbench.measure import bench
-
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
                          seed=ctx.seed if seed is None else seed, workdir=ctx.workdir)
@@ -111,30 +59,21 @@ def plan_deadline(sc: CommandConfig) -> list[str]:
     return lines
 
 
-def with_deadline(ctx: ScenarioContext, launcher: Path, cell: Cell, inv: Invocation,
+def with_deadline(ctx: ScenarioContext[ScenarioConfig], launcher: Path, cell: Cell, inv: Invocation,
                   launcher_flags: list[str]) -> Invocation:
     """``inv`` with its command run by the launcher under a per-run deadline (the scenario's
     ``timeout``); ``launcher_flags`` go before the deadline's (``-k K``, ``-o FILE``)."""
-    from dataclasses import replace
-
     deadline = ctx.scenario.timeout
     argv = [str(launcher), *launcher_flags, *deadline_flags(ctx, cell, deadline), "--",
             *inv.command]
     return replace(inv, command=argv, deadline=deadline)
 
 
-def measure_conditions(ctx: ScenarioContext, cells: list[Cell], expand: Expander
+def measure_conditions(ctx: ScenarioContext[CommandConfig], cells: list[Cell], expand: Expander
                        ) -> tuple[dict[Cell, Samples], list[list[str]], list[AppliedCondition]]:
     """Measure ``cells`` under each of the scenario's conditions in turn, every condition its
     own interleaved set (cells named by a ``condition`` parameter unless only the default
     runs); return the samples, the order and what each condition applied."""
-    from dataclasses import replace
-
-    from patchbench import results
-    from patchbench.measure import conditions
-    from patchbench.measure.bench import Cell
-    from patchbench.util import progress
-
     sc = ctx.scenario
     if not sc.conditioned:
         samples, order = measure_cells(ctx, cells, expand, sc)
@@ -159,12 +98,10 @@ def measure_conditions(ctx: ScenarioContext, cells: list[Cell], expand: Expander
     return all_samples, all_order, applied_list
 
 
-def timed_results(ctx: ScenarioContext, cells: list[Cell], samples: dict[Cell, Samples],
+def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], samples: dict[Cell, Samples],
                   ) -> tuple[list[CellResult], list[Verdict], str | None, list[str]]:
     """Cell results with their hangs, each candidate cell against the baseline cell with the
     same parameters, the hang evidence summary's name, and the warnings."""
-    from patchbench.measure.bench import Cell
-
     sc = ctx.scenario
     summary: list[str] = []
     cell_results = [cell_result(c, samples[c], ctx.seed,
@@ -182,20 +119,14 @@ class CommandKind:
     name = "command"
     config: ClassVar[type[ScenarioConfig]] = CommandConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.measure.bench import Cell
-
+    def plan(self, ctx: ScenarioContext[CommandConfig]) -> list[str]:
         sc: CommandConfig = ctx.scenario
         lines = []
         for b in ctx.built:
             lines += plan_invocation(ctx, Cell(b.variant.name), sc.verify or None)
         return lines + plan_deadline(sc)
 
-    def run(self, ctx: ScenarioContext) -> tuple[CommandResult, list[str]]:
-        from patchbench import results
-        from patchbench.measure import launcher
-        from patchbench.measure.bench import Cell
-
+    def run(self, ctx: ScenarioContext[CommandConfig]) -> tuple[CommandResult, list[str]]:
         sc: CommandConfig = ctx.scenario
         exe = launcher.build(ctx.layout)
         plain = [Cell(b.variant.name) for b in ctx.built]
@@ -234,4 +165,4 @@ class CommandKind:
         return None
 
 
-KIND = CommandKind()
+KIND: ScenarioKind[CommandConfig, CommandResult] = CommandKind()

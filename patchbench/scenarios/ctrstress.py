@@ -36,15 +36,21 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import Field, model_validator
-
+from patchbench import results
+from patchbench.config.scenarios import CtrStressConfig, ScenarioConfig
+from patchbench.errors import PatchbenchError
+from patchbench.measure import bench
+from patchbench.measure.bench import Cell
+from patchbench.measure.oci_image import OciImage, image_name
 from patchbench.report.blocks import Across, Block, Table, table, text
+from patchbench.results import CtrStressCensus, CtrStressResult, CtrStressRound
+from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
-    ScenarioConfig,
     ScenarioContext,
+    ScenarioKind,
     containerd_runtime,
     evidence_summary,
     header,
@@ -52,14 +58,9 @@ from patchbench.scenarios.base import (
     wait_or_capture,
 )
 from patchbench.scenarios.views import images_line, round_evidence
+from patchbench.util import command, progress
+from patchbench.util.command import Background
 
-if TYPE_CHECKING:
-    from patchbench.measure.oci_image import OciImage
-    from patchbench.results import CtrStressCensus, CtrStressResult, CtrStressRound
-    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
-    from patchbench.util.command import Background
-
-Action = Literal["kill", "delete", "restart"]
 # the leftover kinds a census counts ("mounts" counts all of them, idmapped or not)
 LEFTOVER_KINDS = ("mounts", "snapshots", "snapshot_dirs", "shims", "tasks", "containers")
 # what the gate compares one by one: the idmapped mounts apart from the others, so that a
@@ -67,49 +68,6 @@ LEFTOVER_KINDS = ("mounts", "snapshots", "snapshot_dirs", "shims", "tasks", "con
 GATE_KINDS = ("idmapped_mounts", "other_mounts", "snapshots", "snapshot_dirs", "shims", "tasks",
               "containers")
 SNAPSHOT_DIR = Path("io.containerd.snapshotter.v1.overlayfs") / "snapshots"
-
-
-class CtrStressConfig(ScenarioConfig):
-    """``rounds`` rounds, each running every variant once; ``runs`` is not used (keep it equal
-    to ``rounds``)."""
-
-    kind: Literal["ctrstress"] = Field(default="ctrstress", description="`ctrstress`.")
-    warmup: int = Field(default=3, ge=0, description="Not used by this kind.")
-    runs: int = Field(default=30, ge=1, description=(
-        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
-    rounds: int = Field(default=5, ge=1, description=(
-        "Rounds; each runs every variant once, in a seeded random order."))
-    layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
-        "Layer counts of the images; each round draws one."))
-    k: int = Field(default=8, ge=1, le=256, description="Containers started at once per round.")
-    actions: list[Action] = Field(min_length=1, description=(
-        "What a round does mid-start, drawn once per round for every variant: `kill` "
-        "(`ctr task kill`), `delete` (`ctr container delete`, then `ctr task delete --force`) "
-        "or `restart` (the variant's daemon)."))
-    delay: tuple[float, float] = Field(default=(0.0, 1.0), description=(
-        "[low, high] seconds: the seeded random delay before the action."))
-    args: list[str] = Field(default_factory=lambda: ["true"], min_length=1, description=(
-        "The container's command."))
-    settle: float = Field(default=5.0, ge=0, description=(
-        "Seconds to wait for the shims to go before counting leftovers."))
-
-    @model_validator(mode="after")
-    def _shape(self) -> CtrStressConfig:
-        if self.delay[0] < 0 or self.delay[1] < self.delay[0]:
-            raise ValueError("'delay' must be [low, high] seconds with 0 <= low <= high")
-        if len(set(self.actions)) != len(self.actions):
-            raise ValueError(f"'actions' lists an action twice: {self.actions}")
-        if len(set(self.layers)) != len(self.layers):
-            raise ValueError(f"'layers' lists a layer count twice: {self.layers}")
-        return self
-
-    def shown_command(self) -> str:
-        return ("ctr run --rm --null-io --snapshotter overlayfs --uidmap 0:100000:65536 "
-                "--gidmap 0:100000:65536 --remap-labels IMAGE(L) ID " + shlex.join(self.args)
-                + f", {self.k} at once, then {'/'.join(self.actions)} mid-start")
-
-    def plan_detail(self) -> str:
-        return f", L = {self.layers}, k = {self.k}, actions {self.actions}"
 
 
 @dataclass(frozen=True)
@@ -201,8 +159,6 @@ class Census:
         return [k for k in LEFTOVER_KINDS if c[k]]
 
     def record(self) -> CtrStressCensus:
-        from patchbench import results
-
         return results.CtrStressCensus(**self.counts(), errors=self.errors)
 
 
@@ -219,8 +175,6 @@ def census(d: ContainerdDaemon, dirs_before: int = 0) -> Census:
     """Count what the variant's daemon has left (the daemon must be up); unlisted snapshot
     directories count beyond the ``dirs_before`` there were when the round began (the snapshotter
     removes them itself, so they are never removed here and would otherwise count again)."""
-    from patchbench.errors import PatchbenchError
-
     out = Census()
     for point, idm in run_mounts(d.paths.base.resolve(), d.mountinfo.read_text()):
         out.mounts.append(point)
@@ -242,8 +196,6 @@ def clean(d: ContainerdDaemon) -> list[str]:
     """Remove what a census counts: tasks, containers and active snapshots of the namespace
     (through the daemon), then mounts of the run and shims still running (unlisted snapshot
     directories are the snapshotter's own to delete). Returns what was removed or failed."""
-    from patchbench.errors import PatchbenchError
-
     removed: list[str] = []
     try:
         removed += d.cleanup_state()
@@ -284,8 +236,6 @@ def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], time
     ``delete`` chase every container: one attempt per container at once, repeated every
     ``pause`` seconds until it takes effect or the container's client has exited (a container is
     killable only once its task exists). ``restart`` stops the daemon and starts it again."""
-    from patchbench.util import command
-
     if action == "restart":
         d.stop()
         d.start()
@@ -319,8 +269,6 @@ def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], time
 def settle(d: ContainerdDaemon, seconds: float, dirs_before: int) -> float:
     """Wait until no shim of the daemon runs and the snapshotter has deleted the directories of
     removed snapshots (at most ``seconds``); return the time waited."""
-    from patchbench.errors import PatchbenchError
-
     t0 = time.monotonic()
     while time.monotonic() - t0 < seconds:
         try:
@@ -332,11 +280,8 @@ def settle(d: ContainerdDaemon, seconds: float, dirs_before: int) -> float:
     return time.monotonic() - t0
 
 
-def run_round(ctx: ScenarioContext, variant: str, d: ContainerdDaemon, image: OciImage,
+def run_round(ctx: ScenarioContext[CtrStressConfig], variant: str, d: ContainerdDaemon, image: OciImage,
               draw: Draw, log: Path) -> CtrStressRound:
-    from patchbench import results
-    from patchbench.util import command
-
     sc: CtrStressConfig = ctx.scenario
     ids = [f"{d.namespace}-r{draw.round}-{i}" for i in range(sc.k)]
     launched = time.monotonic()
@@ -389,9 +334,6 @@ def _detail(c: Census, limit: int = 20) -> list[str]:
 
 def _fresh(d: ContainerdDaemon, image: OciImage, cid: str, timeout: float, log: Path
            ) -> tuple[bool, str]:
-    from patchbench.errors import PatchbenchError
-    from patchbench.util import command
-
     try:
         res = command.run(d.run_argv(image, cid, ["true"]), env=d.env(), timeout=timeout,
                           check=False, log=log)
@@ -450,7 +392,7 @@ def gate_failures(name: str, per_variant: dict[str, dict[str, int]]) -> list[str
     return out
 
 
-def _runtime(ctx: ScenarioContext) -> ContainerdRuntime:
+def _runtime(ctx: ScenarioContext[CtrStressConfig]) -> ContainerdRuntime:
     return containerd_runtime(ctx, "ctrstress")
 
 
@@ -458,9 +400,7 @@ class CtrStressKind:
     name = "ctrstress"
     config: ClassVar[type[ScenarioConfig]] = CtrStressConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.measure.oci_image import image_name
-
+    def plan(self, ctx: ScenarioContext[CtrStressConfig]) -> list[str]:
         sc: CtrStressConfig = ctx.scenario
         rt = _runtime(ctx)
         lines = []
@@ -478,12 +418,7 @@ class CtrStressKind:
                      f"{list(sc.delay)} s; then leftovers counted and removed, a fresh start")
         return lines
 
-    def run(self, ctx: ScenarioContext) -> tuple[CtrStressResult, list[str]]:
-        from patchbench import results
-        from patchbench.measure import bench
-        from patchbench.measure.bench import Cell
-        from patchbench.util import progress
-
+    def run(self, ctx: ScenarioContext[CtrStressConfig]) -> tuple[CtrStressResult, list[str]]:
         sc: CtrStressConfig = ctx.scenario
         rt = _runtime(ctx)
         images = {n: rt.image(n) for n in sc.layers}
@@ -634,4 +569,4 @@ class CtrStressKind:
         return None
 
 
-KIND = CtrStressKind()
+KIND: ScenarioKind[CtrStressConfig, CtrStressResult] = CtrStressKind()

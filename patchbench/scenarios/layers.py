@@ -23,22 +23,29 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import Field
-
+from patchbench import results
+from patchbench.config.scenarios import LayersConfig, ScenarioConfig
+from patchbench.errors import PatchbenchError
+from patchbench.measure import bench, launcher, mounttrace
+from patchbench.measure.bench import Cell, Invocation
+from patchbench.measure.oci_image import OciImage, image_name
 from patchbench.report import blocks as rb
 from patchbench.report import charts
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.report.numbers import fmt_ratio, fmt_time
+from patchbench.results import Check, LayersResult, MountTable
+from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 from patchbench.scenarios import burst
 from patchbench.scenarios.base import (
-    ScenarioConfig,
     ScenarioContext,
+    ScenarioKind,
     containerd_runtime,
     hang_gate,
     header,
 )
+from patchbench.scenarios.burst import _instances
 from patchbench.scenarios.command import timed_results, with_deadline
 from patchbench.scenarios.views import (
     images_line,
@@ -49,12 +56,7 @@ from patchbench.scenarios.views import (
     verify_blocks,
     verify_page,
 )
-
-if TYPE_CHECKING:
-    from patchbench.measure.bench import Cell, Invocation
-    from patchbench.measure.oci_image import OciImage
-    from patchbench.results import Check, LayersResult, MountTable
-    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
+from patchbench.util import command, progress
 
 SYSCALLS = ("open_tree", "mount_setattr", "move_mount", "mount", "umount2")
 # the seed: 100 containers x 2 x (1 + 50 + 50) mount operations for 50-layer images
@@ -62,33 +64,11 @@ SEED_FORMULA = ("2 × (1 + L + L) mount operations per container (100 × 2 × (1
                 "20,200 for 100 containers of 50 layers)")
 
 
-class LayersConfig(ScenarioConfig):
-    """containerd: image layers × concurrency, with exact mount-syscall counts."""
-
-    kind: Literal["layers"] = Field(default="layers", description="`layers`.")
-    layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
-        "Layer counts L of the generated images; each is its own set of cells."))
-    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description=(
-        "Containers started at once (`ctr run --rm`), per L."))
-    args: list[str] = Field(default_factory=lambda: ["true"], min_length=1, description=(
-        "The container's command."))
-    count_mounts: bool = Field(default=True, description=(
-        "Count the mount syscalls of one start per (variant, L) with bpftrace."))
-
-    def shown_command(self) -> str:
-        return ("ctr run --rm --null-io --snapshotter overlayfs --uidmap 0:100000:65536 "
-                "--gidmap 0:100000:65536 --remap-labels IMAGE(L) ID " + shlex.join(self.args)
-                + ", k at once")
-
-    def plan_detail(self) -> str:
-        return f", L = {self.layers}, k = {self.k}"
-
-
-def _runtime(ctx: ScenarioContext) -> ContainerdRuntime:
+def _runtime(ctx: ScenarioContext[LayersConfig]) -> ContainerdRuntime:
     return containerd_runtime(ctx, "layers")
 
 
-def _lat_file(ctx: ScenarioContext, cell: Cell) -> Path:
+def _lat_file(ctx: ScenarioContext[LayersConfig], cell: Cell) -> Path:
     return (ctx.workdir / f"{ctx.scenario.name}-latencies"
             / f"{cell.variant}-L{cell.param('L')}-k{cell.param('k')}.jsonl")
 
@@ -108,9 +88,7 @@ class LayersKind:
     name = "layers"
     config: ClassVar[type[ScenarioConfig]] = LayersConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.measure.oci_image import image_name
-
+    def plan(self, ctx: ScenarioContext[LayersConfig]) -> list[str]:
         sc: LayersConfig = ctx.scenario
         rt = _runtime(ctx)
         lines = []
@@ -127,12 +105,7 @@ class LayersKind:
             lines.append("  mount syscalls: one traced start per (variant, L) with bpftrace")
         return lines
 
-    def run(self, ctx: ScenarioContext) -> tuple[LayersResult, list[str]]:
-        from patchbench import results
-        from patchbench.measure import bench, launcher, mounttrace
-        from patchbench.measure.bench import Cell, Invocation
-        from patchbench.util import progress
-
+    def run(self, ctx: ScenarioContext[LayersConfig]) -> tuple[LayersResult, list[str]]:
         sc: LayersConfig = ctx.scenario
         rt = _runtime(ctx)
         variants = [b.variant.name for b in ctx.built]
@@ -206,8 +179,6 @@ class LayersKind:
             sampler.stop()
         cell_results, comparisons, ev_summary, timed_warnings = timed_results(ctx, cells, samples)
         warnings += timed_warnings
-        from patchbench.scenarios.burst import _instances
-
         for c, res in zip(cells, cell_results, strict=True):
             res.instances = _instances(_lat_file(ctx, c))
         verify = {v: _verify(d, images[max(sc.layers)], sc.timeout) for v, d in daemons.items()}
@@ -319,10 +290,6 @@ class LayersKind:
 def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
     """Inside: every layer's file is there and root-owned files show uid 0. Outside: the
     container's process runs as the mapped uid (100000)."""
-    from patchbench import results
-    from patchbench.errors import PatchbenchError
-    from patchbench.util import command
-
     files = ["/bin/busybox", *image.layer_files()]
     inner = ["sh", "-c", 'stat -c %u "$@"; ls /layers | wc -l', "sh", *files]
     argv = d.run_argv(image, f"{d.namespace}-verify", inner, null_io=False)
@@ -343,7 +310,6 @@ def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
 
 
 def _host_uid(d: ContainerdDaemon, image: OciImage, timeout: float) -> int | None:
-    from patchbench.util import command
 
     cid = f"{d.namespace}-hostuid"
     command.run(d.run_argv(image, cid, ["sleep", "30"], detach=True), env=d.env(),
@@ -366,4 +332,4 @@ def _host_uid(d: ContainerdDaemon, image: OciImage, timeout: float) -> int | Non
         d.ctr("containers", "delete", cid, check=False)
 
 
-KIND = LayersKind()
+KIND: ScenarioKind[LayersConfig, LayersResult] = LayersKind()

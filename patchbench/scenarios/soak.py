@@ -35,11 +35,17 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import Field, model_validator
-
-from patchbench.measure.conditions import DEFAULT, Condition
+from patchbench import results
+from patchbench.analysis import stats
+from patchbench.build import Built
+from patchbench.config.scenarios import ScenarioConfig, SoakConfig
+from patchbench.errors import BenchmarkError
+from patchbench.measure import bench, conditions, hangs, launcher
+from patchbench.measure.bench import Cell
+from patchbench.measure.conditions import Applied, Condition
+from patchbench.measure.hangs import HANG_EXIT_CODE
 from patchbench.report.blocks import (
     Across,
     Block,
@@ -53,65 +59,18 @@ from patchbench.report.blocks import (
     text,
 )
 from patchbench.report.numbers import fmt_p, fmt_time
+from patchbench.results import SoakResult
 from patchbench.scenarios.base import (
-    ScenarioConfig,
     ScenarioContext,
+    ScenarioKind,
     evidence_summary,
     header,
     report_evidence,
 )
 from patchbench.scenarios.views import account, links, lost_sigchld
-
-if TYPE_CHECKING:
-    from patchbench.build import Built
-    from patchbench.measure.conditions import Applied
-    from patchbench.results import SoakResult
+from patchbench.util import command, progress
 
 HANG_ALPHA = 0.05  # the one-sided Fisher level for "fails more often than the baseline"
-
-
-class SoakConfig(ScenarioConfig):
-    """Thousands of short runs per variant and condition, each with its own deadline; hangs
-    (with evidence), failures, leftovers and escaped processes are counted."""
-
-    kind: Literal["soak"] = Field(default="soak", description="`soak`.")
-    command: list[str] = Field(min_length=1, description=(
-        "The command run again and again (argv, placeholders filled)."))
-    warmup: int = Field(default=0, ge=0, le=0, description=(
-        "Always 0: nothing to warm, the timing is incidental."))
-    rounds: int = Field(default=1, description="Unused: a soak interleaves in blocks.")
-    timeout: float = Field(default=5.0, gt=0, description=(
-        "Each run's deadline in seconds; a run past it is a hang, its evidence saved."))
-    block: int = Field(default=20, ge=1, description=(
-        "Runs of one variant in a row; `runs` must be a multiple of it."))
-    budget_s: float | None = Field(default=None, gt=0, description=(
-        "Wall time per condition (all variants), seconds; the soak stops at `runs` or here."))
-    list_cmd: list[str] | None = Field(default=None, alias="list", description=(
-        "Without a runtime: a command listing leftovers, one per line; lines holding the "
-        "run's `{id}` prefix count."))
-    conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1,
-                                        description=(
-        "Machine states, each its own set of blocks; names must be unique."))
-    escapes: bool = Field(default=True, description=(
-        "Count and kill processes that outlive their run; `false` for commands whose children "
-        "are meant to live on (`runc exec -d`)."))
-
-    @model_validator(mode="after")
-    def _blocks(self) -> SoakConfig:
-        if self.runs % self.block:
-            raise ValueError(f"runs ({self.runs}) must be a multiple of block ({self.block})")
-        names = [c.name for c in self.conditions]
-        if len(set(names)) != len(names):
-            raise ValueError("condition names must be unique")
-        return self
-
-    def shown_command(self) -> str:
-        return shlex.join(self.command)
-
-    def plan_detail(self) -> str:
-        budget = f", at most {self.budget_s:g} s per condition" if self.budget_s else ""
-        return (f"; soak: blocks of {self.block}, deadline {self.timeout:g} s per run{budget}, "
-                f"conditions {', '.join(c.name for c in self.conditions)}")
 
 
 @dataclass
@@ -125,14 +84,9 @@ class _Tally:
     evidence: list[Path] = field(default_factory=list)
 
 
-def _block(ctx: ScenarioContext, exe: Path, b: Built, cond: Condition, applied: Applied,
+def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Condition, applied: Applied,
            block_no: int, log: Path, tally: _Tally) -> None:
     """One block of ``sc.block`` runs of one variant."""
-    from patchbench.errors import BenchmarkError
-    from patchbench.measure import bench
-    from patchbench.measure.bench import Cell
-    from patchbench.util import command
-
     sc: SoakConfig = ctx.scenario
     where = f"scenario {sc.name}"
     values = {**ctx.values(b, Cell(b.variant.name)), "block": str(block_no), "rep": "{rep}",
@@ -162,8 +116,6 @@ def _block(ctx: ScenarioContext, exe: Path, b: Built, cond: Condition, applied: 
     if len(lines) != sc.block:
         raise BenchmarkError(f"{where} {variant} block {block_no}: the launcher recorded "
                              f"{len(lines)} of {sc.block} runs", detail=f"(log: {log})")
-    from patchbench.measure.hangs import HANG_EXIT_CODE
-
     for line in lines:
         r = json.loads(line)
         tally.times.append(float(r["latencies"][0]))
@@ -192,10 +144,7 @@ class SoakKind:
     name = "soak"
     config: ClassVar[type[ScenarioConfig]] = SoakConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.measure import bench
-        from patchbench.measure.bench import Cell
-
+    def plan(self, ctx: ScenarioContext[SoakConfig]) -> list[str]:
         sc: SoakConfig = ctx.scenario
         lines = []
         for cond in sc.conditions:
@@ -212,13 +161,7 @@ class SoakKind:
                           for a in sc.teardown]
         return lines
 
-    def run(self, ctx: ScenarioContext) -> tuple[SoakResult, list[str]]:
-        from patchbench import results
-        from patchbench.analysis import stats
-        from patchbench.measure import bench, conditions, hangs, launcher
-        from patchbench.measure.bench import Cell
-        from patchbench.util import progress
-
+    def run(self, ctx: ScenarioContext[SoakConfig]) -> tuple[SoakResult, list[str]]:
         sc: SoakConfig = ctx.scenario
         exe = launcher.build(ctx.layout)
         log = ctx.workdir / f"{sc.name}.soak.log"
@@ -391,4 +334,4 @@ class SoakKind:
         return None
 
 
-KIND = SoakKind()
+KIND: ScenarioKind[SoakConfig, SoakResult] = SoakKind()

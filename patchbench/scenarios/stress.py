@@ -31,102 +31,40 @@ from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import Field, model_validator
-
+from patchbench import results
+from patchbench.analysis import stats
+from patchbench.build import Built
+from patchbench.config.scenarios import ScenarioConfig, StressConfig
+from patchbench.errors import BenchmarkError, CommandError
+from patchbench.measure import bench
+from patchbench.measure.bench import Cell
 from patchbench.report import charts
 from patchbench.report.blocks import Across, Block, Chart, Heading, Table, table, text
 from patchbench.report.numbers import fmt_time
+from patchbench.results import StressResult, StressRound
 from patchbench.scenarios import stress_signals
 from patchbench.scenarios.base import (
-    ScenarioConfig,
     ScenarioContext,
+    ScenarioKind,
     evidence_summary,
     header,
     report_evidence,
     wait_or_capture,
 )
-from patchbench.scenarios.stress_signals import SignalCheck
 from patchbench.scenarios.views import round_evidence
-
-if TYPE_CHECKING:
-    from patchbench.build import Built
-    from patchbench.results import StressResult, StressRound
+from patchbench.util import command, progress
+from patchbench.util.command import Background
 
 SIGNALS = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT}
 _SIGNUMS = {int(x) for x in signal.Signals}
-Argv = Annotated[list[str], Field(min_length=1)]
 OUT_DIR = "stress-out"  # per instance output files (readiness, recorded signals), in the run folder
 
 
 def host_name(instance_id: str, rnd: int | str) -> str:
     """The exec mode's host container of a round: ``{id}-h{round}``."""
     return f"{instance_id}-h{rnd}"
-
-
-class StressConfig(ScenarioConfig):
-    """Each round launches `instances` copies of `launch`, waits a random delay, applies one of
-    `actions` to all of them, then checks with `list` and `fresh`."""
-
-    kind: Literal["stress"] = Field(default="stress", description="`stress`.")
-    warmup: int = Field(default=3, ge=0, description="Not used by this kind.")
-    runs: int = Field(default=30, ge=1, description=(
-        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
-    rounds: int = Field(default=5, ge=1, description=(
-        "Rounds; each runs every variant once, in a seeded random order."))
-    instances: int = Field(default=8, ge=1, description="Instances launched at once per round.")
-    delay: tuple[float, float] = Field(default=(0.0, 1.2), description=(
-        "[low, high] seconds: the seeded random delay before the action, drawn once per round "
-        "for every variant."))
-    actions: list[Literal["delete", "stop", "sigterm", "sigint", "none"]] = Field(
-        min_length=1, description=(
-            "What a round does to its instances: a command from `kill` per instance "
-            "(`delete`, `stop`), a signal to the launched process (`sigterm`, `sigint`), or "
-            "nothing (`none`)."))
-    launch: list[str] = Field(min_length=1, description=(
-        "The launched command (`{i}` is the instance, `{round}` the round)."))
-    kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict, description=(
-        "The command per instance for the `delete` and `stop` actions."))
-    list_cmd: list[str] = Field(min_length=1, alias="list", description=(
-        "Lists what is left after the action; it must answer within the timeout."))
-    fresh: list[str] = Field(min_length=1, description=(
-        "A fresh instance that must run after every round."))
-    exit_labels: dict[int, str] = Field(default_factory=dict, description=(
-        "Names for exit codes of the launched command, shown in the report."))
-    mode: Literal["run", "exec"] = Field(default="run", description=(
-        "`exec`: every round first starts a host container (`host`, named `{host}`) into which "
-        "the instances are launched."))
-    host: list[Argv] = Field(default_factory=list, description=(
-        "mode `exec`: commands that start the round's host container `{host}`."))
-    host_teardown: list[Argv] = Field(default_factory=list, description=(
-        "mode `exec`: commands that remove the host container, on every path."))
-    signals: SignalCheck | None = Field(default=None, description=(
-        "The signal check: signals sent once each instance is ready; only with "
-        "`actions: [none]`."))
-
-    @model_validator(mode="after")
-    def _shape(self) -> StressConfig:
-        missing = [a for a in self.actions if a in ("delete", "stop") and a not in self.kill]
-        if missing:
-            raise ValueError(f"actions {missing} need a command under 'kill'")
-        if self.delay[0] < 0 or self.delay[1] < self.delay[0]:
-            raise ValueError("'delay' must be [low, high] seconds with 0 <= low <= high")
-        if self.mode == "exec" and not (self.host and self.host_teardown):
-            raise ValueError("mode 'exec' needs 'host' (start the round's host container, "
-                             "{host}) and 'host_teardown' (remove it)")
-        if self.mode == "run" and (self.host or self.host_teardown):
-            raise ValueError("'host' and 'host_teardown' are for mode 'exec' only")
-        if self.signals is not None and self.actions != ["none"]:
-            raise ValueError("'signals' needs actions: [none] (an instance that is killed "
-                             "cannot report the signals it got)")
-        return self
-
-    def shown_command(self) -> str:
-        return shlex.join(self.launch)
-
-    def plan_detail(self) -> str:
-        return f", {self.instances} instances x actions {self.actions}"
 
 
 def classify(action: str, code: int | None, labels: dict[int, str] | None = None) -> str:
@@ -149,16 +87,11 @@ def classify(action: str, code: int | None, labels: dict[int, str] | None = None
     return f"exit {code}"
 
 
-def run_round(ctx: ScenarioContext, b: Built, rnd: int, draw: tuple[str, float], log: Path,
+def run_round(ctx: ScenarioContext[StressConfig], b: Built, rnd: int, draw: tuple[str, float], log: Path,
               seen: set[str] | None = None) -> StressRound:
     """One round for one build, with the round's (action, delay), which every build shares.
     ``seen`` holds leftovers already reported (where nothing could clean them up), so that each
     is counted once."""
-    from patchbench.errors import BenchmarkError
-    from patchbench.measure import bench
-    from patchbench.measure.bench import Cell
-    from patchbench.util import command
-
     sc: StressConfig = ctx.scenario
     values = {**ctx.values(b, Cell(b.variant.name)), "round": str(rnd)}
     if sc.mode == "exec":
@@ -191,16 +124,12 @@ def without_host(leftovers: list[str], host: str) -> list[str]:
 
 
 def _exec_round(
-    ctx: ScenarioContext, b: Built, rnd: int, values: dict[str, str], where: str, action: str,
+    ctx: ScenarioContext[StressConfig], b: Built, rnd: int, values: dict[str, str], where: str, action: str,
     delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
 ) -> StressRound:
     """A round of mode exec: start the host, run the round into it (the host is not a
     leftover), and always tear the host down; a host still there after its teardown is removed
     with the runtime's cleanup, and counted as a leftover if even that fails."""
-    from patchbench.errors import BenchmarkError, CommandError
-    from patchbench.measure import bench
-    from patchbench.util import command
-
     sc: StressConfig = ctx.scenario
     host = values["host"]
     name = b.variant.name
@@ -226,13 +155,9 @@ def _exec_round(
     return one
 
 
-def _host_left(ctx: ScenarioContext, b: Built, values: dict[str, str], where: str, host: str,
+def _host_left(ctx: ScenarioContext[StressConfig], b: Built, values: dict[str, str], where: str, host: str,
                ) -> list[str]:
     """What remains of the host container after its teardown."""
-    from patchbench.errors import CommandError
-    from patchbench.measure import bench
-    from patchbench.util import command
-
     sc: StressConfig = ctx.scenario
     if ctx.runtime is not None:
         found = ctx.runtime.leftovers(b.variant.name, b.bin)
@@ -246,15 +171,10 @@ def _host_left(ctx: ScenarioContext, b: Built, values: dict[str, str], where: st
 
 
 def _round(
-    ctx: ScenarioContext, b: Built, rnd: int, values: dict[str, str], where: str, action: str,
+    ctx: ScenarioContext[StressConfig], b: Built, rnd: int, values: dict[str, str], where: str, action: str,
     delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
     host: str | None = None,
 ) -> StressRound:
-    from patchbench import results
-    from patchbench.errors import CommandError
-    from patchbench.measure import bench
-    from patchbench.util import command
-    from patchbench.util.command import Background
 
     sc: StressConfig = ctx.scenario
     check = sc.signals
@@ -340,7 +260,7 @@ def _round(
         signals=signals, not_ready=sum(not x for x in signalled), evidence=evidence)
 
 
-def evidence_dir_of(ctx: ScenarioContext, b: Built) -> Path:
+def evidence_dir_of(ctx: ScenarioContext[StressConfig], b: Built) -> Path:
     """Where the evidence of a variant's hung instances is saved (before they are killed)."""
     return ctx.workdir / f"{ctx.scenario.name}-evidence" / b.variant.name
 
@@ -349,10 +269,7 @@ class StressKind:
     name = "stress"
     config: ClassVar[type[ScenarioConfig]] = StressConfig
 
-    def plan(self, ctx: ScenarioContext) -> list[str]:
-        from patchbench.measure import bench
-        from patchbench.measure.bench import Cell
-
+    def plan(self, ctx: ScenarioContext[StressConfig]) -> list[str]:
         sc: StressConfig = ctx.scenario
         lines = []
         for b in ctx.built:
@@ -375,13 +292,7 @@ class StressKind:
                                 if sc.signals.not_forwarded else ""))
         return lines
 
-    def run(self, ctx: ScenarioContext) -> tuple[StressResult, list[str]]:
-        from patchbench import results
-        from patchbench.analysis import stats
-        from patchbench.measure import bench
-        from patchbench.measure.bench import Cell
-        from patchbench.util import progress
-
+    def run(self, ctx: ScenarioContext[StressConfig]) -> tuple[StressResult, list[str]]:
         sc: StressConfig = ctx.scenario
         rng = random.Random(ctx.seed)
         order = bench.schedule([Cell(b.variant.name) for b in ctx.built], sc.rounds, ctx.seed)
@@ -524,4 +435,4 @@ def signal_rows(sc: StressResult) -> list[list[str]]:
     return rows
 
 
-KIND = StressKind()
+KIND: ScenarioKind[StressConfig, StressResult] = StressKind()

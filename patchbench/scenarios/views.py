@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from patchbench.report import charts
 from patchbench.report.blocks import (
@@ -22,9 +22,7 @@ from patchbench.report.blocks import (
     text,
 )
 from patchbench.report.numbers import fmt_p, fmt_ratio, fmt_time
-
-if TYPE_CHECKING:
-    from patchbench.results import Cell, Check, PhaseCell, Verdict
+from patchbench.results import Cell, Check, PhaseCell, Verdict
 
 
 def links(names: list[str], limit: int | None = None) -> list[Inline]:

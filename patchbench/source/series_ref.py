@@ -36,19 +36,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from patchbench.errors import CommandError, ConfigError, PatchError, SourceError
 from patchbench.source import patchform
 from patchbench.source.cache import Checkout, locked
 from patchbench.util import command
 from patchbench.util.git import run_git
-
-if TYPE_CHECKING:
-    from patchbench.config import Project
 
 KEYWORD = "upstream"
 UPSTREAM_REF_PREFIX = "refs/patchbench/upstream/"
@@ -132,10 +129,21 @@ def refs_in(series_file: Path) -> list[UpstreamRef]:
     return out
 
 
-def series_of_target(project: Project, target: str) -> list[str]:
+class SeriesUse(Protocol):
+    """What this module reads of a comparison (patchbench.config.Comparison, which sits above)."""
+
+    @property
+    def target(self) -> str: ...
+    @property
+    def baseline(self) -> Sequence[str]: ...
+    @property
+    def candidates(self) -> Mapping[str, Sequence[str]]: ...
+
+
+def series_of_target(comparisons: Iterable[SeriesUse], target: str) -> list[str]:
     """The series that the comparisons of ``target`` use, sorted."""
-    names = set()
-    for comp in project.matrix.comparisons.values():
+    names: set[str] = set()
+    for comp in comparisons:
         if comp.target == target:
             names.update(comp.baseline)
             for series in comp.candidates.values():

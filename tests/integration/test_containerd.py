@@ -22,13 +22,14 @@ from pathlib import Path
 import pytest
 
 from patchbench import build, pipeline
+from patchbench.config.scenarios import CtrStressConfig, LayersConfig
 from patchbench.errors import RequirementError
 from patchbench.measure import mounttrace, oci_image
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes import runc
 from patchbench.runtimes.containerd import ContainerdRuntime, mountsys
 from patchbench.scenarios import ScenarioContext, ctrstress
-from patchbench.scenarios.layers import KIND, LayersConfig
+from patchbench.scenarios.layers import KIND
 from patchbench.util import command
 from patchbench.util.layout import Layout
 from patchbench.util.workspace import Workspace
@@ -248,7 +249,7 @@ def test_ctrstress_kind_on_real_containerd(tmp_path: Path, built_containerd: bui
     rt.check(None, None, None)
     workdir = layout.new_run("mount-mayhem-stress")
     rt.prepare(workdir, None, None, dry_run=False)
-    sc = ctrstress.CtrStressConfig(name="kill-restart", layers=[4], k=2,
+    sc = CtrStressConfig(name="kill-restart", layers=[4], k=2,
                                    actions=["kill", "delete", "restart"], args=["sleep", "2"],
                                    delay=(0.5, 1.0), runs=3, rounds=3, warmup=0, timeout=60)
     ctx = ScenarioContext(scenario=sc, built=built, runtime=rt, workdir=workdir, seed=11,

@@ -19,13 +19,14 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from patchbench import build, results, scenarios
+from patchbench.config.scenarios import AnyScenario, CtrStressConfig
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.gate import failures
 from patchbench.report import markdown
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes.containerd import ContainerdRuntime
 from patchbench.scenarios import ctrstress
-from patchbench.scenarios.ctrstress import KIND, CtrStressConfig
+from patchbench.scenarios.ctrstress import KIND
 from patchbench.util.layout import Layout
 
 VARIANTS = ("baseline", "idmap-once-per-overlay")
@@ -38,7 +39,7 @@ def config(**kw: Any) -> CtrStressConfig:
 
 
 def test_config_and_registry() -> None:
-    sc = TypeAdapter(scenarios.AnyScenario).validate_python(
+    sc = TypeAdapter(AnyScenario).validate_python(
         {"kind": "ctrstress", "name": "s", "layers": [16], "actions": ["restart"], "runs": 2,
          "rounds": 2})
     assert isinstance(sc, CtrStressConfig)

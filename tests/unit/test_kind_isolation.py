@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import typing
 from pathlib import Path
 
-from pydantic import BaseModel
+import pytest
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from patchbench import results, scenarios
+from patchbench.config.scenarios import CONFIGS, AnyScenario, ScenarioConfig
 from tests.support import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "patchbench"
@@ -28,6 +31,11 @@ ALLOWED_FILES = {
     "patchbench/bisect/record.py": "bisect records command and soak results",
     "patchbench/bisect/render.py": "bisect renders command and soak results",
 }
+# Every kind's config model lives in the config package (below the builds and runtimes a kind
+# uses, which read the config): there a kind's name may appear only as the value of a model's
+# ``kind`` field (its ``Literal[...]`` and default), which is what the union discriminates on.
+# Any other mention there (a branch on a kind, an import or isinstance of a result) is a leak.
+CONFIG_MODELS = "patchbench/config/scenarios.py"
 ALLOWED = {
     ("patchbench/docker/images.py", "layers"): "the OCI image config's rootfs type",
     ("patchbench/measure/oci_image.py", "layers"): "the OCI image layout's words",
@@ -74,6 +82,18 @@ def names_in(node: ast.AST) -> set[str]:
         n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
 
 
+def kind_fields(tree: ast.AST) -> set[int]:
+    """ids of the string constants in a class's ``kind: Literal[...] = Field(default=...)``."""
+    out: set[int] = set()
+    for cls in ast.walk(tree):
+        if isinstance(cls, ast.ClassDef):
+            for node in cls.body:
+                if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                        and node.target.id == "kind"):
+                    out |= {id(c) for c in ast.walk(node) if isinstance(c, ast.Constant)}
+    return out
+
+
 def leaks(source: str, path: str, kinds: dict[str, str], classes: dict[str, str]) -> list[str]:
     """Where ``source`` (the file at ``path``) names or checks for a kind not its own."""
     if path == REGISTRY or path in ALLOWED_FILES:
@@ -81,6 +101,8 @@ def leaks(source: str, path: str, kinds: dict[str, str], classes: dict[str, str]
     own = {k for k, p in kinds.items() if p == path}
     tree = ast.parse(source)
     fields = field_names(tree)
+    if path == CONFIG_MODELS:
+        fields |= kind_fields(tree)
     out = []
     for node in ast.walk(tree):
         if (isinstance(node, ast.Constant) and isinstance(node.value, str)
@@ -122,3 +144,37 @@ def test_the_check_finds_a_leak() -> None:
         "patchbench/report/html.py:3: the kind name 'stress'",
     ]
     assert leaks(source, kinds["stress"], kinds, classes) == []  # in its own module
+
+
+def test_the_config_models_name_a_kind_only_in_its_kind_field() -> None:
+    kinds, classes = own_modules(), result_classes()
+    source = ("class StressConfig(ScenarioConfig):\n"
+              "    kind: Literal['stress'] = Field(default='stress')\n"
+              "    def f(self, sc):\n"
+              "        return sc.kind == 'stress'\n")
+    assert leaks(source, CONFIG_MODELS, kinds, classes) == [
+        f"{CONFIG_MODELS}:4: the kind name 'stress'"]
+    assert leaks(source, "patchbench/config/other.py", kinds, classes) == [
+        "patchbench/config/other.py:2: the kind name 'stress'",  # the default
+        "patchbench/config/other.py:4: the kind name 'stress'",
+    ]
+
+
+def test_every_config_kind_has_a_registered_kind_and_back() -> None:
+    assert list(CONFIGS) == list(scenarios.KINDS)  # same kinds, same order (the error lists them)
+    for name, kind in scenarios.KINDS.items():
+        assert kind.name == name
+        assert kind.config is CONFIGS[name]
+        assert CONFIGS[name].model_fields["kind"].default == name
+
+
+def test_the_union_is_built_from_the_config_models() -> None:
+    adapter: TypeAdapter[ScenarioConfig] = TypeAdapter(AnyScenario)
+    members = typing.get_args(typing.get_args(AnyScenario)[0])  # Annotated[Model, Tag(kind)]
+    assert [typing.get_args(m)[0] for m in members] == list(CONFIGS.values())
+    assert [typing.get_args(m)[1].tag for m in members] == list(CONFIGS)
+    sc = adapter.validate_python({"name": "x", "command": ["true"]})  # no kind: a command
+    assert type(sc) is CONFIGS["command"]
+    with pytest.raises(ValidationError, match="unknown scenario kind \\(known: "
+                       + ", ".join(scenarios.KINDS) + "\\)"):
+        adapter.validate_python({"kind": "nope", "name": "x"})

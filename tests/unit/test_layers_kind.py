@@ -11,10 +11,11 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from patchbench import build, results, scenarios
+from patchbench.config.scenarios import AnyScenario, LayersConfig
 from patchbench.errors import ConfigError
 from patchbench.report import markdown
 from patchbench.runtimes.containerd import ContainerdRuntime
-from patchbench.scenarios.layers import KIND, LayersConfig, fit
+from patchbench.scenarios.layers import KIND, fit
 from patchbench.util.layout import Layout
 
 
@@ -25,7 +26,7 @@ def config(**kw: Any) -> LayersConfig:
 
 
 def test_config_and_registry() -> None:
-    sc = TypeAdapter(scenarios.AnyScenario).validate_python(
+    sc = TypeAdapter(AnyScenario).validate_python(
         {"kind": "layers", "name": "scan", "layers": [1, 64], "k": [1], "runs": 2, "rounds": 2})
     assert isinstance(sc, LayersConfig) and sc.args == ["true"] and sc.count_mounts
     assert scenarios.get("layers") is KIND

@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from patchbench import scenarios
+from patchbench.config.scenarios import SoakConfig
 from patchbench.results import SoakCondition, SoakResult, SoakTest, SoakVariant
-from patchbench.scenarios.soak import SoakConfig
 
 
 def cfg(**kw: Any) -> SoakConfig:

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from patchbench import config, gate, results, scenarios
+from patchbench.config.scenarios import SignalCheck, StressConfig
 from patchbench.errors import ConfigError
 from patchbench.report import html, markdown
 from patchbench.report.blocks import Chart
 from patchbench.results import SignalCount, StressBuild, StressResult
 from patchbench.scenarios import stress, stress_signals
-from patchbench.scenarios.stress import StressConfig, without_host
-from patchbench.scenarios.stress_signals import SignalCheck
+from patchbench.scenarios.stress import without_host
 
 MATRIX = """\
 version: 1
