@@ -16,15 +16,16 @@ from __future__ import annotations
 
 from patchbench import scenarios
 from patchbench.analysis import stats
-from patchbench.results import Results, Verdict
+from patchbench.results import Results, TimedResult, Verdict
 from patchbench.util import procguard
 
 ALLOW_HINT = "--gate-allow-inconclusive lets it pass"
 
 
 def _timed(results: Results) -> list[tuple[str, Verdict]]:
-    # every kind with timed comparisons has `comparisons`; the gate names no kind
-    return [(sc.name, c) for sc in results.scenarios for c in getattr(sc, "comparisons", [])]
+    # every kind with timed comparisons is a TimedResult; the gate names no kind
+    return [(sc.name, c) for sc in results.scenarios if isinstance(sc, TimedResult)
+            for c in sc.comparisons]
 
 
 def _undecided(results: Results) -> list[tuple[str, Verdict, str]]:
