@@ -35,8 +35,9 @@ def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix
     """Paths from the options, else PATCHBENCH_MATRIX / _BUILDS / _REPORTS, else beside the
     matrix; the matrix is PROJECT/matrix.yaml, the project --project, else PATCHBENCH_PROJECT, else
     the current directory; --source over PATCHBENCH_SOURCE_<TARGET>."""
-    command.set_verbose(verbose or command.VERBOSE)
     env = os.environ
+    verbose = verbose or env.get("PATCHBENCH_VERBOSE", "") not in ("", "0")
+    command.show_commands(verbose)
     project_dir = Path(project or env.get("PATCHBENCH_PROJECT") or Path.cwd())
     matrix_path = Path(matrix or env.get("PATCHBENCH_MATRIX") or project_dir / "matrix.yaml").resolve()
     root = matrix_path.parent
@@ -46,7 +47,7 @@ def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix
         reports=Path(reports or env.get("PATCHBENCH_REPORTS") or root / "reports").resolve(),
         sources=config.parse_source_overrides(list(sources), dict(env)),
         backend=backend or env.get("PATCHBENCH_BACKEND") or None,
-        source_flags=frozenset(p.partition("=")[0] for p in sources),
+        source_flags=frozenset(p.partition("=")[0] for p in sources), verbose=verbose,
     )
 
 

@@ -12,6 +12,7 @@ Every call:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import select
 import shlex
@@ -29,7 +30,9 @@ from patchbench import redact
 from patchbench.errors import CommandError, PatchbenchError, RequirementError
 from patchbench.util import procguard, progress
 
-VERBOSE = os.environ.get("PATCHBENCH_VERBOSE", "") not in ("", "0")
+# --verbose: every command is logged ("+ argv") at DEBUG on this logger; the top level
+# (cli.commands.workspace) turns it on from the workspace's verbosity, no module global
+LOG = logging.getLogger("patchbench.command")
 TAIL_LINES = 25
 
 # What to install when a tool is missing (Debian package names).
@@ -57,9 +60,19 @@ class Result:
 say = progress.say  # kept for callers; progress output lives in patchbench.util.progress
 
 
-def set_verbose(flag: bool) -> None:
-    global VERBOSE
-    VERBOSE = flag
+class _Stderr(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is when a record comes (not the one at set-up)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(record.getMessage(), file=sys.stderr, flush=True)
+
+
+def show_commands(flag: bool) -> None:
+    """Print every command on stderr as ``+ argv`` (``--verbose``), or stop printing them."""
+    if flag and not LOG.handlers:
+        LOG.addHandler(_Stderr())
+    LOG.setLevel(logging.DEBUG if flag else logging.WARNING)
+    LOG.propagate = False
 
 
 def quote(argv: Sequence[str]) -> str:
@@ -134,8 +147,7 @@ def run(
     args = [str(a) for a in argv]
     args[0] = which(args[0])
     shown = redact.text(quote([Path(args[0]).name, *args[1:]]))  # logged: no credential
-    if VERBOSE:
-        print(f"+ {shown}", file=sys.stderr, flush=True)
+    LOG.debug("+ %s", shown)
     label = what or shown
     started = time.monotonic()
     logf: IO[bytes] | None = None
@@ -223,8 +235,7 @@ class Background:
         args = [str(a) for a in argv]
         args[0] = which(args[0])
         self.argv = tuple(args)
-        if VERBOSE:
-            print(f"+ {redact.text(quote(args))} &", file=sys.stderr, flush=True)
+        LOG.debug("+ %s &", redact.text(quote(args)))
         self._logf: IO[bytes] | None = open(log, "ab") if log is not None else None  # noqa: SIM115
         try:
             self.proc = subprocess.Popen(

@@ -18,6 +18,7 @@ class Workspace:
     sources: dict[str, str] = field(default_factory=dict)  # --source TARGET=PATH_OR_URL
     backend: str | None = None  # --backend: build every Go target with this one (host, docker)
     source_flags: frozenset[str] = frozenset()  # the targets named by --source (not the env)
+    verbose: bool = False  # --verbose (or PATCHBENCH_VERBOSE): every external command is shown
 
     @property
     def layout(self) -> Layout:

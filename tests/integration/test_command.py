@@ -85,3 +85,16 @@ def test_background_stop(tmp_path: Path) -> None:
     while processes_with(f"sleep {marker}") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_with(f"sleep {marker}") == []
+
+
+def test_verbose_shows_every_command_and_quiet_shows_none(capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    from patchbench.cli import commands
+
+    ws = commands.workspace(verbose=True)
+    assert ws.verbose
+    command.run(["true"], timeout=10)
+    assert "+ true" in capsys.readouterr().err
+    commands.workspace(verbose=False)
+    command.run(["true"], timeout=10)
+    assert "+ true" not in capsys.readouterr().err
