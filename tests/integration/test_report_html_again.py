@@ -30,4 +30,4 @@ PAGES = [pytest.param(p, id=key, marks=[pytest.mark.xfail(strict=True, reason=f"
 @pytest.mark.parametrize("path", PAGES)
 def test_a_saved_report_html_renders_again_byte_for_byte(path: Path) -> None:
     res = results.load(path.parent)
-    assert html.render_html(res, gate=gate.failures(res)) == path.read_text()
+    assert html.render_html(res, gate=res.gate_reasons(gate.failures)) == path.read_text()
