@@ -1,4 +1,7 @@
-"""runc as a runtime target: OCI bundles, a state root per run, teardown and stale-state cleanup.
+"""runc, or any OCI runtime CLI (crun, youki), as a runtime target: OCI bundles, a state root per
+run, teardown and stale-state cleanup. The CLI is the target's artifact named runc, crun or youki
+(else its first artifact); scenarios name it ``{runtime}`` (or by its own name, ``{runc}``,
+``{crun}``), and every command below (spec, list, kill, delete) is the OCI CLI's common one.
 
 - Bundles: the rootfs comes from a directory or a tarball the user names (``rootfs:`` in the
   comparison), or by default a minimal busybox rootfs made from the host's static busybox. The
@@ -27,6 +30,7 @@ from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.util import command
 from patchbench.util.progress import say
 
+OCI_CLIS = ("runc", "crun", "youki")  # the artifacts taken for the runtime's CLI, in this order
 BUSYBOX_APPLETS = ("sh", "true", "false", "sleep", "echo", "cat", "ls")
 ID_PREFIX = "pb"
 STATE_DIRNAME = "runc-state"
@@ -116,12 +120,22 @@ def make_rootfs(dest: Path, spec: str | None, project_root: Path) -> str:
     raise RequirementError(f"rootfs {spec!r} is neither a directory nor a tarball")
 
 
+def oci_cli(target: Target) -> str:
+    """The file name of the target's OCI runtime CLI among its artifacts."""
+    names = [Path(a.rstrip("/")).name for a in target.build.artifacts]
+    for name in OCI_CLIS:
+        if name in names:
+            return name
+    return names[0]
+
+
 def write_config(runc: Path, bundle: Path, args: list[str], rootfs: Path) -> None:
-    """``runc spec`` then: no terminal, the given args, the shared rootfs (read-only)."""
+    """``<cli> spec`` then: no terminal, the given args, the shared rootfs (read-only)."""
     cfg = bundle / "config.json"
     if cfg.exists():
         cfg.unlink()
-    command.run([runc, "spec"], cwd=bundle, timeout=30, error=BenchmarkError, what="runc spec")
+    command.run([runc, "spec"], cwd=bundle, timeout=30, error=BenchmarkError,
+                what=f"{runc.name} spec")
     data = json.loads(cfg.read_text())
     data["process"]["terminal"] = False
     data["process"]["args"] = args
@@ -212,6 +226,7 @@ class RuncRuntime:
         self.token = secrets.token_hex(3)
         self.workdir: Path | None = None
         self.rootfs_origin = ""
+        self.cli = "runc"  # the OCI runtime CLI's artifact name (set from the target)
 
     @property
     def prefix(self) -> str:
@@ -223,6 +238,7 @@ class RuncRuntime:
         return f"{self.prefix}-{variant}+-"
 
     def check(self, project: Project, comparison: Comparison, target: Target) -> None:
+        self.cli = oci_cli(target)
         problems, hints = [], []
         if platform.system() != "Linux":
             problems.append("Linux")
@@ -239,7 +255,7 @@ class RuncRuntime:
                 hints.append(exc.hint or "")
         if problems:
             raise RequirementError(
-                "runc comparisons need " + ", ".join(problems),
+                f"{self.cli} comparisons need " + ", ".join(problems),
                 hint="; ".join(h for h in hints if h) or None,
             )
 
@@ -252,9 +268,10 @@ class RuncRuntime:
         bin_dir: Path | None = None, variants: Sequence[VariantBuild] = (),
     ) -> None:
         self.workdir = workdir
+        self.cli = oci_cli(project.target(comparison.target))
         if dry_run or bin_dir is None:
             return
-        runc = bin_dir / "runc"
+        runc = bin_dir / self.cli
         stale = self.clean_stale(workdir.parent, runc)
         if stale:
             say("removed what a killed earlier run left: " + "; ".join(stale))
@@ -281,7 +298,8 @@ class RuncRuntime:
     def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
         wd = self.workdir or Path("<run>")
         return {
-            "runc": str(bin_dir / "runc"),
+            "runc": str(bin_dir / self.cli),
+            "runtime": str(bin_dir / self.cli),
             "root": str(self.state_root(variant)) if self.workdir else f"{wd}/{STATE_DIRNAME}/{variant}",
             "bundle": str(wd / "bundle"),
             "bundle_sleep": str(wd / "bundle_sleep"),
@@ -292,7 +310,7 @@ class RuncRuntime:
     def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
         """One entry per container left behind, saying what remains of it (state kept by runc,
         cgroup directories), e.g. "pb-…-s14-0 (state, 10 cgroups)"."""
-        state = set(list_containers(bin_dir / "runc", self.state_root(variant)))
+        state = set(list_containers(bin_dir / self.cli, self.state_root(variant)))
         groups: dict[str, int] = {}
         for cg in cgroups_of(self.variant_prefix(variant), self.cgroup_base):
             groups[cg.name] = groups.get(cg.name, 0) + 1
@@ -307,7 +325,7 @@ class RuncRuntime:
         if self.workdir is None:
             return []
         # never raises: what could not be removed shows in leftovers(), which the caller records
-        return purge(bin_dir / "runc", self.state_root(variant), self.variant_prefix(variant),
+        return purge(bin_dir / self.cli, self.state_root(variant), self.variant_prefix(variant),
                      self.cgroup_base)
 
     def close(self) -> None:
@@ -318,9 +336,10 @@ class RuncRuntime:
 
     def plan_notes(self) -> list[str]:
         return [
-            "bundles: rootfs from busybox (or 'rootfs:'), config from `runc spec`, no terminal",
+            f"bundles: rootfs from busybox (or 'rootfs:'), config from `{self.cli} spec`, no "
+            "terminal",
             f"every container id starts with {ID_PREFIX}-<run token>-<variant>; state lives in "
-            f"<run>/{STATE_DIRNAME}/<variant> (runc --root)",
+            f"<run>/{STATE_DIRNAME}/<variant> ({self.cli} --root)",
             "before: remove what a killed earlier run left; after: delete every container, "
-            "check `runc list` is empty and no cgroup named after the run remains",
+            f"check `{self.cli} list` is empty and no cgroup named after the run remains",
         ]

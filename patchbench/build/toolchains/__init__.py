@@ -1,5 +1,5 @@
 """Toolchains: the build environment and the fingerprint that proves two builds used the same one.
-One module per language (go, swift), registered in ``TOOLCHAINS``; each supplies its environment,
+One module per language (go, swift, c), registered in ``TOOLCHAINS``; each supplies its environment,
 its fingerprint (taken through the build backend's ``Runner``, where the build runs) and a
 one-line description.
 
@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import redact
-from patchbench.build.toolchains import go, swift
+from patchbench.build.toolchains import c, go, swift
 from patchbench.build.toolchains.runner import HostRunner, Runner
-from patchbench.config import GoToolchain, SwiftToolchain, Target
+from patchbench.config import CToolchain, GoToolchain, SwiftToolchain, Target
 from patchbench.util.files import sha256_file
 
 __all__ = ["HostRunner", "Runner", "build_env", "describe", "differing_keys", "fingerprint",
-           "recorded_env", "source_hashes"]
+           "recorded_env", "source_hashes", "tree_env"]
 
 # Passed through from the caller's environment when set; values of path-like ones are not
 # recorded in the fingerprint (they differ between machines but do not change the output).
@@ -45,7 +45,10 @@ def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
     env.update({"TZ": "UTC", "LC_ALL": "C", "SOURCE_DATE_EPOCH": str(source_date_epoch)})
     env.update(GIT_PINNED)
     tc = target.toolchain
-    env.update(go.env(tc) if isinstance(tc, GoToolchain) else swift.env(tc))
+    if isinstance(tc, CToolchain):
+        env.update(c.env(tc))
+    else:
+        env.update(go.env(tc) if isinstance(tc, GoToolchain) else swift.env(tc))
     env.update(target.build.env)
     return env
 
@@ -63,12 +66,26 @@ def fingerprint(target: Target, env: dict[str, str], runner: Runner | None = Non
     recorded = recorded_env(env, target)
     if isinstance(tc, SwiftToolchain):
         return swift.fingerprint(target, tc, env, runner, recorded)
+    if isinstance(tc, CToolchain):
+        return c.fingerprint(target, tc, env, runner, recorded)
     return go.fingerprint(target, tc, env, runner, recorded)
 
 
 def describe(target: Target) -> str:
     tc = target.toolchain
+    if isinstance(tc, CToolchain):
+        return c.describe(tc)
     return go.describe(tc) if isinstance(tc, GoToolchain) else swift.describe(tc)
+
+
+def tree_env(target: Target, env: dict[str, str], tree: Path, builds: Path,
+             fingerprint: dict[str, Any]) -> dict[str, str]:
+    """The environment of one build in ``tree`` (a C toolchain's prefix map and ccache name the
+    tree; the others use ``env`` as it is)."""
+    tc = target.toolchain
+    if isinstance(tc, CToolchain):
+        return c.tree_env(tc, env, tree, builds, fingerprint)
+    return env
 
 
 def source_hashes(tree: Path) -> dict[str, str]:
