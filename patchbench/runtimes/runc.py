@@ -1,6 +1,6 @@
 """runc, or any OCI runtime CLI (crun, youki), as a runtime target: OCI bundles, a state root per
 run, teardown and stale-state cleanup. The CLI is the target's artifact named runc, crun or youki
-(else its first artifact); scenarios name it ``{runtime}`` (or by its own name, ``{runc}``,
+(else runc); scenarios name it ``{runtime}`` (or by its own name, ``{runc}``,
 ``{crun}``), and every command below (spec, list, kill, delete) is the OCI CLI's common one.
 
 - Bundles: the rootfs comes from a directory or a tarball the user names (``rootfs:`` in the
@@ -120,13 +120,9 @@ def make_rootfs(dest: Path, spec: str | None, project_root: Path) -> str:
     raise RequirementError(f"rootfs {spec!r} is neither a directory nor a tarball")
 
 
-def oci_cli(target: Target) -> str:
-    """The file name of the target's OCI runtime CLI among its artifacts."""
-    names = [Path(a.rstrip("/")).name for a in target.build.artifacts]
-    for name in OCI_CLIS:
-        if name in names:
-            return name
-    return names[0]
+def oci_cli(names: Sequence[str]) -> str:
+    """The OCI runtime CLI among artifact file names: runc, crun or youki (runc when none)."""
+    return next((name for name in OCI_CLIS if name in names), "runc")
 
 
 def write_config(runc: Path, bundle: Path, args: list[str], rootfs: Path) -> None:
@@ -175,6 +171,15 @@ def cgroups_of(prefix: str, base: Path = CGROUP_ROOT) -> list[Path]:
                 keep.append(d)
         dirnames[:] = keep
     return sorted(found)
+
+
+def hybrid_v2_controllers(base: Path = CGROUP_ROOT) -> list[str]:
+    """The controllers of the cgroup v2 hierarchy of a hybrid (v1 plus ``unified``) setup; crun
+    refuses to start a container while there is any."""
+    try:
+        return (base / "unified" / "cgroup.controllers").read_text().split()
+    except OSError:
+        return []
 
 
 def remove_cgroup(path: Path) -> None:
@@ -238,7 +243,7 @@ class RuncRuntime:
         return f"{self.prefix}-{variant}+-"
 
     def check(self, project: Project, comparison: Comparison, target: Target) -> None:
-        self.cli = oci_cli(target)
+        self.cli = oci_cli([Path(a.rstrip("/")).name for a in target.build.artifacts])
         problems, hints = [], []
         if platform.system() != "Linux":
             problems.append("Linux")
@@ -247,6 +252,14 @@ class RuncRuntime:
             hints.append("run as root: sudo -E invoke compare ...")
         if not (self.cgroup_base.is_dir() and any(self.cgroup_base.iterdir())):
             problems.append("cgroups mounted at /sys/fs/cgroup")
+        if self.cli == "crun" and hybrid_v2_controllers(self.cgroup_base):
+            problems.append("no cgroup controller on the cgroup v2 hierarchy of a hybrid setup "
+                            f"({self.cgroup_base}/unified has "
+                            f"{' '.join(hybrid_v2_controllers(self.cgroup_base))})")
+            hints.append("crun refuses hybrid cgroups whose v2 hierarchy has controllers; run "
+                         "the comparison in a mount namespace where that hierarchy lists none: "
+                         "unshare -m --propagation private sh -c 'mount --bind EMPTY_FILE "
+                         f"{self.cgroup_base}/unified/cgroup.controllers && exec invoke compare ...'")
         if comparison.rootfs is None:
             try:
                 find_busybox()
@@ -268,9 +281,9 @@ class RuncRuntime:
         bin_dir: Path | None = None, variants: Sequence[VariantBuild] = (),
     ) -> None:
         self.workdir = workdir
-        self.cli = oci_cli(project.target(comparison.target))
         if dry_run or bin_dir is None:
             return
+        self.cli = oci_cli([p.name for p in bin_dir.iterdir()])
         runc = bin_dir / self.cli
         stale = self.clean_stale(workdir.parent, runc)
         if stale:

@@ -106,6 +106,7 @@ def fingerprint(target: Target, tc: CToolchain, env: dict[str, str], runner: Run
     driver = runner.resolve(cc, env)
     fp: dict[str, Any] = {
         "kind": "c",
+        "version": f"{cc} {version}",
         "cc": {"name": cc, "path": driver, "version": version, "sha256": runner.sha256(driver),
                "banner": _first_line(runner.run([cc, "--version"], env=env, timeout=60).stdout),
                "machine": runner.run([cc, "-dumpmachine"], env=env, timeout=60).stdout.strip()},
