@@ -79,7 +79,7 @@ def test_the_fingerprint_names_the_driver_its_programs_flags_and_libraries() -> 
 
 def test_another_compiler_version_is_refused() -> None:
     t = target()
-    with pytest.raises(ToolchainError, match="pins gcc 12.2.0, but gcc .* is 13.1.0"):
+    with pytest.raises(ToolchainError, match=r"pins gcc 12\.2\.0, but gcc .* is 13\.1\.0"):
         toolchains.fingerprint(t, toolchains.build_env(t, 1), Scripted(version="13.1.0"))
 
 

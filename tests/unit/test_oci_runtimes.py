@@ -12,8 +12,16 @@ import pytest
 from patchbench.errors import RequirementError
 from patchbench.runtimes import runc
 from patchbench.runtimes.runc import RuncRuntime
-from tests.unit.test_runc_runtime import (calls, comparison, fake_runc, linux_root, make_tree, plant,
-                                          runtime_with_run, target)
+from tests.unit.test_runc_runtime import (
+    calls,
+    comparison,
+    fake_runc,
+    linux_root,
+    make_tree,
+    plant,
+    runtime_with_run,
+    target,
+)
 
 __all__ = ["linux_root"]  # the fixture, imported for the tests below
 
