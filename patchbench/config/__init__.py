@@ -85,7 +85,31 @@ class CToolchain(_Model):
         "(autoconf, automake, libtool versions, ...)."))
 
 
-Toolchain = Annotated[GoToolchain | SwiftToolchain | CToolchain, Field(discriminator="kind")]
+class RustToolchain(_Model):
+    """A pinned Rust toolchain: ``rustc -vV`` and ``cargo -V`` with the binaries' sha256 in the
+    fingerprint; the crates of each Cargo.lock fetched once into the source cache (``cargo
+    fetch --locked``) and every variant built ``--offline --locked``; ``RUSTFLAGS`` pinned, with
+    ``--remap-path-prefix`` for the tree and the crate cache; a cargo target directory shared by
+    the variants per (target, toolchain fingerprint, Cargo.lock hash), so a candidate's build
+    starts warm."""
+
+    kind: Literal["rust"] = Field(description="`rust`: rustc and cargo.")
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+$", description=(
+        "The exact rustc release (`rustc -vV`'s `release:`), e.g. `1.95.0`; any other is "
+        "refused."))
+    rustup_toolchain: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description=(
+            "The rustup toolchain to build with (`RUSTUP_TOOLCHAIN`), overriding the "
+            "repository's `rust-toolchain.toml`; the manifest records both."))
+    rustflags: str = Field(default="", description=(
+        "`RUSTFLAGS`, pinned; `--remap-path-prefix` for the tree and the crate cache is "
+        "appended."))
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
+        "Extra commands (name → argv) whose output goes into the toolchain fingerprint."))
+
+
+Toolchain = Annotated[GoToolchain | SwiftToolchain | CToolchain | RustToolchain,
+                      Field(discriminator="kind")]
 
 
 IMAGE_RECIPES = ("go-busybox", "debian-runc")  # made by patchbench.docker.images, no registry
@@ -420,8 +444,8 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
 def _plain_loc(raw: tuple[Any, ...]) -> tuple[str, ...]:
     """An error location without pydantic's union tags (toolchain kinds, scenario kinds)."""
     loc = [str(p) for p in raw if not str(p).startswith("function-")]
-    loc = [p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "CToolchain", "go", "swift",
-                                       "c")]
+    loc = [p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "CToolchain",
+                                       "RustToolchain", "go", "swift", "c", "rust")]
     out: list[str] = []
     for i, part in enumerate(loc):
         if i >= 2 and loc[i - 2] == "scenarios" and part in scenarios.KINDS:
