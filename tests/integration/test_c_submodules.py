@@ -10,6 +10,7 @@ project whose library is a submodule with a submodule of its own, built with the
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,7 +37,8 @@ int main(void) {
     return 0;
 }
 """
-MAKEFILE = "hello: main.c\n\t$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o hello main.c\n"
+MAKEFILE = ("hello: main.o\n\t$(CC) $(CFLAGS) $(LDFLAGS) -o hello main.o\n"
+            "main.o: main.c\n\t$(CC) $(CPPFLAGS) $(CFLAGS) -c -o main.o main.c\n")
 
 
 def _repo(path: Path, files: dict[str, str]) -> str:
@@ -135,8 +137,19 @@ def test_two_builds_in_different_directories_give_the_same_bytes(
     assert subs["greetlib/words"]["commit"] == fixture["words"]
     assert subs["greetlib/words"]["pinned_by"] == "greetlib"
     assert subs["extras"]["omitted"] == "not needed by the build"
-    if ccache:
-        assert list((fixture["root"] / "builds-a" / "ccache").iterdir())
+    if ccache:  # the same variant built again warm, from ccache, gives the cold build's bytes
+        caches = list((fixture["root"] / "builds-a" / "ccache").iterdir())
+        assert len(caches) == 1
+        shutil.rmtree(a.path)  # the artifact cache entry, not ccache
+        warm = _build(matrix, fixture["root"] / "builds-a")
+        assert not warm.cached
+        assert warm.manifest["artifacts"]["hello"]["sha256"] == \
+            a.manifest["artifacts"]["hello"]["sha256"]
+        stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True,
+                               env={**os.environ, "CCACHE_DIR": str(caches[0])}, check=True)
+        hits = {k: int(v) for k, v in (ln.split("\t") for ln in stats.stdout.splitlines())
+                if k in ("direct_cache_hit", "preprocessed_cache_hit")}
+        assert sum(hits.values()) >= 1  # it was a hit
 
 
 def test_an_undeclared_gitlink_is_refused(fixture: dict[str, Any]) -> None:

@@ -117,5 +117,5 @@ def test_a_tree_without_cargo_lock_is_refused(tmp_path: Path, cargo_path: None) 
     data["comparisons"]["fx"]["candidates"] = {"same": []}
     matrix.write_text(yaml.safe_dump(data, sort_keys=False))
     from patchbench.errors import BuildError
-    with pytest.raises(BuildError, match="needs a Cargo.lock"):
+    with pytest.raises(BuildError, match=r"needs a Cargo\.lock"):
         _build(matrix, tmp_path / "builds", BASE)
