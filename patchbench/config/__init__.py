@@ -89,7 +89,7 @@ class RustToolchain(_Model):
     """A pinned Rust toolchain: ``rustc -vV`` and ``cargo -V`` with the binaries' sha256 in the
     fingerprint; the crates of each Cargo.lock fetched once into the source cache (``cargo
     fetch --locked``) and every variant built ``--offline --locked``; ``RUSTFLAGS`` pinned, with
-    ``--remap-path-prefix`` for the tree and the crate cache; a cargo target directory shared by
+    ``--remap-path-prefix`` for the crate cache and the target directory; a cargo target directory shared by
     the variants per (target, toolchain fingerprint, Cargo.lock hash), so a candidate's build
     starts warm."""
 
@@ -102,8 +102,8 @@ class RustToolchain(_Model):
             "The rustup toolchain to build with (`RUSTUP_TOOLCHAIN`), overriding the "
             "repository's `rust-toolchain.toml`; the manifest records both."))
     rustflags: str = Field(default="", description=(
-        "`RUSTFLAGS`, pinned; `--remap-path-prefix` for the tree and the crate cache is "
-        "appended."))
+        "`RUSTFLAGS`, pinned; `--remap-path-prefix` for the crate cache and the target "
+        "directory is appended."))
     fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint."))
 

@@ -7,8 +7,9 @@ Crates: before a tree is built, the crates of its ``Cargo.lock`` are fetched onc
 then runs with ``CARGO_NET_OFFLINE=true`` and the recipe's ``--locked --offline``. A cargo
 target directory is shared by the variants of one (target, toolchain fingerprint, Cargo.lock
 hash), so a candidate starts from the baseline's compiled dependencies; cargo locks it while it
-builds. Paths of the tree and of the crate cache are remapped, so builds in different
-directories give the same bytes.
+builds. The crate cache and the target directory are remapped (``/cargo``, ``/target``) and the
+workspace's own sources reach rustc relative to its root, so builds in different directories give
+the same bytes.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from patchbench.util import command, locks
 from patchbench.util.files import sha256_file, write_json_atomic
 from patchbench.util.layout import locks_dir
 
-TREE = "@PATCHBENCH_TREE@"  # replaced by the worktree's path in tree_env
 CARGO_HOME = "@PATCHBENCH_CARGO_HOME@"  # replaced by the crate cache's path in tree_env
-REMAP = f"--remap-path-prefix={TREE}=. --remap-path-prefix={CARGO_HOME}=/cargo"
+TARGET_DIR = "@PATCHBENCH_CARGO_TARGET@"  # replaced by the shared target directory's path
+# Not the tree: cargo passes a workspace's sources to rustc relative to the workspace root, so its
+# path never reaches the output, and a RUSTFLAGS naming it (different per build) would enter
+# every unit's cargo fingerprint and make every variant's build cold.
+REMAP = f"--remap-path-prefix={CARGO_HOME}=/cargo --remap-path-prefix={TARGET_DIR}=/target"
 RECORDED = ("RUSTFLAGS", "RUSTUP_TOOLCHAIN", "CARGO_NET_OFFLINE", "CARGO_INCREMENTAL",
             "RUSTUP_AUTO_INSTALL")
 
@@ -80,18 +84,20 @@ def fetch_crates(tree: Path, env: dict[str, str], builds: Path, lock_hash: str) 
 
 def tree_env(target: Target, tc: RustToolchain, env: dict[str, str], tree: Path, builds: Path,
              fingerprint: dict[str, Any]) -> dict[str, str]:
-    """``env`` for a build in ``tree``: paths remapped, the crate cache (fetched first when this
-    lock file is new) and the shared target directory."""
+    """``env`` for a build in ``tree``: the crate cache (fetched first when this lock file is
+    new) and the shared target directory, both remapped in ``RUSTFLAGS``; the same for every
+    variant of one lock file, so cargo reuses what the first one compiled."""
     lock = tree / "Cargo.lock"
     if not lock.is_file():
         raise BuildError("a rust target needs a Cargo.lock in its tree (builds are --locked)",
                          hint="commit the lock file upstream, or add it with a patch series")
     lock_hash = sha256_file(lock)
     home = cargo_home(builds)
-    out = {k: v.replace(TREE, str(tree)).replace(CARGO_HOME, str(home)) for k, v in env.items()}
+    shared = target_dir(builds, target, fingerprint, lock_hash)
+    out = {k: v.replace(CARGO_HOME, str(home)).replace(TARGET_DIR, str(shared))
+           for k, v in env.items()}
     out["CARGO_HOME"] = str(home)
     fetch_crates(tree, out, builds, lock_hash)
-    shared = target_dir(builds, target, fingerprint, lock_hash)
     shared.mkdir(parents=True, exist_ok=True)
     out["CARGO_TARGET_DIR"] = str(shared)
     return out
