@@ -113,3 +113,15 @@ def test_an_unknown_toolchain_key_and_a_bad_version_are_config_errors() -> None:
         target(version="twelve")
     with pytest.raises(Exception, match="extra"):
         target(cxx="g++")
+
+
+def test_the_rust_channel_a_repository_pins_is_read_for_the_manifest(tmp_path: Path) -> None:
+    from patchbench.build.toolchains import rust
+
+    assert rust.pinned_channel(tmp_path) is None
+    (tmp_path / "rust-toolchain.toml").write_text('[toolchain]\nprofile="default"\nchannel="1.96.0"\n')
+    assert rust.pinned_channel(tmp_path) == "1.96.0"
+    assert toolchains.source_hashes(tmp_path)["rust_toolchain_channel"] == "1.96.0"
+    (tmp_path / "rust-toolchain.toml").unlink()
+    (tmp_path / "rust-toolchain").write_text("nightly-2026-01-01\n")
+    assert rust.pinned_channel(tmp_path) == "nightly-2026-01-01"

@@ -99,9 +99,13 @@ def tree_env(target: Target, env: dict[str, str], tree: Path, builds: Path,
 def source_hashes(tree: Path) -> dict[str, str]:
     """Hashes of the dependency lock files of a patched tree (recorded, not compared: a patch may
     legitimately change them)."""
-    return {f"{name}_sha256": sha256_file(tree / name)
-            for name in ("go.sum", "Package.resolved", "Cargo.lock", "rust-toolchain.toml")
-            if (tree / name).is_file()}
+    out = {f"{name}_sha256": sha256_file(tree / name)
+           for name in ("go.sum", "Package.resolved", "Cargo.lock", "rust-toolchain.toml")
+           if (tree / name).is_file()}
+    channel = rust.pinned_channel(tree)
+    if channel:  # what the repository asks for, beside the toolchain the target builds with
+        out["rust_toolchain_channel"] = channel
+    return out
 
 
 def differing_keys(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:

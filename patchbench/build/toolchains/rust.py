@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,22 @@ def env(tc: RustToolchain) -> dict[str, str]:
 def describe(tc: RustToolchain) -> str:
     return f"rustc {tc.version}" + (f" (rustup {tc.rustup_toolchain})" if tc.rustup_toolchain
                                     else "")
+
+
+def pinned_channel(tree: Path) -> str | None:
+    """The channel the repository's ``rust-toolchain.toml`` (or ``rust-toolchain``) pins."""
+    for name in ("rust-toolchain.toml", "rust-toolchain"):
+        path = tree / name
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return text.strip().splitlines()[0] if text.strip() else None  # the legacy one-liner
+        channel = data.get("toolchain", {}).get("channel")
+        return str(channel) if channel else None
+    return None
 
 
 def cargo_home(builds: Path) -> Path:
