@@ -13,7 +13,7 @@ from patchbench.errors import ConfigError, PatchError, RequirementError, SourceE
 from patchbench.measure.machine import machine_info
 from patchbench.runs import store as runstore
 from patchbench.source import cache as source
-from patchbench.source import patching
+from patchbench.source import patching, submodules
 from patchbench.util import cleanup, ownership, procguard
 from patchbench.util.progress import say
 from patchbench.util.workspace import Switches, Workspace
@@ -24,8 +24,9 @@ def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Proj
     for what in cleanup.sweep_all(ws.builds):  # what runs killed with SIGKILL left behind
         say(what)
     project = config.load(ws.matrix, pending_series=pending_series).with_backend(ws.backend)
+    submodule_names = {m.name for t in project.matrix.targets.values() for m in t.submodules}
     for name in ws.sources:  # a typo in --source rnuc=DIR is told, not silently ignored
-        if name not in project.matrix.targets:
+        if name not in project.matrix.targets and name not in submodule_names:
             msg = (f"--source {name}=...: no target {name!r} in {ws.matrix.name}"
                    + config.suggest(name, project.matrix.targets))
             if name in ws.source_flags:
@@ -55,6 +56,31 @@ def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
     series_ref.ensure_commits(checkout, series_ref.commits_for_series(project.root, used),
                               ws.builds)
     return checkout
+
+
+def fetch_submodules(project: Project, ws: Workspace, target_name: str,
+                     checkout: source.Checkout) -> list[submodules.Pinned]:
+    """The target's submodules at the gitlinks of its pinned tree, fetched (``--source NAME=DIR``
+    replaces a submodule's URL)."""
+    target = project.target(target_name)
+    if not target.submodules:
+        return []
+    overrides: dict[str, str] = {}
+    for module in target.submodules:
+        override = ws.sources.get(module.name)
+        if override and not _looks_remote(override):
+            path = Path(override).expanduser()
+            if not path.exists():
+                raise SourceError(f"--source {module.name}={override}: no such directory")
+            override = str(path.resolve())
+        if override:
+            overrides[module.name] = override
+    pinned = submodules.resolve(target_name, target.submodules, checkout, ws.builds, overrides)
+    for p in pinned:
+        say(f"{target_name}: submodule {p.module.path} at {p.commit[:12]} "
+            + (f"omitted ({p.module.omit})" if p.checkout is None else
+               "cached" if p.checkout.from_cache else "fetched"))
+    return pinned
 
 
 def _looks_remote(url: str) -> bool:
@@ -129,7 +155,9 @@ def build_variants(project: Project, ws: Workspace, target_name: str,
         check_machine(project, ws, target_name, variants, checkout, None)
     ovs = [patching.load_overlay(project.root, o) for o in overlays]
     try:
-        plan = build.BuildPlan.prepare(project, target_name, checkout, ws.layout, ovs)
+        pinned = fetch_submodules(project, ws, target_name, checkout)
+        plan = build.BuildPlan.prepare(project, target_name, checkout, ws.layout, ovs,
+                                       submodules=pinned)
         built = [build.build_variant(plan, v) for v in variants]
     finally:
         build.close_backends()  # stops patchbench's own dockerd, if it started one

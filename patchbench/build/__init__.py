@@ -29,6 +29,7 @@ from patchbench.config import BuildRecipe, Project, Target
 from patchbench.errors import BuildError, ToolchainError
 from patchbench.source import cache as source
 from patchbench.source import patching
+from patchbench.source import submodules as gitmodules
 from patchbench.source.patching import Overlay, Series
 from patchbench.util import cleanup, command, locks, progress
 from patchbench.util.files import sha256_file, tree_digest, write_json_atomic
@@ -100,6 +101,7 @@ class BuildPlan:
     overlays: list[Overlay] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    submodules: list[gitmodules.Pinned] = field(default_factory=list)  # gitlinks, fetched
 
     @classmethod
     def prepare(
@@ -109,6 +111,7 @@ class BuildPlan:
         checkout: source.Checkout,
         layout: Layout,
         overlays: list[Overlay],
+        submodules: list[gitmodules.Pinned] | None = None,
     ) -> BuildPlan:
         target = project.target(target_name)
         env = toolchains.build_env(target, checkout.commit_epoch())
@@ -122,7 +125,8 @@ class BuildPlan:
         fp = toolchains.fingerprint(target, env, runner)
         if isinstance(backend, docker_backend.DockerBackend):
             fp.update(backend.fingerprint_extra(target))  # the image ID: same for all variants
-        return cls(project, target_name, target, checkout, layout, overlays, env, fp)
+        return cls(project, target_name, target, checkout, layout, overlays, env, fp,
+                   list(submodules or []))
 
     def at(self, commit: str) -> BuildPlan:
         """This plan at another commit of the same target (in the same source cache): the
@@ -147,6 +151,8 @@ class BuildPlan:
             "recipe": redact.tree(self.target.build.model_dump(mode="json")),  # no credential
             "toolchain": self.target.toolchain.model_dump(mode="json"),
         }
+        if self.submodules:  # where each came from (an override) and what was omitted
+            material["submodules"] = [p.record() for p in self.submodules]
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
@@ -194,10 +200,14 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
         tree = tmp / "src"
         out = tmp / "out"
         source.add_worktree(plan.checkout, tree, plan.layout.builds)
+        added: list[gitmodules.Pinned] = []
         try:
             epoch = plan.checkout.commit_epoch()
             patching.apply_series(tree, series, epoch)
             patching.apply_overlays(tree, plan.overlays, epoch)
+            if plan.submodules:
+                gitmodules.check_unchanged(tree, plan.submodules, plan.target_name)
+                added = gitmodules.add_worktrees(plan.submodules, tree, plan.layout.builds)
             head = source.run_git(["rev-parse", "HEAD"], cwd=tree).stdout.strip()
             fp = dict(plan.fingerprint)
             hashes = toolchains.source_hashes(tree)
@@ -205,7 +215,9 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                 fp["sources"] = hashes
             backend = BACKENDS[plan.target.build.backend]
             with progress.BuildTicker(label, log):  # elapsed time and the log's last line
-                backend.run_recipe(tree, plan.target.build, plan.env, log, f"build {label}")
+                env = toolchains.tree_env(plan.target, plan.env, tree, plan.layout.builds,
+                                          plan.fingerprint)
+                backend.run_recipe(tree, plan.target.build, env, log, f"build {label}")
             (out / "bin").mkdir(parents=True)
             artifacts: dict[str, dict[str, Any]] = {}
             for rel in plan.target.build.artifacts:
@@ -237,6 +249,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                     raise BuildError(f"{label}: the built version says it is dirty: "
                                      f"{version_output.splitlines()[0]!r}")
         finally:
+            gitmodules.remove_worktrees(added, tree, plan.layout.builds)
             source.remove_worktree(plan.checkout, tree, plan.layout.builds)
         manifest = {
             "schema_version": MANIFEST_SCHEMA,
@@ -260,6 +273,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             ],
             "overlays": [{"name": o.name, "sha256": o.digest, "files": list(o.files)}
                          for o in plan.overlays],
+            **({"submodules": [p.record() for p in plan.submodules]} if plan.submodules else {}),
             "fingerprint": fp,
             "recipe": {
                 "backend": plan.target.build.backend,

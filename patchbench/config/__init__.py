@@ -56,7 +56,60 @@ class SwiftToolchain(_Model):
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint."))
 
 
-Toolchain = Annotated[GoToolchain | SwiftToolchain, Field(discriminator="kind")]
+class CToolchain(_Model):
+    """A pinned C toolchain (autotools, meson or make recipes): the compiler driver and the
+    programs it runs (cc1, collect2, as, ld) go into the fingerprint by path, version and sha256,
+    with the pkg-config versions of the linked libraries. ``CFLAGS``, ``CPPFLAGS`` and ``LDFLAGS``
+    are pinned here and ``-ffile-prefix-map=<tree>=.`` is added, so that builds in different
+    directories give the same bytes (``SOURCE_DATE_EPOCH`` is set for every toolchain)."""
+
+    kind: Literal["c"] = Field(description="`c`: a C compiler driver (gcc or clang).")
+    cc: str = Field(default="gcc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", description=(
+        "The compiler driver on `PATH` (`CC`), e.g. `gcc` or `clang-16`."))
+    version: str = Field(pattern=r"^\d+(\.\d+)*$", description=(
+        "The exact version `CC -dumpfullversion` must print, e.g. `12.2.0`; any other is "
+        "refused."))
+    cflags: str = Field(default="-O2 -g", description=(
+        "`CFLAGS`, pinned; `-ffile-prefix-map=<tree>=.` is appended."))
+    cppflags: str = Field(default="", description="`CPPFLAGS`, pinned.")
+    ldflags: str = Field(default="", description="`LDFLAGS`, pinned.")
+    libraries: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]] = Field(
+        default_factory=list, description=(
+            "pkg-config names of the libraries the build links (e.g. `libseccomp`); each one's "
+            "`--modversion` joins the fingerprint, and a missing one stops the build."))
+    ccache: bool = Field(default=False, description=(
+        "Compile through ccache (Debian's `ccache`), in a cache directory keyed by the "
+        "toolchain fingerprint under `builds/ccache/`, shared by the variants."))
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
+        "Extra commands (name → argv) whose output goes into the toolchain fingerprint "
+        "(autoconf, automake, libtool versions, ...)."))
+
+
+class RustToolchain(_Model):
+    """A pinned Rust toolchain: ``rustc -vV`` and ``cargo -V`` with the binaries' sha256 in the
+    fingerprint; the crates of each Cargo.lock fetched once into the source cache (``cargo
+    fetch --locked``) and every variant built ``--offline --locked``; ``RUSTFLAGS`` pinned, with
+    ``--remap-path-prefix`` for the crate cache and the target directory; a cargo target directory shared by
+    the variants per (target, toolchain fingerprint, Cargo.lock hash), so a candidate's build
+    starts warm."""
+
+    kind: Literal["rust"] = Field(description="`rust`: rustc and cargo.")
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+$", description=(
+        "The exact rustc release (`rustc -vV`'s `release:`), e.g. `1.95.0`; any other is "
+        "refused."))
+    rustup_toolchain: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description=(
+            "The rustup toolchain to build with (`RUSTUP_TOOLCHAIN`), overriding the "
+            "repository's `rust-toolchain.toml`; the manifest records both."))
+    rustflags: str = Field(default="", description=(
+        "`RUSTFLAGS`, pinned; `--remap-path-prefix` for the crate cache and the target "
+        "directory is appended."))
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
+        "Extra commands (name → argv) whose output goes into the toolchain fingerprint."))
+
+
+Toolchain = Annotated[GoToolchain | SwiftToolchain | CToolchain | RustToolchain,
+                      Field(discriminator="kind")]
 
 
 IMAGE_RECIPES = ("go-busybox", "debian-runc")  # made by patchbench.docker.images, no registry
@@ -114,6 +167,35 @@ class BuildRecipe(_Model):
         return self
 
 
+class Submodule(_Model):
+    """A git submodule of a target (or of another submodule: its path is then below that one's).
+    Its commit is never written here: it is the gitlink the parent's pinned tree records, fetched
+    into the source cache, checked and checked out in every variant's worktree."""
+
+    name: Name = Field(description=(
+        "Its name for `--source NAME=DIR` (or `PATCHBENCH_SOURCE_<NAME>`) and the source cache."))
+    path: str = Field(description=(
+        "Where the gitlink is, relative to the target's tree, e.g. `libocispec` or "
+        "`libocispec/runtime-spec` (a submodule of a submodule)."))
+    url: str = Field(description="Where its commits come from (`--source NAME=...` replaces it).")
+    omit: str | None = Field(default=None, description=(
+        "Not fetched nor checked out (its directory stays empty); the reason, recorded in every "
+        "manifest, e.g. `built with Debian's libyajl (--disable-embedded-yajl)`."))
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        _check_relative(value, "submodule")
+        if not value or value.endswith("/") or "//" in value or value in (".",):
+            raise ValueError(f"submodule path {value!r}: expected a/b, relative, no trailing /")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return safeargs.check_url(value, "url")
+
+
 class Target(_Model):
     """An upstream project pinned to one commit, with its toolchain and build recipe."""
 
@@ -121,7 +203,9 @@ class Target(_Model):
     url: str = Field(description=(
         "Where the source comes from: an https, ssh, git or file URL, or a directory of this "
         "repository (`--source TARGET=...` replaces it)."))
-    ref: str = Field(description="The tag or branch; it must still point at `commit`.")
+    ref: str = Field(description=(
+        "The tag or branch; it must still point at `commit`. Or the 40-hex commit itself, for "
+        "an untagged commit (e.g. the base of a pull request)."))
     commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] = Field(description=(
         "The pinned 40-hex commit; a `ref` that now points elsewhere is refused."))
     toolchain: Toolchain = Field(description="The pinned toolchain, chosen by its `kind`.")
@@ -132,6 +216,9 @@ class Target(_Model):
             "building."))
     tools: list[str] = Field(default_factory=list, description=(
         "Run-time tools that must be on `PATH`, e.g. `busybox`."))
+    submodules: list[Submodule] = Field(default_factory=list, description=(
+        "Its git submodules, recursively (each one's commit is its parent's gitlink); every "
+        "gitlink of the pinned tree must be declared, fetched or `omit`ted."))
     runtime: Literal["runc", "apple-container", "docker-run", "containerd"] | None = Field(
         default=None, description=(
             "The runtime set up around the binaries (state directories, daemons, cleanup, "
@@ -146,6 +233,16 @@ class Target(_Model):
     @classmethod
     def _ref(cls, value: str) -> str:
         return safeargs.check_ref(value, "ref")
+
+    @field_validator("submodules")
+    @classmethod
+    def _unique_submodules(cls, value: list[Submodule]) -> list[Submodule]:
+        for what in ("name", "path"):
+            seen = [getattr(m, what) for m in value]
+            dupes = sorted({v for v in seen if seen.count(v) > 1})
+            if dupes:
+                raise ValueError(f"submodule {what}s must be unique; repeated: {', '.join(dupes)}")
+        return value
 
 
 def default_image(target: Target) -> ImageRecipe:
@@ -347,7 +444,8 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
 def _plain_loc(raw: tuple[Any, ...]) -> tuple[str, ...]:
     """An error location without pydantic's union tags (toolchain kinds, scenario kinds)."""
     loc = [str(p) for p in raw if not str(p).startswith("function-")]
-    loc = [p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "go", "swift")]
+    loc = [p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "CToolchain",
+                                       "RustToolchain", "go", "swift", "c", "rust")]
     out: list[str] = []
     for i, part in enumerate(loc):
         if i >= 2 and loc[i - 2] == "scenarios" and part in SCENARIO_CONFIGS:

@@ -1,4 +1,7 @@
-"""runc as a runtime target: OCI bundles, a state root per run, teardown and stale-state cleanup.
+"""runc, or any OCI runtime CLI (crun, youki), as a runtime target: OCI bundles, a state root per
+run, teardown and stale-state cleanup. The CLI is the target's artifact named runc, crun or youki
+(else runc); scenarios name it ``{runtime}`` (or by its own name, ``{runc}``,
+``{crun}``), and every command below (spec, list, kill, delete) is the OCI CLI's common one.
 
 - Bundles: the rootfs comes from a directory or a tarball the user names (``rootfs:`` in the
   comparison), or by default a minimal busybox rootfs made from the host's static busybox. The
@@ -27,6 +30,7 @@ from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.util import command
 from patchbench.util.progress import say
 
+OCI_CLIS = ("runc", "crun", "youki")  # the artifacts taken for the runtime's CLI, in this order
 BUSYBOX_APPLETS = ("sh", "true", "false", "sleep", "echo", "cat", "ls")
 ID_PREFIX = "pb"
 STATE_DIRNAME = "runc-state"
@@ -116,12 +120,18 @@ def make_rootfs(dest: Path, spec: str | None, project_root: Path) -> str:
     raise RequirementError(f"rootfs {spec!r} is neither a directory nor a tarball")
 
 
+def oci_cli(names: Sequence[str]) -> str:
+    """The OCI runtime CLI among artifact file names: runc, crun or youki (runc when none)."""
+    return next((name for name in OCI_CLIS if name in names), "runc")
+
+
 def write_config(runc: Path, bundle: Path, args: list[str], rootfs: Path) -> None:
-    """``runc spec`` then: no terminal, the given args, the shared rootfs (read-only)."""
+    """``<cli> spec`` then: no terminal, the given args, the shared rootfs (read-only)."""
     cfg = bundle / "config.json"
     if cfg.exists():
         cfg.unlink()
-    command.run([runc, "spec"], cwd=bundle, timeout=30, error=BenchmarkError, what="runc spec")
+    command.run([runc, "spec"], cwd=bundle, timeout=30, error=BenchmarkError,
+                what=f"{runc.name} spec")
     data = json.loads(cfg.read_text())
     data["process"]["terminal"] = False
     data["process"]["args"] = args
@@ -161,6 +171,15 @@ def cgroups_of(prefix: str, base: Path = CGROUP_ROOT) -> list[Path]:
                 keep.append(d)
         dirnames[:] = keep
     return sorted(found)
+
+
+def hybrid_v2_controllers(base: Path = CGROUP_ROOT) -> list[str]:
+    """The controllers of the cgroup v2 hierarchy of a hybrid (v1 plus ``unified``) setup; crun
+    refuses to start a container while there is any."""
+    try:
+        return (base / "unified" / "cgroup.controllers").read_text().split()
+    except OSError:
+        return []
 
 
 def remove_cgroup(path: Path) -> None:
@@ -212,6 +231,7 @@ class RuncRuntime:
         self.token = secrets.token_hex(3)
         self.workdir: Path | None = None
         self.rootfs_origin = ""
+        self.cli = "runc"  # the OCI runtime CLI's artifact name (set from the target)
 
     @property
     def prefix(self) -> str:
@@ -223,6 +243,7 @@ class RuncRuntime:
         return f"{self.prefix}-{variant}+-"
 
     def check(self, project: Project, comparison: Comparison, target: Target) -> None:
+        self.cli = oci_cli([Path(a.rstrip("/")).name for a in target.build.artifacts])
         problems, hints = [], []
         if platform.system() != "Linux":
             problems.append("Linux")
@@ -231,6 +252,14 @@ class RuncRuntime:
             hints.append("run as root: sudo -E invoke compare ...")
         if not (self.cgroup_base.is_dir() and any(self.cgroup_base.iterdir())):
             problems.append("cgroups mounted at /sys/fs/cgroup")
+        if self.cli == "crun" and hybrid_v2_controllers(self.cgroup_base):
+            problems.append("no cgroup controller on the cgroup v2 hierarchy of a hybrid setup "
+                            f"({self.cgroup_base}/unified has "
+                            f"{' '.join(hybrid_v2_controllers(self.cgroup_base))})")
+            hints.append("crun refuses hybrid cgroups whose v2 hierarchy has controllers; run "
+                         "the comparison in a mount namespace where that hierarchy lists none: "
+                         "unshare -m --propagation private sh -c 'mount --bind EMPTY_FILE "
+                         f"{self.cgroup_base}/unified/cgroup.controllers && exec invoke compare ...'")
         if comparison.rootfs is None:
             try:
                 find_busybox()
@@ -239,7 +268,7 @@ class RuncRuntime:
                 hints.append(exc.hint or "")
         if problems:
             raise RequirementError(
-                "runc comparisons need " + ", ".join(problems),
+                f"{self.cli} comparisons need " + ", ".join(problems),
                 hint="; ".join(h for h in hints if h) or None,
             )
 
@@ -254,7 +283,8 @@ class RuncRuntime:
         self.workdir = workdir
         if dry_run or bin_dir is None:
             return
-        runc = bin_dir / "runc"
+        self.cli = oci_cli([p.name for p in bin_dir.iterdir()])
+        runc = bin_dir / self.cli
         stale = self.clean_stale(workdir.parent, runc)
         if stale:
             say("removed what a killed earlier run left: " + "; ".join(stale))
@@ -281,7 +311,8 @@ class RuncRuntime:
     def placeholders(self, variant: str, bin_dir: Path) -> dict[str, str]:
         wd = self.workdir or Path("<run>")
         return {
-            "runc": str(bin_dir / "runc"),
+            "runc": str(bin_dir / self.cli),
+            "runtime": str(bin_dir / self.cli),
             "root": str(self.state_root(variant)) if self.workdir else f"{wd}/{STATE_DIRNAME}/{variant}",
             "bundle": str(wd / "bundle"),
             "bundle_sleep": str(wd / "bundle_sleep"),
@@ -292,7 +323,7 @@ class RuncRuntime:
     def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
         """One entry per container left behind, saying what remains of it (state kept by runc,
         cgroup directories), e.g. "pb-…-s14-0 (state, 10 cgroups)"."""
-        state = set(list_containers(bin_dir / "runc", self.state_root(variant)))
+        state = set(list_containers(bin_dir / self.cli, self.state_root(variant)))
         groups: dict[str, int] = {}
         for cg in cgroups_of(self.variant_prefix(variant), self.cgroup_base):
             groups[cg.name] = groups.get(cg.name, 0) + 1
@@ -307,7 +338,7 @@ class RuncRuntime:
         if self.workdir is None:
             return []
         # never raises: what could not be removed shows in leftovers(), which the caller records
-        return purge(bin_dir / "runc", self.state_root(variant), self.variant_prefix(variant),
+        return purge(bin_dir / self.cli, self.state_root(variant), self.variant_prefix(variant),
                      self.cgroup_base)
 
     def close(self) -> None:
@@ -318,9 +349,10 @@ class RuncRuntime:
 
     def plan_notes(self) -> list[str]:
         return [
-            "bundles: rootfs from busybox (or 'rootfs:'), config from `runc spec`, no terminal",
+            f"bundles: rootfs from busybox (or 'rootfs:'), config from `{self.cli} spec`, no "
+            "terminal",
             f"every container id starts with {ID_PREFIX}-<run token>-<variant>; state lives in "
-            f"<run>/{STATE_DIRNAME}/<variant> (runc --root)",
+            f"<run>/{STATE_DIRNAME}/<variant> ({self.cli} --root)",
             "before: remove what a killed earlier run left; after: delete every container, "
-            "check `runc list` is empty and no cgroup named after the run remains",
+            f"check `{self.cli} list` is empty and no cgroup named after the run remains",
         ]

@@ -125,7 +125,9 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
             if local.is_dir() and not _is_git_dir(local):
                 fetch_url = str(tmp / "snapshot")
                 snapshot_directory(local, Path(fetch_url), ref)
-            resolved = _resolve_remote(fetch_url, ref, target)
+            # a ref that is the commit itself (an untagged commit, e.g. a pull request's base)
+            # cannot move: it is fetched by SHA and checked like any other
+            resolved = commit if ref == commit else _resolve_remote(fetch_url, ref, target)
             if resolved is None:
                 raise SourceError(
                     f"{target}: ref {ref!r} does not exist at {url}",

@@ -57,7 +57,7 @@ def test_types_defaults_and_constraints_are_rendered() -> None:
     text = reference.render()
     assert "| `alpha` | number (> 0, < 1) | `0.05` |" in text
     assert ("| `toolchain` | [GoToolchain](#gotoolchain) or [SwiftToolchain](#swifttoolchain) "
-            "(by `kind`)") in text
+            "or [CToolchain](#ctoolchain) or [RustToolchain](#rusttoolchain) (by `kind`)") in text
     assert "| `conditions` | list of [Condition](#condition) (at least 1) | `[{name: default}]` |" in text
     assert "| `list` | list of string (at least 1) | required |" in text  # the alias, not list_cmd
     assert "Where: `comparisons.<name>.scenarios[].conditions[]`." in text

@@ -1,5 +1,5 @@
 """Toolchains: the build environment and the fingerprint that proves two builds used the same one.
-One module per language (go, swift), registered in ``TOOLCHAINS``; each supplies its environment,
+One module per language (go, swift, c, rust), registered in ``TOOLCHAINS``; each supplies its environment,
 its fingerprint (taken through the build backend's ``Runner``, where the build runs) and a
 one-line description.
 
@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import redact
-from patchbench.build.toolchains import go, swift
+from patchbench.build.toolchains import c, go, rust, swift
 from patchbench.build.toolchains.runner import HostRunner, Runner, StatCachedRunner
-from patchbench.config import GoToolchain, SwiftToolchain, Target
+from patchbench.config import CToolchain, GoToolchain, RustToolchain, SwiftToolchain, Target
 from patchbench.util.files import sha256_file
 
 __all__ = ["HostRunner", "Runner", "StatCachedRunner", "build_env", "describe", "differing_keys",
-           "fingerprint", "recorded_env", "source_hashes"]
+           "fingerprint", "recorded_env", "source_hashes", "tree_env"]
 
 # Passed through from the caller's environment when set; values of path-like ones are not
 # recorded in the fingerprint (they differ between machines but do not change the output).
@@ -28,7 +28,7 @@ PASS_THROUGH = (
     "PATH", "HOME", "USER", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE", "GOPROXY", "GOSUMDB",
     "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "http_proxy", "https_proxy", "no_proxy",
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "PKG_CONFIG_PATH",
-    "DEVELOPER_DIR",
+    "DEVELOPER_DIR", "RUSTUP_HOME",
 )
 RECORDED_PASS_THROUGH = ("GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE")
 # A build's `git describe` (runc's Makefile embeds it) abbreviates hashes by the repository's
@@ -45,7 +45,12 @@ def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
     env.update({"TZ": "UTC", "LC_ALL": "C", "SOURCE_DATE_EPOCH": str(source_date_epoch)})
     env.update(GIT_PINNED)
     tc = target.toolchain
-    env.update(go.env(tc) if isinstance(tc, GoToolchain) else swift.env(tc))
+    if isinstance(tc, CToolchain):
+        env.update(c.env(tc))
+    elif isinstance(tc, RustToolchain):
+        env.update(rust.env(tc))
+    else:
+        env.update(go.env(tc) if isinstance(tc, GoToolchain) else swift.env(tc))
     env.update(target.build.env)
     return env
 
@@ -63,19 +68,44 @@ def fingerprint(target: Target, env: dict[str, str], runner: Runner | None = Non
     recorded = recorded_env(env, target)
     if isinstance(tc, SwiftToolchain):
         return swift.fingerprint(target, tc, env, runner, recorded)
+    if isinstance(tc, CToolchain):
+        return c.fingerprint(target, tc, env, runner, recorded)
+    if isinstance(tc, RustToolchain):
+        return rust.fingerprint(target, tc, env, runner, recorded)
     return go.fingerprint(target, tc, env, runner, recorded)
 
 
 def describe(target: Target) -> str:
     tc = target.toolchain
+    if isinstance(tc, CToolchain):
+        return c.describe(tc)
+    if isinstance(tc, RustToolchain):
+        return rust.describe(tc)
     return go.describe(tc) if isinstance(tc, GoToolchain) else swift.describe(tc)
+
+
+def tree_env(target: Target, env: dict[str, str], tree: Path, builds: Path,
+             fingerprint: dict[str, Any]) -> dict[str, str]:
+    """The environment of one build in ``tree`` (a C toolchain's prefix map and ccache name the
+    tree; the others use ``env`` as it is)."""
+    tc = target.toolchain
+    if isinstance(tc, CToolchain):
+        return c.tree_env(tc, env, tree, builds, fingerprint)
+    if isinstance(tc, RustToolchain):  # also fetches the crates of a new Cargo.lock
+        return rust.tree_env(target, tc, env, tree, builds, fingerprint)
+    return env
 
 
 def source_hashes(tree: Path) -> dict[str, str]:
     """Hashes of the dependency lock files of a patched tree (recorded, not compared: a patch may
     legitimately change them)."""
-    return {f"{name}_sha256": sha256_file(tree / name)
-            for name in ("go.sum", "Package.resolved") if (tree / name).is_file()}
+    out = {f"{name}_sha256": sha256_file(tree / name)
+           for name in ("go.sum", "Package.resolved", "Cargo.lock", "rust-toolchain.toml")
+           if (tree / name).is_file()}
+    channel = rust.pinned_channel(tree)
+    if channel:  # what the repository asks for, beside the toolchain the target builds with
+        out["rust_toolchain_channel"] = channel
+    return out
 
 
 def differing_keys(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:

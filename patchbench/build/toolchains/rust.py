@@ -1,0 +1,173 @@
+"""Rust: the environment (pinned ``RUSTFLAGS`` with ``--remap-path-prefix``, offline cargo, the
+rustup toolchain named by the target) and the fingerprint (``rustc -vV``, ``cargo -V`` and both
+binaries' sha256, the linker the driver runs).
+
+Crates: before a tree is built, the crates of its ``Cargo.lock`` are fetched once (``cargo fetch
+--locked``) into ``builds/sources/cargo-home``, stamped by the lock file's sha256; every build
+then runs with ``CARGO_NET_OFFLINE=true`` and the recipe's ``--locked --offline``. A cargo
+target directory is shared by the variants of one (target, toolchain fingerprint, Cargo.lock
+hash), so a candidate starts from the baseline's compiled dependencies; cargo locks it while it
+builds. The crate cache and the target directory are remapped (``/cargo``, ``/target``) and the
+workspace's own sources reach rustc relative to its root, so builds in different directories give
+the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from patchbench.build.toolchains.runner import Runner
+from patchbench.config import RustToolchain, Target
+from patchbench.errors import BuildError, PatchbenchError, SourceError, ToolchainError
+from patchbench.util import command, locks
+from patchbench.util.files import sha256_file, write_json_atomic
+from patchbench.util.layout import locks_dir
+
+CARGO_HOME = "@PATCHBENCH_CARGO_HOME@"  # replaced by the crate cache's path in tree_env
+TARGET_DIR = "@PATCHBENCH_CARGO_TARGET@"  # replaced by the shared target directory's path
+# Not the tree: cargo passes a workspace's sources to rustc relative to the workspace root, so its
+# path never reaches the output, and a RUSTFLAGS naming it (different per build) would enter
+# every unit's cargo fingerprint and make every variant's build cold.
+REMAP = f"--remap-path-prefix={CARGO_HOME}=/cargo --remap-path-prefix={TARGET_DIR}=/target"
+RECORDED = ("RUSTFLAGS", "RUSTUP_TOOLCHAIN", "CARGO_NET_OFFLINE", "CARGO_INCREMENTAL",
+            "RUSTUP_AUTO_INSTALL")
+
+
+def env(tc: RustToolchain) -> dict[str, str]:
+    out = {"RUSTFLAGS": f"{tc.rustflags} {REMAP}".strip(), "CARGO_NET_OFFLINE": "true",
+           "CARGO_INCREMENTAL": "0", "CARGO_TERM_COLOR": "never",
+           "RUSTUP_AUTO_INSTALL": "0"}  # rustup never fetches a toolchain behind the target's back
+    if tc.rustup_toolchain:
+        out["RUSTUP_TOOLCHAIN"] = tc.rustup_toolchain
+    return out
+
+
+def describe(tc: RustToolchain) -> str:
+    return f"rustc {tc.version}" + (f" (rustup {tc.rustup_toolchain})" if tc.rustup_toolchain
+                                    else "")
+
+
+def pinned_channel(tree: Path) -> str | None:
+    """The channel the repository's ``rust-toolchain.toml`` (or ``rust-toolchain``) pins."""
+    for name in ("rust-toolchain.toml", "rust-toolchain"):
+        path = tree / name
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return text.strip().splitlines()[0] if text.strip() else None  # the legacy one-liner
+        channel = data.get("toolchain", {}).get("channel")
+        return str(channel) if channel else None
+    return None
+
+
+def cargo_home(builds: Path) -> Path:
+    """The crate cache: part of the source cache, shared by every Rust target."""
+    return builds / "sources" / "cargo-home"
+
+
+def target_dir(builds: Path, target: Target, fingerprint: dict[str, Any], lock_hash: str) -> Path:
+    """The cargo target directory shared by the variants of one (target, toolchain, lock)."""
+    material = {"url": target.url, "fingerprint": {k: v for k, v in fingerprint.items()
+                                                   if k != "sources"}}
+    digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+    return builds / "cargo-target" / f"{digest[:16]}-{lock_hash[:16]}"
+
+
+def fetch_crates(tree: Path, env: dict[str, str], builds: Path, lock_hash: str) -> bool:
+    """``cargo fetch --locked`` of the tree's lock file into the crate cache, once per lock hash;
+    True when it fetched (False: already there)."""
+    home = cargo_home(builds)
+    stamp = home / "patchbench-fetched" / f"{lock_hash}.json"
+    if stamp.is_file():
+        return False
+    home.mkdir(parents=True, exist_ok=True)
+    with locks.locked(locks_dir(builds), f"cargo-fetch-{lock_hash[:20]}", 3600.0):
+        if stamp.is_file():
+            return False
+        online = {k: v for k, v in env.items() if k != "CARGO_NET_OFFLINE"}
+        command.run(["cargo", "fetch", "--locked"], cwd=tree, env=online, timeout=3600,
+                    error=SourceError, what="fetch the crates of Cargo.lock (cargo fetch --locked)")
+        write_json_atomic(stamp, {"cargo_lock_sha256": lock_hash})
+    return True
+
+
+def tree_env(target: Target, tc: RustToolchain, env: dict[str, str], tree: Path, builds: Path,
+             fingerprint: dict[str, Any]) -> dict[str, str]:
+    """``env`` for a build in ``tree``: the crate cache (fetched first when this lock file is
+    new) and the shared target directory, both remapped in ``RUSTFLAGS``; the same for every
+    variant of one lock file, so cargo reuses what the first one compiled."""
+    lock = tree / "Cargo.lock"
+    if not lock.is_file():
+        raise BuildError("a rust target needs a Cargo.lock in its tree (builds are --locked)",
+                         hint="commit the lock file upstream, or add it with a patch series")
+    lock_hash = sha256_file(lock)
+    home = cargo_home(builds)
+    shared = target_dir(builds, target, fingerprint, lock_hash)
+    out = {k: v.replace(CARGO_HOME, str(home)).replace(TARGET_DIR, str(shared))
+           for k, v in env.items()}
+    out["CARGO_HOME"] = str(home)
+    fetch_crates(tree, out, builds, lock_hash)
+    shared.mkdir(parents=True, exist_ok=True)
+    out["CARGO_TARGET_DIR"] = str(shared)
+    return out
+
+
+def _field(text: str, key: str) -> str:
+    m = re.search(rf"^{re.escape(key)}: (.+)$", text, re.M)
+    return m.group(1).strip() if m else ""
+
+
+def _sha_of(runner: Runner, candidates: list[str], tool: str, env: dict[str, str]) -> str:
+    """sha256 of the first readable candidate path, else of ``tool`` on PATH."""
+    for path in candidates:
+        try:
+            return runner.sha256(path)
+        except (OSError, PatchbenchError):
+            continue
+    return runner.sha256(runner.resolve(tool, env))
+
+
+def fingerprint(target: Target, tc: RustToolchain, env: dict[str, str], runner: Runner,
+                recorded: dict[str, str]) -> dict[str, Any]:
+    try:
+        vv = runner.run(["rustc", "-vV"], env=env, timeout=300, what="rustc -vV").stdout
+    except ToolchainError as exc:
+        raise ToolchainError(f"cannot run rustc ({runner.where}): {exc.message}",
+                             hint=f"install Rust {tc.version} (rustup toolchain install "
+                             f"{tc.version}) and put cargo's bin directory on PATH",
+                             detail=exc.detail) from None
+    release = _field(vv, "release")
+    if release != tc.version:
+        raise ToolchainError(
+            f"matrix.yaml pins rustc {tc.version}, but rustc ({runner.where}"
+            + (f", RUSTUP_TOOLCHAIN={tc.rustup_toolchain}" if tc.rustup_toolchain else "")
+            + f") is {release or vv.strip()!r}",
+            hint="install that release, or name the installed one with rustup_toolchain; a "
+            "repository's rust-toolchain.toml is overridden only by rustup_toolchain")
+    sysroot = runner.run(["rustc", "--print", "sysroot"], env=env, timeout=60).stdout.strip()
+    cargo_v = runner.run(["cargo", "-V"], env=env, timeout=300, what="cargo -V").stdout.strip()
+    cc = runner.resolve("cc", env)
+    fp: dict[str, Any] = {
+        "kind": "rust",
+        "version": f"rustc {release}",
+        "rustc": {"commit": _field(vv, "commit-hash"), "host": _field(vv, "host"),
+                  "llvm": _field(vv, "LLVM version"),
+                  "sha256": _sha_of(runner, [f"{sysroot}/bin/rustc"], "rustc", env)},
+        "cargo": {"version": cargo_v,
+                  "sha256": _sha_of(runner, [f"{sysroot}/bin/cargo"], "cargo", env)},
+        "rustup_toolchain": tc.rustup_toolchain,
+        "linker": {"cc": runner.run(["cc", "--version"], env=env, timeout=60
+                                    ).stdout.splitlines()[0], "cc_sha256": runner.sha256(cc)},
+        "env": {**recorded, **{k: env[k] for k in RECORDED if k in env}},
+    }
+    fp["extra"] = {name: runner.run(argv, env=env, timeout=60, what=f"toolchain fingerprint "
+                                    f"{name}").stdout.strip() for name, argv in tc.fingerprint.items()}
+    return fp
