@@ -3,6 +3,8 @@ no option error that is a traceback or invoke's exit 1."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from patchbench.cli import main, spec
@@ -104,3 +106,24 @@ def test_list_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) > 10
     assert max(len(line) for line in lines) <= 120
+
+
+def test_source_env_spells_a_dot_as_two_underscores() -> None:
+    from patchbench import config
+
+    got = config.parse_source_overrides([], {"PATCHBENCH_SOURCE_MY_RT__2": "/src/x",
+                                             "PATCHBENCH_SOURCE_APPLE_CONTAINER": "/src/a"})
+    assert got == {"my-rt.2": "/src/x", "apple-container": "/src/a"}
+
+
+def test_a_source_naming_no_target_is_refused_with_the_targets(tmp_path: Path) -> None:
+    from patchbench import pipeline
+    from patchbench.cli import commands
+    from tests.support import REPO_ROOT
+
+    ws = commands.workspace(sources=["rnuc=/src/runc"], project=str(REPO_ROOT),
+                            builds=str(tmp_path / "b"))
+    with pytest.raises(ConfigError) as exc:
+        pipeline.load(ws)
+    assert "no target 'rnuc'" in exc.value.message and "did you mean 'runc'?" in exc.value.message
+    assert exc.value.hint is not None and "runc" in exc.value.hint
