@@ -73,6 +73,7 @@ def show_commands(flag: bool) -> None:
         LOG.addHandler(_Stderr())
     LOG.setLevel(logging.DEBUG if flag else logging.WARNING)
     LOG.propagate = False
+    LOG.disabled = False  # a library's logging.config call may have disabled existing loggers
 
 
 def quote(argv: Sequence[str]) -> str:
