@@ -69,7 +69,7 @@ class _Stderr(logging.Handler):
 
 def show_commands(flag: bool) -> None:
     """Print every command on stderr as ``+ argv`` (``--verbose``), or stop printing them."""
-    if flag and not LOG.handlers:
+    if flag and not any(isinstance(h, _Stderr) for h in LOG.handlers):
         LOG.addHandler(_Stderr())
     LOG.setLevel(logging.DEBUG if flag else logging.WARNING)
     LOG.propagate = False

@@ -91,8 +91,10 @@ def test_verbose_shows_every_command_and_quiet_shows_none(capsys: pytest.Capture
                                                           ) -> None:
     from patchbench.cli import commands
 
+    import logging
+
     ws = commands.workspace(verbose=True)
-    assert ws.verbose
+    assert ws.verbose and command.LOG.isEnabledFor(logging.DEBUG)
     command.run(["true"], timeout=10)
     assert "+ true" in capsys.readouterr().err
     commands.workspace(verbose=False)
