@@ -89,9 +89,9 @@ def test_background_stop(tmp_path: Path) -> None:
 
 def test_verbose_shows_every_command_and_quiet_shows_none(capsys: pytest.CaptureFixture[str]
                                                           ) -> None:
-    from patchbench.cli import commands
-
     import logging
+
+    from patchbench.cli import commands
 
     ws = commands.workspace(verbose=True)
     assert ws.verbose and command.LOG.isEnabledFor(logging.DEBUG)
