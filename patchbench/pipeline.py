@@ -236,7 +236,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         target=comp.target, url=target.url, ref=target.ref, commit=target.commit, aa=sw.aa,
         seed=seed, settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
         started_at=started, machine=machine_info(),
-        builds={b.variant.name: b.manifest for b in built},
+        builds={b.variant.name: dict(b.manifest) for b in built},
         gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=2)
     runtime = runtimes.get(config.runtime_of(project, comp))
     extra_files: dict[str, Path] = {}

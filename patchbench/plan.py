@@ -33,7 +33,10 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
     runtime = runtimes.get(config.runtime_of(project, comp))
     fake = ws.layout.dry_run(name)
     fake_built = [build.Built(v, ws.layout.artifacts(comp.target) / f"<{v.name}>",
-                              {"artifacts": {Path(a).name: {} for a in target.build.artifacts}},
+                              {"target": comp.target, "built_commit": "<not built>",
+                               "series": [], "fingerprint": {},
+                               "artifacts": {Path(a).name: {"sha256": "<not built>"}
+                                             for a in target.build.artifacts}},
                               False) for v in variants]
     if runtime is not None:
         runtime.prepare(fake, project, comp, dry_run=True,

@@ -18,12 +18,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from patchbench import redact
 from patchbench.build import cache_verify, toolchains
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
+from patchbench.build.manifest import Manifest
 from patchbench.build.toolchains import Runner
 from patchbench.config import BuildRecipe, Project, Target
 from patchbench.errors import BuildError, ToolchainError
@@ -81,7 +82,7 @@ class Variant:
 class Built:
     variant: Variant
     path: Path  # the stamped build directory
-    manifest: dict[str, Any]
+    manifest: Manifest
     cached: bool
 
     @property
@@ -175,7 +176,8 @@ def build_variant(plan: BuildPlan, variant: Variant) -> Built:
             if verdict.ok and verdict.manifest is not None:
                 progress.say(f"{plan.target_name}/{variant.name}: cached ({final}; every artifact "
                              "hashed again)")
-                return Built(variant, final, {**verdict.manifest, "cache_check": verdict.record()},
+                return Built(variant, final, cast(Manifest, {**verdict.manifest,
+                                                             "cache_check": verdict.record()}),
                              cached=True)
             if (final / STAMP).is_file():  # a complete entry that changed since: say how
                 progress.say(f"warning: the cached build of {plan.target_name}/{variant.name} "
@@ -251,7 +253,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
         finally:
             gitmodules.remove_worktrees(added, tree, plan.layout.builds)
             source.remove_worktree(plan.checkout, tree, plan.layout.builds)
-        manifest = {
+        record: dict[str, Any] = {
             "schema_version": MANIFEST_SCHEMA,
             "target": plan.target_name,
             "url": plan.target.url,
@@ -288,7 +290,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             "log": _rel(log, plan.project.root),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        manifest = redact.tree(manifest)  # no credential is recorded
+        manifest = cast(Manifest, redact.tree(record))  # no credential is recorded
         try:
             write_json_atomic(out / "manifest.json", manifest)
             final.parent.mkdir(parents=True, exist_ok=True)
@@ -341,5 +343,6 @@ def identical_artifacts(a: Built, b: Built) -> list[str]:
     return [
         name
         for name, info in a.manifest["artifacts"].items()
-        if b.manifest["artifacts"].get(name, {}).get("sha256") == info["sha256"]
+        if (other := b.manifest["artifacts"].get(name)) is not None
+        and other["sha256"] == info["sha256"]
     ]
