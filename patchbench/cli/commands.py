@@ -144,7 +144,8 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
         if failed:
             print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))
             return GATE_FAILED_EXIT_CODE
-        print("gate: passed (no candidate slower, every check passed)")
+        print("gate: passed (no candidate slower" + ("" if sw.gate_allow_inconclusive else
+              ", inconclusive or withheld") + "; every check passed)")
         if sw.gate_allow_inconclusive:
             for w in gate.let_through(results):
                 print(f"  allowed (--gate-allow-inconclusive): {w}")
