@@ -74,3 +74,44 @@ def make_demo_history(path: Path) -> DemoHistory:
     for i, tag in TAG_AT.items():
         git(path, "tag", tag, shas[i])
     return DemoHistory(path, shas)
+
+
+@dataclass(frozen=True)
+class MergedHistory:
+    """main: m0 (v1.0.0), m1, m2, m3, then the merge of ``side`` (forked at m1: s1, s2 plants the
+    5 ms delay, s3), then m4 (``main``)."""
+
+    path: Path
+    merge: str
+    delay: str
+
+
+def make_merged_history(path: Path) -> MergedHistory:
+    shutil.copytree(REPO_ROOT / "demo" / "slowstart", path)
+    git(path, "init", "-q", "-b", "main")
+    notes = path / "NOTES"
+
+    def note(n: int, text: str) -> str:
+        with notes.open("a") as f:
+            f.write(f"{text}\n")
+        return _commit(path, f"notes: {text}", n)
+
+    m0 = _commit(path, "slowstart: the demo as bundled", 0)
+    git(path, "tag", "v1.0.0", m0)
+    m1 = note(1, "main 1")
+    git(path, "checkout", "-q", "-b", "side", m1)
+    (path / "SIDE").write_text("side 1\n")
+    _commit(path, "side: entry 1", 2)
+    _plant_delay(path / "main.go")
+    delay = _commit(path, "slowstart: read the configuration first (plants a 5 ms delay)", 3)
+    (path / "SIDE").write_text("side 1\nside 3\n")
+    _commit(path, "side: entry 3", 4)
+    git(path, "checkout", "-q", "main")
+    note(5, "main 2")
+    note(6, "main 3")
+    date = "2026-11-01T07:00:00Z"
+    git(path, "merge", "-q", "--no-ff", "-m", "Merge branch 'side'", "side",
+        env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+    merge = git(path, "rev-parse", "HEAD")
+    note(8, "main 4")
+    return MergedHistory(path, merge, delay)

@@ -34,8 +34,10 @@ class MeasurementRec(_Rec):
 
 class StepRec(_Rec):
     step: int
-    index: int  # in the first-parent chain, 0 = good
+    index: int  # in the first-parent chain, 0 = good (or in ``branch``'s chain)
     commit: CommitRec
+    # on a merged branch the bisect descended into: "merged by <sha>"; None: the main chain
+    branch: str | None = None
     classification: Literal["good", "bad", "undecided", "skipped"]
     value: str  # the commit's median [CI] or its hangs
     vs_good: str = ""
@@ -65,6 +67,8 @@ class Bisect(_Rec):
     expected_steps: int
     outcome: Literal["found", "range", "no-difference"]
     first_bad: CommitRec | None = None
+    # the merge commits the search descended through, outermost first (None: none)
+    descended: list[CommitRec] | None = None
     range: list[CommitRec] = Field(default_factory=list)  # the candidates when not found
     ends: str = ""  # bad against good, as measured first
     why: str = ""

@@ -113,6 +113,11 @@ def headline(rec: Bisect) -> list[str]:
     if rec.outcome == "found" and rec.first_bad is not None:
         c = rec.first_bad
         out.append(f"first bad commit: {c.sha} {c.subject!r} ({c.author_date})")
+        if rec.descended:
+            out.append("found on the merged branch of " + " -> ".join(
+                f"{m.sha[:12]} {m.subject!r}" for m in rec.descended))
+        if rec.why:
+            out.append(rec.why)
     elif rec.outcome == "no-difference":
         out.append(f"no bisect: {rec.why}")
     else:
@@ -127,7 +132,9 @@ def headline(rec: Bisect) -> list[str]:
 
 
 def step_rows(rec: Bisect) -> list[list[str]]:
-    return [[str(s.step), s.commit.sha[:12], s.commit.subject[:60], s.value, s.vs_good, s.vs_bad,
+    return [[str(s.step), s.commit.sha[:12],
+             s.commit.subject[:60] + (f" ({s.branch})" if s.branch else ""), s.value, s.vs_good,
+             s.vs_bad,
              s.classification + (f" ({s.skipped_reason})" if s.skipped_reason else ""),
              "/".join(str(f) for f in s.factors) or "-"] for s in rec.steps]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,11 +135,10 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
                    "between them")
         say(f"bisect: {rec.why}")
     else:
-        def probe(i: int) -> search.Class:
-            c = chain[i]
+        def probe_commit(c: history.Commit, i: int, branch: str | None = None) -> search.Class:
             step = len(rec.steps) + 1
             if s.build_at(c.sha) is None:
-                rec.steps.append(StepRec(step=step, index=i, commit=_crec(c),
+                rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
                                          classification="skipped", value="-",
                                          skipped_reason="does not build"))
                 return "skipped"
@@ -155,17 +155,19 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
                 say(f"step {step} ({c.sha[:12]}): undecided; measuring again with "
                     f"{factor * 2}x the runs and rounds")
                 factor *= 2
-            rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), classification=cls,
-                                     value=judge.value(m, c.sha).text(), vs_good=vg.text,
-                                     vs_bad=vb.text, factors=factors, measurements=used))
+            rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
+                                     classification=cls, value=judge.value(m, c.sha).text(),
+                                     vs_good=vg.text, vs_bad=vb.text, factors=factors,
+                                     measurements=used))
             say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {cls}" if cls != "undecided"
                 else f"step {step}: {c.sha[:12]} undecided after {factor}x")
             return cls
 
-        out = search.search(len(chain), probe)
+        out = search.search(len(chain), lambda i: probe_commit(chain[i], i))
         if out.found:
             rec.outcome = "found"
             rec.first_bad = _crec(chain[out.hi])
+            _descend(s, rec, probe_commit)
         else:
             rec.why = out.why
             rec.range = [_crec(c) for c in chain[out.lo + 1:out.hi + 1]]
@@ -178,6 +180,42 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
     folder = _save(s, ws, f"bisect-{target}", "bisect.json", rec.model_dump(mode="json"),
                    render.bisect_markdown(rec), render.bisect_html(rec))
     return rec, folder
+
+
+def _descend(s: Session, rec: Bisect,
+             probe: Callable[[history.Commit, int, str | None], search.Class]) -> None:
+    """When the first bad commit is a merge, the change may have come with the branch it merged:
+    its tip (the merge's second parent) is measured; like bad, that branch is bisected from the
+    merge base (like the merge's first parent: good) to its tip, and again while the answer is a
+    merge. Like good: the merge commit itself brought the change (a conflict resolution, or two
+    branches that are only slow together), and it stays the answer."""
+    while rec.first_bad is not None:
+        merge = rec.first_bad
+        side = history.merged_branch(s.checkout, merge.sha)
+        if side is None:
+            return
+        where = f"merged by {merge.sha[:12]}"
+        say(f"bisect: {merge.sha[:12]} is a merge; measuring the tip of the branch it merged")
+        tip = probe(side[-1], len(side) - 1, where)
+        if tip != "bad":
+            rec.why = (f"the first bad commit is the merge {merge.sha[:12]}; the branch it merged "
+                       f"is like {tip} at its tip, so the merge itself brought the change"
+                       if tip == "good" else f"the first bad commit is the merge "
+                       f"{merge.sha[:12]}; its merged branch's tip is {tip}, so the search did "
+                       "not go into that branch")
+            return
+        rec.descended = [*(rec.descended or []), merge]
+        def on_branch(i: int, side: list[history.Commit] = side, where: str = where
+                      ) -> search.Class:
+            return probe(side[i], i, where)
+
+        out = search.search(len(side), on_branch)
+        if not out.found:
+            rec.outcome, rec.first_bad = "range", None
+            rec.why = f"in the branch {where}: {out.why}"
+            rec.range = [_crec(c) for c in side[out.lo + 1:out.hi + 1]]
+            return
+        rec.first_bad = _crec(side[out.hi])
 
 
 def history_run(project: Project, ws: Workspace, target: str, refs: list[str], spec: str, *,

@@ -99,6 +99,27 @@ def first_parent(checkout: Checkout, good: str, bad: str) -> list[Commit]:
     return [describe(checkout, s) for s in (good, *shas[start:])]
 
 
+def parents(checkout: Checkout, sha: str) -> list[str]:
+    """The parents of ``sha``, first parent first (two or more: a merge)."""
+    out = run_git(["rev-list", "--parents", "-n", "1", sha, "--"], cwd=checkout.repo,
+                  error=SourceError).stdout.split()
+    return out[1:]
+
+
+def merged_branch(checkout: Checkout, merge: str) -> list[Commit] | None:
+    """The branch that the two-parent ``merge`` brought in, as a first-parent chain from the
+    merge base (oldest, like the merge's first parent) to the merge's second parent; None when
+    ``merge`` is not a two-parent merge."""
+    ps = parents(checkout, merge)
+    if len(ps) != 2:
+        return None
+    base = run_git(["merge-base", ps[0], ps[1]], cwd=checkout.repo,
+                   error=SourceError).stdout.strip()
+    if base == ps[1]:  # the second parent is already on the first-parent side
+        return None
+    return first_parent(checkout, base, ps[1])
+
+
 def every(commits: list[Commit], n: int) -> list[Commit]:
     """Every ``n``th commit of ``commits``, the first and the last always included."""
     if n < 1:

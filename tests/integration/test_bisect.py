@@ -156,3 +156,38 @@ def test_bisect_dry_run_prints_steps_builds_and_runs(ws: Workspace,
     assert "each step: 3 x 100 " in text and "{" not in text
     assert not (ws.builds / "artifacts").exists()  # nothing was built
 
+
+
+def test_bisect_descends_into_the_branch_a_merge_brought(tmp_path: Path, go_version: str) -> None:
+    from tests.demo_history import make_merged_history
+
+    hist = make_merged_history(tmp_path / "merged")
+    root = tmp_path / "project"
+    shutil.copytree(support.REPO_ROOT / "patches" / "demo-plus-5ms",
+                    root / "patches" / "demo-plus-5ms")
+    support.write_matrix(root, {
+        "version": 1,
+        "targets": {"demo": {
+            "description": "a history with a merge", "url": str(hist.path), "ref": "v1.0.0",
+            "commit": git_sha(hist.path, "v1.0.0"),
+            "toolchain": {"kind": "go", "version": go_version},
+            "build": {"commands": [["go", "build", "-o", "slowstart", "."]],
+                      "artifacts": ["slowstart"], "timeout": 120}}},
+        "comparisons": {"demo-time": {"target": "demo",
+                                      "candidates": {"plus-5ms": ["demo-plus-5ms"]},
+                                      "scenarios": [TIME]}}})
+    ws = Workspace(root=root, matrix=root / "matrix.yaml", builds=tmp_path / "builds",
+                   reports=tmp_path / "reports")
+    rec, folder = run.bisect(config.load(ws.matrix), ws, "demo", "v1.0.0", "main",
+                             "demo-time:start", seed=5)
+    assert rec.outcome == "found", rec.why
+    assert rec.descended is not None and [m.sha for m in rec.descended] == [hist.merge]
+    assert rec.first_bad is not None and rec.first_bad.sha == hist.delay
+    on_branch = [s for s in rec.steps if s.branch]
+    assert on_branch and all(s.branch == f"merged by {hist.merge[:12]}" for s in on_branch)
+    md = (folder / "report.md").read_text()
+    assert "found on the merged branch of " + hist.merge[:12] in md
+
+
+def git_sha(repo: Path, ref: str) -> str:
+    return support.git(repo, "rev-parse", ref)
