@@ -220,13 +220,16 @@ def _descend(s: Session, rec: Bisect,
 
 def history_run(project: Project, ws: Workspace, target: str, refs: list[str], spec: str, *,
                 range_: str | None = None, every: int = 1, seed: int | None = None,
-                runs: int | None = None, rounds: int | None = None) -> tuple[History, Path]:
-    """Measure ``refs`` (or every ``every``th commit of ``range_`` A..B, first-parent) of
-    ``target`` interleaved in one measurement, each against the first."""
+                runs: int | None = None, rounds: int | None = None,
+                tags: str | None = None) -> tuple[History, Path]:
+    """Measure ``refs`` (or every ``every``th commit of ``range_`` A..B, first-parent, or the
+    tags matching ``tags``, oldest version first) of ``target`` interleaved in one measurement,
+    each against the first."""
     _check_target(project, target, spec)
-    if bool(refs) == bool(range_):
-        raise ConfigError("history: give either REF... or --range A..B",
-                          hint="history demo v1.0.0 v1.1.0 --scenario ... or --range A..B")
+    if sum(map(bool, (refs, range_, tags))) != 1:
+        raise ConfigError("history: give one of REF..., --range A..B or --tags PATTERN",
+                          hint="history demo v1.0.0 v1.1.0 --scenario ... or --range A..B or "
+                          "--tags 'v1.*'")
     s = Session.open(project, ws, spec, _seed(seed, project, spec), runs=runs, rounds=rounds)
     started = now()
     if range_:
@@ -237,6 +240,11 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
                                      history.resolve(s.checkout, b_))
         commits = history.every(chain, every)
     else:
+        if tags:
+            refs = history.tags(s.checkout, tags)
+            if not refs:
+                raise ConfigError(f"history --tags {tags!r}: no tag of {target} matches")
+            say(f"history {target}: tags {', '.join(refs)}")
         commits = [s.commit(r) for r in refs]
     if len({c.sha for c in commits}) != len(commits):
         raise ConfigError("history: the same commit is named twice")

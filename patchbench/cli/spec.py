@@ -221,6 +221,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         (Opt("range_", "the first-parent commits from A to B instead of REF...", metavar="A..B"),
          Opt("every", "with --range: every Nth commit (the first and last always)", kind="int",
              metavar="N", minimum=1, default="1"),
+         Opt("tags", "the tags matching this glob instead of REF..., oldest version first",
+             metavar="PATTERN"),
          Opt("scenario", "COMPARISON:SCENARIO that measures them", kind="list",
              metavar="COMPARISON:SCENARIO"),
          Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
@@ -231,7 +233,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              metavar="N", minimum=0, default="matrix.yaml's, else random")),
         (*BUILD_SHARED, "backend"),
         ("history demo v1.0.0 v1.1.0 v1.2.0 --scenario demo:start-8",
-         "history demo --range v1.0.0..main --every 5 --scenario demo:start-8")),
+         "history demo --range v1.0.0..main --every 5 --scenario demo:start-8",
+         "history runc --tags 'v1.2.*' --scenario runc-signal:run")),
 )}
 
 

@@ -120,6 +120,19 @@ def merged_branch(checkout: Checkout, merge: str) -> list[Commit] | None:
     return first_parent(checkout, base, ps[1])
 
 
+def tags(checkout: Checkout, pattern: str) -> list[str]:
+    """The tags of the source whose names match the glob ``pattern`` (``v1.2.*``), oldest
+    version first (git's version sort)."""
+    try:
+        safeargs.check_path(pattern, "--tags pattern")
+    except safeargs.UnsafeValue as exc:
+        raise SourceError(str(exc)) from None
+    prefix = f"{HISTORY_PREFIX}tags/"
+    out = run_git(["for-each-ref", "--sort=v:refname", "--format=%(refname)", "--",
+                   f"{prefix}{pattern}"], cwd=checkout.repo, error=SourceError).stdout.split()
+    return [ref.removeprefix(prefix) for ref in out]
+
+
 def every(commits: list[Commit], n: int) -> list[Commit]:
     """Every ``n``th commit of ``commits``, the first and the last always included."""
     if n < 1:

@@ -191,3 +191,12 @@ def test_bisect_descends_into_the_branch_a_merge_brought(tmp_path: Path, go_vers
 
 def git_sha(repo: Path, ref: str) -> str:
     return support.git(repo, "rev-parse", ref)
+
+
+def test_history_over_the_tags_matching_a_pattern(ws: Workspace, demo_history: DemoHistory) -> None:
+    rec, _ = run.history_run(_project(ws), ws, "demo", [], "demo-time:start", tags="v1.*",
+                             seed=6)
+    assert [p.commit.sha for p in rec.points] == [demo_history.shas[0], demo_history.shas[16]]
+    assert rec.points[1].differs is True  # v1.1.0 has the delay
+    with pytest.raises(config.ConfigError, match="no tag of demo matches"):
+        run.history_run(_project(ws), ws, "demo", [], "demo-time:start", tags="v9.*", seed=6)
