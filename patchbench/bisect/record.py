@@ -83,6 +83,7 @@ class Bisect(_Rec):
 
 class PointRec(_Rec):
     commit: CommitRec
+    tag: str | None = None  # a release tag at the commit: the chart's label (None: none known)
     value: str
     median: float | None = None
     ci: list[float] | None = None

@@ -219,10 +219,11 @@ def history_points(rec: History) -> tuple[list[Point], str]:
         colour = COLOURS["bad"] if p.differs else COLOURS[""] if i else COLOURS["good"]
         if soak:
             y = p.hangs / p.runs if p.hangs is not None and p.runs else None
-            out.append(Point(p.commit.sha[:12], y, colour=colour, title=p.value))
+            out.append(Point(p.tag or p.commit.sha[:12], y, colour=colour, title=p.value))
         else:
             lo, hi = (p.ci[0] * 1e3, p.ci[1] * 1e3) if p.ci else (None, None)
-            out.append(Point(p.commit.sha[:12], p.median * 1e3 if p.median is not None else None,
+            out.append(Point(p.tag or p.commit.sha[:12],  # releases labelled by their tag
+                             p.median * 1e3 if p.median is not None else None,
                              lo, hi, colour, p.value))
     return out, ("hang rate" if soak else "median (ms)")
 

@@ -265,7 +265,8 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
         v = judge.value(m, c.sha)
         p = (judge.pair(m, first, c.sha, s.comp.alpha, s.comp.min_effect)
              if c.sha != first else None)
-        points.append(PointRec(commit=_crec(c), value=v.text(), median=v.median,
+        points.append(PointRec(commit=_crec(c), tag=history.tag_of(s.checkout, c.sha),
+                               value=v.text(), median=v.median,
                                ci=list(v.ci) if v.ci else None, hangs=v.hangs, runs=v.runs,
                                vs_first=p.text if p else "(the reference)",
                                differs=p.differs if p else None))

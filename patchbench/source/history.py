@@ -133,6 +133,14 @@ def tags(checkout: Checkout, pattern: str) -> list[str]:
     return [ref.removeprefix(prefix) for ref in out]
 
 
+def tag_of(checkout: Checkout, sha: str) -> str | None:
+    """A tag of the source that points at ``sha`` (the highest version when several), or None."""
+    prefix = f"{HISTORY_PREFIX}tags/"
+    out = run_git(["for-each-ref", "--sort=-v:refname", "--format=%(refname)", "--points-at",
+                   sha, "--", prefix], cwd=checkout.repo, check=False).stdout.split()
+    return out[0].removeprefix(prefix) if out else None
+
+
 def every(commits: list[Commit], n: int) -> list[Commit]:
     """Every ``n``th commit of ``commits``, the first and the last always included."""
     if n < 1:

@@ -194,9 +194,12 @@ def git_sha(repo: Path, ref: str) -> str:
 
 
 def test_history_over_the_tags_matching_a_pattern(ws: Workspace, demo_history: DemoHistory) -> None:
-    rec, _ = run.history_run(_project(ws), ws, "demo", [], "demo-time:start", tags="v1.*",
-                             seed=6)
+    rec, folder = run.history_run(_project(ws), ws, "demo", [], "demo-time:start",
+                                  tags="v1.*", seed=6)
     assert [p.commit.sha for p in rec.points] == [demo_history.shas[0], demo_history.shas[16]]
     assert rec.points[1].differs is True  # v1.1.0 has the delay
+    assert [p.tag for p in rec.points] == ["v1.0.0", "v1.1.0"]
+    page = (folder / "report.html").read_text()
+    assert ">v1.0.0</text>" in page and ">v1.1.0</text>" in page  # releases labelled
     with pytest.raises(config.ConfigError, match="no tag of demo matches"):
         run.history_run(_project(ws), ws, "demo", [], "demo-time:start", tags="v9.*", seed=6)
