@@ -1,7 +1,11 @@
 """How the report tools' cost grows: `report`, `diff`, `merge` and `export` against synthetic runs
 (run by hand; figures go to benchmarks/results/scale.md).
 
-    python benchmarks/scale.py [--sizes 1000,10000,100000,1000000] [--diff-sizes 1000,3000,10000]
+    python benchmarks/scale.py [--sizes 1000,3000,10000,30000,100000] [--diff-sizes 1000,3000,10000]
+
+The sizes stop at the loader's limit: a saved run may hold at most 100,000 samples per cell and
+16 MiB (patchbench.results.MAX_SAMPLES, MAX_FILE_BYTES; docs/security.md), so a run of 10^6
+samples per cell is refused before it is parsed, by design.
                                [--machines 2,4,8,16,32,64] [--merge-samples 10000] [--record FILE]
 
 A synthetic run is the committed demo run (reports/demo/20261129T225457Z) with every cell's
@@ -125,7 +129,7 @@ def exponents(sizes: Sequence[int], costs: Sequence[float]) -> tuple[float, floa
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--sizes", default="1000,10000,100000,1000000")
+    ap.add_argument("--sizes", default="1000,3000,10000,30000,100000")
     ap.add_argument("--diff-sizes", default="1000,3000,10000",
                     help="diff's sizes (its bootstrap takes seconds per 1000 samples)")
     ap.add_argument("--machines", default="2,4,8,16,32,64")
