@@ -24,14 +24,8 @@ def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Proj
     for what in cleanup.sweep_all(ws.builds):  # what runs killed with SIGKILL left behind
         say(what)
     project = config.load(ws.matrix, pending_series=pending_series).with_backend(ws.backend)
-    submodule_names = {m.name for t in project.matrix.targets.values() for m in t.submodules}
-    for name in ws.sources:  # a typo in --source rnuc=DIR is told, not silently ignored
-        if name not in project.matrix.targets and name not in submodule_names:
-            msg = (f"--source {name}=...: no target {name!r} in {ws.matrix.name}"
-                   + config.suggest(name, project.matrix.targets))
-            if name in ws.source_flags:
-                raise ConfigError(msg, hint="targets: " + ", ".join(project.matrix.targets))
-            say(f"warning: PATCHBENCH_SOURCE_* names no target of this matrix: {msg}")
+    for warning in config.check_source_names(project, ws.sources, ws.source_flags):
+        say(warning)
     return project
 
 

@@ -580,6 +580,24 @@ def _check_repo_path(
         raise ConfigError(f"{project.path}:{line}: {key}: {value!r} leaves the repository")
 
 
+def check_source_names(project: Project, sources: dict[str, str],
+                       flagged: frozenset[str]) -> list[str]:
+    """A ``--source NAME=...`` must name a target or a declared submodule (a typo is told, not
+    silently ignored): ConfigError for a flag, a warning (returned) for PATCHBENCH_SOURCE_*."""
+    targets = project.matrix.targets
+    known = set(targets) | {m.name for t in targets.values() for m in t.submodules}
+    warnings = []
+    for name in sources:
+        if name in known:
+            continue
+        msg = f"--source {name}=...: no target {name!r} in {project.path.name}" + suggest(
+            name, targets)
+        if name in flagged:
+            raise ConfigError(msg, hint="targets: " + ", ".join(targets))
+        warnings.append(f"warning: PATCHBENCH_SOURCE_* names no target of this matrix: {msg}")
+    return warnings
+
+
 def parse_source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[str, str]:
     """``--source TARGET=PATH_OR_URL`` (repeatable) over ``PATCHBENCH_SOURCE_<TARGET>``."""
     out: dict[str, str] = {}
