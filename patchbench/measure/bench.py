@@ -10,6 +10,12 @@ Per-run deadlines: the kinds run each command under patchbench's launcher with `
 (``Invocation.deadline``), which kills a run past it after saving its evidence and exits 124. Such a
 run is a hang: it is kept apart (``hung_times``, ``hung_rounds``), never timed, and the measurement
 goes on. The timeout of a whole hyperfine call stays as a backstop for the launcher itself.
+
+One hyperfine call per round (issue 21): when the round's cells can share one (no setup or
+teardown lists, the same environment, wrap and cleanup, and a prepare for all or none), the round
+runs as one hyperfine call with one command per cell in the round's order, each read back from the
+one export JSON; otherwise (and once an escaped process was found after a shared call, see
+:func:`_run_round`) each cell gets its own call as before.
 """
 
 from __future__ import annotations
@@ -179,34 +185,69 @@ def hyperfine(
     name: str,
 ) -> dict[str, Any]:
     """One hyperfine call (no shell, failures recorded rather than fatal); returns its result."""
-    argv = [*inv.wrap,
+    return hyperfine_many([inv], runs=runs, warmup=warmup, per_run_timeout=per_run_timeout,
+                          export=export, log=log, names=[name], name=name)[0]
+
+
+def hyperfine_many(
+    invs: Sequence[Invocation], *, runs: int, warmup: int, per_run_timeout: float, export: Path,
+    log: Path, names: Sequence[str], name: str,
+) -> list[dict[str, Any]]:
+    """One hyperfine call running every one of ``invs`` (``runs`` runs each, in this order, after
+    ``warmup`` warmup runs each) under ``names``: their results, in the same order. ``invs``
+    share ``wrap``, ``env`` and ``cleanup`` (:func:`shareable`); a ``prepare`` is given per
+    command. ``name`` names the call in errors."""
+    first = invs[0]
+    argv = [*first.wrap,
         "hyperfine", "-N", "-i", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
-        "--export-json", str(export), "--command-name", name,
+        "--export-json", str(export),
     ]
-    if inv.prepare:
-        argv += ["--prepare", inv.prepare]
-    if inv.cleanup:
-        argv += ["--cleanup", inv.cleanup]
-    argv += ["--", shlex.join(inv.command)]  # never read as a hyperfine option
-    per_run = per_run_timeout if inv.deadline is None else inv.deadline + hangs.KILL_SLACK
-    timeout = (runs + warmup) * per_run + TIMEOUT_SLACK
+    for n in names:
+        argv += ["--command-name", n]
+    for inv in invs:  # all or none (shareable): one per command, in order
+        if inv.prepare:
+            argv += ["--prepare", inv.prepare]
+    if first.cleanup:
+        argv += ["--cleanup", first.cleanup]
+    argv += ["--", *(shlex.join(inv.command) for inv in invs)]  # never read as an option
+    per_run = [per_run_timeout if inv.deadline is None else inv.deadline + hangs.KILL_SLACK
+               for inv in invs]
+    timeout = sum((runs + warmup) * p for p in per_run) + TIMEOUT_SLACK  # the commands in turn
     try:
-        command.run(argv, log=log, timeout=timeout, env=inv.env, error=BenchmarkError, what=name)
+        command.run(argv, log=log, timeout=timeout, env=first.env, error=BenchmarkError,
+                    what=name)
     except BenchmarkError as exc:
         if "timed out" in exc.message:
             seen = _seen_so_far(log)
-            if inv.deadline is not None:
-                what = (f"hyperfine did not finish {runs + warmup} runs in {timeout:g} s although "
-                        f"each run has a deadline of {inv.deadline:g} s: the launcher itself or "
-                        "hyperfine's prepare/cleanup hung")
+            if all(inv.deadline is not None for inv in invs):
+                each = ", ".join(f"{inv.deadline:g}" for inv in invs if inv.deadline is not None)
+                what = (f"hyperfine did not finish {(runs + warmup) * len(invs)} runs in "
+                        f"{timeout:g} s although each run has a deadline of {each} s: the "
+                        "launcher itself or hyperfine's prepare/cleanup hung")
             else:
                 what = (f"the benchmark command hung (this command runs without a per-run "
                         f"deadline); stopped after {timeout:g} s")
             raise BenchmarkError(f"{name}: {what}. Seen: {seen}", detail=exc.detail) from None
         raise
     data = json.loads(export.read_text())
-    result: dict[str, Any] = data["results"][0]
-    return result
+    results: list[dict[str, Any]] = data["results"]
+    if len(results) != len(invs):
+        raise BenchmarkError(f"{name}: hyperfine exported {len(results)} results for "
+                             f"{len(invs)} commands", detail=f"hyperfine JSON: {export}")
+    return results
+
+
+def shareable(invs: Sequence[Invocation]) -> bool:
+    """Whether these cells' invocations can run as one hyperfine call: at least two, none with
+    setup or teardown lists (those run around one cell's call), the same wrap, environment and
+    cleanup (hyperfine takes them once), and a prepare for every command or for none."""
+    if len(invs) < 2 or any(inv.setup or inv.teardown for inv in invs):
+        return False
+    first = invs[0]
+    same = all(inv.wrap == first.wrap and inv.env == first.env and inv.cleanup == first.cleanup
+               for inv in invs)
+    prepares = {inv.prepare is None for inv in invs}
+    return same and len(prepares) == 1
 
 
 def _seen_so_far(log: Path) -> str:
@@ -252,50 +293,110 @@ def measure(
     warmed: set[Cell] = set()
     log = workdir / f"{scenario}.hyperfine.log"
     shown = RoundProgress(rounds, label=scenario)  # round r/R and the time left, on a terminal
+    share = [True]  # False for the rest of the scenario once a shared call left a process
     for r, round_cells in enumerate(order, 1):
         shown.start(r)
-        medians: dict[Cell, float] = {}
-        for cell in round_cells:
-            inv = expand(cell)
-            name = f"{scenario} {cell.label} round {r}/{rounds}"
-            cell_warmup = warmup if cell not in warmed else 0  # once per cell
-            warmed.add(cell)
-            slug = cell.label.replace(" ", "_").replace("=", "")
-            export = workdir / f"{scenario}.{slug}.r{r}.json"
-            t0 = time.monotonic()
-            # setup and teardown write to the log, never to a pipe: a detached container that
-            # inherits a pipe would hold it open long after its launcher returned
-            for argv in inv.setup:
-                command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
-                            error=BenchmarkError, what=f"{name}: setup", log=log)
-            try:
-                result = hyperfine(inv, runs=per_round, warmup=cell_warmup,
-                                   per_run_timeout=timeout, export=export, log=log, name=name)
-            finally:
-                for argv in inv.teardown:
-                    command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
-                                check=False, what=f"{name}: teardown", log=log)
-                # what outlived the command: found and killed (the baseline's is not gated)
-                procguard.check_active(name, cell.variant)
-            s = samples[cell]
-            s.seconds += time.monotonic() - t0
-            failed = s.add(result, r, deadline=inv.deadline is not None)
-            if failed:
-                codes = result.get("exit_codes", [])
-                raise BenchmarkError(
-                    f"{name}: {len(failed)} of {len(codes)} runs failed "
-                    f"(exit codes {sorted(set(failed))})",
-                    hint="run the command by hand (invoke compare NAME --dry-run prints it)",
-                    detail=f"command: {shlex.join(inv.command)}\nhyperfine JSON: {export}",
-                )
-            medians[cell] = float(result.get("median") or 0.0)
-            if on_round:
-                on_round(r, cell, result)
+        medians = _run_round(scenario, r, rounds, round_cells, expand, samples, warmed, share,
+                             per_round=per_round, warmup=warmup, timeout=timeout,
+                             workdir=workdir, log=log, on_round=on_round)
         # one line per round, the cells in their given order whatever order they ran in
         step(scenario, round_line(r, rounds, shown, [(c.label, medians[c]) for c in cells
                                                       if c in medians]))
     shown.finish()
     return samples, [[c.label for c in rc] for rc in order]
+
+
+def _run_round(
+    scenario: str, r: int, rounds: int, round_cells: Sequence[Cell], expand: Expander,
+    samples: dict[Cell, Samples], warmed: set[Cell], share: list[bool], *, per_round: int,
+    warmup: int, timeout: float, workdir: Path, log: Path,
+    on_round: Callable[[int, Cell, dict[str, Any]], None] | None,
+) -> dict[Cell, float]:
+    """Round ``r``: every cell of ``round_cells`` once, in that order; returns each cell's median.
+
+    One hyperfine call for the whole round when the cells can share it (:func:`shareable`, and
+    ``share[0]``), else one per cell. A shared call's wall time is split between its cells in
+    proportion to the time of their recorded runs (hyperfine does not report a command's own
+    share of the call, its warmups included); ``Samples.seconds`` stays what the cell cost.
+
+    What outlived a shared call cannot be told apart by cell: procguard attributes a step's
+    escapes to its variant, and the baseline's are not gated. Such an escape is recorded against
+    no variant (gated: it may be the candidate's) with a step that names every cell of the call,
+    and the rest of the scenario goes back to one call per cell, so that any further escape is
+    attributed to its cell."""
+    invs = {cell: expand(cell) for cell in round_cells}
+    names = {cell: f"{scenario} {cell.label} round {r}/{rounds}" for cell in round_cells}
+    # warmups once per cell, before its first round (every round holds every cell: round 1)
+    warmups = {cell: warmup if cell not in warmed else 0 for cell in round_cells}
+    warmed.update(round_cells)
+    medians: dict[Cell, float] = {}
+
+    def took(cell: Cell, result: dict[str, Any], export: Path) -> None:
+        _take(samples[cell], result, r, invs[cell], names[cell], export)  # a failure: raised
+        medians[cell] = float(result.get("median") or 0.0)
+        if on_round:
+            on_round(r, cell, result)
+
+    if share[0] and shareable(list(invs.values())):
+        labels = ", ".join(c.label for c in round_cells)
+        call = f"{scenario} round {r}/{rounds} (cells {labels} in one hyperfine call)"
+        export = workdir / f"{scenario}.r{r}.json"
+        t0 = time.monotonic()
+        try:
+            got = hyperfine_many([invs[c] for c in round_cells], runs=per_round,
+                                 warmup=max(warmups.values()), per_run_timeout=timeout,
+                                 export=export, log=log, names=[names[c] for c in round_cells],
+                                 name=call)
+        finally:
+            variants = {c.variant for c in round_cells}
+            one = next(iter(variants)) if len(variants) == 1 else None
+            if procguard.check_active(call, one) is not None and one is None:
+                share[0] = False  # from now on attributable: one call per cell
+        wall = time.monotonic() - t0
+        total = sum(sum(res["times"]) for res in got)
+        for cell, res in zip(round_cells, got, strict=True):
+            samples[cell].seconds += wall * (sum(res["times"]) / total if total > 0
+                                             else 1 / len(round_cells))
+        for cell, res in zip(round_cells, got, strict=True):
+            took(cell, res, export)
+        return medians
+    for cell in round_cells:
+        inv, name = invs[cell], names[cell]
+        slug = cell.label.replace(" ", "_").replace("=", "")
+        export = workdir / f"{scenario}.{slug}.r{r}.json"
+        t0 = time.monotonic()
+        # setup and teardown write to the log, never to a pipe: a detached container that
+        # inherits a pipe would hold it open long after its launcher returned
+        for argv in inv.setup:
+            command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
+                        error=BenchmarkError, what=f"{name}: setup", log=log)
+        try:
+            result = hyperfine(inv, runs=per_round, warmup=warmups[cell],
+                               per_run_timeout=timeout, export=export, log=log, name=name)
+        finally:
+            for argv in inv.teardown:
+                command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
+                            check=False, what=f"{name}: teardown", log=log)
+            # what outlived the command: found and killed (the baseline's is not gated)
+            procguard.check_active(name, cell.variant)
+        samples[cell].seconds += time.monotonic() - t0
+        took(cell, result, export)
+    return medians
+
+
+def _take(s: Samples, result: dict[str, Any], r: int, inv: Invocation, name: str,
+          export: Path) -> None:
+    """Add one cell's hyperfine result of round ``r`` to its samples; a failed run (not a hang
+    under a deadline) is a BenchmarkError naming the cell, the round and the exit codes."""
+    failed = s.add(result, r, deadline=inv.deadline is not None)
+    if failed:
+        codes = result.get("exit_codes", [])
+        raise BenchmarkError(
+            f"{name}: {len(failed)} of {len(codes)} runs failed "
+            f"(exit codes {sorted(set(failed))})",
+            hint="run the command by hand (invoke compare NAME --dry-run prints it)",
+            detail=f"command: {shlex.join(inv.command)}\nhyperfine JSON: {export}",
+        )
 
 
 def round_line(r: int, rounds: int, shown: RoundProgress,

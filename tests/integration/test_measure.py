@@ -35,7 +35,7 @@ def test_measure_keeps_every_run(tmp_path: Path) -> None:
     cells = [Cell("a"), Cell("b")]
 
     def expand(cell: Cell) -> Invocation:
-        return Invocation(command=["true"] if cell.variant == "a" else ["sleep", "0.01"])
+        return Invocation(command=["true"] if cell.variant == "a" else ["sleep", "0.05"])
 
     samples, order = bench.measure("s", cells, expand, seed=5, workdir=tmp_path, **scenario())
     assert order == [[c.label for c in r] for r in bench.schedule(cells, 2, 5)]
@@ -43,8 +43,28 @@ def test_measure_keeps_every_run(tmp_path: Path) -> None:
         assert len(samples[c].times) == 4
         assert samples[c].exit_codes == [0, 0, 0, 0]
         assert samples[c].rounds == [1, 1, 2, 2]
-    assert min(samples[Cell("b")].times) >= 0.009
-    assert len(list(tmp_path.glob("s.*.r*.json"))) == 4
+    assert min(samples[Cell("b")].times) >= 0.049
+    assert sorted(samples[Cell("a")].times)[1] < 0.03  # each cell's own command's results
+    # one hyperfine call per round, both commands in it, named per cell
+    assert sorted(p.name for p in tmp_path.glob("s*.json")) == ["s.r1.json", "s.r2.json"]
+    for c in cells:
+        assert [h["command"] for h in samples[c].hyperfine] == \
+            [f"s {c.label} round {r}/2" for r in (1, 2)]
+
+
+def test_a_failing_cell_in_a_shared_call_is_named(tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+
+    def expand(cell: Cell) -> Invocation:
+        return Invocation(command=counting_script(counter, fail_on=2, code=9)
+                          if cell.variant == "fix" else ["true"])
+
+    with pytest.raises(BenchmarkError) as info:
+        bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=1, workdir=tmp_path,
+                      **scenario(warmup=1))
+    # fix's warmup is its first run, so its second (the first timed one) fails in round 1
+    assert info.value.message == "s fix round 1/2: 1 of 2 runs failed (exit codes [9])"
+    assert counter.read_text().strip() == "3"  # a warmup and round 1's two runs, no round 2
 
 
 def test_a_command_failing_on_some_runs(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -60,25 +61,42 @@ def test_fill_unknown_placeholder() -> None:
 
 
 class FakeHyperfine:
-    """Stands in for bench.hyperfine: records calls, returns chosen times and exit codes."""
+    """Stands in for bench.hyperfine and bench.hyperfine_many: records every command's run
+    (``call``: which hyperfine call ran it), returns chosen times and exit codes."""
 
     def __init__(self, fail_at: tuple[str, int] | None = None, code: int = 1):
         self.calls: list[dict[str, Any]] = []
+        self.n_calls = 0
         self.fail_at = fail_at
         self.code = code
 
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeHyperfine:
+        monkeypatch.setattr(bench, "hyperfine", self)
+        monkeypatch.setattr(bench, "hyperfine_many", self.many)
+        return self
+
     def __call__(self, inv: Invocation, *, runs: int, warmup: int, per_run_timeout: float,
                  export: Path, log: Path, name: str) -> dict[str, Any]:
-        self.calls.append({"cmd": inv.command, "runs": runs, "warmup": warmup, "name": name,
-                           "timeout": per_run_timeout, "export": export})
-        rnd = int(name.rsplit("round ", 1)[1].split("/")[0])
-        variant = inv.command[0]
-        codes = [0] * runs
-        if self.fail_at == (variant, rnd):
-            codes[-1] = self.code
-        base = 0.2 if variant == "baseline" else 0.1
-        return {"times": [base + 0.001 * i for i in range(runs)], "exit_codes": codes,
-                "median": base}
+        return self.many([inv], runs=runs, warmup=warmup, per_run_timeout=per_run_timeout,
+                         export=export, log=log, names=[name], name=name)[0]
+
+    def many(self, invs: list[Invocation], *, runs: int, warmup: int, per_run_timeout: float,
+             export: Path, log: Path, names: list[str], name: str) -> list[dict[str, Any]]:
+        self.n_calls += 1
+        out = []
+        for inv, cmd_name in zip(invs, names, strict=True):
+            self.calls.append({"cmd": inv.command, "runs": runs, "warmup": warmup,
+                               "name": cmd_name, "timeout": per_run_timeout, "export": export,
+                               "call": self.n_calls, "call_name": name})
+            rnd = int(cmd_name.rsplit("round ", 1)[1].split("/")[0])
+            variant = inv.command[0]
+            codes = [0] * runs
+            if self.fail_at == (variant, rnd):
+                codes[-1] = self.code
+            base = 0.2 if variant == "baseline" else 0.1
+            out.append({"times": [base + 0.001 * i for i in range(runs)], "exit_codes": codes,
+                        "median": base, "command": cmd_name})
+        return out
 
 
 SCENARIO: dict[str, Any] = {"runs": 6, "rounds": 3, "warmup": 2, "timeout": 7}
@@ -88,12 +106,17 @@ def expand(cell: Cell) -> Invocation:
     return Invocation(command=[cell.variant])
 
 
+def expand_apart(cell: Cell) -> Invocation:
+    """Cells that cannot share a hyperfine call (a teardown list): one call per cell."""
+    return Invocation(command=[cell.variant], teardown=[["true"]])
+
+
 def test_measure_interleaves_and_keeps_every_sample(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeHyperfine()
-    monkeypatch.setattr(bench, "hyperfine", fake)
+    fake = FakeHyperfine().install(monkeypatch)
     cells = [Cell("baseline"), Cell("fix")]
-    samples, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path / "w", **SCENARIO)
+    samples, order = bench.measure("s", cells, expand_apart, seed=11, workdir=tmp_path / "w",
+                                   **SCENARIO)
     assert order == [[c.label for c in r] for r in bench.schedule(cells, 3, 11)]
     assert [c["cmd"][0] for c in fake.calls] == [label for r in order for label in r]
     for cell in cells:
@@ -115,7 +138,7 @@ def test_measure_interleaves_and_keeps_every_sample(tmp_path: Path,
 
 def test_a_failing_run_names_round_and_exit_code(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bench, "hyperfine", FakeHyperfine(fail_at=("fix", 2), code=3))
+    FakeHyperfine(fail_at=("fix", 2), code=3).install(monkeypatch)
     with pytest.raises(BenchmarkError) as info:
         bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=1,
                       workdir=tmp_path, **SCENARIO)
@@ -165,7 +188,7 @@ def test_four_cells_take_every_position_once_in_four_rounds(seed: int) -> None:
 
 def test_one_progress_line_per_round_with_its_total_and_the_cells_in_order(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(bench, "hyperfine", FakeHyperfine())
+    FakeHyperfine().install(monkeypatch)
     cells = [Cell("baseline"), Cell("fix")]
     _, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path / "w", **SCENARIO)
     assert any(r[0] == "fix" for r in order)  # some round ran fix first
@@ -174,3 +197,100 @@ def test_one_progress_line_per_round_with_its_total_and_the_cells_in_order(
     for r, line in enumerate(lines, 1):
         assert f"round {r}/3 · " in line and " elapsed" in line and "ETA" in line
         assert line.index("baseline 200.00 ms") < line.index("fix 100.00 ms")
+
+
+# --- one hyperfine call per round (issue 21) -----------------------------------------------------
+
+def test_a_round_of_shareable_cells_is_one_call_in_the_rounds_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeHyperfine().install(monkeypatch)
+    cells = [Cell("baseline"), Cell("fix")]
+    samples, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path, **SCENARIO)
+    assert fake.n_calls == 3  # one per round, not one per cell per round
+    for r, labels in enumerate(order, 1):
+        in_call = [c for c in fake.calls if c["call"] == r]
+        assert [c["cmd"][0] for c in in_call] == labels  # the round's (balanced) order
+        assert [c["name"] for c in in_call] == [f"s {label} round {r}/3" for label in labels]
+        assert {c["export"] for c in in_call} == {tmp_path / f"s.r{r}.json"}
+    # warmups once per cell: round 1's call warms every command, the later ones none
+    assert [c["warmup"] for c in fake.calls] == [2, 2, 0, 0, 0, 0]
+    # every cell gets its own command's results, one hyperfine dict per round
+    assert samples[Cell("baseline")].times == pytest.approx([0.2, 0.201] * 3)
+    assert samples[Cell("fix")].times == pytest.approx([0.1, 0.101] * 3)
+    assert [h["command"] for h in samples[Cell("fix")].hyperfine] == \
+        [f"s fix round {r}/3" for r in (1, 2, 3)]
+    assert samples[Cell("fix")].rounds == [1, 1, 2, 2, 3, 3]
+
+
+def test_a_shared_calls_wall_time_is_split_in_proportion(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    FakeHyperfine().install(monkeypatch)
+    clock = iter(float(x) for x in range(0, 1000, 3))  # every call takes 3 s
+    monkeypatch.setattr(bench.time, "monotonic", lambda: next(clock))
+    cells = [Cell("baseline"), Cell("fix")]
+    samples, _ = bench.measure("s", cells, expand, seed=11, workdir=tmp_path,
+                               **{**SCENARIO, "rounds": 1, "runs": 2})
+    base, fix = samples[Cell("baseline")].seconds, samples[Cell("fix")].seconds
+    assert base + fix == pytest.approx(3.0)
+    assert base / fix == pytest.approx((0.2 + 0.201) / (0.1 + 0.101))
+
+
+@pytest.mark.parametrize("other", [
+    Invocation(["fix"], setup=[["true"]]),
+    Invocation(["fix"], teardown=[["true"]]),
+    Invocation(["fix"], env={"A": "1"}),
+    Invocation(["fix"], wrap=["nice"]),
+    Invocation(["fix"], prepare="sync"),
+    Invocation(["fix"], cleanup="sync"),
+])
+def test_cells_that_cannot_share_a_call_get_one_each(other: Invocation) -> None:
+    assert bench.shareable([Invocation(["baseline"]), Invocation(["fix"])])
+    assert not bench.shareable([Invocation(["baseline"]), other])
+    assert not bench.shareable([Invocation(["baseline"])])  # one cell: nothing to share
+    assert bench.shareable([Invocation(["a"], prepare="x"), Invocation(["b"], prepare="y")])
+
+
+def test_an_escape_after_a_shared_call_is_gated_and_ends_the_sharing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeHyperfine().install(monkeypatch)
+    checks: list[tuple[str, str | None]] = []
+
+    def check(step: str, variant: str | None = None) -> object | None:
+        checks.append((step, variant))
+        return object() if len(checks) == 1 else None  # the first call left a process
+
+    monkeypatch.setattr(bench.procguard, "check_active", check)
+    cells = [Cell("baseline"), Cell("fix")]
+    _, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path, **SCENARIO)
+    # round 1 shared: its escape cannot be told apart by cell, so no variant (gated)
+    assert checks[0] == (f"s round 1/3 (cells {', '.join(order[0])} in one hyperfine call)", None)
+    # rounds 2 and 3: one call per cell again, each checked as its own variant's
+    assert fake.n_calls == 1 + 4
+    assert checks[1:] == [(f"s {label} round {r}/3", label)
+                          for r, labels in enumerate(order[1:], 2) for label in labels]
+
+
+def test_hyperfine_many_gives_one_command_each_and_reads_each_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    def run(argv: list[str], **kw: Any) -> None:
+        seen["argv"], seen["timeout"] = argv, kw["timeout"]
+        export = Path(argv[argv.index("--export-json") + 1])
+        export.write_text(json.dumps({"results": [{"command": "a", "times": [1.0]},
+                                                  {"command": "b", "times": [2.0]}]}))
+
+    monkeypatch.setattr(bench.command, "run", run)
+    got = bench.hyperfine_many(
+        [Invocation(["x", "--y"], prepare="p1"), Invocation(["z"], prepare="p2", deadline=2.0)],
+        runs=3, warmup=1, per_run_timeout=5.0, export=tmp_path / "e.json", log=tmp_path / "l",
+        names=["a", "b"], name="call")
+    assert [g["times"] for g in got] == [[1.0], [2.0]]
+    argv = seen["argv"]
+    assert argv[argv.index("--") + 1:] == ["x --y", "z"]  # after --: never read as options
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--command-name"] == ["a", "b"]
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--prepare"] == ["p1", "p2"]
+    assert argv[argv.index("--warmup") + 1] == "1" and argv[argv.index("--runs") + 1] == "3"
+    # the backstop: the commands run in turn, each (runs + warmup) x its own per-run limit
+    assert seen["timeout"] == pytest.approx(4 * 5.0 + 4 * (2.0 + bench.hangs.KILL_SLACK)
+                                            + bench.TIMEOUT_SLACK)
