@@ -16,7 +16,8 @@ every command reads a saved run. Each step runs in this process, as the command 
 - export: runs.export.write_export in every format but html (csv, benchstat, hyperfine);
 - diff: diff_runs + render_diff of two runs of N samples per cell;
 - merge: merge_runs + render_markdown + to_json of M machines' runs (the HTML page is left out:
-  its charts are matplotlib's, a cost that does not grow with the machines' samples).
+  its one chart is a point per machine and comparison, a cost that does not grow with the
+  machines' samples).
 Time is the median of --repeat wall-clock timings; memory is the peak traced by tracemalloc in a
 separate pass (numpy's buffers included). The exponent is log(cost ratio) / log(size ratio)
 between the two largest sizes, where a fixed cost weighs least (a fixed cost makes a slope over

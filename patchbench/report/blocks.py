@@ -74,7 +74,7 @@ class Image:
 @dataclass(frozen=True)
 class Chart:
     """A chart drawn from the results when formatted (report.html inlines it): ``draw`` returns
-    the PNG, or None when there is nothing to draw."""
+    the SVG document (patchbench.report.charts), or None when there is nothing to draw."""
 
     name: str
     draw: Callable[[], bytes | None]

@@ -1,56 +1,300 @@
-"""Charts of a saved run, drawn from results.json data alone, as PNG bytes (inlined by the HTML
-report). Sized 16:9 with large type, so that they are readable on a slide.
+"""Charts of a saved run, drawn from results.json data alone, as SVG documents written directly
+(bytes, UTF-8; inlined by the HTML report as data URIs, or written beside a run as files). Sized
+1100 px wide, 16:9-ish, with large type, so that they are readable on a slide; vector, so crisp
+at any zoom. No plotting library: a few hundred lines here cost nothing to import, where
+matplotlib's import and rendering cost 1.5 s and more per report (issue 21).
 
 - :func:`distribution_chart`: every run's time per cell, a box, and the median with its 95% CI;
 - :func:`round_ratio_chart`: per round, median(baseline) / median(candidate), so drift is seen;
 - :func:`burst_chart`: a burst scan: time against k and speedup against k, with 95% CI bars;
 - :func:`stress_chart`: what happened to each launched instance in stress rounds, per build;
-- :func:`merge_chart`: the speedup with its CI on every machine of a merged report.
+- :func:`merge_chart`: the speedup with its CI on every machine of a merged report;
+- :func:`burst`, :func:`layers_time`, :func:`layers_mounts`: the chart files report.md links.
 
-Matplotlib is imported here only, and only when a chart is drawn."""
+Every text that comes from the data (names, labels, outcomes) is escaped for XML
+(``patchbench.util.escape.xml_text``). Marks carry a class (``run``, ``box``, ``median``, ``ci``,
+``point``, ``bar``) so that a test can count them."""
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SIZE = (11.0, 6.2)  # inches at DPI: 1100 x 620 px, 16:9-ish
-DPI = 100
-STYLE: dict[str, Any] = {
-    "font.size": 14, "axes.titlesize": 17, "axes.labelsize": 15, "legend.fontsize": 13,
-    "xtick.labelsize": 13, "ytick.labelsize": 13, "axes.grid": True, "grid.alpha": 0.3,
-    "axes.spines.top": False, "axes.spines.right": False,
-}
+from patchbench.util.escape import xml_text
+
+WIDTH, HEIGHT = 1100, 620  # px, 16:9-ish (the PNGs were 11 x 6.2 in at 100 dpi)
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif"
+TITLE, LABEL, TICK, LEGEND = 17, 15, 13, 13  # font sizes, px
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+GRID = "#dddddd"
 
 
-@contextmanager
-def _figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SIZE) -> Iterator[Any]:
-    import matplotlib  # heavy (~0.5 s with pyplot): only when a chart is drawn
-    from matplotlib.figure import Figure  # heavy (~0.5 s with pyplot): only when a chart is drawn
-
-    with matplotlib.rc_context(STYLE):  # type: ignore[arg-type]  # Literal keys in the stubs
-        fig = Figure(figsize=size, dpi=DPI, layout="constrained")
-        fig.subplots(nrows, ncols, squeeze=False)
-        yield fig
+def _n(v: float) -> str:
+    """A coordinate, short."""
+    return f"{v:.1f}".rstrip("0").rstrip(".") if math.isfinite(v) else "0"
 
 
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, facecolor="white")
-    return buf.getvalue()
+def text_width(s: str, size: float) -> float:
+    """An estimate of a text's width in px (no font metrics here): 0.6 em a character."""
+    return 0.56 * size * len(s)
 
 
-def _plain_ticks(axis: Any) -> None:
-    """Tick labels of a log axis as plain numbers (50, 100, 200), not powers of ten."""
-    from matplotlib.ticker import FuncFormatter  # heavy (~0.5 s with pyplot): only when a chart is drawn
+def _fit(s: str, size: float, width: float) -> str:
+    """``s``, cut with an ellipsis to about ``width`` px."""
+    if text_width(s, size) <= width:
+        return s
+    keep = max(1, int(width / (0.56 * size)) - 1)
+    return s[:keep] + "…"
 
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    axis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if str(f"{v:g}")[0] in "25"
-                                           else ""))
+
+class Svg:
+    """An SVG document being written: elements as strings, every text escaped."""
+
+    def __init__(self, width: float, height: float, title: str) -> None:
+        self.width, self.height = width, height
+        self.parts: list[str] = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(width)}" height="{_n(height)}" '
+            f'viewBox="0 0 {_n(width)} {_n(height)}" font-family="{FONT}" font-size="{TICK}">',
+            f"<title>{xml_text(title)}</title>",
+            f'<rect width="{_n(width)}" height="{_n(height)}" fill="#ffffff"/>',
+        ]
+
+    def add(self, element: str) -> None:
+        self.parts.append(element)
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, color: str = "#000000",
+             width: float = 1.0, dash: str = "", cls: str = "") -> None:
+        self.add(f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" '
+                 f'stroke="{color}" stroke-width="{_n(width)}"'
+                 + (f' stroke-dasharray="{dash}"' if dash else "")
+                 + (f' class="{cls}"' if cls else "") + "/>")
+
+    def rect(self, x: float, y: float, w: float, h: float, *, fill: str = "none",
+             stroke: str = "none", opacity: float = 1.0, cls: str = "", tip: str = "") -> None:
+        attrs = (f'x="{_n(x)}" y="{_n(y)}" width="{_n(max(w, 0.0))}" height="{_n(max(h, 0.0))}" '
+                 f'fill="{fill}" stroke="{stroke}"'
+                 + (f' fill-opacity="{opacity:g}"' if opacity != 1.0 else "")
+                 + (f' class="{cls}"' if cls else ""))
+        self.add(f"<rect {attrs}><title>{xml_text(tip)}</title></rect>" if tip
+                 else f"<rect {attrs}/>")
+
+    def circle(self, x: float, y: float, r: float, color: str, opacity: float = 1.0,
+               cls: str = "") -> None:
+        self.add(f'<circle cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" fill="{color}"'
+                 + (f' fill-opacity="{opacity:g}"' if opacity != 1.0 else "")
+                 + (f' class="{cls}"' if cls else "") + "/>")
+
+    def polyline(self, pts: Sequence[tuple[float, float]], color: str, width: float = 2.0,
+                 dash: str = "") -> None:
+        if len(pts) < 2:
+            return
+        self.add(f'<polyline points="{" ".join(f"{_n(x)},{_n(y)}" for x, y in pts)}" '
+                 f'fill="none" stroke="{color}" stroke-width="{_n(width)}"'
+                 + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
+
+    def diamond(self, x: float, y: float, r: float, color: str, cls: str = "") -> None:
+        pts = f"{_n(x)},{_n(y - r)} {_n(x + r)},{_n(y)} {_n(x)},{_n(y + r)} {_n(x - r)},{_n(y)}"
+        self.add(f'<polygon points="{pts}" fill="{color}"' + (f' class="{cls}"' if cls else "")
+                 + "/>")
+
+    def text(self, x: float, y: float, s: str, *, size: float = TICK, anchor: str = "start",
+             weight: str = "", rotate: bool = False, color: str = "#000000",
+             full: str = "") -> None:
+        """``s`` at (x, y) (its baseline, vertically centred on y when ``anchor`` says so);
+        ``full``: the whole text as a tooltip when ``s`` was cut."""
+        attrs = (f'x="{_n(x)}" y="{_n(y)}" font-size="{_n(size)}" text-anchor="{anchor}" '
+                 f'fill="{color}" dominant-baseline="middle"'
+                 + (f' font-weight="{weight}"' if weight else "")
+                 + (f' transform="rotate(-90 {_n(x)} {_n(y)})"' if rotate else ""))
+        tip = f"<title>{xml_text(full)}</title>" if full and full != s else ""
+        self.add(f"<text {attrs}>{tip}{xml_text(s)}</text>")
+
+    def done(self) -> bytes:
+        return ("\n".join([*self.parts, "</svg>"]) + "\n").encode()
+
+
+@dataclass
+class Scale:
+    """Data to a fraction of an axis: linear, or logarithmic with ``base``."""
+
+    lo: float
+    hi: float
+    log: bool = False
+
+    def __call__(self, v: float) -> float:
+        if self.log:
+            lo, hi = math.log(self.lo), math.log(self.hi)
+            v = math.log(max(v, 1e-300))
+        else:
+            lo, hi = self.lo, self.hi
+        return (v - lo) / (hi - lo) if hi != lo else 0.5
+
+
+def span(values: Sequence[float], *, log: bool = False, margin: float = 0.05,
+         include: Sequence[float] = ()) -> Scale:
+    """A scale over ``values`` (and ``include``) with a margin each side, as a plot shows it."""
+    vals = [v for v in [*values, *include] if math.isfinite(v) and (v > 0 or not log)]
+    if not vals:
+        return Scale(1.0, 10.0, log) if log else Scale(0.0, 1.0)
+    lo, hi = min(vals), max(vals)
+    if log:
+        a, b = math.log(lo), math.log(hi)
+        d = (b - a) or math.log(2)
+        return Scale(math.exp(a - margin * d), math.exp(b + margin * d), True)
+    d = (hi - lo) or (abs(hi) * 0.1 or 1.0)
+    return Scale(lo - margin * d, hi + margin * d)
+
+
+def nice_ticks(scale: Scale, target: int = 6) -> list[tuple[float, str]]:
+    """Round tick values within the scale and their labels (plain numbers, no powers of ten)."""
+    if scale.log:
+        out = []
+        decades = math.log10(scale.hi) - math.log10(scale.lo)
+        mults = [1.0] if decades > 3 else [1.0, 2.0, 5.0]
+        for e in range(math.floor(math.log10(scale.lo)), math.ceil(math.log10(scale.hi)) + 1):
+            for m in mults:
+                v = m * 10.0 ** e
+                if scale.lo <= v <= scale.hi:
+                    out.append((v, f"{v:g}"))
+        return out
+    raw = (scale.hi - scale.lo) / target
+    mag = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * mag >= 0.8 * raw)
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) + (1 if round(step / mag, 3) == 2.5
+                                                              and step < 1 else 0)
+    first = math.ceil(scale.lo / step - 1e-9)
+    out = []
+    for i in range(first, first + target * 3):
+        v = i * step
+        if v > scale.hi + 1e-12 * abs(step):
+            break
+        out.append((v, f"{v:.{decimals}f}"))
+    return out
+
+
+@dataclass
+class Panel:
+    """A plot area of ``svg`` at (x, y) sized (w, h) in px, with its two scales."""
+
+    svg: Svg
+    x: float
+    y: float
+    w: float
+    h: float
+    xs: Scale
+    ys: Scale
+    invert_y: bool = False  # categories top down
+    legend: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, color, label)
+
+    def px(self, v: float) -> float:
+        return self.x + self.xs(v) * self.w
+
+    def py(self, v: float) -> float:
+        f = self.ys(v)
+        return self.y + (f if self.invert_y else 1.0 - f) * self.h
+
+    def axes(self, *, xticks: Sequence[tuple[float, str]] | None = None,
+             yticks: Sequence[tuple[float, str]] | None = None, xlabel: str = "",
+             ylabel: str = "", title: str = "", ylabel_gap: float = 0.0) -> None:
+        """Grid, frame (left and bottom), ticks with labels, axis labels and the title."""
+        s = self.svg
+        xt = list(xticks) if xticks is not None else nice_ticks(self.xs)
+        yt = list(yticks) if yticks is not None else nice_ticks(self.ys)
+        for v, label in xt:
+            x = self.px(v)
+            s.line(x, self.y, x, self.y + self.h, GRID)
+            s.line(x, self.y + self.h, x, self.y + self.h + 5)
+            s.text(x, self.y + self.h + 16, label, anchor="middle")
+        for v, label in yt:
+            y = self.py(v)
+            s.line(self.x, y, self.x + self.w, y, GRID)
+            s.line(self.x - 5, y, self.x, y)
+            room = self.x - 14 - (34 if ylabel else 0)
+            s.text(self.x - 8, y, _fit(label, TICK, room), anchor="end", full=label)
+        s.line(self.x, self.y, self.x, self.y + self.h)
+        s.line(self.x, self.y + self.h, self.x + self.w, self.y + self.h)
+        if xlabel:
+            s.text(self.x + self.w / 2, self.y + self.h + 40, _fit(xlabel, LABEL, self.w),
+                   size=LABEL, anchor="middle", full=xlabel)
+        if ylabel:
+            s.text(self.x - (ylabel_gap or 58), self.y + self.h / 2,
+                   _fit(ylabel, LABEL, self.h), size=LABEL, anchor="middle", rotate=True,
+                   full=ylabel)
+        if title:
+            s.text(self.x + self.w / 2, self.y - 22, _fit(title, TITLE, self.w + self.x - 10),
+                   size=TITLE, anchor="middle", full=title)
+
+    def hline(self, v: float, color: str = "#808080", dash: str = "6,4", width: float = 1.5) -> None:
+        y = self.py(v)
+        if self.y <= y <= self.y + self.h:
+            self.svg.line(self.x, y, self.x + self.w, y, color, width, dash)
+
+    def vline(self, v: float, color: str = "#808080", dash: str = "6,4", width: float = 1.5) -> None:
+        x = self.px(v)
+        if self.x <= x <= self.x + self.w:
+            self.svg.line(x, self.y, x, self.y + self.h, color, width, dash)
+
+    def series(self, pts: Sequence[tuple[float, float]], color: str, *,
+               lo: Sequence[float] | None = None, hi: Sequence[float] | None = None,
+               horizontal: bool = False, line: bool = True, marker: str = "circle",
+               dash: str = "") -> None:
+        """Points (``class="point"``) joined by a line, with error bars to ``lo``/``hi`` (along
+        y, or along x when ``horizontal``)."""
+        xy = [(self.px(x), self.py(y)) for x, y in pts]
+        if line:
+            self.svg.polyline(xy, color, 2.0, dash)
+        for i, (x, y) in enumerate(pts):
+            if lo is not None and hi is not None:
+                a, b = lo[i], hi[i]
+                if horizontal:
+                    y0 = self.py(y)
+                    x1, x2 = self.px(a), self.px(b)
+                    self.svg.line(x1, y0, x2, y0, color, 2.0, cls="ci")
+                    self.svg.line(x1, y0 - 5, x1, y0 + 5, color, 2.0)
+                    self.svg.line(x2, y0 - 5, x2, y0 + 5, color, 2.0)
+                else:
+                    x0 = self.px(x)
+                    y1, y2 = self.py(a), self.py(b)
+                    self.svg.line(x0, y1, x0, y2, color, 2.0, cls="ci")
+                    self.svg.line(x0 - 5, y1, x0 + 5, y1, color, 2.0)
+                    self.svg.line(x0 - 5, y2, x0 + 5, y2, color, 2.0)
+            if marker == "circle":
+                self.svg.circle(self.px(x), self.py(y), 4.5, color, cls="point")
+            elif marker == "diamond":
+                self.svg.diamond(self.px(x), self.py(y), 6.0, color, cls="point")
+
+
+def legend(svg: Svg, items: Sequence[tuple[str, str, str]], x: float, y: float, *,
+           ncols: int = 1, frame: bool = True, anchor: str = "start") -> float:
+    """Legend entries (kind ``line``, ``dash``, ``band``, ``bar``, ``none``; colour; label) in
+    ``ncols`` columns from (x, y) (``anchor`` middle: centred on x); returns its height."""
+    if not items:
+        return 0.0
+    row_h = LEGEND + 8
+    col_w = max(text_width(label, LEGEND) for _, _, label in items) + 44
+    col_w = min(col_w, (svg.width - 40) / ncols)
+    rows = math.ceil(len(items) / ncols)
+    width, height = col_w * ncols + 8, rows * row_h + 8
+    left = x - width / 2 if anchor == "middle" else (x - width if anchor == "end" else x)
+    if frame:
+        svg.rect(left, y, width, height, fill="#ffffff", stroke="#cccccc", opacity=0.85)
+    for i, (kind, color, label) in enumerate(items):
+        cx = left + 8 + (i % ncols) * col_w
+        cy = y + 4 + row_h * (i // ncols) + row_h / 2
+        if kind == "line":
+            svg.line(cx, cy, cx + 26, cy, color, 2.0)
+            svg.circle(cx + 13, cy, 4.0, color)
+        elif kind == "dash":
+            svg.line(cx, cy, cx + 26, cy, color, 1.5, "6,4")
+        elif kind in ("band", "bar"):
+            svg.rect(cx, cy - 6, 26, 12, fill=color, opacity=0.25 if kind == "band" else 1.0)
+        svg.text(cx + (34 if kind != "none" else 0), cy, _fit(label, LEGEND, col_w - 40),
+                 size=LEGEND, full=label)
+    return height
 
 
 def time_unit(values: Sequence[float]) -> tuple[float, str]:
@@ -63,6 +307,20 @@ def time_unit(values: Sequence[float]) -> tuple[float, str]:
     return 1e6, "µs"
 
 
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100), linearly interpolated between the closest ranks (numpy's
+    default)."""
+    v = sorted(values)
+    pos = (len(v) - 1) * q / 100.0
+    i = math.floor(pos)
+    j = min(i + 1, len(v) - 1)
+    return v[i] + (v[j] - v[i]) * (pos - i)
+
+
+def median(values: Sequence[float]) -> float:
+    return percentile(values, 50.0)
+
+
 def _variants(sc: dict[str, Any]) -> list[str]:
     seen: list[str] = []
     for c in sc.get("cells", []):
@@ -71,51 +329,69 @@ def _variants(sc: dict[str, Any]) -> list[str]:
     return seen
 
 
+def _left_margin(labels: Sequence[str], *, axis_label: bool, cap: float = 380.0) -> float:
+    """Room for the y tick labels (and the rotated axis label)."""
+    widest = max((text_width(s, TICK) for s in labels), default=0.0)
+    return min(cap, widest + 18) + (34 if axis_label else 0) + 12
+
+
 def distribution_chart(sc: dict[str, Any]) -> bytes | None:
     """Every run of every cell (dots), a box of the quartiles with lines to the minimum and
     maximum, and the median with its 95% CI."""
-    import numpy as np  # ~60 ms: only when a chart is drawn
-
     cells = [c for c in sc.get("cells", []) if c.get("samples", {}).get("times")]
     if not cells:
         return None
     scale, unit = time_unit([t for c in cells for t in c["samples"]["times"]])
     variants = _variants(sc)
-    height = max(3.6, min(12.0, 1.4 + 0.62 * len(cells)))
-    with _figure(size=(SIZE[0], height)) as fig:
-        ax = fig.axes[0]
-        rng = np.random.default_rng(0)
-        labels = []
-        for y, c in enumerate(reversed(cells)):
-            color = COLORS[variants.index(c["variant"]) % len(COLORS)]
-            t = np.asarray(c["samples"]["times"]) * scale
-            q1, med, q3 = np.percentile(t, [25, 50, 75])
-            ax.barh([y], [q3 - q1], left=[q1], height=0.55, fill=False, edgecolor="black")
-            ax.vlines([med], y - 0.275, y + 0.275, color=color, linewidth=2.5)
-            ax.hlines([y, y], [t.min(), q3], [q1, t.max()], color="black", linewidth=1)
-            ax.scatter(t, y + rng.uniform(-0.22, 0.22, t.size), s=12, alpha=0.45, color=color,
-                       linewidths=0)
-            s = c["summary"]
-            ci = s.get("median_ci")
-            if ci:
-                ax.errorbar([s["median"] * scale], [y + 0.38],
-                            xerr=[[(s["median"] - ci[0]) * scale], [(ci[1] - s["median"]) * scale]],
-                            fmt="D", color="black", capsize=6, markersize=6, linewidth=2)
-            labels.append(c["label"])
-        ax.set_yticks(range(len(labels)), labels)
-        ax.set_xlabel(f"time per run ({unit})")
-        ax.set_title(f"{sc['name']}: every run per cell; ◆ = median with its 95% CI")
-        if max(c["summary"]["max"] for c in cells) / max(min(c["summary"]["min"] for c in cells),
-                                                         1e-12) > 20:
-            ax.set_xscale("log")
-            _plain_ticks(ax.xaxis)
-        return _png(fig)
+    n = len(cells)
+    height = max(360.0, min(1200.0, 140 + 62 * n))
+    title = f"{sc['name']}: every run per cell; ◆ = median with its 95% CI"
+    svg = Svg(WIDTH, height, title)
+    labels = [str(c["label"]) for c in cells]
+    left = _left_margin(labels, axis_label=False)
+    lows = [c["summary"]["min"] for c in cells]
+    log = max(c["summary"]["max"] for c in cells) / max(min(lows), 1e-12) > 20
+    values = [t * scale for c in cells for t in c["samples"]["times"]]
+    for c in cells:  # the CI bars, too
+        ci = c["summary"].get("median_ci")
+        if ci:
+            values += [ci[0] * scale, ci[1] * scale]
+    panel = Panel(svg, left, 56, WIDTH - left - 28, height - 56 - 62, span(values, log=log),
+                  Scale(-0.6, n - 0.4), invert_y=True)
+    panel.axes(yticks=[(i, label) for i, label in enumerate(labels)],
+               xlabel=f"time per run ({unit})", title=title)
+    rng = random.Random(0)
+    band = panel.h / (n + 0.2)  # px per category
+    for i, c in enumerate(cells):  # the first cell at the top
+        color = COLORS[variants.index(c["variant"]) % len(COLORS)]
+        t = [x * scale for x in c["samples"]["times"]]
+        q1, med, q3 = percentile(t, 25), percentile(t, 50), percentile(t, 75)
+        y = panel.py(i)
+        half = 0.275 * band
+        svg.rect(panel.px(q1), y - half, panel.px(q3) - panel.px(q1), 2 * half,
+                 stroke="#000000", cls="box",
+                 tip=f"{c['label']}: quartiles {q1:.4g}–{q3:.4g} {unit}")
+        svg.line(panel.px(min(t)), y, panel.px(q1), y)
+        svg.line(panel.px(q3), y, panel.px(max(t)), y)
+        svg.line(panel.px(med), y - half, panel.px(med), y + half, color, 2.5, cls="median")
+        for v in t:
+            svg.circle(panel.px(v), y + rng.uniform(-0.22, 0.22) * band, 3.0, color, 0.45,
+                       cls="run")
+        s = c["summary"]
+        ci = s.get("median_ci")
+        if ci:
+            yc = y - 0.38 * band
+            x1, x2 = panel.px(ci[0] * scale), panel.px(ci[1] * scale)
+            xm = panel.px(s["median"] * scale)
+            svg.line(x1, yc, x2, yc, "#000000", 2.0, cls="ci")
+            svg.line(x1, yc - 6, x1, yc + 6, "#000000", 2.0)
+            svg.line(x2, yc - 6, x2, yc + 6, "#000000", 2.0)
+            svg.diamond(xm, yc, 6.0, "#000000")
+    return svg.done()
 
 
 def round_ratios(sc: dict[str, Any], comp: dict[str, Any]) -> list[tuple[int, float]]:
     """Per round: median of the baseline's runs in it / median of the candidate's runs in it."""
-    import numpy as np  # ~60 ms: only when a chart is drawn
-
     cells = {c["label"]: c for c in sc.get("cells", [])}
     base = cells[comp["baseline"]].get("samples", {})
     cand = cells[comp["candidate"]].get("samples", {})
@@ -124,8 +400,17 @@ def round_ratios(sc: dict[str, Any], comp: dict[str, Any]) -> list[tuple[int, fl
         b = [t for t, rr in zip(base["times"], base["rounds"], strict=True) if rr == r]
         c = [t for t, rr in zip(cand["times"], cand["rounds"], strict=True) if rr == r]
         if b and c:
-            out.append((int(r), float(np.median(b) / np.median(c))))
+            out.append((int(r), median(b) / median(c)))
     return out
+
+
+def _int_ticks(values: Sequence[int], room: float, size: float = TICK) -> list[tuple[float, str]]:
+    """Every value as a tick, or every k-th when their labels would not fit in ``room`` px."""
+    if not values:
+        return []
+    widest = max(text_width(str(v), size) for v in values) + 12
+    every = max(1, math.ceil(len(values) * widest / max(room, 1.0)))
+    return [(float(v), str(v)) for i, v in enumerate(values) if i % every == 0]
 
 
 def round_ratio_chart(sc: dict[str, Any]) -> bytes | None:
@@ -134,32 +419,51 @@ def round_ratio_chart(sc: dict[str, Any]) -> bytes | None:
     series = [(comp, rr) for comp, rr in series if len(rr) >= 2]
     if not series:
         return None
-    with _figure() as fig:
-        ax = fig.axes[0]
-        for i, (comp, rr) in enumerate(series):
-            color = COLORS[(i + 1) % len(COLORS)]
-            xs, ys = [r for r, _ in rr], [v for _, v in rr]
-            label = comp["candidate"]
-            ax.plot(xs, ys, marker="o", color=color, linewidth=2, markersize=7,
-                    label=f"{label}: overall {comp['speedup']:.2f}×")
-            if comp.get("ci_low") is not None and len(series) <= 2:
-                ax.axhspan(comp["ci_low"], comp["ci_high"], color=color, alpha=0.12,
-                           label=f"{label}: 95% CI of the overall speedup")
-        values = [v for _, rr in series for _, v in rr]
-        span = max(values) - min(values) or 0.05
-        if min(values) - span <= 1.0 <= max(values) + span:
-            ax.axhline(1.0, color="grey", linestyle="--", linewidth=1.5, label="1× (no difference)")
-        else:  # 1× far away would flatten the rounds into a line and hide the drift
-            ax.plot([], [], " ", label=f"(1× = no difference is {'below' if min(values) > 1 else 'above'}"
-                                      " this scale)")
-        ax.set_xlabel("round")
-        ax.set_ylabel("baseline median / candidate median")
-        ax.set_title(f"{sc['name']}: speedup within each round (above 1 = candidate faster)")
-        rounds = sorted({r for _, rr in series for r, _ in rr})
-        ax.set_xticks(rounds, [str(r) for r in rounds])
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False,
-                  ncols=2 if len(series) > 1 else 1)
-        return _png(fig)
+    items: list[tuple[str, str, str]] = []
+    bands: list[tuple[float, float, str]] = []
+    for i, (comp, _rr) in enumerate(series):
+        color = COLORS[(i + 1) % len(COLORS)]
+        label = comp["candidate"]
+        items.append(("line", color, f"{label}: overall {comp['speedup']:.2f}×"))
+        if comp.get("ci_low") is not None and len(series) <= 2:
+            bands.append((comp["ci_low"], comp["ci_high"], color))
+            items.append(("band", color, f"{label}: 95% CI of the overall speedup"))
+    values = [v for _, rr in series for _, v in rr]
+    spread = max(values) - min(values) or 0.05
+    one = min(values) - spread <= 1.0 <= max(values) + spread
+    if one:
+        items.append(("dash", "#808080", "1× (no difference)"))
+    else:  # 1× far away would flatten the rounds into a line and hide the drift
+        items.append(("none", "", f"(1× = no difference is {'below' if min(values) > 1 else 'above'}"
+                                  " this scale)"))
+    ncols = 2 if len(series) > 1 else 1
+    legend_h = math.ceil(len(items) / ncols) * (LEGEND + 8) + 8
+    title = f"{sc['name']}: speedup within each round (above 1 = candidate faster)"
+    svg = Svg(WIDTH, HEIGHT, title)
+    ys = span(values, include=[v for lo, hi, _ in bands for v in (lo, hi)] + ([1.0] if one else []))
+    yt = nice_ticks(ys)
+    left = _left_margin([label for _, label in yt], axis_label=True)
+    rounds = sorted({r for _, rr in series for r, _ in rr})
+    bottom = 62 + legend_h + 12
+    panel = Panel(svg, left, 56, WIDTH - left - 28, HEIGHT - 56 - bottom,
+                  span([float(r) for r in rounds]), ys)
+    panel.axes(xticks=_int_ticks(rounds, panel.w), yticks=yt, xlabel="round",
+               ylabel="baseline median / candidate median", title=title, ylabel_gap=left - 22)
+    for lo, hi, color in bands:
+        y1, y2 = panel.py(hi), panel.py(lo)
+        svg.rect(panel.x, y1, panel.w, y2 - y1, fill=color, opacity=0.12)
+    if one:
+        panel.hline(1.0)
+    for i, (_comp, rr) in enumerate(series):
+        panel.series([(float(r), v) for r, v in rr], COLORS[(i + 1) % len(COLORS)])
+    legend(svg, items, WIDTH / 2, HEIGHT - legend_h - 8, ncols=ncols, frame=False,
+           anchor="middle")
+    return svg.done()
+
+
+def _ci_of(s: dict[str, Any]) -> tuple[float, float]:
+    ci = s.get("median_ci") or [s["median"]] * 2
+    return float(ci[0]), float(ci[1])
 
 
 def burst_chart(sc: dict[str, Any]) -> bytes | None:
@@ -171,46 +475,59 @@ def burst_chart(sc: dict[str, Any]) -> bytes | None:
     cells = {(c["variant"], int(c["params"]["k"])): c for c in sc.get("cells", [])}
     variants = _variants(sc)
     scale, unit = time_unit([c["summary"]["max"] for c in sc.get("cells", [])])
-    with _figure(1, 2) as fig:
-        left, right = fig.axes
-        for i, v in enumerate(variants):
-            pts = [(k, cells[(v, k)]["summary"]) for k in ks if (v, k) in cells]
-            med = [s["median"] * scale for _, s in pts]
-            lo = [(s["median"] - (s.get("median_ci") or [s["median"]] * 2)[0]) * scale
-                  for _, s in pts]
-            hi = [((s.get("median_ci") or [s["median"]] * 2)[1] - s["median"]) * scale
-                  for _, s in pts]
-            left.errorbar([k for k, _ in pts], med, yerr=[lo, hi], marker="o", capsize=5,
-                          linewidth=2, color=COLORS[i % len(COLORS)], label=v)
-        left.set_xscale("log", base=2)
-        left.set_xticks(ks, [str(k) for k in ks])
-        left.set_xlabel("instances launched at once (k)")
-        left.set_ylabel(f"until the last one exits ({unit}), median")
-        left.set_title("time per burst (95% CI bars)")
-        left.legend(loc="upper left")
-        by_label = {c["label"]: c for c in sc.get("cells", [])}
-        for i, v in enumerate(variants[1:], start=1):
-            pts2 = sorted(((int(by_label[c["candidate"]]["params"]["k"]), c)
-                           for c in sc.get("comparisons", []) if c["candidate_variant"] == v),
-                          key=lambda kc: kc[0])
-            xs = [k for k, _ in pts2]
-            ys = [c["speedup"] for _, c in pts2]
-            lo = [c["speedup"] - (c["ci_low"] if c.get("ci_low") is not None else c["speedup"])
-                  for _, c in pts2]
-            hi = [(c["ci_high"] if c.get("ci_high") is not None else c["speedup"]) - c["speedup"]
-                  for _, c in pts2]
-            right.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=5, linewidth=2,
-                           color=COLORS[i % len(COLORS)], label=v)
-        right.axhline(1.0, color="grey", linestyle="--", linewidth=1.5)
-        right.set_xscale("log", base=2)
-        right.set_xticks(ks, [str(k) for k in ks])
-        right.set_xlabel("instances launched at once (k)")
-        right.set_ylabel("speedup, baseline / candidate (>1 = faster)")
-        right.set_title("speedup per k (95% CI bars)")
-        if len(variants) > 1:
-            right.legend(loc="best")
-        fig.suptitle(f"{sc['name']}: burst scan", fontsize=18)
-        return _png(fig)
+    title = f"{sc['name']}: burst scan"
+    svg = Svg(WIDTH, HEIGHT, title)
+    svg.text(WIDTH / 2, 20, _fit(title, 18, WIDTH - 20), size=18, anchor="middle", full=title)
+    xs = span([float(k) for k in ks], log=True, include=[])
+    kt = [(float(k), str(k)) for k in ks]
+    half = (WIDTH - 20) / 2
+    # left: time per burst
+    lines = []
+    for i, v in enumerate(variants):
+        pts = [(k, cells[(v, k)]["summary"]) for k in ks if (v, k) in cells]
+        lines.append((v, COLORS[i % len(COLORS)], pts))
+    tvals = [x * scale for _, _, pts in lines for _, s in pts
+             for x in (s["median"], *_ci_of(s)) if math.isfinite(x)]
+    ys = span(tvals)
+    yt = nice_ticks(ys)
+    left = _left_margin([label for _, label in yt], axis_label=True, cap=120)
+    p1 = Panel(svg, left, 80, half - left - 16, HEIGHT - 80 - 62, xs, ys)
+    p1.axes(xticks=kt, yticks=yt, xlabel="instances launched at once (k)",
+            ylabel=f"until the last one exits ({unit}), median",
+            title="time per burst (95% CI bars)", ylabel_gap=left - 22)
+    for _v, color, pts in lines:
+        ok = [(k, s) for k, s in pts if math.isfinite(s["median"])]
+        p1.series([(float(k), s["median"] * scale) for k, s in ok], color,
+                  lo=[_ci_of(s)[0] * scale for _, s in ok], hi=[_ci_of(s)[1] * scale for _, s in ok])
+    legend(svg, [("line", color, v) for v, color, _ in lines], p1.x + 10, p1.y + 8)
+    # right: speedup per k
+    by_label = {c["label"]: c for c in sc.get("cells", [])}
+    speed = []
+    for i, v in enumerate(variants[1:], start=1):
+        pts2 = sorted(((int(by_label[c["candidate"]]["params"]["k"]), c)
+                       for c in sc.get("comparisons", []) if c["candidate_variant"] == v),
+                      key=lambda kc: kc[0])
+        speed.append((v, COLORS[i % len(COLORS)], pts2))
+    svals = [1.0] + [x for _, _, pts2 in speed for _, c in pts2
+                     for x in (c["speedup"], c.get("ci_low"), c.get("ci_high"))
+                     if x is not None and math.isfinite(x)]
+    ys2 = span(svals)
+    yt2 = nice_ticks(ys2)
+    left2 = _left_margin([label for _, label in yt2], axis_label=True, cap=120)
+    p2 = Panel(svg, half + 20 + left2, 80, half - left2 - 28, HEIGHT - 80 - 62, xs, ys2)
+    p2.axes(xticks=kt, yticks=yt2, xlabel="instances launched at once (k)",
+            ylabel="speedup, baseline / candidate (>1 = faster)",
+            title="speedup per k (95% CI bars)", ylabel_gap=left2 - 22)
+    p2.hline(1.0)
+    for _v, color, pts2 in speed:
+        p2.series([(float(k), c["speedup"]) for k, c in pts2], color,
+                  lo=[c["ci_low"] if c.get("ci_low") is not None else c["speedup"] for _, c in pts2],
+                  hi=[c["ci_high"] if c.get("ci_high") is not None else c["speedup"]
+                      for _, c in pts2])
+    if len(variants) > 1:
+        legend(svg, [("line", color, v) for v, color, _ in speed], p2.x + p2.w - 10, p2.y + 8,
+               anchor="end")
+    return svg.done()
 
 
 def stress_chart(sc: dict[str, Any]) -> bytes | None:
@@ -223,26 +540,36 @@ def stress_chart(sc: dict[str, Any]) -> bytes | None:
     outcomes = sorted({o for pb in per_build.values() for o in pb.get("outcomes", {})},
                       key=lambda o: -sum(pb.get("outcomes", {}).get(o, 0)
                                          for pb in per_build.values()))
-    height = max(4.0, 2.4 + 0.9 * len(builds) + 0.35 * len(outcomes))
-    with _figure(size=(SIZE[0], min(height, 10.0))) as fig:
-        ax = fig.axes[0]
-        left = [0.0] * len(builds)
+    legend_h = len(outcomes) * (LEGEND + 8) + 8
+    height = min(1000.0, max(400.0, 240 + 90 * len(builds) + 35 * len(outcomes)))
+    title = f"{sc['name']}: how each launched instance ended"
+    svg = Svg(WIDTH, height, title)
+    totals = [float(sum(per_build[b].get("outcomes", {}).get(o, 0) for o in outcomes))
+              for b in builds]
+    left = _left_margin([str(b) for b in builds], axis_label=False)
+    xs = Scale(0.0, max(totals) * 2.1 if max(totals) else 1.0)
+    panel = Panel(svg, left, 56, WIDTH - left - 28, height - 56 - 62 - legend_h - 12, xs,
+                  Scale(-0.6, len(builds) - 0.4), invert_y=True)
+    panel.axes(yticks=[(i, str(b)) for i, b in enumerate(builds)], xlabel="launched instances",
+               title=title)
+    band = panel.h / (len(builds) + 0.2)
+    for y_i, b in enumerate(builds):
+        at = 0.0
+        y = panel.py(y_i)
         for i, o in enumerate(outcomes):
-            vals = [float(per_build[b].get("outcomes", {}).get(o, 0)) for b in builds]
-            ax.barh(builds, vals, left=left, color=COLORS[i % len(COLORS)], label=o)
-            left = [a + v for a, v in zip(left, vals, strict=True)]
-        for y, b in enumerate(builds):
-            pb = per_build[b]
-            ax.annotate(f"hangs {pb['hangs']}, leftovers {pb['leftovers']}, "
-                        f"fresh failed {pb['fresh_failures']}, kill errors {pb['kill_errors']}",
-                        (left[y], y), xytext=(8, 0), textcoords="offset points", va="center",
-                        fontsize=11)
-        ax.set_xlim(0, max(left) * 2.1 if max(left) else 1)
-        ax.invert_yaxis()
-        ax.set_xlabel("launched instances")
-        ax.set_title(f"{sc['name']}: how each launched instance ended")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=1, frameon=False)
-        return _png(fig)
+            v = float(per_build[b].get("outcomes", {}).get(o, 0))
+            if v:
+                svg.rect(panel.px(at), y - 0.4 * band, panel.px(at + v) - panel.px(at),
+                         0.8 * band, fill=COLORS[i % len(COLORS)], cls="bar", tip=f"{b}: {o} {v:g}")
+            at += v
+        pb = per_build[b]
+        note = (f"hangs {pb['hangs']}, leftovers {pb['leftovers']}, "
+                f"fresh failed {pb['fresh_failures']}, kill errors {pb['kill_errors']}")
+        x = panel.px(at) + 8
+        svg.text(x, y, _fit(note, 11, WIDTH - x - 4), size=11, full=note)
+    legend(svg, [("bar", COLORS[i % len(COLORS)], str(o)) for i, o in enumerate(outcomes)],
+           WIDTH / 2, height - legend_h - 8, frame=False, anchor="middle")
+    return svg.done()
 
 
 def merge_chart(rows: Sequence[tuple[str, Sequence[tuple[str, dict[str, Any] | None]]]]) -> bytes | None:
@@ -255,101 +582,90 @@ def merge_chart(rows: Sequence[tuple[str, Sequence[tuple[str, dict[str, Any] | N
         for m, _c in per:
             if m not in machines:
                 machines.append(m)
-    height = max(3.8, min(12.0, 1.8 + 0.5 * len(rows) * max(1, len(machines))))
-    with _figure(size=(SIZE[0], height)) as fig:
-        ax = fig.axes[0]
-        step = 0.8 / max(1, len(machines))
-        for j, m in enumerate(machines):
-            xs, ys, lo, hi = [], [], [], []
-            for i, (_, per) in enumerate(rows):
-                c = dict(per).get(m)
-                if not c:
-                    continue
-                y = len(rows) - 1 - i + 0.4 - step * (j + 0.5)
-                xs.append(c["speedup"])
-                ys.append(y)
-                lo.append(c["speedup"] - (c["ci_low"] if c.get("ci_low") is not None
-                                          else c["speedup"]))
-                hi.append((c["ci_high"] if c.get("ci_high") is not None else c["speedup"])
-                          - c["speedup"])
-            ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", capsize=5, linewidth=2, markersize=7,
-                        color=COLORS[j % len(COLORS)], label=m)
-        ax.axvline(1.0, color="grey", linestyle="--", linewidth=1.5)
-        ax.set_ylim(-0.6, len(rows) - 0.4)
-        ax.set_yticks([len(rows) - 1 - i for i in range(len(rows))], [r[0] for r in rows])
-        ax.set_xlabel("speedup, baseline median / candidate median (95% CI)")
-        ax.set_title("speedup on each machine (above 1 = candidate faster)")
-        ax.legend(loc="best")
-        return _png(fig)
+    height = max(380.0, min(1200.0, 180 + 50 * len(rows) * max(1, len(machines))))
+    title = "speedup on each machine (above 1 = candidate faster)"
+    svg = Svg(WIDTH, height, title)
+    labels = [str(r[0]) for r in rows]
+    left = _left_margin(labels, axis_label=False)
+    values = [1.0]
+    for _, per in rows:
+        for _m, c in per:
+            if c:
+                values += [x for x in (c["speedup"], c.get("ci_low"), c.get("ci_high"))
+                           if x is not None and math.isfinite(x)]
+    n = len(rows)
+    panel = Panel(svg, left, 56, WIDTH - left - 28, height - 56 - 62, span(values),
+                  Scale(-0.6, n - 0.4))
+    panel.axes(yticks=[(n - 1 - i, label) for i, label in enumerate(labels)],
+               xlabel="speedup, baseline median / candidate median (95% CI)", title=title)
+    panel.vline(1.0)
+    step = 0.8 / max(1, len(machines))
+    for j, m in enumerate(machines):
+        pts, lo, hi = [], [], []
+        for i, (_, per) in enumerate(rows):
+            c = dict(per).get(m)
+            if not c:
+                continue
+            pts.append((c["speedup"], n - 1 - i + 0.4 - step * (j + 0.5)))
+            lo.append(c["ci_low"] if c.get("ci_low") is not None else c["speedup"])
+            hi.append(c["ci_high"] if c.get("ci_high") is not None else c["speedup"])
+        panel.series(pts, COLORS[j % len(COLORS)], lo=lo, hi=hi, horizontal=True, line=False)
+    legend(svg, [("line", COLORS[j % len(COLORS)], m) for j, m in enumerate(machines)],
+           panel.x + panel.w - 10, panel.y + 8, anchor="end")
+    return svg.done()
+
+
+def _lines_file(path: Path, xs_values: Sequence[float], lines: Sequence[tuple[str, str, str,
+                Sequence[float]]], *, title: str, xlabel: str, ylabel: str, log2: bool,
+                xticks: Sequence[tuple[float, str]] | None = None) -> None:
+    """A small line chart written to ``path`` (``lines``: label, colour, dash, y per x)."""
+    w, h = 704.0, 462.0  # the PNGs were 6.4 x 4.2 in at 110 dpi
+    svg = Svg(w, h, title)
+    ys = span([v for *_, vals in lines for v in vals])
+    yt = nice_ticks(ys)
+    left = _left_margin([label for _, label in yt], axis_label=True, cap=100)
+    panel = Panel(svg, left, 50, w - left - 20, h - 50 - 60, span(list(xs_values), log=log2), ys)
+    panel.axes(xticks=xticks, yticks=yt, xlabel=xlabel, ylabel=ylabel, title=title,
+               ylabel_gap=left - 22)
+    for _label, color, dash, vals in lines:
+        panel.series([(x, y) for x, y in zip(xs_values, vals, strict=True) if math.isfinite(y)],
+                     color, dash=dash)
+    legend(svg, [("dash" if dash else "line", color, label) for label, color, dash, _ in lines],
+           panel.x + 10, panel.y + 8)
+    path.write_bytes(svg.done())
 
 
 def burst(path: Path, ks: list[int], variants: list[str],
           medians: dict[tuple[str, int], float], title: str) -> None:
     """Median time until the last of k instances exits, against k, with the k × single line."""
-    import matplotlib  # heavy (~0.5 s with pyplot): only when a chart is drawn
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # heavy (~0.5 s with pyplot): only when a chart is drawn
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-    for v in variants:
-        ax.plot(ks, [medians[(v, k)] for k in ks], marker="o", label=v)
     single = medians[(variants[0], min(ks))] / min(ks)
-    ax.plot(ks, [single * k for k in ks], linestyle="--", color="grey",
-            label=f"k × single ({single * 1e3:.1f} ms)")
-    ax.set_xlabel("instances launched at once (k)")
-    ax.set_ylabel("seconds until the last one exits (median)")
-    ax.set_title(title)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ks, [str(k) for k in ks])
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    lines = [(v, COLORS[i % len(COLORS)], "", [medians[(v, k)] for k in ks])
+             for i, v in enumerate(variants)]
+    lines.append((f"k × single ({single * 1e3:.1f} ms)", "#808080", "6,4",
+                  [single * k for k in ks]))
+    _lines_file(path, [float(k) for k in ks], lines, title=title,
+                xlabel="instances launched at once (k)",
+                ylabel="seconds until the last one exits (median)", log2=True,
+                xticks=[(float(k), str(k)) for k in ks])
 
 
 def layers_time(path: Path, layers: list[int], ks: list[int], variants: list[str],
                 medians: dict[tuple[str, int, int], float], title: str) -> None:
     """Median time until all k containers exited, against L, one line per (variant, k)."""
-    import matplotlib  # heavy (~0.5 s with pyplot): only when a chart is drawn
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # heavy (~0.5 s with pyplot): only when a chart is drawn
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-    styles = ["-", "--", ":", "-."]
-    for i, v in enumerate(variants):
-        for k in ks:
-            ax.plot(layers, [medians[(v, n, k)] for n in layers], marker="o",
-                    linestyle=styles[i % len(styles)], label=f"{v} k={k}")
-    ax.set_xlabel("image layers (L)")
-    ax.set_ylabel("seconds until the last container exits (median)")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    dashes = ["", "6,4", "2,3", "8,3,2,3"]
+    lines = [(f"{v} k={k}", COLORS[(i * len(ks) + j) % len(COLORS)], dashes[i % len(dashes)],
+              [medians[(v, n, k)] for n in layers])
+             for i, v in enumerate(variants) for j, k in enumerate(ks)]
+    _lines_file(path, [float(n) for n in layers], lines, title=title, xlabel="image layers (L)",
+                ylabel="seconds until the last container exits (median)", log2=False)
 
 
 def layers_mounts(path: Path, layers: list[int], counts: dict[str, dict[str, dict[str, int]]],
                   syscalls: tuple[str, ...], title: str) -> None:
     """Mount syscalls of one container start against L, per variant (sum of ``syscalls``)."""
-    import matplotlib  # heavy (~0.5 s with pyplot): only when a chart is drawn
+    lines = [(v, COLORS[i % len(COLORS)], "",
+              [float(sum(per_l[str(n)][s] for s in syscalls)) for n in layers])
+             for i, (v, per_l) in enumerate(counts.items())]
+    _lines_file(path, [float(n) for n in layers], lines, title=title, xlabel="image layers (L)",
+                ylabel=" + ".join(syscalls) + " per start", log2=False)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # heavy (~0.5 s with pyplot): only when a chart is drawn
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-    for v, per_l in counts.items():
-        ax.plot(layers, [sum(per_l[str(n)][s] for s in syscalls) for n in layers], marker="o",
-                label=v)
-    ax.set_xlabel("image layers (L)")
-    ax.set_ylabel(" + ".join(syscalls) + " per start")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)

@@ -1,4 +1,4 @@
-"""A self-contained ``report.html`` of one run: inline CSS, charts inlined as base64 PNG, the
+"""A self-contained ``report.html`` of one run: inline CSS, charts inlined as base64 SVG, the
 summary table, the gate's reasons, per-scenario detail tables and charts, and the manifests and
 machine info in collapsible ``<details>``. One entry point: :func:`render_html`. A scenario's own
 part is its kind's ``page`` (patchbench.report.blocks), formatted here (``block``).
@@ -107,12 +107,15 @@ def verdict_class(verdict: str) -> str:
     return "verdict-none"
 
 
-def chart(png: bytes | None, kind: str, caption: str) -> str:
-    if png is None:
+def chart(image: bytes | None, kind: str, caption: str) -> str:
+    """A chart (SVG, or PNG as older code drew them) inlined as a data URI in an ``<img>``: in
+    an image, an SVG's scripts and links never run, and its ids cannot clash with the page's."""
+    if image is None:
         return ""
-    data = base64.b64encode(png).decode()
+    mime = "image/png" if image.startswith(b"\x89PNG") else "image/svg+xml"
+    data = base64.b64encode(image).decode()
     return (f'<figure><img class="chart" data-chart="{esc(kind)}" alt="{esc(caption)}" '
-            f'src="data:image/png;base64,{data}"><figcaption>{esc(caption)}</figcaption></figure>')
+            f'src="data:{mime};base64,{data}"><figcaption>{esc(caption)}</figcaption></figure>')
 
 
 def details(title: str, body: str) -> str:

@@ -95,7 +95,7 @@ class BurstKind:
         overhead = {str(k): stats.summarize(over[Cell(OVERHEAD_VARIANT, (("k", str(k)),))].times
                                             ).median for k in sc.k}
 
-        chart = ctx.workdir / f"{sc.name}.png"
+        chart = ctx.workdir / f"{sc.name}.svg"
         charts.burst(chart, sc.k, variants, medians, sc.name)
         ctx.extra_files[chart.name] = chart
         phases = measure_phases(ctx, exe, variants) if sc.phases else None

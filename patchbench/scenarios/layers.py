@@ -186,11 +186,11 @@ class LayersKind:
         medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)): r.summary.median
                    for c, r in zip(cells, cell_results, strict=True)}  # NaN: every run hung
         chart_names = []
-        time_chart = ctx.workdir / f"{sc.name}-time.png"
+        time_chart = ctx.workdir / f"{sc.name}-time.svg"
         charts.layers_time(time_chart, sc.layers, sc.k, variants, medians, sc.name)
         chart_names.append(time_chart.name)
         if counts:
-            mount_chart = ctx.workdir / f"{sc.name}-mounts.png"
+            mount_chart = ctx.workdir / f"{sc.name}-mounts.svg"
             charts.layers_mounts(mount_chart, sc.layers, counts, SYSCALLS[:3], sc.name)
             chart_names.append(mount_chart.name)
         for name in chart_names:

@@ -65,3 +65,12 @@ def terminal(value: Any, *, newlines: bool = True) -> str:
     """``value`` with every control character (ESC too) but the newline shown as ``\\xNN``."""
     pattern = _CONTROL_NOT_NL if newlines else _CONTROL
     return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+
+
+def xml_text(value: Any) -> str:
+    """``value`` as text or an attribute value of an XML (SVG) document: ``&``, ``<``, ``>``
+    and both quotes as entities, and the control characters XML 1.0 does not allow (even as
+    entities) as spaces, so that a hostile name never breaks or escapes the document."""
+    text = _CONTROL_NOT_NL.sub(" ", str(value)).replace("\n", " ")
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#x27;"))

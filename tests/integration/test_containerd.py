@@ -227,7 +227,7 @@ def test_layers_kind_on_real_containerd(tmp_path: Path, built_containerd: build.
     assert len(set(res.images.values())) == 2
     assert KIND.gate(res) == []
     assert removed == {"baseline": [], "baseline-again": []}
-    assert sorted(ctx.extra_files) == ["scan-mounts.png", "scan-time.png"]
+    assert sorted(ctx.extra_files) == ["scan-mounts.svg", "scan-time.svg"]
     assert not [w for w in warnings if "left" in w or "FAILED" in w]
 
 

@@ -1,6 +1,6 @@
-"""Every committed report.html renders again byte for byte, charts included (drawn with the
-matplotlib of this machine: slow for the unit tests, hence here), as patchbench.runs.store
-publishes it: with the gate's reasons."""
+"""Every committed report.html renders again byte for byte, charts included (SVG written by
+patchbench.report.charts; reading every committed run is slow for the unit tests, hence here),
+as patchbench.runs.store publishes it: with the gate's reasons."""
 
 from __future__ import annotations
 

@@ -106,18 +106,19 @@ def check_in_browser(browser: Chromium, page: str, tmp_path: Path, name: str, *,
     imgs = re.findall(r'<img class="chart"[^>]*>', dom)
     assert len(imgs) == charts
     widths = [int(w) for w in re.findall(r'data-natural-width="(\d+)"', dom)]
-    assert len(widths) == charts and all(w >= 800 for w in widths)  # every PNG decoded
+    assert len(widths) == charts and all(w >= 800 for w in widths)  # every chart decoded
     # the screenshot of the report itself (no probe)
     html_file = tmp_path / f"{name}.html"
     html_file.write_text(page)
     tab = browser.open(html_file.as_uri(), width=1280, height=1800)
     shot = tab.screenshot(tmp_path / f"{name}.png")
     tab.close()
-    from matplotlib.image import imread
+    from PIL import Image  # the test extra's (patchbench itself draws no raster image)
 
-    pixels = np.asarray(imread(shot))[..., :3]
-    assert pixels.shape[:2] == (1800, 1280)
-    rgb = (pixels * 255).astype(np.uint8).astype(np.uint32)
+    with Image.open(shot) as im:
+        rgb = np.asarray(im.convert("RGB")).astype(np.uint32)
+    assert rgb.shape[:2] == (1800, 1280)
+    pixels = rgb / 255.0
     # distinct colours, each packed into one integer (np.unique over rows takes seconds)
     colors = np.unique((rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2])
     assert len(colors) > 100, "the screenshot is (nearly) uniform: blank"

@@ -16,7 +16,7 @@ from patchbench.report import html as report_html
 from tests.support import REPO_ROOT
 
 REPORTS = REPO_ROOT / "reports"
-PNG = b"\x89PNG\r\n\x1a\n"
+SVG = b'<svg xmlns="http://www.w3.org/2000/svg"'
 
 
 def load(key: str) -> dict[str, Any]:
@@ -54,7 +54,7 @@ def test_burst_run_has_summary_tables_and_every_chart() -> None:
     kinds = [a["data-chart"] for a in el.find("img", class_="chart")]
     assert kinds == ["distribution", "rounds", "burst"]
     for img in el.find("img", class_="chart"):
-        assert str(img["src"]).startswith("data:image/png;base64,")
+        assert str(img["src"]).startswith("data:image/svg+xml;base64,")
     assert 'id="gate">Gate: passed' in page
     assert "<link" not in page and "http://" not in page.split("<body>")[0]  # self-contained
 
@@ -94,12 +94,12 @@ def test_charts_apply_to_the_kinds_that_have_their_data() -> None:
     burst = load("runc-burst/20261129T225801Z")["scenarios"][0]
     command = load("demo/20261129T225457Z")["scenarios"][0]
     stress = load("runc-stress/20261129T231914Z")["scenarios"][0]
-    assert (report_charts.burst_chart(burst) or b"").startswith(PNG)
+    assert (report_charts.burst_chart(burst) or b"").startswith(SVG)
     assert report_charts.burst_chart(command) is None
-    assert (report_charts.distribution_chart(command) or b"").startswith(PNG)
+    assert (report_charts.distribution_chart(command) or b"").startswith(SVG)
     assert report_charts.distribution_chart(stress) is None
     assert report_charts.round_ratio_chart(stress) is None
-    assert (report_charts.stress_chart(stress) or b"").startswith(PNG)
+    assert (report_charts.stress_chart(stress) or b"").startswith(SVG)
     assert report_charts.stress_chart(command) is None
 
 
