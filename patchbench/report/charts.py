@@ -31,6 +31,7 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif"
 TITLE, LABEL, TICK, LEGEND = 17, 15, 13, 13  # font sizes, px
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 GRID = "#dddddd"
+MAX_DOTS = 1500  # dots per cell in the distribution chart: beyond, evenly spaced quantiles
 
 
 def _n(v: float) -> str:
@@ -335,9 +336,20 @@ def _left_margin(labels: Sequence[str], *, axis_label: bool, cap: float = 380.0)
     return min(cap, widest + 18) + (34 if axis_label else 0) + 12
 
 
+def thinned(values: Sequence[float], most: int = MAX_DOTS) -> list[float]:
+    """``values``, or, when there are more than ``most``, ``most`` evenly spaced quantiles of
+    them (the smallest and the largest among them): the same shape, in a document whose size
+    does not grow with the runs (a dot is about 90 bytes of SVG)."""
+    if len(values) <= most:
+        return list(values)
+    v = sorted(values)
+    return [v[round(i * (len(v) - 1) / (most - 1))] for i in range(most)]
+
+
 def distribution_chart(sc: dict[str, Any]) -> bytes | None:
-    """Every run of every cell (dots), a box of the quartiles with lines to the minimum and
-    maximum, and the median with its 95% CI."""
+    """Every run of every cell (dots; a cell of more than MAX_DOTS runs: that many evenly spaced
+    quantiles of them, and the chart says so), a box of the quartiles with lines to the minimum
+    and maximum, and the median with its 95% CI."""
     cells = [c for c in sc.get("cells", []) if c.get("samples", {}).get("times")]
     if not cells:
         return None
@@ -358,8 +370,10 @@ def distribution_chart(sc: dict[str, Any]) -> bytes | None:
             values += [ci[0] * scale, ci[1] * scale]
     panel = Panel(svg, left, 56, WIDTH - left - 28, height - 56 - 62, span(values, log=log),
                   Scale(-0.6, n - 0.4), invert_y=True)
+    most = max(len(c["samples"]["times"]) for c in cells)
+    thin = f"; dots: {MAX_DOTS} evenly spaced quantiles of a cell's runs" if most > MAX_DOTS else ""
     panel.axes(yticks=[(i, label) for i, label in enumerate(labels)],
-               xlabel=f"time per run ({unit})", title=title)
+               xlabel=f"time per run ({unit}){thin}", title=title)
     rng = random.Random(0)
     band = panel.h / (n + 0.2)  # px per category
     for i, c in enumerate(cells):  # the first cell at the top
@@ -374,7 +388,7 @@ def distribution_chart(sc: dict[str, Any]) -> bytes | None:
         svg.line(panel.px(min(t)), y, panel.px(q1), y)
         svg.line(panel.px(q3), y, panel.px(max(t)), y)
         svg.line(panel.px(med), y - half, panel.px(med), y + half, color, 2.5, cls="median")
-        for v in t:
+        for v in thinned(t):
             svg.circle(panel.px(v), y + rng.uniform(-0.22, 0.22) * band, 3.0, color, 0.45,
                        cls="run")
         s = c["summary"]

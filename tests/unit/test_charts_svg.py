@@ -137,3 +137,15 @@ def test_the_html_report_inlines_svg_and_draws_no_png() -> None:
     page = report_html.render_html(res, gate=[])
     assert page.count('src="data:image/svg+xml;base64,') == 2
     assert "data:image/png" not in page
+
+
+def test_a_cell_of_many_runs_draws_a_bounded_number_of_dots() -> None:
+    rr = [1 + i % 10 for i in range(5000)]
+    big = cell("baseline", "baseline", [0.01 + (i % 97) * 1e-5 for i in range(5000)], rr)
+    small = cell("fix", "fix", [0.005 + i * 1e-6 for i in range(10)], rr[:10])
+    svg = charts.distribution_chart({"name": "s", "cells": [big, small], "comparisons": []})
+    root = parse(svg)
+    assert len(marks(root, "run")) == charts.MAX_DOTS + 10
+    assert any("evenly spaced quantiles" in t for t in texts(root))
+    thin = charts.thinned(big["samples"]["times"])
+    assert thin[0] == min(big["samples"]["times"]) and thin[-1] == max(big["samples"]["times"])
