@@ -219,7 +219,8 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             with progress.BuildTicker(label, log):  # elapsed time and the log's last line
                 env = toolchains.tree_env(plan.target, plan.env, tree, plan.layout.builds,
                                           plan.fingerprint)
-                backend.run_recipe(tree, plan.target.build, env, log, f"build {label}")
+                with toolchains.shared_cache(plan.target, env, tree, plan.layout.builds):
+                    backend.run_recipe(tree, plan.target.build, env, log, f"build {label}")
             (out / "bin").mkdir(parents=True)
             artifacts: dict[str, dict[str, Any]] = {}
             for rel in plan.target.build.artifacts:

@@ -10,6 +10,8 @@ decides the output and no path of the machine, so manifests can be committed and
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from patchbench.config import CToolchain, GoToolchain, RustToolchain, SwiftToolc
 from patchbench.util.files import sha256_file
 
 __all__ = ["HostRunner", "Runner", "StatCachedRunner", "build_env", "describe", "differing_keys",
-           "fingerprint", "recorded_env", "source_hashes", "tree_env"]
+           "fingerprint", "recorded_env", "shared_cache", "source_hashes", "tree_env"]
 
 # Passed through from the caller's environment when set; values of path-like ones are not
 # recorded in the fingerprint (they differ between machines but do not change the output).
@@ -94,6 +96,18 @@ def tree_env(target: Target, env: dict[str, str], tree: Path, builds: Path,
     if isinstance(tc, RustToolchain):  # also fetches the crates of a new Cargo.lock
         return rust.tree_env(target, tc, env, tree, builds, fingerprint)
     return env
+
+
+@contextmanager
+def shared_cache(target: Target, env: dict[str, str], tree: Path, builds: Path) -> Iterator[None]:
+    """Around one build in ``tree``: a Rust target holds its shared cargo target directory (and
+    dates the tree's files so that cargo recompiles only what changed); the others need nothing
+    (Go's build cache and ccache key by content)."""
+    if isinstance(target.toolchain, RustToolchain) and "CARGO_TARGET_DIR" in env:
+        with rust.shared_target(tree, env, builds, float(target.build.timeout)):
+            yield
+    else:
+        yield
 
 
 def source_hashes(tree: Path) -> dict[str, str]:
