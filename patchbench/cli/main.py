@@ -201,4 +201,7 @@ def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench"
 
 
 def main() -> None:  # the console script
-    run(sys.argv[1:], project=None, prog=Path(sys.argv[0]).name or "patchbench", fast_exit=True)
+    name = Path(sys.argv[0]).name
+    # `python3 -m patchbench` runs __main__.py: its usage lines say what to type
+    prog = "python3 -m patchbench" if name in ("__main__.py", "") else name
+    run(sys.argv[1:], project=None, prog=prog, fast_exit=True)
