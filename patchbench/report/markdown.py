@@ -23,7 +23,15 @@ from patchbench.report.blocks import (
     Table,
     Text,
 )
-from patchbench.report.numbers import fmt_ci, fmt_delta, fmt_p, fmt_ratio, fmt_time, fmt_verdict
+from patchbench.report.numbers import (
+    fmt_ci,
+    fmt_delta,
+    fmt_p,
+    fmt_ratio,
+    fmt_time,
+    fmt_verdict,
+    fmt_verdict_now,
+)
 from patchbench.results import Results, ScenarioResult, TimedResult
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell, md_text
@@ -108,7 +116,8 @@ def summary_rows(results: Results) -> list[list[str]]:
             base, cand = cells[comp.baseline], cells[comp.candidate]
             row = [sc.name + (f" {comp.params}" if comp.params else ""), comp.candidate_variant,
                    fmt_time(base.summary.median), fmt_time(cand.summary.median), fmt_ratio(comp),
-                   fmt_p(comp.p_value, exact=results.report_format >= 2), fmt_verdict(comp)]
+                   fmt_p(comp.p_value, exact=results.report_format >= 2),
+                   fmt_verdict_now(comp, base.samples, cand.samples)]
             if sc.rate:
                 row[2] += f" ({sc.rate.count / base.summary.median:,.0f} {sc.rate.unit})"
                 row[3] += f" ({sc.rate.count / cand.summary.median:,.0f} {sc.rate.unit})"
