@@ -24,6 +24,7 @@ from patchbench.report.blocks import (
     Text,
 )
 from patchbench.report.numbers import (
+    fmt_aa,
     fmt_ci,
     fmt_delta,
     fmt_p,
@@ -195,6 +196,14 @@ def runtime_block(results: Results) -> list[str]:
     return out
 
 
+def aa_md(results: Results) -> str:
+    """Which A/A a run did (runs since issue 22; "" before, where the line says "A/A run")."""
+    if results.aa_build is None:
+        return ""
+    label, why = fmt_aa(results.aa_build)
+    return f" — **A/A run, {label}** ({md_text(why)})"
+
+
 def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
     """report.md; ``gate``: the gate's reasons, for a run made with --gate (None: no section)."""
     m = results.machine
@@ -206,7 +215,8 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         "",
         f"- target: `{results.target}` {results.url} at `{results.ref}` (`{results.commit}`)",
         f"- run: {results.started_at} → {results.finished_at}, seed {results.seed}"
-        + (" — **A/A run** (baseline against itself: the noise floor)" if results.aa else ""),
+        + (" — **A/A run** (baseline against itself: the noise floor)" if results.aa
+           and results.aa_build is None else "") + aa_md(results),
         f"- machine: {m['cpu_model']}, {m['cpu_count']} cores, kernel {m['kernel']}, "
         f"load {', '.join(f'{x:.2f}' for x in m['load_avg'])} at start"
         + (f", {m['virtualization']}" if m.get("virtualization") else ""),

@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from patchbench.results import Pooled, Samples, Verdict
+    from patchbench.results import AABuild, Pooled, Samples, Verdict
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -100,3 +100,11 @@ def fmt_p(p: float | None, *, exact: bool = False) -> str:
 def fmt_ci(ci: list[float] | None) -> str:
     return f"[{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else "-"
 
+
+def fmt_aa(aa: AABuild) -> tuple[str, str]:
+    """Which A/A a run did, and how its two builds differ: (label, explanation)."""
+    if aa.kind == "layout":
+        return ("layout", f"the baseline against {aa.twin}, a second build of it that differs "
+                f"only in code layout ({aa.method}: {aa.why}); {aa.note}")
+    return ("same binary", f"the baseline against itself ({aa.twin}: {aa.note}): the noise "
+            "floor without build-to-build layout effects")
