@@ -580,6 +580,17 @@ class RuntimeRecord(_Rec):
     registered: dict[str, RegisteredRuntime] = Field(default_factory=dict)
 
 
+class AABuild(_Rec):
+    """Which A/A a run did (``compare --aa`` or ``--aa-layout``) and how its two builds differ."""
+
+    kind: Literal["same-binary", "layout"]  # layout: a second build differing in layout only
+    twin: PlainName  # the variant measured against the baseline
+    method: str = ""  # layout: the flags of the second build
+    why: str = ""  # layout: what they change, and why the behaviour is the same
+    sha256_equal: bool  # every artifact of the two builds
+    note: str = ""  # why the sha256 are equal or differ; a fallback's reason
+
+
 class Results(_Rec):
     schema_version: Literal[5] = 5
     schema_history: dict[str, str] = Field(
@@ -592,6 +603,7 @@ class Results(_Rec):
     ref: str
     commit: str
     aa: bool = False
+    aa_build: AABuild | None = None  # which A/A (runs since issue 22; None: not recorded)
     seed: int
     settings: Settings
     started_at: str
@@ -619,6 +631,8 @@ class Results(_Rec):
         if out.get("gate") is None:  # files made before the field stay as they were
             out.pop("gate", None)
             out.pop("gate_allow_inconclusive", None)
+        if out.get("aa_build") is None:  # files made before the field stay as they were
+            out.pop("aa_build", None)
         if out.get("report_format") == 1:
             out.pop("report_format", None)
         return out
@@ -721,6 +735,9 @@ def problems(res: Results) -> list[str]:
             if not isinstance(art, dict) or not isinstance(art.get("sha256"), str) \
                     or not _SHA256.match(art["sha256"]):
                 out.append(f"builds.{variant}.artifacts.{name}.sha256: missing or not a sha256")
+    if res.aa_build is not None and (not res.aa or res.aa_build.twin not in res.builds):
+        out.append("aa_build: an A/A record in a run that is not an A/A, or whose twin "
+                   f"{res.aa_build.twin!r} is not one of its builds")
     for i, sc in enumerate(res.scenarios):
         if not isinstance(sc, CommandResult | BurstResult | LayersResult):
             continue

@@ -126,6 +126,11 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
         print("\n".join(plan_lines))
         return 0
     print()
+    if results.aa_build is not None:  # which A/A, and how its two builds differ
+        from patchbench.report.numbers import fmt_aa
+
+        label, why = fmt_aa(results.aa_build)
+        print(f"A/A run, {label}: {why}\n")
     if report.summary_rows(results):
         print(report.summary_table(results))
     for sc in results.scenarios:  # each kind's own sections of report.md (no chart files)

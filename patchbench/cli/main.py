@@ -41,7 +41,7 @@ def _compare(v: Values, project: str | None) -> int:
 
     if v["gate_allow_inconclusive"] and not v["gate"]:
         raise ConfigError("--gate-allow-inconclusive is an option of --gate; give both")
-    sw = Switches(seed=v["seed"], aa=v["aa"], dry_run=v["dry_run"], runs=v["runs"],
+    sw = Switches(seed=v["seed"], aa=v["aa"], aa_layout=v["aa_layout"], dry_run=v["dry_run"], runs=v["runs"],
                   rounds=v["rounds"], warmup=v["warmup"], only=tuple(v["scenario"]),
                   gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"])
     return commands.do_compare(_ws(v, project), v["name"], sw, v["summary"])

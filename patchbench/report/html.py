@@ -30,7 +30,7 @@ from patchbench.report.blocks import (
     Text,
 )
 from patchbench.report.markdown import statistics_line, summary_headers, summary_rows
-from patchbench.report.numbers import fmt_time
+from patchbench.report.numbers import fmt_aa, fmt_time
 from patchbench.results import TimedResult
 from patchbench.scenarios import KINDS
 
@@ -251,6 +251,14 @@ def machine_summary(m: dict[str, Any]) -> str:
             + (f", {m['virtualization']}" if m.get("virtualization") else ""))
 
 
+def aa_html(model: ResultsModel) -> str:
+    """Which A/A a run did (runs since issue 22; "" before)."""
+    if model.aa_build is None:
+        return ""
+    label, why = fmt_aa(model.aa_build)
+    return f" — <b>A/A run, {esc(label)}</b> ({esc(why)})"
+
+
 def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None = None) -> str:
     """The whole report of one run as one HTML document (no external resources).
     ``gate``: the gate's reasons (``patchbench.gate.failures``); None: not shown."""
@@ -263,7 +271,7 @@ def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None =
         f"run {esc(results['started_at'])} → {esc(results['finished_at'])}, seed "
         f"{esc(results['seed'])}"
         + (" — <b>A/A run</b> (baseline against itself: the noise floor)" if results["aa"]
-           else ""),
+           and model.aa_build is None else "") + aa_html(model),
         f"machine: {esc(machine_summary(results['machine']))}",
     ]
     timed = any(sc.comparisons for sc in model.scenarios if isinstance(sc, TimedResult))

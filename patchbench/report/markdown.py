@@ -23,7 +23,16 @@ from patchbench.report.blocks import (
     Table,
     Text,
 )
-from patchbench.report.numbers import fmt_ci, fmt_delta, fmt_p, fmt_ratio, fmt_time, fmt_verdict
+from patchbench.report.numbers import (
+    fmt_aa,
+    fmt_ci,
+    fmt_delta,
+    fmt_p,
+    fmt_ratio,
+    fmt_time,
+    fmt_verdict,
+    fmt_verdict_now,
+)
 from patchbench.results import Results, ScenarioResult, TimedResult
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell, md_text
@@ -108,7 +117,8 @@ def summary_rows(results: Results) -> list[list[str]]:
             base, cand = cells[comp.baseline], cells[comp.candidate]
             row = [sc.name + (f" {comp.params}" if comp.params else ""), comp.candidate_variant,
                    fmt_time(base.summary.median), fmt_time(cand.summary.median), fmt_ratio(comp),
-                   fmt_p(comp.p_value, exact=results.report_format >= 2), fmt_verdict(comp)]
+                   fmt_p(comp.p_value, exact=results.report_format >= 2),
+                   fmt_verdict_now(comp, base.samples, cand.samples)]
             if sc.rate:
                 row[2] += f" ({sc.rate.count / base.summary.median:,.0f} {sc.rate.unit})"
                 row[3] += f" ({sc.rate.count / cand.summary.median:,.0f} {sc.rate.unit})"
@@ -186,6 +196,14 @@ def runtime_block(results: Results) -> list[str]:
     return out
 
 
+def aa_md(results: Results) -> str:
+    """Which A/A a run did (runs since issue 22; "" before, where the line says "A/A run")."""
+    if results.aa_build is None:
+        return ""
+    label, why = fmt_aa(results.aa_build)
+    return f" — **A/A run, {label}** ({md_text(why)})"
+
+
 def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
     """report.md; ``gate``: the gate's reasons, for a run made with --gate (None: no section)."""
     m = results.machine
@@ -197,7 +215,8 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         "",
         f"- target: `{results.target}` {results.url} at `{results.ref}` (`{results.commit}`)",
         f"- run: {results.started_at} → {results.finished_at}, seed {results.seed}"
-        + (" — **A/A run** (baseline against itself: the noise floor)" if results.aa else ""),
+        + (" — **A/A run** (baseline against itself: the noise floor)" if results.aa
+           and results.aa_build is None else "") + aa_md(results),
         f"- machine: {m['cpu_model']}, {m['cpu_count']} cores, kernel {m['kernel']}, "
         f"load {', '.join(f'{x:.2f}' for x in m['load_avg'])} at start"
         + (f", {m['virtualization']}" if m.get("virtualization") else ""),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from patchbench.report.blocks import Table
 from patchbench.report.html import as_model
 from patchbench.report.markdown import md_table, summary_table
+from patchbench.report.numbers import fmt_aa
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell
 
@@ -59,7 +60,8 @@ def summary_markdown(results: Results, gate_reasons: Sequence[str] | None) -> st
         "",
         f"{md_cell(m.get('cpu_model'))}, {md_cell(m.get('cpu_count'))} cores, kernel "
         f"{md_cell(m.get('kernel'))}; seed {results['seed']}"
-        + (" — **A/A run**" if results.get("aa") else ""),
+        + (" — **A/A run**" if results.get("aa") else "")
+        + (f" ({fmt_aa(model.aa_build)[0]})" if model.aa_build is not None else ""),
         "",
     ]
     if any(sc.get("comparisons") for sc in results["scenarios"]):

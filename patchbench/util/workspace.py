@@ -31,6 +31,7 @@ class Switches:
 
     seed: int | None = None
     aa: bool = False  # compare the baseline with itself (the noise floor)
+    aa_layout: bool = False  # ... with a second build of it differing in code layout only
     dry_run: bool = False
     runs: int | None = None  # override every scenario's runs (quick looks, integration tests)
     rounds: int | None = None

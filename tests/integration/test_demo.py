@@ -167,6 +167,33 @@ def test_an_aa_run_finds_no_difference(demo_run: tuple[dict[str, Any], Path],
     assert [p for p in (demo_base / "reports").rglob("*") if ".partial" in p.name] == []
 
 
+def test_an_aa_layout_run_measures_a_second_build_laid_out_differently(
+        demo_run: tuple[dict[str, Any], Path], demo_base: Path) -> None:
+    ws, sw = options(demo_base, aa_layout=True)
+    results, run_dir = support.compare(pipeline.load(ws), ws, "demo", sw)
+    assert run_dir is not None
+    assert results["aa"] is True and sorted(results["builds"]) == ["baseline", "baseline-layout"]
+    base, twin = results["builds"]["baseline"], results["builds"]["baseline-layout"]
+    assert base["artifacts"]["slowstart"]["sha256"] != twin["artifacts"]["slowstart"]["sha256"]
+    assert twin["layout"]["appended"]["GOFLAGS"] == "-ldflags=-randlayout=1"
+    assert "layout" not in base and base["cache_key"] != twin["cache_key"]
+    assert base["fingerprint"] == twin["fingerprint"]  # one toolchain: only the layout differs
+    aa = results["aa_build"]
+    assert aa["kind"] == "layout" and aa["twin"] == "baseline-layout"
+    assert aa["sha256_equal"] is False and "-randlayout=1" in aa["method"]
+    (sc,) = results["scenarios"]
+    assert {v: c["passed"] for v, c in sc["verify"].items()} == {
+        "baseline": True, "baseline-layout": True}  # the same behaviour: verify passes
+    (comp,) = sc["comparisons"]
+    assert comp["candidate_variant"] == "baseline-layout" and comp["rounds"] == ROUNDS
+    assert comp["verdict"] in ("equivalent", "inconclusive", "faster", "slower")
+    md = (run_dir / "report.md").read_text()
+    assert "**A/A run, layout** (the baseline against baseline-layout" in md
+    assert "A/A run, layout" in (run_dir / "report.html").read_text()
+    again, _ = support.compare(pipeline.load(ws), ws, "demo", sw)  # cached like any variant
+    assert again["builds"]["baseline-layout"]["cache_check"]["state"] == "ok"
+
+
 def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
                                         demo_base: Path) -> None:
     res = invoke("compare", "demo", "--runs", "4", "--rounds", "2", "--warmup", "0",

@@ -10,8 +10,10 @@ decides the output and no path of the machine, so manifests can be committed and
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,9 @@ from patchbench.build.toolchains.runner import HostRunner, Runner, StatCachedRun
 from patchbench.config import CToolchain, GoToolchain, RustToolchain, SwiftToolchain, Target
 from patchbench.util.files import sha256_file
 
-__all__ = ["HostRunner", "Runner", "StatCachedRunner", "build_env", "describe", "differing_keys",
-           "fingerprint", "recorded_env", "shared_cache", "source_hashes", "tree_env"]
+__all__ = ["HostRunner", "LayoutChange", "Runner", "StatCachedRunner", "build_env", "describe",
+           "differing_keys", "fingerprint", "layout_change", "recorded_env", "shared_cache",
+           "source_hashes", "tree_env"]
 
 # Passed through from the caller's environment when set; values of path-like ones are not
 # recorded in the fingerprint (they differ between machines but do not change the output).
@@ -75,6 +78,48 @@ def fingerprint(target: Target, env: dict[str, str], runner: Runner | None = Non
     if isinstance(tc, RustToolchain):
         return rust.fingerprint(target, tc, env, runner, recorded)
     return go.fingerprint(target, tc, env, runner, recorded)
+
+
+@dataclass(frozen=True)
+class LayoutChange:
+    """How a second build of the same source differs from the first in code layout only (for
+    ``compare --aa-layout``): flags appended to the build's variables, per toolchain kind."""
+
+    method: str  # the flags, in a few words
+    why: str  # what they change, and why the behaviour is the same
+    append: tuple[tuple[str, str], ...]  # (variable, flags appended to it)
+
+    def apply(self, env: dict[str, str]) -> dict[str, str]:
+        out = dict(env)
+        for key, flags in self.append:
+            out[key] = f"{out.get(key, '')} {flags}".strip()
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """What the manifest holds of it."""
+        return {"method": self.method, "why": self.why, "appended": dict(self.append)}
+
+    def key(self) -> dict[str, Any]:
+        """What the cache key holds of it: the flags (not the wording)."""
+        return {"appended": dict(self.append)}
+
+
+def layout_change(target: Target, machine: str | None = None) -> LayoutChange | str:
+    """The layout-only rebuild of ``target``'s toolchain kind, or why this kind has none
+    (Swift: xcodebuild has no option patchbench knows to reorder code without changing it)."""
+    tc = target.toolchain
+    if isinstance(tc, SwiftToolchain):
+        return "no layout-only option is known for Swift builds (xcodebuild)"
+    if isinstance(tc, CToolchain):
+        found = c.layout(tc)
+    elif isinstance(tc, RustToolchain):
+        found = rust.layout(tc, machine or platform.machine())
+    else:
+        found = go.layout(target, tc)
+    if isinstance(found, str):
+        return found
+    method, why, flags = found
+    return LayoutChange(method, why, tuple(flags.items()))
 
 
 def describe(target: Target) -> str:

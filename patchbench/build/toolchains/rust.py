@@ -61,6 +61,28 @@ def env(tc: RustToolchain) -> dict[str, str]:
     return out
 
 
+# A layout-only rebuild. rustc puts every function in its own section; from 1.90 on it links
+# x86_64-unknown-linux-gnu with its bundled lld, whose --shuffle-sections orders them by a seed;
+# elsewhere the C compiler's linker (GNU ld) sorts them by name with --sort-section.
+LAYOUT_SEED = 1
+LLD_SINCE = (1, 90)
+
+
+def layout(tc: RustToolchain, machine: str) -> tuple[str, str, dict[str, str]] | str:
+    """(method, why, flags appended per variable) of a layout-only rebuild (``machine``: the
+    build machine's architecture, platform.machine()), or why there is none."""
+    version = tuple(int(x) for x in tc.version.split(".")[:2])
+    if "linker" in tc.rustflags:
+        return "the target's RUSTFLAGS choose a linker, whose layout options patchbench does not know"
+    if version >= LLD_SINCE and machine in ("x86_64", "amd64"):
+        flag = f"--shuffle-sections=.text*={LAYOUT_SEED}"
+        return (f"rust-lld {flag}", "lld places the functions' sections in a shuffled order "
+                f"(seed {LAYOUT_SEED}): the same code in another order",
+                {"RUSTFLAGS": f"-C link-arg=-Wl,{flag}"})
+    return ("ld --sort-section=name", "the linker orders the functions' sections by name: the "
+            "same code in another order", {"RUSTFLAGS": "-C link-arg=-Wl,--sort-section=name"})
+
+
 def describe(tc: RustToolchain) -> str:
     return f"rustc {tc.version}" + (f" (rustup {tc.rustup_toolchain})" if tc.rustup_toolchain
                                     else "")
