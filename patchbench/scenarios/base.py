@@ -88,10 +88,12 @@ class ScenarioContext(Generic[ConfigT]):
 
 class ScenarioKind(Protocol[KindConfig, KindResult]):
     """One kind of scenario: a module in patchbench/scenarios/ registered in KINDS, of its config
-    model (patchbench.config.scenarios) and its result model (patchbench.results)."""
+    model (patchbench.config.scenarios) and its result model (defined in its module, registered
+    for results.json by patchbench.scenarios.register)."""
 
     name: str
     config: ClassVar[type[ScenarioConfig]]
+    result: ClassVar[type[ScenarioResult]]  # registered for results.json's ``kind`` (results.register)
 
     def plan(self, ctx: ScenarioContext[KindConfig]) -> list[str]:
         """The lines ``--dry-run`` prints for this scenario (every command, placeholders filled)."""
