@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from patchbench import __version__, build, config, redact, results, runtimes, scenarios
+from patchbench.analysis import sequential
 from patchbench.build import toolchains
 from patchbench.config import Comparison, Project
 from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
@@ -291,8 +292,13 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             ctx = scenarios.ScenarioContext(
                 scenario=sc, built=built, runtime=runtime, workdir=workdir, seed=seed + i,
                 layout=ws.layout, project_root=project.root, alpha=comp.alpha,
-                min_effect=comp.min_effect, extra_files=extra_files)
+                min_effect=comp.min_effect, extra_files=extra_files,
+                until=None if sw.until_ci is None else sequential.UntilCI(
+                    target=sw.until_ci, max_rounds=sw.max_rounds or 4 * sc.rounds,
+                    alpha=comp.alpha))
             out, warnings = scenarios.get(sc.kind).run(ctx)
+            if ctx.stops:
+                res.stopping = [*(res.stopping or []), *ctx.stops]
             res.scenarios.append(out)
             res.warnings.extend(warnings)
             procguard.check_active(f"scenario {sc.name}")

@@ -42,7 +42,12 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   ``equivalence_low``/``equivalence_high`` (the 1 - 2 alpha interval), ``mde`` (the minimum
   detectable effect), ``effect_s`` with ``effect_ci_low_s``/``effect_ci_high_s`` (candidate minus
   baseline, seconds) and ``resolution_s`` (zero spread). Version 3 and 4 comparisons keep the
-  verdicts of their rule (``method`` says which; the new fields are null).
+  verdicts of their rule (``method`` says which; the new fields are null). Added later without a
+  version change (issue 22, the shape miss): a comparison whose ``method`` is
+  ``PAIRED5_SKEW_METHOD`` was judged with the skewness-corrected interval (the same fields; older
+  ones keep ``PAIRED5_METHOD`` and are recomputed with its rule), and an optional top-level
+  ``stopping`` (``--until-ci``: the stopping rule, its looks and why it stopped), absent
+  otherwise.
 """
 
 from __future__ import annotations
@@ -98,6 +103,10 @@ MAX_DEPTH = 32  # nesting of objects and lists (a committed run nests at most 9 
 POOLED_METHOD = "pooled: Mann-Whitney U and a bootstrap CI, every run taken as independent"
 PAIRED5_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means); "
                   "beyond min_effect by a one-sided test, equivalent by TOST")
+PAIRED5_SKEW_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means), "
+                       "skewness-corrected (t and Hall's transformation must both reject); "
+                       "beyond min_effect by a one-sided test, equivalent by TOST")
+RULE5_METHODS = (PAIRED5_METHOD, PAIRED5_SKEW_METHOD)
 
 
 class _Rec(BaseModel):
@@ -270,7 +279,7 @@ class Verdict(_Rec):
     @property
     def rule5(self) -> bool:
         """Judged by the rule of schema 5 (issue 22), not by an older one."""
-        return self.method == PAIRED5_METHOD
+        return self.method in RULE5_METHODS
 
 
 class Rate(_Rec):
@@ -453,6 +462,30 @@ class AABuild(_Rec):
     note: str = ""  # why the sha256 are equal or differ; a fallback's reason
 
 
+class Look(_Rec):
+    """One look of ``--until-ci``: the rounds measured so far and the widest CI half-width of the
+    scenario's comparisons then (a fraction; None: no interval yet)."""
+
+    rounds: int
+    half_width: float | None
+
+
+class Stopping(_Rec):
+    """How ``--until-ci`` ended one scenario (one set of interleaved rounds: per condition)."""
+
+    scenario: str
+    condition: str = ""
+    target: float  # the CI half-width asked for (a fraction)
+    max_rounds: int
+    alpha: float  # the nominal level, spent over the looks
+    alpha_per_look: float
+    planned_looks: list[int]  # the rounds at which a look may be taken
+    looks: list[Look]
+    stopped_at: int
+    reason: str  # "target" or "budget"
+    rule: str
+
+
 class Results(_Rec):
     # the scenario entries' schema is built at first use, from the kinds registered by then
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -490,6 +523,7 @@ class Results(_Rec):
     # as they were); 2: free text from the run (its description, warnings) escaped, and no
     # timing-statistics line in a run without timed comparisons (soak, stress only)
     report_format: Literal[1, 2] = 1
+    stopping: list[Stopping] | None = None  # --until-ci only
 
     def dump(self) -> dict[str, Any]:
         out = self.model_dump(mode="json", exclude_none=False)
@@ -500,6 +534,8 @@ class Results(_Rec):
             out.pop("aa_build", None)
         if out.get("report_format") == 1:
             out.pop("report_format", None)
+        if out.get("stopping") is None:
+            out.pop("stopping", None)
         return out
 
     def gate_reasons(self, failures: Callable[..., list[str]]) -> list[str] | None:

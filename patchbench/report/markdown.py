@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
+from patchbench.analysis import sequential
 from patchbench.report.blocks import (
     Block,
     Bullets,
@@ -33,7 +34,7 @@ from patchbench.report.numbers import (
     fmt_verdict,
     fmt_verdict_now,
 )
-from patchbench.results import Results, ScenarioResult, TimedResult
+from patchbench.results import PAIRED5_SKEW_METHOD, Results, ScenarioResult, TimedResult
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell, md_text
 
@@ -166,9 +167,13 @@ def statistics_line(results: Results) -> str:
                 for c in sc.comparisons)
     if any(c.rule5 for sc in results.scenarios if isinstance(sc, TimedResult)
            for c in sc.comparisons):
+        skew = any(c.method == PAIRED5_SKEW_METHOD for sc in results.scenarios
+                   if isinstance(sc, TimedResult) for c in sc.comparisons)
+        interval = ("skewness-corrected t interval (the t and Hall's transformation of it must "
+                    "both reject; " if skew else "t interval (")
         return (f"- statistics: round-paired (schema 5) — per round, the ratio of the geometric "
-                f"means; speedup = their geometric mean, with a {1 - st.alpha:.0%} t interval "
-                f"(R−1 degrees of freedom); faster/slower: significant and beyond "
+                f"means; speedup = their geometric mean, with a {1 - st.alpha:.0%} {interval}"
+                f"R−1 degrees of freedom); faster/slower: significant and beyond "
                 f"±{st.min_effect:.0%} on the log scale (one-sided test at alpha {st.alpha}); "
                 f"equivalent: the {1 - 2 * st.alpha:.0%} interval within ±{st.min_effect:.0%} "
                 f"(TOST); otherwise inconclusive, with the change this run could detect; the "
@@ -178,6 +183,23 @@ def statistics_line(results: Results) -> str:
             f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
             f"degrees of freedom) and a two-sided t test; alpha {st.alpha}, minimum effect "
             f"{st.min_effect:.0%}; no verdict with fewer than {least} rounds")
+
+
+def stopping_lines(results: Results, name: str) -> list[str]:
+    """``--until-ci``: how a scenario's rounds ended (patchbench.analysis.sequential), if it ran
+    with it: the looks planned, the level of each, and where it stopped and why."""
+    out = []
+    for s in results.stopping or []:
+        if s.scenario != name:
+            continue
+        where = f" (condition {s.condition})" if s.condition else ""
+        width = s.looks[-1].half_width if s.looks else None
+        out += [f"Stopping by precision{where}: `--until-ci {s.target * 100:g} --max-rounds "
+                f"{s.max_rounds}`, looks planned at rounds "
+                f"{', '.join(str(r) for r in s.planned_looks)}, each judged at alpha "
+                f"{s.alpha_per_look:.3g} ({s.alpha:g} spent over {len(s.planned_looks)} looks); "
+                + sequential.describe(s.stopped_at, s.reason, width, s.target) + ".", ""]
+    return out
 
 
 def runtime_block(results: Results) -> list[str]:
@@ -248,7 +270,8 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         lines += [f"Command: `{sc.command}`", ""]
         if isinstance(sc, TimedResult) and sc.cells:
             lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
-                      f"{sc.warmup}.", "", detail_table(sc), ""]
+                      f"{sc.warmup}.", "", *stopping_lines(results, sc.name), detail_table(sc),
+                      ""]
         for extra in scenario_blocks(sc):
             lines += [extra, ""]
     if gate is not None:

@@ -34,6 +34,7 @@ from patchbench.scenarios.base import (
     header,
     noisy_warnings,
     plan_invocation,
+    precision_rule,
     run_verify,
     verdict_warnings,
 )
@@ -54,7 +55,8 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
     """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench)."""
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
-                         seed=ctx.seed if seed is None else seed, workdir=ctx.workdir)
+                         seed=ctx.seed if seed is None else seed, workdir=ctx.workdir,
+                         more=precision_rule(ctx, cells))
 
 
 def plan_deadline(sc: CommandConfig) -> list[str]:

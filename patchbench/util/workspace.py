@@ -40,3 +40,6 @@ class Switches:
     gate: bool = False  # exit non-zero when a candidate is slower or not correct
     # with gate: a withheld or inconclusive verdict passes (by default it fails the gate)
     gate_allow_inconclusive: bool = False
+    # --until-ci PCT (as a fraction) and its budget --max-rounds (None: 4x a scenario's rounds)
+    until_ci: float | None = None
+    max_rounds: int | None = None

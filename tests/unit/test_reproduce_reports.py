@@ -47,7 +47,8 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
                 assert rec["pooled"]["p_value"] == pytest.approx(c.pooled.p_value, rel=1e-9)
                 again5 = paired.paired_verdict(base, b.rounds, cand, k.rounds, alpha=c.alpha,
                                                min_effect=c.min_effect,
-                                               min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+                                               min_rounds=c.min_rounds or stats.MIN_ROUNDS,
+                                               method=c.method)  # the rule recorded
                 assert again5.round_ratios == pytest.approx(c.round_ratios, rel=1e-12)
                 for f in ("mde", "effect_s", "p_slower", "p_equivalent"):
                     assert getattr(again5, f) == pytest.approx(getattr(c, f), rel=1e-9)
