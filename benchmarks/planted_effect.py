@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patchbench import pipeline, results  # noqa: E402
+from patchbench import pipeline  # noqa: E402
 from patchbench.analysis import planted  # noqa: E402
+from patchbench.scenarios.stress import StressResult  # noqa: E402
 from patchbench.util.workspace import Switches, Workspace  # noqa: E402
 
 
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                 seed=args.seed + i, runs=args.rounds * args.runs, rounds=args.rounds))
             assert res is not None
             sc = res.scenarios[0]
-            assert not isinstance(sc, results.StressResult)
+            assert not isinstance(sc, StressResult)
             (comp,) = sc.comparisons
             base = next(c for c in sc.cells if c.label == comp.baseline).samples
             medians = [statistics.median(t for t, r in zip(base.times, base.rounds, strict=True)

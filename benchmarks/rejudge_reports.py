@@ -21,6 +21,7 @@ if str(ROOT) not in sys.path:
 from patchbench import results  # noqa: E402
 from patchbench.analysis import paired  # noqa: E402
 from patchbench.report.markdown import fmt_delta  # noqa: E402
+from patchbench.results import PAIRED5_METHOD  # noqa: E402
 
 
 def rows(reports: Path) -> list[list[str]]:
@@ -35,6 +36,8 @@ def rows(reports: Path) -> list[list[str]]:
                     continue
                 v = paired.paired_verdict(b.times, b.rounds, k.times, k.rounds, alpha=c.alpha,
                                           min_effect=c.min_effect)
+                t = paired.paired_verdict(b.times, b.rounds, k.times, k.rounds, alpha=c.alpha,
+                                          min_effect=c.min_effect, method=PAIRED5_METHOD)
                 ci = f" [{v.ci_low:.3f}, {v.ci_high:.3f}]" if v.ci_low and v.ci_high else ""
                 effect = fmt_delta(v.effect_s)
                 if v.effect_ci_low_s is not None and v.effect_ci_high_s is not None:
@@ -48,7 +51,8 @@ def rows(reports: Path) -> list[list[str]]:
                     c.candidate + (f" {c.params}" if c.params and c.params not in c.candidate
                                    else ""),
                     str(c.rounds), f"{c.speedup:.3f}{old_ci}", c.verdict, f"{v.speedup:.3f}{ci}",
-                    effect, str(v.verdict), f"±{v.mde:.1%}" if v.mde is not None else "-",
+                    effect, str(v.verdict), str(t.verdict),
+                    f"±{v.mde:.1%}" if v.mde is not None else "-",
                     "**differs**" if differs else "",
                 ])
     return out
@@ -60,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the markdown table to this file")
     args = ap.parse_args(argv)
     header = ["report", "scenario", "candidate", "R", "old speedup [CI]", "old verdict",
-              "new speedup [CI]", "new effect [CI]", "new verdict", "could detect", ""]
+              "new speedup [CI]", "new effect [CI]", "new verdict", "plain t verdict",
+              "could detect", ""]
     body = rows(args.reports)
     lines = ["# The committed reports under the verdict rule of schema 5 "
              "(benchmarks/rejudge_reports.py)", "",
@@ -68,8 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
              + (" --out ..." if args.out else "") + "`", "",
              "Old: the stored verdict (schema 3-4: per-round medians, min_effect on the ratio "
              "scale). New: per-round means of logs, min_effect on the log scale tested with the "
-             "interval, TOST for equivalence. \"No significant difference\" now splits into "
-             "equivalent and inconclusive; **differs** marks any other change.", "",
+             "interval, TOST for equivalence, skewness-corrected (the t and Hall's "
+             "transformation must both reject; `paired.METHOD`); plain t: the same without the "
+             "correction (`PAIRED5_METHOD`, the first schema-5 records). \"No significant "
+             "difference\" now splits into equivalent and inconclusive; **differs** marks any "
+             "other change.", "",
              "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     n_diff = sum(r[-1] == "**differs**" for r in body)

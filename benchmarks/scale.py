@@ -81,9 +81,9 @@ def synthetic(template: dict[str, Any], n: int, seed: int) -> dict[str, Any]:
     return data
 
 
-def saved(run: Path) -> dict[str, Any]:
+def saved(run: Path) -> results.Results:
     """A saved run as the command line's diff, merge and export read it (cli.runs.load)."""
-    return results.load(run / "results.json").dump()
+    return results.load(run / "results.json")
 
 
 def write_run(base: Path, name: str, data: dict[str, Any]) -> Path:

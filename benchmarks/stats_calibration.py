@@ -21,6 +21,18 @@ rule estimates, is 1 / factor. Models (the baseline's median 126 ms, the demo's)
 
 R = 5, 10, 20, 40 rounds (and 60 for the shape model), alpha 0.05, min_effect 0.02.
 
+The rule calibrated is the one new comparisons are judged by (``paired.METHOD``: the skewness-
+corrected t); the plain t of the first schema-5 records (``PAIRED5_METHOD``) is run on the same
+replicates at 1.00 and at both edges for contrast (**t false**, **t faster@edge**, **t
+slower@edge**, **t coverage**).
+
+The ``stopping`` cells calibrate ``--until-ci`` (patchbench.analysis.sequential): each replicate
+is simulated for the whole budget; the rule looks at its planned rounds (5, then about 1.5x, in
+whole AB/BA blocks), every look judged at alpha / looks, and stops at the first look where the
+CI half-width is at most the target (or at the budget); the verdict and interval at the stop are
+tallied like a fixed-R cell. The same stopping with every look at the nominal alpha (**naive**)
+is run on the same replicates for contrast.
+
 Per cell: **sig** = two-sided p < alpha at 1.00 (the t test's size: 5 % nominal); **false** = a
 faster/slower verdict at 1.00; **coverage** = the 95 % CI holds the true speedup (lowest over the
 factors where it is known); **slower@edge** = verdict "slower" at a true slowdown of exactly
@@ -42,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import platform
 import random
 import sys
@@ -49,6 +62,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,9 +70,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patchbench.analysis import paired, stats  # noqa: E402
+from patchbench.analysis import paired, sequential, stats  # noqa: E402
 from patchbench.analysis.paired import Verdict  # noqa: E402
 from patchbench.measure import bench  # noqa: E402
+from patchbench.results import PAIRED5_METHOD  # noqa: E402
 
 BASE_MEDIAN = 0.126
 ALPHA = 0.05
@@ -200,6 +215,16 @@ class Tally:
         return self.counts.get(key, 0) / self.n if self.n else math.nan
 
 
+def tally(t: Tally, v: paired.PairedVerdict, truth: float, prefix: str = "") -> None:
+    t.add(prefix + "sig", v.p_value is not None and v.p_value < v.alpha)
+    t.add(prefix + "false", v.verdict in (Verdict.FASTER, Verdict.SLOWER))
+    t.add(prefix + "slower", v.verdict is Verdict.SLOWER)
+    t.add(prefix + "faster", v.verdict is Verdict.FASTER)
+    t.add(prefix + "equivalent", v.verdict is Verdict.EQUIVALENT)
+    t.add(prefix + "covered", v.ci_low is not None and v.ci_high is not None
+          and v.ci_low <= truth <= v.ci_high)
+
+
 def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
              old: bool) -> Tally:
     fn = MODELS[model][0]
@@ -211,22 +236,59 @@ def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
         bt, br, ct, cr = fn(rng, rounds, factor)
         v = paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT)
         t.n += 1
-        t.add("sig", v.p_value is not None and v.p_value < ALPHA)
-        t.add("false", v.verdict in (Verdict.FASTER, Verdict.SLOWER))
-        t.add("slower", v.verdict is Verdict.SLOWER)
-        t.add("faster", v.verdict is Verdict.FASTER)
-        t.add("equivalent", v.verdict is Verdict.EQUIVALENT)
-        t.add("covered", v.ci_low is not None and v.ci_high is not None
-              and v.ci_low <= truth <= v.ci_high)
+        tally(t, v, truth)
         t.add("drift", v.drift is not None and v.drift.flagged)
         if v.mde is not None:
             t.mdes.append(v.mde)
-        if old:
-            o = stats.paired_rounds(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT)
-            t.add("old false", o.verdict in ("faster", "slower"))
-            t.add("old covered", o.ci_low is not None and o.ci_high is not None
-                  and o.ci_low <= truth <= o.ci_high)
-            t.add("old drift", o.drift is not None and o.drift.flagged)
+        if old:  # the plain t of the first schema-5 records, on the same replicates
+            tally(t, paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT,
+                                           method=PAIRED5_METHOD), truth, "t ")
+    return t
+
+
+# --until-ci: (model, budget, target half-width); the first look at FIRST rounds
+FIRST = 5
+STOPPING: tuple[tuple[str, int, float], ...] = (
+    ("lognormal", 40, 0.04), ("ar1-drift", 40, 0.04), ("shape", 60, 0.05),
+    ("outliers", 40, 0.05))
+STOP_FACTORS = (1.00, FACTORS[1], FACTORS[2], 1.05)
+
+
+def _cut(sim: Sim, rounds: int) -> Sim:
+    bt, br, ct, cr = sim
+    kb = [i for i, r in enumerate(br) if r <= rounds]
+    kc = [i for i, r in enumerate(cr) if r <= rounds]
+    return ([bt[i] for i in kb], [br[i] for i in kb], [ct[i] for i in kc], [cr[i] for i in kc])
+
+
+def stop(sim: Sim, looks: Sequence[int], level: float, target: float
+         ) -> tuple[paired.PairedVerdict, int, str]:
+    """The verdict where ``--until-ci`` stops on this replicate (every look at ``level``)."""
+    for done in looks:
+        v = paired.paired_verdict(*_cut(sim, done), alpha=level, min_effect=MIN_EFFECT)
+        d = sequential.decide(looks, done, [sequential.half_width(v.ci_low, v.ci_high)], target)
+        if not d.add:
+            return v, done, d.reason
+    raise AssertionError("the looks end at the budget")
+
+
+def run_stopping(model: str, budget: int, target: float, factor: float, replicates: int,
+                 seed: int) -> Tally:
+    fn = MODELS[model][0]
+    rng = np.random.default_rng([seed, 99, list(MODELS).index(model), budget,
+                                 STOP_FACTORS.index(factor)])
+    looks = sequential.planned_looks(FIRST, budget, len(bench.williams(2)))
+    level = sequential.alpha_per_look(ALPHA, looks)
+    t = Tally()
+    truth = 1.0 / factor
+    for _ in range(replicates):
+        sim = fn(rng, budget, factor)
+        v, at, why = stop(sim, looks, level, target)
+        t.n += 1
+        tally(t, v, truth)
+        t.mdes.append(at)  # here: the rounds at the stop
+        t.add("budget", why == "budget")
+        tally(t, stop(sim, looks, ALPHA, target)[0], truth, "naive ")
     return t
 
 
@@ -310,20 +372,57 @@ def evaluate(cells: dict[tuple[str, int, float], Tally], models: Models
                 pct(at_edge.rate("equivalent")) if known else "-", pct(aa.rate("equivalent")),
                 pct(cells[(model, rounds, 1.05)].rate("slower")),
                 pct(cells[(model, rounds, 1.10)].rate("slower")), pct(mde),
-                pct(aa.rate("drift")), pct(aa.rate("old false")), pct(aa.rate("old covered")),
-                pct(aa.rate("old drift")),
+                pct(aa.rate("drift")), pct(aa.rate("t false")),
+                pct(at_fast.rate("t faster")) if known else "-",
+                pct(at_edge.rate("t slower")) if known else "-",
+                pct(min(c.rate("t covered") for c in (aa, at_edge, at_fast)) if known
+                    else aa.rate("t covered")),
             ])
     return rows, checks
 
 
+def evaluate_stopping(cells: dict[tuple[str, int, float, float], Tally]
+                      ) -> tuple[list[list[str]], list[Check]]:
+    rows, checks = [], []
+    for model, budget, target in sorted({k[:3] for k in cells}, key=lambda k: (
+            [m for m, _, _ in STOPPING].index(k[0]), k[1])):
+        got = {f: cells[(model, budget, target, f)] for f in STOP_FACTORS}
+        aa, slow, fast = got[1.00], got[FACTORS[1]], got[FACTORS[2]]
+        name = f"stopping {model} <= {target:.0%} by {budget}"
+        checks += [Check(f"{name}: false @1.00", aa.counts.get("false", 0), aa.n),
+                   Check(f"{name}: slower @edge", slow.counts.get("slower", 0), slow.n),
+                   Check(f"{name}: faster @edge", fast.counts.get("faster", 0), fast.n),
+                   Check(f"{name}: equivalent @edge", slow.counts.get("equivalent", 0), slow.n)]
+        checks += [Check(f"{name}: coverage @{1 / f:.3f}", c.n - c.counts.get("covered", 0), c.n)
+                   for f, c in got.items()]
+        looks = sequential.planned_looks(FIRST, budget, len(bench.williams(2)))
+        rows.append([
+            f"{model} (until-ci)", f"{FIRST}..{budget}", f"{target:.0%}", ", ".join(map(str, looks)),
+            f"{float(np.median(aa.mdes)):.0f}", pct(aa.rate("budget")), pct(aa.rate("false")),
+            pct(min(c.rate("covered") for c in got.values())), pct(slow.rate("slower")),
+            pct(fast.rate("faster")), pct(slow.rate("equivalent")),
+            pct(got[1.05].rate("slower")), pct(aa.rate("naive false")),
+            pct(min(c.rate("naive covered") for c in got.values())),
+            pct(fast.rate("naive faster")), pct(slow.rate("naive slower")),
+        ])
+    return rows, checks
+
+
 def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: argparse.Namespace,
-           command: str, elapsed: float) -> tuple[str, bool]:
+           command: str, elapsed: float,
+           stopping: dict[tuple[str, int, float, float], Tally] | None = None
+           ) -> tuple[str, bool]:
     rows, checks = evaluate(cells, models)
+    srows: list[list[str]] = []
+    if stopping:
+        srows, schecks = evaluate_stopping(stopping)
+        checks += schecks
     missed = [c for c in checks if c.p < MISS_P]
     real = [c for c in checks if c.p < REAL_MISS_P]
     allowed = binom_quantile(len(checks), TARGET, 0.95)
     passed = not real and len(missed) <= allowed
-    out = ["# Calibration of the verdict rule of schema 5 (benchmarks/stats_calibration.py)\n",
+    out = ["# Calibration of the verdict rule of schema 5, skewness-corrected "
+           "(benchmarks/stats_calibration.py)\n",
            f"Command: `{command}`  ",
            f"Python {platform.python_version()}, numpy {np.__version__}; {elapsed:.0f} s wall "
            "time on a shared 2-core VM.  ",
@@ -336,13 +435,23 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
            "exactly min_effect (each <= 5); **equiv@1** = verdict equivalent at "
            "1.00; **slower@1.05/1.10** = power; **MDE** = median minimum detectable effect at "
            "1.00; **drift** = the drift check fires at 1.00 (nominal 1 % in the models without "
-           f"drift: {', '.join(DRIFTLESS)}); **old false**, **old coverage**, **old drift** = "
-           "the rule of schema 3-4 (`stats.paired_rounds`, its equal-variance drift check) on "
-           "the same A/A replicates.\n",
+           f"drift: {', '.join(DRIFTLESS)}); **t false**, **t faster@edge**, **t slower@edge**, "
+           "**t coverage** = the plain t of the first schema-5 records (`PAIRED5_METHOD`) on "
+           "the same replicates (coverage at 1.00 and both edges).\n",
            table(["model", "R x n", "sig", "false", "coverage", "slower@edge", "faster@edge",
                   "equiv@edge",
-                  "equiv@1", "slower@1.05", "slower@1.10", "MDE", "drift", "old false",
-                  "old coverage", "old drift"], rows),
+                  "equiv@1", "slower@1.05", "slower@1.10", "MDE", "drift", "t false",
+                  "t faster@edge", "t slower@edge", "t coverage"], rows),
+           *(["\n## Stopping by precision (--until-ci)\n",
+              "Each look judged at alpha / looks; **rounds** = median rounds at the stop (A/A); "
+              "**budget** = share stopped by the budget; **false**, **coverage**, "
+              "**slower@edge**, **faster@edge**, **equiv@edge** as above, at the stop; "
+              "**slower@1.05** = power; **naive ...** = the same stopping with every look at "
+              "the nominal alpha.\n",
+              table(["model", "rounds", "target", "looks", "rounds at stop", "budget", "false",
+                     "coverage", "slower@edge", "faster@edge", "equiv@edge", "slower@1.05",
+                     "naive false", "naive coverage", "naive faster@edge",
+                     "naive slower@edge"], srows)] if srows else []),
            f"\nChecks: {len(checks)} (each a one-sided binomial test against {TARGET:.0%}); "
            f"missed at p < {MISS_P}: {len(missed)} (chance alone exceeds {allowed} with "
            f"probability < 5 %); missed at p < {REAL_MISS_P}: {len(real)}."]
@@ -357,6 +466,15 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
     return "\n".join(out) + "\n", passed
 
 
+def _work(job: tuple[tuple[Any, ...], int, int]) -> tuple[tuple[Any, ...], Tally]:
+    (what, *key), replicates, seed = job
+    if what == "cell":
+        model, rounds, f = key
+        return (what, *key), run_cell(model, rounds, f, replicates, seed, old=f in FACTORS[:3])
+    model, budget, target, f = key
+    return (what, *key), run_stopping(model, budget, target, f, replicates, seed)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replicates", type=int, default=1000, help="per cell (1000)")
@@ -365,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="smoke run: 20 replicates, R up to 10; the numbers are not meaningful")
     ap.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     ap.add_argument("--out", type=Path, help="also write the markdown table to this file")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (1)")
+    ap.add_argument("--no-stopping", action="store_true", help="leave out the stopping cells")
     args = ap.parse_args(argv)
     if args.replicates < 1:
         ap.error("--replicates must be >= 1")
@@ -375,17 +495,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                   for k, (fn, rs, known) in models.items()}
     shown = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("/")]
     command = " ".join(["python3 benchmarks/stats_calibration.py", *shown])
-    cells: dict[tuple[str, int, float], Tally] = {}
     t0 = time.monotonic()
-    total = sum(len(rs) for _, rs, _ in models.values()) * len(FACTORS)
-    for model, (_, rounds_list, _) in models.items():
-        for rounds in rounds_list:
-            for f in FACTORS:
-                cells[(model, rounds, f)] = run_cell(model, rounds, f, args.replicates,
-                                                     args.seed, old=f == 1.0)
-                print(f"calibration: {len(cells)}/{total} cells, "
-                      f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
-    text, passed = report(cells, models, args, command, time.monotonic() - t0)
+    jobs: list[tuple[str, int, float]] = [(model, rounds, f)
+                                          for model, (_, rounds_list, _) in models.items()
+                                          for rounds in rounds_list for f in FACTORS]
+    stops: list[tuple[str, int, float, float]] = [
+        (m, b, tg, f) for m, b, tg in STOPPING for f in STOP_FACTORS
+        if m in models and not args.no_stopping]
+    if args.quick:
+        stops = [(m, min(b, 20), tg, f) for m, b, tg, f in stops]
+    cells: dict[tuple[str, int, float], Tally] = {}
+    stopping: dict[tuple[str, int, float, float], Tally] = {}
+    work: list[tuple[Any, ...]] = [("cell", *j) for j in jobs] + [("stop", *j) for j in stops]
+    with multiprocessing.Pool(args.jobs) as pool:
+        jobs_in = [(w, args.replicates, args.seed) for w in work]
+        for done, (key, tal) in enumerate(pool.imap_unordered(_work, jobs_in), 1):
+            if key[0] == "cell":
+                cells[key[1:]] = tal
+            else:
+                stopping[key[1:]] = tal
+            print(f"calibration: {done}/{len(work)} cells, {time.monotonic() - t0:.0f} s",
+                  file=sys.stderr, flush=True)
+    text, passed = report(cells, models, args, command, time.monotonic() - t0, stopping)
     print(text, end="")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 from patchbench import __version__, build, config, redact, results, runtimes, scenarios
+from patchbench.analysis import sequential
+from patchbench.build import toolchains
 from patchbench.config import Comparison, Project
 from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
 from patchbench.measure.machine import machine_info
@@ -158,7 +160,7 @@ def build_variants(project: Project, ws: Workspace, target_name: str,
     build.check_same_toolchain(built)
     for other in built[1:]:
         same = build.identical_artifacts(built[0], other)
-        if same:
+        if same and other.variant.layout is None:  # a layout build's sha256: compare says
             say(f"warning: {other.variant.name} is byte-identical to baseline for "
                 f"{', '.join(same)}: the patch changed nothing that was built")
     return built
@@ -196,6 +198,33 @@ def build_for_patch(project: Project, ws: Workspace, series: str) -> list[build.
     return build_variants(project, ws, target_name, variants, comp.overlays if comp else [])
 
 
+LAYOUT_TWIN = "baseline-layout"  # compare --aa-layout: the baseline's layout-only rebuild
+
+
+def aa_layout(target: config.Target) -> toolchains.LayoutChange | str:
+    """The layout-only rebuild of ``target`` for ``--aa-layout``, or why its toolchain kind has
+    none (then the A/A measures the baseline against itself, and says so)."""
+    return toolchains.layout_change(target)
+
+
+def aa_record(base: build.Built, twin: build.Built, layout: toolchains.LayoutChange
+              ) -> results.AABuild:
+    """What an A/A against a layout build records: the flags, and whether the sha256 differ."""
+    arts = base.manifest["artifacts"]
+    same = build.identical_artifacts(base, twin)
+    equal = len(same) == len(arts) == len(twin.manifest["artifacts"])
+    if equal:
+        note = ("sha256 equal: the flags did not reach the linker (a recipe that passes its own "
+                "-ldflags or LDFLAGS overrides them), so this A/A measured one binary twice")
+    elif same:
+        note = (f"sha256 differ for {', '.join(sorted(set(arts) - set(same)))}; equal for "
+                f"{', '.join(same)} (the flags did not reach their link)")
+    else:
+        note = "sha256 differ: the same code, laid out differently"
+    return results.AABuild(kind="layout", twin=twin.variant.name, method=layout.method,
+                           why=layout.why, sha256_equal=equal, note=note)
+
+
 def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = None
             ) -> tuple[results.Results | None, list[str], Path | None]:
     """Run comparison ``name``; return its results, the --dry-run plan lines, and the saved run
@@ -203,6 +232,9 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     from patchbench import plan
 
     sw = sw or Switches()
+    if sw.gate and (sw.aa or sw.aa_layout):  # an A/A's twin is never taken for a candidate
+        raise ConfigError("--gate judges candidates; an A/A run (--aa, --aa-layout) has none",
+                          hint="run the A/A without --gate: its verdict is the noise floor")
     comp = project.comparison(name)
     target = project.target(comp.target)
     chosen = [scenarios.override(s, sw.runs, sw.rounds, sw.warmup) for s in comp.scenarios
@@ -212,6 +244,11 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         raise ConfigError(f"--scenario {', '.join(unknown)}: no such scenario in {name}",
                           hint="its scenarios: " + ", ".join(s.name for s in comp.scenarios))
     variants = variants_of(comp)
+    layout = aa_layout(target) if sw.aa_layout else None
+    if isinstance(layout, str):  # this toolchain kind has no layout-only rebuild
+        say(f"warning: --aa-layout: {layout}; falling back to the baseline against itself (--aa)")
+    if isinstance(layout, toolchains.LayoutChange):  # the baseline and its layout build, nothing else
+        variants = [variants[0], build.Variant(LAYOUT_TWIN, variants[0].series, layout=layout)]
     if sw.dry_run:
         return None, plan.lines(project, ws, name, comp, variants, chosen), None
     checkout = fetch(project, ws, comp.target)  # what runs anywhere comes first
@@ -219,16 +256,25 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     seed = next(s for s in (sw.seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
     built = build_variants(project, ws, comp.target, variants, comp.overlays, checkout)
-    if sw.aa:
+    aa_build = None
+    if isinstance(layout, toolchains.LayoutChange):
+        aa_build = aa_record(built[0], built[1], layout)
+        say(f"A/A (layout): {aa_build.twin} is built with {layout.method}; {aa_build.note}")
+    elif sw.aa or sw.aa_layout:
         twin = build.Built(build.Variant("baseline-again", built[0].variant.series),
                            built[0].path, built[0].manifest, True)
         built = [built[0], twin]
+        aa_build = results.AABuild(
+            kind="same-binary", twin=twin.variant.name, sha256_equal=True,
+            note="the baseline's build measured twice" + (
+                f" (--aa-layout fell back: {layout})" if isinstance(layout, str) else ""))
     workdir = ws.layout.new_run(name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
     res = results.Results(
         tool=f"patchbench {__version__}", comparison=name, description=comp.description,
-        target=comp.target, url=target.url, ref=target.ref, commit=target.commit, aa=sw.aa,
-        seed=seed, settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
+        target=comp.target, url=target.url, ref=target.ref, commit=target.commit,
+        aa=aa_build is not None, aa_build=aa_build, seed=seed,
+        settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
         started_at=started, machine=machine_info(),
         builds={b.variant.name: dict(b.manifest) for b in built},
         gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=2)
@@ -246,8 +292,13 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             ctx = scenarios.ScenarioContext(
                 scenario=sc, built=built, runtime=runtime, workdir=workdir, seed=seed + i,
                 layout=ws.layout, project_root=project.root, alpha=comp.alpha,
-                min_effect=comp.min_effect, extra_files=extra_files)
+                min_effect=comp.min_effect, extra_files=extra_files,
+                until=None if sw.until_ci is None else sequential.UntilCI(
+                    target=sw.until_ci, max_rounds=sw.max_rounds or 4 * sc.rounds,
+                    alpha=comp.alpha))
             out, warnings = scenarios.get(sc.kind).run(ctx)
+            if ctx.stops:
+                res.stopping = [*(res.stopping or []), *ctx.stops]
             res.scenarios.append(out)
             res.warnings.extend(warnings)
             procguard.check_active(f"scenario {sc.name}")

@@ -28,6 +28,10 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
         out += [f"  build ({target.build.backend}): {shlex.join(argv)}"
                 for argv in target.build.commands]
         out.append(f"  artifacts: {', '.join(target.build.artifacts)}")
+        if v.layout is not None:  # compare --aa-layout: the baseline again, laid out differently
+            out.append(f"  A/A layout build: {v.layout.method} ("
+                       + ", ".join(f"{k} += {f}" for k, f in v.layout.append)
+                       + f"): {v.layout.why}; cached apart from the baseline, never gated")
     if target.build.backend == "docker":
         out += build.docker_backend.plan_lines(target, ws.layout.builds)
     runtime = runtimes.get(config.runtime_of(project, comp))

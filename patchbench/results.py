@@ -2,6 +2,11 @@
 summary is rendered from it by patchbench.report, so a saved run can be re-rendered, diffed and
 recomputed later.
 
+This module holds what every kind shares (samples, cells, verdicts, the run's own fields), the
+loader with its bounds, and a registry of the kinds' result models: each kind's model and records
+live in its module in patchbench/scenarios/ and are registered when that package is imported
+(:func:`register`); a scenario entry is read as the model its ``kind`` names there.
+
 Format history (every change gets a new version and a line here; ``load`` upgrades old files):
 
 - 1: per scenario, cells with raw samples (times, exit codes, rounds, hyperfine JSON) and
@@ -37,7 +42,12 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   ``equivalence_low``/``equivalence_high`` (the 1 - 2 alpha interval), ``mde`` (the minimum
   detectable effect), ``effect_s`` with ``effect_ci_low_s``/``effect_ci_high_s`` (candidate minus
   baseline, seconds) and ``resolution_s`` (zero spread). Version 3 and 4 comparisons keep the
-  verdicts of their rule (``method`` says which; the new fields are null).
+  verdicts of their rule (``method`` says which; the new fields are null). Added later without a
+  version change (issue 22, the shape miss): a comparison whose ``method`` is
+  ``PAIRED5_SKEW_METHOD`` was judged with the skewness-corrected interval (the same fields; older
+  ones keep ``PAIRED5_METHOD`` and are recomputed with its rule), and an optional top-level
+  ``stopping`` (``--until-ci``: the stopping rule, its looks and why it stopped), absent
+  otherwise.
 """
 
 from __future__ import annotations
@@ -48,19 +58,20 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
-    Discriminator,
     Field,
-    Tag,
+    GetCoreSchemaHandler,
     ValidationError,
 )
+from pydantic_core import core_schema
 
 from patchbench.errors import ReportError
 from patchbench.util.models import NAME_RE
@@ -92,6 +103,10 @@ MAX_DEPTH = 32  # nesting of objects and lists (a committed run nests at most 9 
 POOLED_METHOD = "pooled: Mann-Whitney U and a bootstrap CI, every run taken as independent"
 PAIRED5_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means); "
                   "beyond min_effect by a one-sided test, equivalent by TOST")
+PAIRED5_SKEW_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means), "
+                       "skewness-corrected (t and Hall's transformation must both reject); "
+                       "beyond min_effect by a one-sided test, equivalent by TOST")
+RULE5_METHODS = (PAIRED5_METHOD, PAIRED5_SKEW_METHOD)
 
 
 class _Rec(BaseModel):
@@ -264,7 +279,7 @@ class Verdict(_Rec):
     @property
     def rule5(self) -> bool:
         """Judged by the rule of schema 5 (issue 22), not by an older one."""
-        return self.method == PAIRED5_METHOD
+        return self.method in RULE5_METHODS
 
 
 class Rate(_Rec):
@@ -281,7 +296,16 @@ class Check(_Rec):
     output: str
 
 
+# A kind's step of reading an older results version: its scenario entry of that version (a
+# dict, as the file holds it) as the next version has it.
+ScenarioUpgrade = Callable[[dict[str, Any]], dict[str, Any]]
+
+
 class _Scenario(_Rec):
+    """The fields every kind's result has. A kind's model (in its module in patchbench/scenarios/,
+    registered with :func:`register`) adds its own and ``kind: Literal[NAME] = NAME`` (declared by
+    each kind after these fields, where results.json has it)."""
+
     name: PlainName
     description: str = ""
     command: str
@@ -290,6 +314,12 @@ class _Scenario(_Rec):
     warmup: int
     rate: Rate | None = None
     order: list[list[str]] = Field(default_factory=list)
+
+    if TYPE_CHECKING:  # for the type checker only: a field here would move it in results.json
+        kind: str
+    # the kind's own steps of reading older versions (results version -> step), run after the
+    # file's step of that version (upgrade_v1, ...)
+    upgrades: ClassVar[Mapping[int, ScenarioUpgrade]] = {}
 
 
 class AppliedCondition(_Rec):
@@ -309,250 +339,91 @@ class _Timed(_Scenario):
 
 
 TimedResult = _Timed  # a kind with cells and comparisons (the summary table's rows)
+ScenarioResult = _Scenario  # what every kind's result model extends (directly or as TimedResult)
+Record = _Rec  # a record of results.json: an unknown key is refused
 
 
-class CommandResult(_Timed):
-    kind: Literal["command"] = "command"
-    verify: dict[str, Check] | None = None
+# --- the kinds' result models: a registry below the kinds -----------------------------------
+#
+# Each kind's result model (and its records) lives in its module in patchbench/scenarios/, which
+# registers it through patchbench.scenarios.register when that package is imported; results.json
+# is read by dispatching every scenario entry on its ``kind`` through this registry. This module
+# imports nothing above it, so whoever reads results imports patchbench.scenarios first (the
+# layers that load do: runs, report, bisect, cli; the tests through tests/conftest.py).
 
 
-class PhaseCell(_Rec):
-    median: dict[str, float]
-    total_median: float
-    durations: list[list[float]]
+@dataclass
+class _Registry:
+    models: dict[str, type[ScenarioResult]] = field(default_factory=dict)
+    default: str | None = None  # the kind of an entry without ``kind`` (version 1 files)
 
 
-class BurstResult(_Timed):
-    kind: Literal["burst"] = "burst"
-    k: list[int]
-    slope_s_per_instance: dict[str, Figure]  # NaN (null): a k whose every run hung
-    launcher_overhead: dict[str, float]
-    chart: str | None = None
-    phases: dict[str, dict[str, PhaseCell]] | None = None
-    phase_names: list[str] = Field(default_factory=list)
+_REGISTRY = _Registry()
 
 
-class MountTable(_Rec):
-    """The host's mount table during one cell's bursts: its largest size, and the longest time
-    reading /proc/self/mountinfo took."""
-
-    peak_mounts: int
-    slowest_read_s: float
-
-
-class LayersResult(_Timed):
-    """A layers × concurrency scan on containerd (cells are per variant, L and k)."""
-
-    kind: Literal["layers"] = "layers"
-    layers: list[int]
-    k: list[int]
-    images: dict[str, str]  # L -> manifest digest, the same for every variant
-    mount_counts: dict[str, dict[str, dict[str, int]]]  # variant -> L -> syscall -> count
-    mount_counts_by_comm: dict[str, dict[str, dict[str, int]]]  # variant -> L -> process -> count
-    mount_fit: dict[str, dict[str, list[float]]]  # variant -> syscall -> [slope, intercept]
-    seed_formula: str
-    mount_table: dict[str, MountTable]  # cell label -> peak
-    mounts_left: dict[str, int]  # cell label -> mounts of the run left after its rounds
-    active_snapshots: dict[str, int]  # cell label -> most active snapshots after a round
-    verify: dict[str, Check]
-    runc: dict[str, str]
-    charts: list[str] = Field(default_factory=list)
+def register(kind: str, model: type[ScenarioResult], *, default: bool = False) -> None:
+    """Read scenario entries whose ``kind`` is ``kind`` as ``model`` (which must say so: its
+    ``kind`` field defaults to ``kind``); ``default``: also entries without ``kind``. A wrong
+    registration is a bug (exit 3), not a user's error."""
+    declared = model.model_fields.get("kind")
+    if declared is None or declared.default != kind:
+        raise RuntimeError(f"bug: the result model {model.__name__} is registered for the kind "
+                           f"{kind!r}, but its kind field does not default to it")
+    if _REGISTRY.models.get(kind, model) is not model:
+        raise RuntimeError(f"bug: two result models for the kind {kind!r}: "
+                           f"{_REGISTRY.models[kind].__name__} and {model.__name__}")
+    _REGISTRY.models[kind] = model
+    if default:
+        _REGISTRY.default = kind
+    _kinds_changed()
 
 
-class SignalCount(_Rec):
-    """What became of one signal sent to a build's launched processes (the stress signal check):
-    ``forwarded`` = the process recorded it; ``lost`` = it did not; ``by_design`` = it did not, and
-    the runtime is known not to forward this signal (never counted as lost)."""
-
-    sent: int = 0
-    forwarded: int = 0
-    lost: int = 0
-    by_design: int = 0
+def unregister(kind: str) -> None:
+    """Forget a kind (a test's own kind, registered for that test)."""
+    _REGISTRY.models.pop(kind, None)
+    if _REGISTRY.default == kind:
+        _REGISTRY.default = None
+    _kinds_changed()
 
 
-class StressRound(_Rec):
-    round: int
-    variant: str
-    action: str
-    delay_s: float
-    exit_codes: list[int | None]
-    outcomes: dict[str, int]
-    kill_errors: int
-    hangs: int
-    leftovers: list[str]
-    list_latency_s: float
-    fresh_ok: bool
-    # added later (optional; older files read as before): the exec mode's host container, the
-    # signal check per signal name, launched processes that never said they were ready
-    host: str | None = None
-    signals: dict[str, SignalCount] = Field(default_factory=dict)
-    not_ready: int = 0
-    evidence: list[str] = Field(default_factory=list)  # hang evidence files (version 4)
+def result_models() -> dict[str, type[ScenarioResult]]:
+    """Every registered kind's result model, in the order the kinds were registered."""
+    return dict(_REGISTRY.models)
 
 
-class StressBuild(_Rec):
-    rounds: int
-    instances_killed: int
-    kill_errors: int
-    hangs: int
-    leftovers: int
-    fresh_failures: int
-    list_latency_median_s: float
-    list_latency_max_s: float
-    outcomes: dict[str, int]
-    signals: dict[str, SignalCount] = Field(default_factory=dict)  # added later, optional
-    not_ready: int = 0  # added later, optional
-
-
-class StressResult(_Scenario):
-    kind: Literal["stress"] = "stress"
-    rounds_detail: list[StressRound]
-    per_build: dict[str, StressBuild]
-    instances: int
-    delay: list[float]
-    actions: list[str]
-    mode: Literal["run", "exec"] = "run"  # added later, optional
-    not_forwarded: list[str] = Field(default_factory=list)  # added later: by design, never gated
-    evidence_summary: str | None = None  # a readable account of every hang (version 4)
-
-
-class CtrStressCensus(_Rec):
-    """What one variant had left after a ctrstress round (or after its fresh start)."""
-
-    mounts: int  # mounts of the run in /proc/self/mountinfo
-    idmapped_mounts: int  # of which idmapped
-    snapshots: int  # active snapshots listed
-    snapshot_dirs: int  # snapshot directories the snapshotter does not list
-    shims: int
-    tasks: int
-    containers: int
-    errors: list[str] = Field(default_factory=list)  # listings that failed
-
-
-class CtrStressRound(_Rec):
-    round: int
-    variant: str
-    layers: int
-    k: int
-    action: str  # kill, delete or restart
-    delay_s: float
-    exit_codes: list[int | None]  # of the k ctr run clients; None: hung
-    kill_errors: int  # kill/delete attempts still refused at the timeout
-    hangs: int
-    # kill/delete per container: hit (took effect), missed (it had finished), refused (its
-    # start failed anyway), hang, failed (still refused at the timeout); restart: 1
-    action_outcomes: dict[str, int] = Field(default_factory=dict)
-    restart_s: float | None = None  # stopping and starting the daemon again
-    settle_s: float
-    left: CtrStressCensus
-    left_detail: list[str] = Field(default_factory=list)
-    removed: list[str] = Field(default_factory=list)
-    fresh_ok: bool
-    fresh_output: str = ""
-    fresh_left: CtrStressCensus
-    evidence: list[str] = Field(default_factory=list)  # evidence of hung `ctr run` clients
-
-
-class CtrStressVariant(_Rec):
-    """One variant's ctrstress rounds summed (leftovers after the rounds and their fresh starts)."""
-
-    rounds: int
-    actions: dict[str, int]
-    hangs: int = 0
-    kill_errors: int = 0
-    fresh_failures: int = 0
-    mounts: int = 0
-    idmapped_mounts: int = 0
-    snapshots: int = 0
-    snapshot_dirs: int = 0
-    shims: int = 0
-    tasks: int = 0
-    containers: int = 0
-    rounds_with_leftovers: int = 0
-    action_outcomes: dict[str, int] = Field(default_factory=dict)  # summed over the rounds
-
-
-class CtrStressResult(_Scenario):
-    """containerd containers killed mid-start, the daemon restarted mid-burst (issue 13)."""
-
-    kind: Literal["ctrstress"] = "ctrstress"
-    layers: list[int]
-    instances: int  # k: containers started per round
-    actions: list[str]
-    delay: list[float]
-    settle: float
-    images: dict[str, str]  # L -> manifest digest
-    rounds_detail: list[CtrStressRound]
-    per_variant: dict[str, CtrStressVariant]
-    runc: dict[str, str] = Field(default_factory=dict)
-    evidence_summary: str | None = None  # a readable account of every hang
-
-
-class SoakVariant(_Rec):
-    """One variant under one soak condition."""
-
-    runs: int
-    hangs: int
-    failures: int
-    failure_codes: dict[str, int]  # exit code -> runs (hangs not included)
-    leftovers: list[str]
-    escaped: list[str]
-    evidence: list[str]  # hang evidence files in the run folder
-    lost_sigchld: int  # hangs whose evidence shows a zombie child under a sleeping parent
-    median_s: float | None  # of the runs that exited 0 (incidental)
-    times: list[float]
-    exit_codes: list[int]  # per run, in order; 124 = hang
-
-
-class SoakTest(_Rec):
-    """Fisher's exact test of a candidate's counts against the baseline's."""
-
-    candidate: str
-    hang_p: float  # two-sided
-    hang_p_more: float  # one-sided: the candidate hangs more often
-    failure_p: float
-    failure_p_more: float
-
-
-class SoakCondition(_Rec):
-    name: str
-    summary: str
-    applied: dict[str, Any]
-    blocks: int
-    wall_s: float
-    stopped_by: str  # "runs" or "budget"
-    per_variant: dict[str, SoakVariant]
-    tests: list[SoakTest]
-
-
-class SoakResult(_Scenario):
-    kind: Literal["soak"] = "soak"
-    deadline_s: float
-    block: int
-    budget_s: float | None = None
-    conditions: list[SoakCondition]
-    evidence_summary: str | None = None  # a readable account of every hang, in the run folder
+def _kinds_changed() -> None:
+    # Results' schema is built on its first use (defer_build), when every kind has registered;
+    # a kind registered later (a test's) needs it built again
+    if Results.__pydantic_complete__:
+        Results.model_rebuild(force=True)
 
 
 def _kind_of(value: Any) -> str:
+    default = _REGISTRY.default or ""
     if isinstance(value, dict):
-        return str(value.get("kind", "command"))
-    return str(getattr(value, "kind", "command"))
+        return str(value.get("kind", default))
+    return str(getattr(value, "kind", default))
 
 
-if TYPE_CHECKING:
-    ScenarioResult = (CommandResult | BurstResult | StressResult | LayersResult | SoakResult
-                      | CtrStressResult)
-else:
-    ScenarioResult = Annotated[
-        Annotated[CommandResult, Tag("command")]
-        | Annotated[BurstResult, Tag("burst")]
-        | Annotated[StressResult, Tag("stress")]
-        | Annotated[LayersResult, Tag("layers")]
-        | Annotated[SoakResult, Tag("soak")]
-        | Annotated[CtrStressResult, Tag("ctrstress")],
-        Discriminator(_kind_of),
-    ]
+class _ByKind:
+    """A scenario entry of results.json, validated and dumped as the result model its ``kind``
+    names in the registry (a tagged union of the registered models, so an error's location is
+    the same as a hand-written union's: ``scenarios.0.KIND.field``)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler
+                                     ) -> core_schema.CoreSchema:
+        models = _REGISTRY.models
+        if not models:
+            raise RuntimeError("bug: no scenario kind is registered, so no results can be read; "
+                               "import patchbench.scenarios (the registry) before reading results")
+        return core_schema.tagged_union_schema(
+            {kind: handler.generate_schema(model) for kind, model in models.items()},
+            discriminator=_kind_of, custom_error_type="unknown_kind",
+            custom_error_message="kind: not a scenario kind this patchbench knows (known: "
+            + ", ".join(models) + ")")
+
+
+AnyScenarioResult = Annotated[ScenarioResult, _ByKind()]
 
 
 class Settings(_Rec):
@@ -580,7 +451,45 @@ class RuntimeRecord(_Rec):
     registered: dict[str, RegisteredRuntime] = Field(default_factory=dict)
 
 
+class AABuild(_Rec):
+    """Which A/A a run did (``compare --aa`` or ``--aa-layout``) and how its two builds differ."""
+
+    kind: Literal["same-binary", "layout"]  # layout: a second build differing in layout only
+    twin: PlainName  # the variant measured against the baseline
+    method: str = ""  # layout: the flags of the second build
+    why: str = ""  # layout: what they change, and why the behaviour is the same
+    sha256_equal: bool  # every artifact of the two builds
+    note: str = ""  # why the sha256 are equal or differ; a fallback's reason
+
+
+class Look(_Rec):
+    """One look of ``--until-ci``: the rounds measured so far and the widest CI half-width of the
+    scenario's comparisons then (a fraction; None: no interval yet)."""
+
+    rounds: int
+    half_width: float | None
+
+
+class Stopping(_Rec):
+    """How ``--until-ci`` ended one scenario (one set of interleaved rounds: per condition)."""
+
+    scenario: str
+    condition: str = ""
+    target: float  # the CI half-width asked for (a fraction)
+    max_rounds: int
+    alpha: float  # the nominal level, spent over the looks
+    alpha_per_look: float
+    planned_looks: list[int]  # the rounds at which a look may be taken
+    looks: list[Look]
+    stopped_at: int
+    reason: str  # "target" or "budget"
+    rule: str
+
+
 class Results(_Rec):
+    # the scenario entries' schema is built at first use, from the kinds registered by then
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
     schema_version: Literal[5] = 5
     schema_history: dict[str, str] = Field(
         default_factory=lambda: {str(k): v for k, v in SCHEMA_HISTORY.items()})
@@ -592,6 +501,7 @@ class Results(_Rec):
     ref: str
     commit: str
     aa: bool = False
+    aa_build: AABuild | None = None  # which A/A (runs since issue 22; None: not recorded)
     seed: int
     settings: Settings
     started_at: str
@@ -599,7 +509,7 @@ class Results(_Rec):
     machine: dict[str, Any]
     # build manifests, as written beside the build; the key names manifest-<variant>.json
     builds: dict[PlainName, dict[str, Any]]
-    scenarios: Annotated[list[ScenarioResult], Field(max_length=MAX_SCENARIOS)] = Field(
+    scenarios: Annotated[list[AnyScenarioResult], Field(max_length=MAX_SCENARIOS)] = Field(
         default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     teardown: dict[str, Teardown] | None = None
@@ -613,14 +523,19 @@ class Results(_Rec):
     # as they were); 2: free text from the run (its description, warnings) escaped, and no
     # timing-statistics line in a run without timed comparisons (soak, stress only)
     report_format: Literal[1, 2] = 1
+    stopping: list[Stopping] | None = None  # --until-ci only
 
     def dump(self) -> dict[str, Any]:
         out = self.model_dump(mode="json", exclude_none=False)
         if out.get("gate") is None:  # files made before the field stay as they were
             out.pop("gate", None)
             out.pop("gate_allow_inconclusive", None)
+        if out.get("aa_build") is None:  # files made before the field stay as they were
+            out.pop("aa_build", None)
         if out.get("report_format") == 1:
             out.pop("report_format", None)
+        if out.get("stopping") is None:
+            out.pop("stopping", None)
         return out
 
     def gate_reasons(self, failures: Callable[..., list[str]]) -> list[str] | None:
@@ -631,11 +546,23 @@ class Results(_Rec):
         return failures(self, allow_inconclusive=self.gate_allow_inconclusive)
 
 
+# A saved run as the readers (diff, merge, export, the job summary, report.html) take it: the
+# typed results, or a document as results.json holds it (a script's or a test's, perhaps altered),
+# which :func:`as_results` validates on the way in; inside, they read only the typed one.
+RunInput = Results | Mapping[str, Any]
+
+
+def as_results(run: RunInput, where: str = "results") -> Results:
+    """The typed results of ``run`` (validated by :func:`parse` when it is a document)."""
+    return run if isinstance(run, Results) else parse(dict(run), where)
+
+
 # --- reading older versions ---------------------------------------------------------------
 
 
 def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """A version 1 file as version 2: drop rendered markdown, fill ``median_ci``, type stress."""
+    """A version 1 file as version 2: drop rendered markdown, fill ``median_ci`` (each kind's
+    own step follows: ``upgrades`` of its result model)."""
     out = dict(data)
     out["schema_version"] = 2
     out["schema_history"] = {str(k): v for k, v in SCHEMA_HISTORY.items()}
@@ -644,14 +571,6 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
         sc = {k: v for k, v in sc.items() if k != "markdown"}
         for cell in sc.get("cells", []):
             cell["summary"].setdefault("median_ci", None)
-        if sc.get("kind") == "stress":
-            sc.pop("cells", None)
-            sc.pop("comparisons", None)
-            sc.pop("k", None)
-        if sc.get("kind") == "burst" and sc.get("phases"):
-            first = next(iter(sc["phases"].values()))
-            cell = next(iter(first.values()))
-            sc["phase_names"] = list(cell["median"])
         scenarios.append(sc)
     out["scenarios"] = scenarios
     return out
@@ -684,6 +603,18 @@ def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
 
 
 UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3, 4: upgrade_v4}
+
+
+def upgrade(data: dict[str, Any], version: int) -> dict[str, Any]:
+    """A file of ``version`` as the next version: the file's step, then each scenario's kind's
+    own step of that version (a kind without one, or not registered, is left as it is)."""
+    out = UPGRADES[version](data)
+    if isinstance(out.get("scenarios"), list):
+        steps = [_REGISTRY.models[k].upgrades.get(version) if k in _REGISTRY.models else None
+                 for k in map(_kind_of, out["scenarios"])]
+        out["scenarios"] = [step(sc) if step else sc
+                            for sc, step in zip(out["scenarios"], steps, strict=True)]
+    return out
 
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -721,8 +652,11 @@ def problems(res: Results) -> list[str]:
             if not isinstance(art, dict) or not isinstance(art.get("sha256"), str) \
                     or not _SHA256.match(art["sha256"]):
                 out.append(f"builds.{variant}.artifacts.{name}.sha256: missing or not a sha256")
+    if res.aa_build is not None and (not res.aa or res.aa_build.twin not in res.builds):
+        out.append("aa_build: an A/A record in a run that is not an A/A, or whose twin "
+                   f"{res.aa_build.twin!r} is not one of its builds")
     for i, sc in enumerate(res.scenarios):
-        if not isinstance(sc, CommandResult | BurstResult | LayersResult):
+        if not isinstance(sc, TimedResult):
             continue
         labels = {c.label for c in sc.cells}
         for j, comp in enumerate(sc.comparisons):
@@ -742,7 +676,7 @@ def parse(data: Any, where: str, *, untrusted: bool = False) -> Results:
     version = data.get("schema_version")
     while isinstance(version, int) and version in UPGRADES:
         try:  # an old file of the wrong shape is a damaged file, not a bug (issue 10, class 6)
-            data = UPGRADES[version](data)
+            data = upgrade(data, version)
         except (KeyError, TypeError, AttributeError, IndexError, StopIteration, ValueError) as exc:
             raise ReportError(f"{where}: not a results document of version {version} ({exc!r})",
                               hint="the file is damaged or was not written by patchbench") from None

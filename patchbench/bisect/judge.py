@@ -18,7 +18,8 @@ from patchbench.analysis import verdict
 from patchbench.bisect.search import Class
 from patchbench.bisect.session import Measurement
 from patchbench.measure import hangs
-from patchbench.results import CommandResult, SoakResult
+from patchbench.scenarios.command import CommandResult
+from patchbench.scenarios.soak import SoakResult
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchbench.results import CommandResult, SoakResult
+from patchbench.scenarios.command import CommandResult
+from patchbench.scenarios.soak import SoakResult
 
 SCHEMA_VERSION = 1  # the schema_version of both files
 

@@ -160,7 +160,7 @@ def bisect_points(rec: Bisect) -> tuple[list[Point], str]:
 
 def _point(m: object, sha: str, cls: str, soak: bool) -> Point:
     from patchbench.bisect.record import MeasurementRec
-    from patchbench.results import SoakResult
+    from patchbench.scenarios.soak import SoakResult
 
     assert isinstance(m, MeasurementRec)
     name = sha[:12]

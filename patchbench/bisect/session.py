@@ -16,7 +16,8 @@ from patchbench import build, config, redact, runtimes, scenarios
 from patchbench.config import Comparison, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import BuildError, ConfigError
-from patchbench.results import CommandResult, SoakResult
+from patchbench.scenarios.command import CommandResult
+from patchbench.scenarios.soak import SoakResult
 from patchbench.source import cache as source
 from patchbench.source import history, patching
 from patchbench.util import cleanup, procguard

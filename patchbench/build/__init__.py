@@ -25,7 +25,7 @@ from patchbench.build import cache_verify, toolchains
 from patchbench.build import docker as docker_backend
 from patchbench.build import host as host_backend
 from patchbench.build.manifest import Manifest
-from patchbench.build.toolchains import Runner
+from patchbench.build.toolchains import LayoutChange, Runner
 from patchbench.config import BuildRecipe, Project, Target
 from patchbench.errors import BuildError, ToolchainError
 from patchbench.source import cache as source
@@ -76,6 +76,8 @@ class Variant:
     name: str  # "baseline" or the candidate's name
     series: tuple[str, ...]
     commit: str | None = None
+    # a second build differing in code layout only (compare --aa-layout): its own cache entry
+    layout: LayoutChange | None = None
 
 
 @dataclass
@@ -143,8 +145,8 @@ class BuildPlan:
             fp["env"] = {**fp["env"], "SOURCE_DATE_EPOCH": epoch}
         return replace(self, checkout=checkout, env=env, fingerprint=fp)
 
-    def key(self, series: list[Series]) -> str:
-        material = {
+    def key(self, series: list[Series], layout: LayoutChange | None = None) -> str:
+        material: dict[str, Any] = {
             "commit": self.checkout.commit,
             "series": [s.digest for s in series],
             "overlays": [o.digest for o in self.overlays],
@@ -154,6 +156,8 @@ class BuildPlan:
         }
         if self.submodules:  # where each came from (an override) and what was omitted
             material["submodules"] = [p.record() for p in self.submodules]
+        if layout is not None:  # a layout build is its own entry (no key changes without one)
+            material["layout"] = layout.key()
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
@@ -168,7 +172,7 @@ def build_variant(plan: BuildPlan, variant: Variant) -> Built:
     if variant.commit is not None:
         plan = plan.at(variant.commit)
     series = [patching.load_series(plan.project.root, name) for name in variant.series]
-    key = plan.key(series)
+    key = plan.key(series, variant.layout)
     final = plan.layout.artifacts(plan.target_name) / key[:20]
     with locks.locked(plan.layout.locks, f"build-{key[:20]}"):
         if final.exists():  # every artifact is hashed again before a cached build is used
@@ -217,9 +221,13 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                 fp["sources"] = hashes
             backend = BACKENDS[plan.target.build.backend]
             with progress.BuildTicker(label, log):  # elapsed time and the log's last line
-                env = toolchains.tree_env(plan.target, plan.env, tree, plan.layout.builds,
-                                          plan.fingerprint)
-                backend.run_recipe(tree, plan.target.build, env, log, f"build {label}")
+                env, tree_fp = plan.env, plan.fingerprint
+                if variant.layout is not None:  # its flags; a cargo target dir of its own
+                    env = variant.layout.apply(env)
+                    tree_fp = {**tree_fp, "layout": variant.layout.key()}
+                env = toolchains.tree_env(plan.target, env, tree, plan.layout.builds, tree_fp)
+                with toolchains.shared_cache(plan.target, env, tree, plan.layout.builds):
+                    backend.run_recipe(tree, plan.target.build, env, log, f"build {label}")
             (out / "bin").mkdir(parents=True)
             artifacts: dict[str, dict[str, Any]] = {}
             for rel in plan.target.build.artifacts:
@@ -283,6 +291,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                 "env": plan.target.build.env,
             },
             "built_in": BACKENDS[plan.target.build.backend].describe(plan.target.build),
+            **({"layout": variant.layout.record()} if variant.layout is not None else {}),
             "cache_key": key,
             "duration_s": round(time.monotonic() - started, 3),
             "artifacts": artifacts,

@@ -33,6 +33,7 @@ class Manifest(TypedDict, total=False):
     fingerprint: Required[dict[str, Any]]
     recipe: dict[str, Any]
     built_in: str
+    layout: dict[str, Any]  # a layout-only rebuild (compare --aa-layout): its flags
     cache_key: str
     duration_s: float
     artifacts: Required[dict[str, ArtifactRecord]]

@@ -126,6 +126,11 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
         print("\n".join(plan_lines))
         return 0
     print()
+    if results.aa_build is not None:  # which A/A, and how its two builds differ
+        from patchbench.report.numbers import fmt_aa
+
+        label, why = fmt_aa(results.aa_build)
+        print(f"A/A run, {label}: {why}\n")
     if report.summary_rows(results):
         print(report.summary_table(results))
     for sc in results.scenarios:  # each kind's own sections of report.md (no chart files)
@@ -139,7 +144,7 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     failed = gate.failures(results, allow_inconclusive=sw.gate_allow_inconclusive)
     target = summary.summary_path(summary_file, os.environ)
     if target is not None:  # a CI job page ($GITHUB_STEP_SUMMARY) or --summary FILE
-        summary.append_summary(results.dump(), failed if sw.gate else None, target)
+        summary.append_summary(results, failed if sw.gate else None, target)
     if sw.gate:
         if failed:
             print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))

@@ -35,15 +35,34 @@ def _matrix_shown(v: Values, project: str | None) -> str | None:
     return config.shown(Path(given) if given else Path(proj or ".") / "matrix.yaml")
 
 
+def _percent(text: object) -> float | None:
+    """--until-ci PCT as a fraction (0 < PCT < 100)."""
+    if text is None:
+        return None
+    try:
+        value = float(str(text).removesuffix("%"))
+    except ValueError:
+        raise ConfigError(f"compare --until-ci {text!r}: expected a percentage such as 3 or 2.5"
+                          ) from None
+    if not 0 < value < 100:
+        raise ConfigError(f"compare --until-ci {text!r}: expected a percentage above 0 and below "
+                          "100")
+    return value / 100
+
+
 def _compare(v: Values, project: str | None) -> int:
     from patchbench.cli import commands
     from patchbench.util.workspace import Switches
 
     if v["gate_allow_inconclusive"] and not v["gate"]:
         raise ConfigError("--gate-allow-inconclusive is an option of --gate; give both")
-    sw = Switches(seed=v["seed"], aa=v["aa"], dry_run=v["dry_run"], runs=v["runs"],
+    if v["max_rounds"] is not None and v["until_ci"] is None:
+        raise ConfigError("--max-rounds is the budget of --until-ci; give both")
+    sw = Switches(seed=v["seed"], aa=v["aa"], aa_layout=v["aa_layout"], dry_run=v["dry_run"],
+                  runs=v["runs"],
                   rounds=v["rounds"], warmup=v["warmup"], only=tuple(v["scenario"]),
-                  gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"])
+                  gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"],
+                  until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"])
     return commands.do_compare(_ws(v, project), v["name"], sw, v["summary"])
 
 
@@ -201,4 +220,7 @@ def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench"
 
 
 def main() -> None:  # the console script
-    run(sys.argv[1:], project=None, prog=Path(sys.argv[0]).name or "patchbench", fast_exit=True)
+    name = Path(sys.argv[0]).name
+    # `python3 -m patchbench` runs __main__.py: its usage lines say what to type
+    prog = "python3 -m patchbench" if name in ("__main__.py", "") else name
+    run(sys.argv[1:], project=None, prog=prog, fast_exit=True)

@@ -11,10 +11,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from patchbench.errors import ReportError
-from patchbench.results import MAX_RUNS
+from patchbench.results import MAX_RUNS, Results
 from patchbench.util.escape import terminal
 from patchbench.util.files import write_json_atomic, write_text_atomic
 from patchbench.util.ownership import check_output
@@ -24,11 +24,11 @@ T = TypeVar("T")
 GATE_FAILED_EXIT_CODE = 4
 
 
-def load(path: Path) -> dict[str, Any]:
-    """The one place that reads a saved run: any results version, as schema 2's dict."""
-    from patchbench import results
+def load(path: Path) -> Results:
+    """The one place that reads a saved run: any results version, as the typed results."""
+    from patchbench import results, scenarios  # noqa: F401  (the registry of the kinds' results)
 
-    return results.load(path).dump()
+    return results.load(path)
 
 
 def resolve_run(arg: str, reports: Path) -> Path:

@@ -90,6 +90,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "compare", "Fetch, patch, build baseline and candidates, measure interleaved, print and save.",
         (Pos("name", "the comparison to run, as named in matrix.yaml (`list` shows them)"),),
         (Opt("aa", "compare the baseline with itself (the noise floor)", kind="flag"),
+         Opt("aa_layout", "A/A against a second build of the baseline that differs only in code "
+             "layout (Go: linker -randlayout; C: functions sorted by name; Rust: sections "
+             "shuffled): the noise floor including build-to-build layout effects; falls back to "
+             "--aa, with a warning, where the toolchain has no such build", kind="flag"),
          Opt("dry_run", "print every step the comparison would take, and stop", kind="flag"),
          Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
              metavar="N", minimum=0, default="matrix.yaml's, else random"),
@@ -107,9 +111,16 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "pass (the gate fails closed without it; the output says what it let pass)",
              kind="flag"),
          Opt("summary", "append the summary table and the gate's reasons, as markdown, to FILE",
-             metavar="FILE", default="$GITHUB_STEP_SUMMARY when set")),
+             metavar="FILE", default="$GITHUB_STEP_SUMMARY when set"),
+         Opt("until_ci", "after the configured rounds, add rounds (whole blocks of the balanced "
+             "order, at planned looks) until the CI half-width of every comparison of a "
+             "scenario is at most PCT %, or --max-rounds is spent; alpha is spent over the "
+             "looks (docs/statistics.md)", metavar="PCT"),
+         Opt("max_rounds", "with --until-ci: the budget of rounds per scenario", kind="int",
+             metavar="N", minimum=1, default="4x the scenario's rounds")),
         (*BUILD_SHARED, "backend"),
-        ("compare demo --gate",
+        ("compare demo --gate", "compare demo --aa-layout",
+         "compare demo --until-ci 3 --max-rounds 20",
          "compare runc-signal --source runc=$HOME/src/runc --runs 40 --rounds 10")),
     Command(
         "build", "Build the baseline and a patch series from one pinned commit (cached).", (),

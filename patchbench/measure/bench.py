@@ -275,10 +275,16 @@ def measure(
     seed: int,
     workdir: Path,
     on_round: Callable[[int, Cell, dict[str, Any]], None] | None = None,
+    more: Callable[[dict[Cell, Samples], int], int] | None = None,
 ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
     ``runs // rounds`` runs per cell; ``timeout`` is seconds per run. Returns samples and the order
     used.
+
+    ``more`` (``--until-ci``) is asked, after the last round planned so far, how many rounds to
+    add given the samples and the rounds done (0: stop); the order goes on as the seeded balanced
+    order of the longer run would (``schedule`` of more rounds begins with that of fewer), so
+    the caller keeps blocks whole by asking for whole blocks.
 
     Warmups run once per cell: ``warmup`` runs before its first round, none before its later ones.
     Every recorded sample is still a timed run of that cell in that round; what a later round's
@@ -294,7 +300,10 @@ def measure(
     log = workdir / f"{scenario}.hyperfine.log"
     shown = RoundProgress(rounds, label=scenario)  # round r/R and the time left, on a terminal
     share = [True]  # False for the rest of the scenario once a shared call left a process
-    for r, round_cells in enumerate(order, 1):
+    r = 0
+    while r < len(order):
+        r += 1
+        round_cells = order[r - 1]
         shown.start(r)
         medians = _run_round(scenario, r, rounds, round_cells, expand, samples, warmed, share,
                              per_round=per_round, warmup=warmup, timeout=timeout,
@@ -302,6 +311,12 @@ def measure(
         # one line per round, the cells in their given order whatever order they ran in
         step(scenario, round_line(r, rounds, shown, [(c.label, medians[c]) for c in cells
                                                       if c in medians]))
+        if r == len(order) and more is not None:
+            add = more(samples, r)
+            if add > 0:
+                rounds = r + add
+                order = schedule(cells, rounds, seed)
+                shown.total = rounds
     shown.finish()
     return samples, [[c.label for c in rc] for rc in order]
 

@@ -34,6 +34,10 @@ def __getattr__(name: str) -> Any:
 
 def load_run(path: Path) -> Results:
     """A saved run (its folder or its results.json), of any results version patchbench knows."""
+    # the registry of the kinds' result models; not at import: a kind imports report.blocks
+    # through this package
+    from patchbench import scenarios  # noqa: F401
+
     return results_mod.load(path)
 
 

@@ -12,9 +12,8 @@ import base64
 import html
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from patchbench import results as results_mod
 from patchbench.report.blocks import (
     Block,
     Bullets,
@@ -30,25 +29,9 @@ from patchbench.report.blocks import (
     Text,
 )
 from patchbench.report.markdown import statistics_line, summary_headers, summary_rows
-from patchbench.report.numbers import fmt_time
-from patchbench.results import TimedResult
+from patchbench.report.numbers import fmt_aa, fmt_time
+from patchbench.results import Results, RunInput, ScenarioResult, TimedResult, as_results
 from patchbench.scenarios import KINDS
-
-if TYPE_CHECKING:
-    from patchbench.results import Results as ResultsModel
-    from patchbench.results import ScenarioResult
-
-Results = dict[str, Any]  # results.json as loaded (schema 2 field names)
-
-
-def as_dict(results: Results | ResultsModel) -> Results:
-    """The results as results.json holds them (from the typed model, or as they are)."""
-    return results if isinstance(results, dict) else results.dump()
-
-
-def as_model(results: Results | ResultsModel) -> ResultsModel:
-    """The typed results (for the markdown helpers and the gate, which take the model)."""
-    return results_mod.parse(results, "results") if isinstance(results, dict) else results
 
 CSS = """
 :root { color-scheme: light; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --bg2: #f6f8fa; }
@@ -141,7 +124,7 @@ def gate_block(reasons: Sequence[str]) -> str:
     return f'<div class="gate failed" id="gate">Gate: FAILED<ul>{items}</ul></div>'
 
 
-def summary_section(model: ResultsModel) -> str:
+def summary_section(model: Results) -> str:
     rows = summary_rows(model)
     if not rows:
         return ""
@@ -155,14 +138,14 @@ def summary_section(model: ResultsModel) -> str:
 
 def builds_section(results: Results) -> str:
     rows = []
-    for name, man in results["builds"].items():
+    for name, man in results.builds.items():  # the manifests as the run recorded them
         fp = man["fingerprint"]
         rows.append([name, man["built_commit"][:12],
                      ", ".join(s["name"] for s in man["series"]) or "(none)",
                      fp.get("version") or fp.get("swift", ""),
                      ", ".join(f"{k} {v['sha256'][:12]}" for k, v in man["artifacts"].items())])
     manifests = "".join(details(f"manifest of {name}", json_block(man))
-                        for name, man in results["builds"].items())
+                        for name, man in results.builds.items())
     return ('<h2 id="builds">Builds</h2>'
             + table(["variant", "built commit", "series", "toolchain", "artifacts (sha256)"],
                     rows, "builds") + manifests)
@@ -172,23 +155,23 @@ def _ci(ci: Sequence[float] | None) -> str:
     return f"[{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else "-"
 
 
-def detail_rows(sc: dict[str, Any]) -> list[list[str]]:
+def detail_rows(sc: TimedResult) -> list[list[str]]:
     rows = []
     hung = has_hangs(sc)
-    for c in sc.get("cells", []):
-        s = c["summary"]
-        h = c.get("hangs")
-        rows.append([c["label"], str(s["n"]), fmt_time(s["median"]), _ci(s.get("median_ci")),
-                     f"{fmt_time(s['mean'])} ± {fmt_time(s['stdev'])}", fmt_time(s["min"]),
-                     fmt_time(s["max"]),
-                     *([f"{h['hangs']} of {h['runs']}" if h else "-"] if hung else []),
-                     "noisy" if s.get("noisy") else ""])
+    for c in sc.cells:
+        s = c.summary
+        h = c.hangs
+        rows.append([c.label, str(s.n), fmt_time(s.median), _ci(s.median_ci),
+                     f"{fmt_time(s.mean)} ± {fmt_time(s.stdev)}", fmt_time(s.min),
+                     fmt_time(s.max),
+                     *([f"{h.hangs} of {h.runs}" if h else "-"] if hung else []),
+                     "noisy" if s.noisy else ""])
     return rows
 
 
-def has_hangs(sc: dict[str, Any]) -> bool:
+def has_hangs(sc: TimedResult) -> bool:
     """Whether the cells were measured with per-run deadlines (results version 4)."""
-    return any(c.get("hangs") is not None for c in sc.get("cells", []))
+    return any(c.hangs is not None for c in sc.cells)
 
 
 def inline(parts: Sequence[Inline]) -> str:
@@ -232,17 +215,16 @@ def blocks(bs: Sequence[Block]) -> str:
 def scenario_section(sc: ScenarioResult) -> str:
     """One scenario: its command, its cells' detail table (a timed kind), then its kind's
     ``page``."""
-    data = sc.model_dump(mode="json")  # as results.json holds it
     parts = [f'<h2 id="scenario-{esc(sc.name)}">Scenario <code>{esc(sc.name)}</code> '
              f"({esc(sc.kind)})</h2>"]
     if sc.description:
         parts.append(f"<p>{esc(sc.description)}</p>")
     parts.append(f"<p>Command: <code>{esc(sc.command)}</code></p>")
-    if data.get("cells", []):
+    if isinstance(sc, TimedResult) and sc.cells:
         parts.append(f"<p>{esc(sc.runs)} runs per cell in {esc(sc.rounds)} interleaved "
                      f"rounds, warmup {esc(sc.warmup)}.</p>")
         parts.append(table(["cell", "n", "median", "95% CI of median", "mean ± σ", "min", "max",
-                            *(["hangs"] if has_hangs(data) else []), ""], detail_rows(data),
+                            *(["hangs"] if has_hangs(sc) else []), ""], detail_rows(sc),
                            "detail", lambda i, j, v: "num" if 1 <= j <= 6 else ""))
     parts.append(blocks(KINDS[sc.kind].page(sc)))
     return "".join(parts)
@@ -254,20 +236,27 @@ def machine_summary(m: dict[str, Any]) -> str:
             + (f", {m['virtualization']}" if m.get("virtualization") else ""))
 
 
-def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None = None) -> str:
+def aa_html(model: Results) -> str:
+    """Which A/A a run did (runs since issue 22; "" before)."""
+    if model.aa_build is None:
+        return ""
+    label, why = fmt_aa(model.aa_build)
+    return f" — <b>A/A run, {esc(label)}</b> ({esc(why)})"
+
+
+def render_html(results: RunInput, *, gate: Sequence[str] | None = None) -> str:
     """The whole report of one run as one HTML document (no external resources).
     ``gate``: the gate's reasons (``patchbench.gate.failures``); None: not shown."""
-    model = as_model(results)
-    results = as_dict(results)
-    title = f"{results['comparison']}: {results.get('description') or ''}".rstrip(": ")
+    model = as_results(results)
+    title = f"{model.comparison}: {model.description or ''}".rstrip(": ")
     meta = [
-        f"target <code>{esc(results['target'])}</code> {esc(results['url'])} at "
-        f"<code>{esc(results['ref'])}</code> (<code>{esc(results['commit'])}</code>)",
-        f"run {esc(results['started_at'])} → {esc(results['finished_at'])}, seed "
-        f"{esc(results['seed'])}"
-        + (" — <b>A/A run</b> (baseline against itself: the noise floor)" if results["aa"]
-           else ""),
-        f"machine: {esc(machine_summary(results['machine']))}",
+        f"target <code>{esc(model.target)}</code> {esc(model.url)} at "
+        f"<code>{esc(model.ref)}</code> (<code>{esc(model.commit)}</code>)",
+        f"run {esc(model.started_at)} → {esc(model.finished_at)}, seed "
+        f"{esc(model.seed)}"
+        + (" — <b>A/A run</b> (baseline against itself: the noise floor)" if model.aa
+           and model.aa_build is None else "") + aa_html(model),
+        f"machine: {esc(machine_summary(model.machine))}",
     ]
     timed = any(sc.comparisons for sc in model.scenarios if isinstance(sc, TimedResult))
     if timed or model.report_format < 2:  # format 2: no timing line for a soak or stress run
@@ -276,13 +265,13 @@ def render_html(results: Results | ResultsModel, *, gate: Sequence[str] | None =
             + "".join(f"<li>{m}</li>" for m in meta) + "</ul>",
             gate_block(gate) if gate is not None else "", summary_section(model)]
     body += [scenario_section(sc) for sc in model.scenarios]
-    if results.get("warnings"):
+    if model.warnings:
         body.append('<h2 id="warnings">Warnings</h2><ul class="warnings">'
-                    + "".join(f"<li>{esc(w)}</li>" for w in results["warnings"]) + "</ul>")
-    body.append(builds_section(results))
+                    + "".join(f"<li>{esc(w)}</li>" for w in model.warnings) + "</ul>")
+    body.append(builds_section(model))
     body.append('<h2 id="machine">Machine</h2>' + details("machine.json",
-                                                          json_block(results["machine"])))
+                                                          json_block(model.machine)))
     body.append(details("settings, seed and round order", json_block({
-        "settings": results["settings"], "seed": results["seed"],
-        "order": {sc["name"]: sc.get("order") for sc in results["scenarios"]}})))
+        "settings": model.settings.model_dump(mode="json"), "seed": model.seed,
+        "order": {sc.name: sc.order for sc in model.scenarios}})))
     return page(title, "\n".join(b for b in body if b))

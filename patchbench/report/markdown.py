@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
+from patchbench.analysis import sequential
 from patchbench.report.blocks import (
     Block,
     Bullets,
@@ -23,8 +24,17 @@ from patchbench.report.blocks import (
     Table,
     Text,
 )
-from patchbench.report.numbers import fmt_ci, fmt_delta, fmt_p, fmt_ratio, fmt_time, fmt_verdict
-from patchbench.results import Results, ScenarioResult, TimedResult
+from patchbench.report.numbers import (
+    fmt_aa,
+    fmt_ci,
+    fmt_delta,
+    fmt_p,
+    fmt_ratio,
+    fmt_time,
+    fmt_verdict,
+    fmt_verdict_now,
+)
+from patchbench.results import PAIRED5_SKEW_METHOD, Results, ScenarioResult, TimedResult
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell, md_text
 
@@ -108,7 +118,8 @@ def summary_rows(results: Results) -> list[list[str]]:
             base, cand = cells[comp.baseline], cells[comp.candidate]
             row = [sc.name + (f" {comp.params}" if comp.params else ""), comp.candidate_variant,
                    fmt_time(base.summary.median), fmt_time(cand.summary.median), fmt_ratio(comp),
-                   fmt_p(comp.p_value, exact=results.report_format >= 2), fmt_verdict(comp)]
+                   fmt_p(comp.p_value, exact=results.report_format >= 2),
+                   fmt_verdict_now(comp, base.samples, cand.samples)]
             if sc.rate:
                 row[2] += f" ({sc.rate.count / base.summary.median:,.0f} {sc.rate.unit})"
                 row[3] += f" ({sc.rate.count / cand.summary.median:,.0f} {sc.rate.unit})"
@@ -156,9 +167,13 @@ def statistics_line(results: Results) -> str:
                 for c in sc.comparisons)
     if any(c.rule5 for sc in results.scenarios if isinstance(sc, TimedResult)
            for c in sc.comparisons):
+        skew = any(c.method == PAIRED5_SKEW_METHOD for sc in results.scenarios
+                   if isinstance(sc, TimedResult) for c in sc.comparisons)
+        interval = ("skewness-corrected t interval (the t and Hall's transformation of it must "
+                    "both reject; " if skew else "t interval (")
         return (f"- statistics: round-paired (schema 5) — per round, the ratio of the geometric "
-                f"means; speedup = their geometric mean, with a {1 - st.alpha:.0%} t interval "
-                f"(R−1 degrees of freedom); faster/slower: significant and beyond "
+                f"means; speedup = their geometric mean, with a {1 - st.alpha:.0%} {interval}"
+                f"R−1 degrees of freedom); faster/slower: significant and beyond "
                 f"±{st.min_effect:.0%} on the log scale (one-sided test at alpha {st.alpha}); "
                 f"equivalent: the {1 - 2 * st.alpha:.0%} interval within ±{st.min_effect:.0%} "
                 f"(TOST); otherwise inconclusive, with the change this run could detect; the "
@@ -168,6 +183,23 @@ def statistics_line(results: Results) -> str:
             f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
             f"degrees of freedom) and a two-sided t test; alpha {st.alpha}, minimum effect "
             f"{st.min_effect:.0%}; no verdict with fewer than {least} rounds")
+
+
+def stopping_lines(results: Results, name: str) -> list[str]:
+    """``--until-ci``: how a scenario's rounds ended (patchbench.analysis.sequential), if it ran
+    with it: the looks planned, the level of each, and where it stopped and why."""
+    out = []
+    for s in results.stopping or []:
+        if s.scenario != name:
+            continue
+        where = f" (condition {s.condition})" if s.condition else ""
+        width = s.looks[-1].half_width if s.looks else None
+        out += [f"Stopping by precision{where}: `--until-ci {s.target * 100:g} --max-rounds "
+                f"{s.max_rounds}`, looks planned at rounds "
+                f"{', '.join(str(r) for r in s.planned_looks)}, each judged at alpha "
+                f"{s.alpha_per_look:.3g} ({s.alpha:g} spent over {len(s.planned_looks)} looks); "
+                + sequential.describe(s.stopped_at, s.reason, width, s.target) + ".", ""]
+    return out
 
 
 def runtime_block(results: Results) -> list[str]:
@@ -186,6 +218,14 @@ def runtime_block(results: Results) -> list[str]:
     return out
 
 
+def aa_md(results: Results) -> str:
+    """Which A/A a run did (runs since issue 22; "" before, where the line says "A/A run")."""
+    if results.aa_build is None:
+        return ""
+    label, why = fmt_aa(results.aa_build)
+    return f" — **A/A run, {label}** ({md_text(why)})"
+
+
 def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
     """report.md; ``gate``: the gate's reasons, for a run made with --gate (None: no section)."""
     m = results.machine
@@ -197,7 +237,8 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         "",
         f"- target: `{results.target}` {results.url} at `{results.ref}` (`{results.commit}`)",
         f"- run: {results.started_at} → {results.finished_at}, seed {results.seed}"
-        + (" — **A/A run** (baseline against itself: the noise floor)" if results.aa else ""),
+        + (" — **A/A run** (baseline against itself: the noise floor)" if results.aa
+           and results.aa_build is None else "") + aa_md(results),
         f"- machine: {m['cpu_model']}, {m['cpu_count']} cores, kernel {m['kernel']}, "
         f"load {', '.join(f'{x:.2f}' for x in m['load_avg'])} at start"
         + (f", {m['virtualization']}" if m.get("virtualization") else ""),
@@ -229,7 +270,8 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         lines += [f"Command: `{sc.command}`", ""]
         if isinstance(sc, TimedResult) and sc.cells:
             lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
-                      f"{sc.warmup}.", "", detail_table(sc), ""]
+                      f"{sc.warmup}.", "", *stopping_lines(results, sc.name), detail_table(sc),
+                      ""]
         for extra in scenario_blocks(sc):
             lines += [extra, ""]
     if gate is not None:

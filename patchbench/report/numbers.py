@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from patchbench.results import Pooled, Verdict
+    from patchbench.results import AABuild, Pooled, Samples, Verdict
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -57,6 +57,39 @@ def fmt_verdict(c: Verdict) -> str:
     return str(c.verdict)
 
 
+OLD_RULE = "rule of schema 3–4"  # the round-paired rule of per-round medians (issue 9)
+
+
+def rejudged(c: Verdict, base: Samples, cand: Samples) -> str | None:
+    """A comparison judged by the round-paired rule of schema 3-4, judged again from its raw
+    samples by the current rule (patchbench.analysis.paired): its verdict as text where it
+    differs from the recorded one, else None. "No significant difference" becoming equivalent or
+    inconclusive is a split of the old answer, not a difference; pooled records (schema 1-2) and
+    schema 5's are not judged again."""
+    if c.rule5 or not c.paired or not set(base.rounds) & set(cand.rounds):
+        return None
+    from patchbench.analysis import paired, stats
+
+    v = paired.paired_verdict(base.times, base.rounds, cand.times, cand.rounds, alpha=c.alpha,
+                              min_effect=c.min_effect, min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+    now = str(v.verdict)
+    split = c.verdict == "no significant difference" and now in ("equivalent", "inconclusive")
+    if now == c.verdict or split:
+        return None
+    if now == "inconclusive" and v.mde is not None:
+        return f"inconclusive, could detect ±{v.mde:.1%}"
+    return now
+
+
+def fmt_verdict_now(c: Verdict, base: Samples, cand: Samples) -> str:
+    """``fmt_verdict``, and beside a verdict of an older rule the current rule's where they
+    differ: "faster (rule of schema 3–4); schema 5: inconclusive, could detect ±5.3%"."""
+    now = rejudged(c, base, cand)
+    if now is None:
+        return fmt_verdict(c)
+    return f"{fmt_verdict(c)} ({OLD_RULE}); schema 5: {now}"
+
+
 def fmt_p(p: float | None, *, exact: bool = False) -> str:
     """``exact`` (report format 2): every p as it is, ``4.1e-35``; else below 1e-4 "<1e-4"."""
     if p is None:
@@ -66,3 +99,12 @@ def fmt_p(p: float | None, *, exact: bool = False) -> str:
 
 def fmt_ci(ci: list[float] | None) -> str:
     return f"[{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else "-"
+
+
+def fmt_aa(aa: AABuild) -> tuple[str, str]:
+    """Which A/A a run did, and how its two builds differ: (label, explanation)."""
+    if aa.kind == "layout":
+        return ("layout", f"the baseline against {aa.twin}, a second build of it that differs "
+                f"only in code layout ({aa.method}: {aa.why}); {aa.note}")
+    return ("same binary", f"the baseline against itself ({aa.twin}: {aa.note}): the noise "
+            "floor without build-to-build layout effects")

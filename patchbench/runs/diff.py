@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tabulate import tabulate
 
 from patchbench.analysis import paired, stats
 from patchbench.errors import ReportError
-
-Results = dict[str, Any]
+from patchbench.results import Cell, Results, RunInput, TimedResult, as_results
 
 
 def compare_samples(a: Sequence[float], b: Sequence[float], *, rounds_a: Sequence[int] | None,
@@ -78,39 +76,46 @@ def speedup_diffs(a: Results, b: Results, alpha: float, min_effect: float) -> li
     round-paired speedups of the schema-5 rule, from the raw samples, and their ratio."""
     cells_a, cells_b = _cell_map(a), _cell_map(b)
     out = []
-    for sc in a["scenarios"]:
-        for comp in sc.get("comparisons", []):
-            key_b, key_c = (sc["name"], comp["baseline"]), (sc["name"], comp["candidate"])
+    for sc in _timed(a):
+        for comp in sc.comparisons:
+            key_b, key_c = (sc.name, comp.baseline), (sc.name, comp.candidate)
             if not all(k in cells for k in (key_b, key_c) for cells in (cells_a, cells_b)):
                 continue
             judged = []
             for cells in (cells_a, cells_b):
-                sb, sc_ = cells[key_b]["samples"], cells[key_c]["samples"]
-                if not set(sb.get("rounds", [])) & set(sc_.get("rounds", [])):
+                sb, sc_ = cells[key_b].samples, cells[key_c].samples
+                if not set(sb.rounds) & set(sc_.rounds):
                     break
                 judged.append(paired.paired_verdict(
-                    sb["times"], sb["rounds"], sc_["times"], sc_["rounds"], alpha=alpha,
+                    sb.times, sb.rounds, sc_.times, sc_.rounds, alpha=alpha,
                     min_effect=min_effect))
             if len(judged) < 2:
                 continue
-            ids = {build_identity(a, b, cells_a[k]["variant"]) for k in (key_b, key_c)}
+            ids = {build_identity(a, b, cells_a[k].variant) for k in (key_b, key_c)}
             builds = ("same builds" if ids == {"same build"} else "unknown" if "unknown" in ids
                       else "different builds")
             out.append(SpeedupDiff(
-                scenario=sc["name"], candidate=comp["candidate"], speedup_a=judged[0].speedup,
+                scenario=sc.name, candidate=comp.candidate, speedup_a=judged[0].speedup,
                 speedup_b=judged[1].speedup,
                 ratio=paired.speedup_ratio(judged[0].round_ratios, judged[1].round_ratios,
                                            alpha=alpha), builds=builds))
     return out
 
 
-def _cell_map(results: Results) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(sc["name"], c["label"]): c for sc in results["scenarios"] for c in sc.get("cells", [])}
+def _timed(results: Results) -> list[TimedResult]:
+    """The scenarios with cells and comparisons (the other kinds have no timing to compare)."""
+    return [sc for sc in results.scenarios if isinstance(sc, TimedResult)]
+
+
+def _cell_map(results: Results) -> dict[tuple[str, str], Cell]:
+    return {(sc.name, c.label): c for sc in _timed(results) for c in sc.cells}
 
 
 def build_identity(a: Results, b: Results, variant: str) -> str:
     """Whether ``variant`` ran the same binaries in both runs (artifact sha256s)."""
-    ma, mb = a.get("builds", {}).get(variant), b.get("builds", {}).get(variant)
+    # a build manifest is the free-form manifest-<variant>.json (results.problems checked its
+    # artifacts' sha256 when the run was read)
+    ma, mb = a.builds.get(variant), b.builds.get(variant)
     if not ma or not mb:
         return "unknown"
     sha_a = {k: v["sha256"] for k, v in ma.get("artifacts", {}).items()}
@@ -122,42 +127,45 @@ def build_identity(a: Results, b: Results, variant: str) -> str:
 
 
 def require_same_comparison(runs: Sequence[Results], names: Sequence[str]) -> str:
-    comps = {r["comparison"] for r in runs}
+    comps = {r.comparison for r in runs}
     if len(comps) != 1:
-        listing = "; ".join(f"{n} is {r['comparison']!r}" for n, r in zip(names, runs, strict=True))
+        listing = "; ".join(f"{n} is {r.comparison!r}" for n, r in zip(names, runs, strict=True))
         raise ReportError(f"these runs are of different comparisons ({listing})",
                           hint="diff and merge compare runs of one comparison only")
     return str(comps.pop())
 
 
-def diff_runs(a: Results, b: Results, *, name_a: str = "A", name_b: str = "B") -> RunDiff:
+def diff_runs(run_a: RunInput, run_b: RunInput, *, name_a: str = "A", name_b: str = "B"
+              ) -> RunDiff:
+    a, b = as_results(run_a, name_a), as_results(run_b, name_b)
     comparison = require_same_comparison([a, b], [name_a, name_b])
-    alpha = float(a["settings"]["alpha"])
-    min_effect = float(a["settings"]["min_effect"])
+    alpha = a.settings.alpha
+    min_effect = a.settings.min_effect
     cells_a, cells_b = _cell_map(a), _cell_map(b)
     out = []
-    order = [sc["name"] for sc in a["scenarios"]]
+    order = [sc.name for sc in a.scenarios]
     notes = []
     for i, key in enumerate(k for k in cells_a if k in cells_b):
         ca, cb = cells_a[key], cells_b[key]
-        ta, tb = ca["samples"]["times"], cb["samples"]["times"]
+        ta, tb = ca.samples.times, cb.samples.times
         if not ta or not tb:  # every run of the cell hung (or none was measured): no timing
             notes.append(f"{' '.join(key)}: no timed runs in {'A' if not ta else 'B'}; "
                          "not compared")
             continue
-        comp = compare_samples(ta, tb, rounds_a=ca["samples"].get("rounds"),
-                               rounds_b=cb["samples"].get("rounds"), alpha=alpha,
-                               min_effect=min_effect, seed=int(a["seed"]) + i)
-        out.append(CellDiff(scenario=key[0], cell=key[1], variant=ca["variant"],
+        comp = compare_samples(ta, tb, rounds_a=ca.samples.rounds, rounds_b=cb.samples.rounds,
+                               alpha=alpha, min_effect=min_effect, seed=a.seed + i)
+        out.append(CellDiff(scenario=key[0], cell=key[1], variant=ca.variant,
                             median_a=stats.summarize(ta).median,
                             median_b=stats.summarize(tb).median, n_a=len(ta), n_b=len(tb),
-                            comparison=comp, build=build_identity(a, b, ca["variant"])))
+                            comparison=comp, build=build_identity(a, b, ca.variant)))
     out.sort(key=lambda d: order.index(d.scenario) if d.scenario in order else len(order))
-    if a.get("machine", {}).get("cpu_model") != b.get("machine", {}).get("cpu_model"):
-        notes.append(f"different CPUs: A {a['machine'].get('cpu_model')}, "
-                     f"B {b['machine'].get('cpu_model')}")
-    if a["settings"] != b["settings"]:
-        notes.append(f"different settings: A {a['settings']}, B {b['settings']}; A's are used")
+    # the machine info is free-form (patchbench.measure.machine, as the run recorded it)
+    if a.machine.get("cpu_model") != b.machine.get("cpu_model"):
+        notes.append(f"different CPUs: A {a.machine.get('cpu_model')}, "
+                     f"B {b.machine.get('cpu_model')}")
+    if a.settings != b.settings:
+        notes.append(f"different settings: A {a.settings.model_dump()}, "
+                     f"B {b.settings.model_dump()}; A's are used")
     return RunDiff(
         comparison=comparison, run_a=name_a, run_b=name_b, cells=out,
         only_a=[" ".join(k) for k in cells_a if k not in cells_b],

@@ -1,5 +1,5 @@
 """Exports of a saved run for tools people already use, one function per format (like
-hyperfine's ``src/export/``). Each takes the loaded ``results.json`` dict and returns
+hyperfine's ``src/export/``). Each takes the loaded results (``patchbench.results.Results``) and returns
 ``{relative file name: text}``; :func:`write_export` writes them.
 
 - ``hyperfine``: one hyperfine-format JSON per cell, merged over rounds;
@@ -22,17 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import ReportError
+from patchbench.results import Cell, Results, RunInput, Samples, TimedResult, as_results
 from patchbench.util.escape import csv_cell
 from patchbench.util.files import write_text_atomic
 
-Results = dict[str, Any]
 Files = dict[str, str]
 
 
-def _cells(results: Results) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    for sc in results["scenarios"]:
-        for cell in sc.get("cells", []):
-            yield sc, cell
+def _cells(results: Results) -> Iterator[tuple[TimedResult, Cell]]:
+    for sc in results.scenarios:
+        if isinstance(sc, TimedResult):  # the kinds with cells (the others have no timing)
+            for cell in sc.cells:
+                yield sc, cell
 
 
 def _safe(name: str) -> str:
@@ -53,64 +54,62 @@ def _median(xs: list[float]) -> float:
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
 
 
-def _cpu_time(samples: dict[str, Any], key: str) -> float | None:
+def _cpu_time(samples: Samples, key: str) -> float | None:
     """Mean user or system time over every run: the per-run values when recorded, else
     hyperfine's per-round means weighted by the runs of each round."""
-    if samples.get(key):
-        values: list[float] = samples[key]
+    values = samples.user if key == "user" else samples.system
+    if values:
         return sum(values) / len(values)
-    rounds = [h for h in samples.get("hyperfine", []) if h.get(key) is not None]
+    # hyperfine's own JSON of each round (kept as hyperfine wrote it), read by its own keys
+    rounds = [h for h in samples.hyperfine if h.get(key) is not None]
     n = sum(len(h["times"]) for h in rounds)
     if not n:
         return None
     return float(sum(h[key] * len(h["times"]) for h in rounds) / n)
 
 
-def hyperfine_cell(sc: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
+def hyperfine_cell(sc: TimedResult, cell: Cell) -> dict[str, Any]:
     """One cell as a hyperfine ``--export-json`` document, every round merged."""
-    times: list[float] = cell["samples"]["times"]
+    times = cell.samples.times
     if not times:
-        raise ReportError(f"{sc['name']} {cell['label']}: no samples to export")
+        raise ReportError(f"{sc.name} {cell.label}: no samples to export")
     # the command line as the scenario has it (placeholders such as {runc} unfilled: they name
     # this machine's paths); the variant and the cell's parameters are hyperfine "parameters"
-    command = sc.get("command")
     entry: dict[str, Any] = {
-        "command": command if isinstance(command, str) and command else
-        f"{sc['name']} {cell['label']}",
+        "command": sc.command or f"{sc.name} {cell.label}",
         "mean": sum(times) / len(times),
         "stddev": _stdev(times),
         "median": _median(times),
-        "user": _cpu_time(cell["samples"], "user"),
-        "system": _cpu_time(cell["samples"], "system"),
+        "user": _cpu_time(cell.samples, "user"),
+        "system": _cpu_time(cell.samples, "system"),
         "min": min(times),
         "max": max(times),
         "times": times,
-        "exit_codes": cell["samples"]["exit_codes"],
+        "exit_codes": cell.samples.exit_codes,
     }
-    entry["parameters"] = {"variant": cell.get("variant", cell["label"]),
-                           **dict(cell.get("params") or {})}
+    entry["parameters"] = {"variant": cell.variant, **cell.params}
     return {"results": [entry]}
 
 
-def to_hyperfine(results: Results) -> Files:
-    return {f"hyperfine/{_safe(sc['name'])}--{_safe(cell['label'])}.json":
+def to_hyperfine(run: RunInput) -> Files:
+    return {f"hyperfine/{_safe(sc.name)}--{_safe(cell.label)}.json":
             json.dumps(hyperfine_cell(sc, cell), indent=2) + "\n"
-            for sc, cell in _cells(results)}
+            for sc, cell in _cells(as_results(run))}
 
 
 CSV_COLUMNS = ["scenario", "cell", "variant", "params", "round", "run", "time_s", "exit_code"]
 
 
-def to_csv(results: Results) -> Files:
+def to_csv(run: RunInput) -> Files:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
-    for sc, cell in _cells(results):
-        s = cell["samples"]
-        params = ";".join(f"{k}={v}" for k, v in sorted(cell.get("params", {}).items()))
-        rounds = s.get("rounds") or [None] * len(s["times"])
-        for i, (t, code, r) in enumerate(zip(s["times"], s["exit_codes"], rounds, strict=True)):
-            w.writerow([csv_cell(sc["name"]), csv_cell(cell["label"]), csv_cell(cell["variant"]),
+    for sc, cell in _cells(as_results(run)):
+        s = cell.samples
+        params = ";".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
+        rounds: list[int | None] = [*s.rounds] or [None] * len(s.times)
+        for i, (t, code, r) in enumerate(zip(s.times, s.exit_codes, rounds, strict=True)):
+            w.writerow([csv_cell(sc.name), csv_cell(cell.label), csv_cell(cell.variant),
                         csv_cell(params), "" if r is None else r, i + 1, repr(float(t)), code])
     return {"results.csv": buf.getvalue()}
 
@@ -123,25 +122,26 @@ def benchstat_name(scenario: str, params: dict[str, Any], procs: int) -> str:
     return f"Benchmark{base or 'Scenario'}{subs}-{procs}"
 
 
-def to_benchstat(results: Results) -> Files:
-    machine = results.get("machine", {})
+def to_benchstat(run: RunInput) -> Files:
+    results = as_results(run)
+    machine = results.machine  # free-form (patchbench.measure.machine), as the run recorded it
     procs = int(machine.get("cpu_count") or 1)
     header = [
         f"goos: {str(machine.get('system', 'unknown')).lower()}",
         f"goarch: {_goarch(str(machine.get('machine', 'unknown')))}",
-        f"pkg: patchbench/{results['comparison']}",
+        f"pkg: patchbench/{results.comparison}",
         f"cpu: {machine.get('cpu_model', 'unknown')}",
     ]
     per_variant: dict[str, list[str]] = {}
     names: dict[str, str] = {}
     for sc, cell in _cells(results):
-        name = benchstat_name(sc["name"], cell.get("params", {}), procs)
-        owner = f"{sc['name']} {cell.get('params', {})}"
-        if names.setdefault(f"{cell['variant']}|{name}", owner) != owner:
+        name = benchstat_name(sc.name, cell.params, procs)
+        owner = f"{sc.name} {cell.params}"
+        if names.setdefault(f"{cell.variant}|{name}", owner) != owner:
             raise ReportError(f"two scenarios map to the same Go benchmark name {name}",
                               hint="rename one of them in matrix.yaml")
-        lines = per_variant.setdefault(cell["variant"], [])
-        lines += [f"{name} \t       1\t{t * 1e9:.0f} ns/op" for t in cell["samples"]["times"]]
+        lines = per_variant.setdefault(cell.variant, [])
+        lines += [f"{name} \t       1\t{t * 1e9:.0f} ns/op" for t in cell.samples.times]
     return {f"benchstat/{_safe(v)}.txt": "\n".join([*header, *lines]) + "\n"
             for v, lines in per_variant.items()}
 
@@ -151,32 +151,33 @@ def _goarch(machine: str) -> str:
         machine, machine)
 
 
-def to_bmf(results: Results) -> Files:
+def to_bmf(run: RunInput) -> Files:
     """Bencher Metric Format: ``{benchmark: {"latency": {value, lower_value, upper_value}}}``,
     in nanoseconds; the value is the median, the bounds its 95% bootstrap CI (min and max when
     there were too few runs for a CI)."""
     out: dict[str, Any] = {}
-    for sc, cell in _cells(results):
-        s = cell["summary"]
-        ci = s.get("median_ci") or [s["min"], s["max"]]
-        params = "".join(f"/{k}={v}" for k, v in cell.get("params", {}).items())
-        out[f"{sc['name']}{params}/{cell['variant']}"] = {
+    for sc, cell in _cells(as_results(run)):
+        s = cell.summary
+        ci = s.median_ci or [s.min, s.max]
+        params = "".join(f"/{k}={v}" for k, v in cell.params.items())
+        out[f"{sc.name}{params}/{cell.variant}"] = {
             # whole picoseconds at most: 48728657.00000001 ns is float noise, not a digit
-            "latency": {"value": round(s["median"] * 1e9, 3),
+            "latency": {"value": round(s.median * 1e9, 3),
                         "lower_value": round(ci[0] * 1e9, 3),
                         "upper_value": round(ci[1] * 1e9, 3)},
         }
     return {"bmf.json": json.dumps(out, indent=2) + "\n"}
 
 
-def to_html(results: Results) -> Files:
+def to_html(run: RunInput) -> Files:
     from patchbench import gate
-    from patchbench.report.html import as_model, render_html
+    from patchbench.report.html import render_html
 
-    return {"report.html": render_html(results, gate=gate.failures(as_model(results)))}
+    results = as_results(run)
+    return {"report.html": render_html(results, gate=gate.failures(results))}
 
 
-FORMATS: dict[str, Callable[[Results], Files]] = {
+FORMATS: dict[str, Callable[[RunInput], Files]] = {
     "hyperfine": to_hyperfine,
     "csv": to_csv,
     "benchstat": to_benchstat,
@@ -185,19 +186,20 @@ FORMATS: dict[str, Callable[[Results], Files]] = {
 }
 
 
-def export(results: Results, fmt: str) -> Files:
+def export(run: RunInput, fmt: str) -> Files:
     try:
         fn = FORMATS[fmt]
     except KeyError:
         raise ReportError(f"unknown export format {fmt!r}",
                           hint=f"one of: {', '.join(FORMATS)}") from None
+    results = as_results(run)
     if fmt != "html" and not any(True for _ in _cells(results)):
-        raise ReportError(f"{results.get('run_dir', 'this run')}: no measured cells to export "
+        raise ReportError(f"{results.run_dir or 'this run'}: no measured cells to export "
                           "(a stress-only run has no timing samples)")
     return fn(results)
 
 
-def write_export(results: Results, fmt: str, out_dir: Path) -> list[Path]:
+def write_export(results: RunInput, fmt: str, out_dir: Path) -> list[Path]:
     """Write the export's files under ``out_dir``; return their paths."""
     written = []
     for rel, text in export(results, fmt).items():

@@ -20,7 +20,6 @@ from patchbench.errors import ReportError
 from patchbench.report import charts as report_charts
 from patchbench.report.blocks import Across
 from patchbench.report.html import (
-    as_model,
     chart,
     details,
     esc,
@@ -31,11 +30,10 @@ from patchbench.report.html import (
 )
 from patchbench.report.markdown import md_table
 from patchbench.report.numbers import fmt_delta, fmt_time
+from patchbench.results import Results, RunInput, TimedResult, Verdict, as_results
 from patchbench.runs.diff import require_same_comparison
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell
-
-Results = dict[str, Any]
 
 # The manifest fields that decide what is built; equal inputs must give equal artifacts.
 BUILD_INPUTS = ("target", "commit", "built_commit", "series", "overlays", "fingerprint", "recipe")
@@ -69,7 +67,7 @@ class MergedRow:
     scenario: str
     params: str
     candidate: str
-    per_machine: dict[str, dict[str, Any] | None]  # label -> the run's comparison entry
+    per_machine: dict[str, Verdict | None]  # label -> the run's comparison
     medians: dict[str, tuple[float, float] | None]  # label -> (baseline, candidate) medians
 
     @property
@@ -78,7 +76,7 @@ class MergedRow:
 
     @property
     def agreement(self) -> str:
-        present = {m: c["verdict"] for m, c in self.per_machine.items() if c is not None}
+        present = {m: c.verdict for m, c in self.per_machine.items() if c is not None}
         missing = [m for m, c in self.per_machine.items() if c is None]
         if len(set(present.values())) == 1 and not missing:
             return f"yes: {next(iter(present.values()))}"
@@ -139,6 +137,8 @@ def diff_fields(a: Any, b: Any, prefix: str = "") -> list[str]:
 
 
 def _artifacts(man: dict[str, Any]) -> dict[str, str]:
+    # a build manifest is the free-form manifest-<variant>.json as the run recorded it (its
+    # artifacts' sha256 checked by results.problems when the run was read)
     return {k: v["sha256"] for k, v in man.get("artifacts", {}).items()}
 
 
@@ -146,9 +146,9 @@ def check_builds(runs: Sequence[MachineRun]) -> tuple[list[BuildDifference], dic
     """Compare every variant's build manifest on every machine with the first machine's."""
     diffs: list[BuildDifference] = []
     identical: dict[str, bool] = {}
-    variants = list(dict.fromkeys(v for r in runs for v in r.results["builds"]))
+    variants = list(dict.fromkeys(v for r in runs for v in r.results.builds))
     for v in variants:
-        have = [(r.label, r.results["builds"][v]) for r in runs if v in r.results["builds"]]
+        have = [(r.label, r.results.builds[v]) for r in runs if v in r.results.builds]
         first_label, first = have[0]
         identical[v] = all(_artifacts(m) == _artifacts(first) for _, m in have)
         for label, man in have[1:]:
@@ -163,17 +163,18 @@ def check_builds(runs: Sequence[MachineRun]) -> tuple[list[BuildDifference], dic
 
 def _rows(runs: Sequence[MachineRun]) -> list[MergedRow]:
     keys: list[tuple[str, str, str]] = []
-    found: dict[tuple[str, str, str], dict[str, tuple[dict[str, Any], tuple[float, float]]]] = {}
+    found: dict[tuple[str, str, str], dict[str, tuple[Verdict, tuple[float, float]]]] = {}
     for r in runs:
-        for sc in r.results["scenarios"]:
-            cells = {c["label"]: c for c in sc.get("cells", [])}
-            for comp in sc.get("comparisons", []):
-                key = (sc["name"], comp.get("params") or "", comp["candidate_variant"])
+        for sc in r.results.scenarios:
+            if not isinstance(sc, TimedResult):  # the kinds with comparisons
+                continue
+            cells = {c.label: c for c in sc.cells}
+            for comp in sc.comparisons:
+                key = (sc.name, comp.params, comp.candidate_variant)
                 if key not in found:
                     keys.append(key)
                     found[key] = {}
-                med = (cells[comp["baseline"]]["summary"]["median"],
-                       cells[comp["candidate"]]["summary"]["median"])
+                med = (cells[comp.baseline].summary.median, cells[comp.candidate].summary.median)
                 found[key][r.label] = (comp, med)
     return [MergedRow(scenario=k[0], params=k[1], candidate=k[2],
                       per_machine={r.label: found[k][r.label][0] if r.label in found[k] else None
@@ -186,19 +187,20 @@ def _rows(runs: Sequence[MachineRun]) -> list[MergedRow]:
 def _gate_reasons(results: Results) -> list[str]:
     from patchbench import gate
 
-    return gate.failures(as_model(results))
+    return gate.failures(results)
 
 
-def merge_runs(runs: Sequence[tuple[str, Results]], *, allow_differing_builds: bool = False,
+def merge_runs(given: Sequence[tuple[str, RunInput]], *, allow_differing_builds: bool = False,
                gate: Callable[[Results], list[str]] | None = None) -> Merged:
     """Merge runs of one comparison. Refuses runs of different comparisons, and (unless
     ``allow_differing_builds``) runs whose identical build inputs gave different artifacts."""
-    if len(runs) < 1:
+    if len(given) < 1:
         raise ReportError("nothing to merge: no saved runs were given")
-    labels = [label for label, _ in runs]
+    labels = [label for label, _ in given]
     if len(set(labels)) != len(labels):
         raise ReportError(f"two runs have the same label: {', '.join(labels)}",
                           hint="name them LABEL=PATH")
+    runs = [(label, as_results(run, label)) for label, run in given]
     comparison = require_same_comparison([r for _, r in runs], labels)
     gate_fn = gate or _gate_reasons
     machine_runs = [MachineRun(label, res, list(gate_fn(res))) for label, res in runs]
@@ -215,40 +217,43 @@ def merge_runs(runs: Sequence[tuple[str, Results]], *, allow_differing_builds: b
 
 def machine_rows(m: Merged) -> list[list[str]]:
     """One row per machine property, one column per machine."""
-    def get(res: Results, *path: str) -> str:
-        cur: Any = res
+    def show(value: Any) -> str:
+        return "-" if value in (None, "", []) else str(value)
+
+    def machine(res: Results, *path: str) -> str:
+        # the machine info is free-form (patchbench.measure.machine), as the run recorded it
+        cur: Any = res.machine
         for p in path:
             cur = cur.get(p) if isinstance(cur, dict) else None
-        return "-" if cur in (None, "", []) else str(cur)
+        return show(cur)
 
     props: list[tuple[str, Callable[[Results], str]]] = [
-        ("run", lambda r: get(r, "run_dir")),
-        ("started", lambda r: get(r, "started_at")),
-        ("CPU", lambda r: get(r, "machine", "cpu_model")),
-        ("cores", lambda r: get(r, "machine", "cpu_count")),
-        ("memory", lambda r: f"{r['machine'].get('memory_bytes', 0) / 2**30:.1f} GiB"),
-        ("kernel", lambda r: get(r, "machine", "kernel")),
-        ("arch", lambda r: get(r, "machine", "machine")),
-        ("virtualization", lambda r: get(r, "machine", "virtualization")),
-        ("governor", lambda r: get(r, "machine", "governor")),
-        ("load at start", lambda r: ", ".join(f"{x:.2f}" for x in r["machine"].get("load_avg",
-                                                                                    []))),
-        ("hyperfine", lambda r: get(r, "machine", "tools", "hyperfine")),
-        ("go", lambda r: get(r, "machine", "tools", "go")),
-        ("seed", lambda r: get(r, "seed")),
+        ("run", lambda r: show(r.run_dir)),
+        ("started", lambda r: show(r.started_at)),
+        ("CPU", lambda r: machine(r, "cpu_model")),
+        ("cores", lambda r: machine(r, "cpu_count")),
+        ("memory", lambda r: f"{r.machine.get('memory_bytes', 0) / 2**30:.1f} GiB"),
+        ("kernel", lambda r: machine(r, "kernel")),
+        ("arch", lambda r: machine(r, "machine")),
+        ("virtualization", lambda r: machine(r, "virtualization")),
+        ("governor", lambda r: machine(r, "governor")),
+        ("load at start", lambda r: ", ".join(f"{x:.2f}" for x in r.machine.get("load_avg", []))),
+        ("hyperfine", lambda r: machine(r, "tools", "hyperfine")),
+        ("go", lambda r: machine(r, "tools", "go")),
+        ("seed", lambda r: show(r.seed)),
     ]
     return [[name, *[fn(run.results) for run in m.runs]] for name, fn in props]
 
 
-def _cell(c: dict[str, Any] | None) -> str:
+def _cell(c: Verdict | None) -> str:
     if c is None:
         return "-"
-    text = f"{c['speedup']:.2f}×"
-    if c.get("ci_low") is not None:
-        text += f" [{c['ci_low']:.2f}, {c['ci_high']:.2f}]"
-    if c.get("effect_s") is not None:  # schema 5: the effect in time beside the ratio
-        text += f", {fmt_delta(c['effect_s'])}"
-    return f"{text} {c['verdict']}"
+    text = f"{c.speedup:.2f}×"
+    if c.ci_low is not None:
+        text += f" [{c.ci_low:.2f}, {c.ci_high:.2f}]"
+    if c.effect_s is not None:  # schema 5: the effect in time beside the ratio
+        text += f", {fmt_delta(c.effect_s)}"
+    return f"{text} {c.verdict}"
 
 
 def summary_rows(m: Merged) -> list[list[str]]:
@@ -287,7 +292,7 @@ def kind_sections(m: Merged) -> list[Section]:
     per_run: list[dict[str, dict[tuple[str, ...], str]]] = []
     for run in m.runs:
         cells: dict[str, dict[tuple[str, ...], str]] = {}
-        for sc in as_model(run.results).scenarios:
+        for sc in run.results.scenarios:
             a = KINDS[sc.kind].across(sc)
             if a is None:
                 continue
@@ -316,7 +321,7 @@ def build_rows(m: Merged) -> list[list[str]]:
     for v, same in m.identical_builds.items():
         shas = []
         for run in m.runs:
-            man = run.results["builds"].get(v)
+            man = run.results.builds.get(v)
             shas.append(", ".join(f"{k} {s[:12]}" for k, s in _artifacts(man).items())
                         if man else "-")
         rows.append([v, *shas, "identical" if same else "DIFFER"])
@@ -401,16 +406,23 @@ def summary_markdown(m: Merged) -> str:
 def to_json(m: Merged) -> dict[str, Any]:
     return {
         "comparison": m.comparison,
-        "runs": [{"label": r.label, "run_dir": r.results.get("run_dir"), "gate": r.gate,
-                  "machine": r.results["machine"]} for r in m.runs],
+        "runs": [{"label": r.label, "run_dir": r.results.run_dir, "gate": r.gate,
+                  "machine": r.results.machine} for r in m.runs],
         "rows": [{"scenario": r.scenario, "params": r.params, "candidate": r.candidate,
                   "agreement": r.agreement, "agrees": r.agrees,
-                  "per_machine": r.per_machine} for r in m.rows],
+                  "per_machine": _entries(r)} for r in m.rows],
         "build_differences": [d.describe() for d in m.build_differences],
         "identical_builds": m.identical_builds,
         "gate_failed": m.gate_failed,
         "errors": m.errors,
     }
+
+
+def _entries(row: MergedRow) -> dict[str, dict[str, Any] | None]:
+    """Each machine's comparison as results.json holds it (merged.json keeps them so, and the
+    merge chart reads them so)."""
+    return {label: c.model_dump(mode="json") if c is not None else None
+            for label, c in row.per_machine.items()}
 
 
 def render_html(m: Merged) -> str:
@@ -437,7 +449,7 @@ def render_html(m: Merged) -> str:
                           else ("verdict-slower" if j == n + 1 and str(v).startswith("NO")
                                 else "")))
         body.append(chart(report_charts.merge_chart(
-            [(r.name, [(label, r.per_machine[label]) for label in labels]) for r in m.rows]),
+            [(r.name, list(_entries(r).items())) for r in m.rows]),
             "merge", "Speedup with its 95% CI on each machine."))
         body.append("<h2>Medians (baseline → candidate)</h2>"
                     + table(["comparison", *labels], median_rows(m), "medians"))
@@ -446,10 +458,10 @@ def render_html(m: Merged) -> str:
                     + table([*sec.headers, *labels], sec.rows, sec.name))
     body.append('<h2 id="machines">Machines</h2>'
                 + table(["", *labels], machine_rows(m), "machines"))
-    body += [details(f"machine.json of {r.label}", json_block(r.results["machine"]))
+    body += [details(f"machine.json of {r.label}", json_block(r.results.machine))
              for r in m.runs]
     body.append('<h2 id="builds">Builds (artifact sha256)</h2>'
                 + table(["variant", *labels, "across machines"], build_rows(m), "builds"))
     body += [details(f"manifest of {v} on {r.label}", json_block(man))
-             for r in m.runs for v, man in r.results["builds"].items()]
+             for r in m.runs for v, man in r.results.builds.items()]
     return page(f"{m.comparison}: merged", "\n".join(body))

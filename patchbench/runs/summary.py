@@ -6,18 +6,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from patchbench.report.blocks import Table
-from patchbench.report.html import as_model
 from patchbench.report.markdown import md_table, summary_table
+from patchbench.report.numbers import fmt_aa
+from patchbench.results import Results, RunInput, TimedResult, as_results
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell
-
-if TYPE_CHECKING:
-    from patchbench.results import Results as ResultsModel
-
-Results = dict[str, Any]
 
 
 def summary_path(explicit: str | os.PathLike[str] | None,
@@ -35,7 +30,7 @@ def gate_markdown(reasons: Sequence[str]) -> str:
     return "**Gate: FAILED**\n\n" + "\n".join(f"- {md_cell(r)}" for r in reasons)
 
 
-def kind_tables(results: ResultsModel) -> list[Table]:
+def kind_tables(results: Results) -> list[Table]:
     """The kinds' own tables of a job summary (``ScenarioKind.summary``): the rows of every
     scenario whose table has the same headers are one table, in the order they first appear.
     Names and builds come from the file: every cell is escaped (util.escape)."""
@@ -48,29 +43,30 @@ def kind_tables(results: ResultsModel) -> list[Table]:
     return [Table(headers, tuple(r)) for headers, r in rows.items()]
 
 
-def summary_markdown(results: Results, gate_reasons: Sequence[str] | None) -> str:
+def summary_markdown(run: RunInput, gate_reasons: Sequence[str] | None) -> str:
     """One run's summary for a CI job page; ``gate_reasons`` None: made without --gate, so no
     gate line."""
-    model = as_model(results)
-    m = results["machine"]
+    results = as_results(run)
+    m = results.machine  # free-form (patchbench.measure.machine), as the run recorded it
     lines = [
-        f"### patchbench `{md_cell(results['comparison'])}`"
-        + (f" — `{md_cell(results['run_dir'])}`" if results.get("run_dir") else ""),
+        f"### patchbench `{md_cell(results.comparison)}`"
+        + (f" — `{md_cell(results.run_dir)}`" if results.run_dir else ""),
         "",
         f"{md_cell(m.get('cpu_model'))}, {md_cell(m.get('cpu_count'))} cores, kernel "
-        f"{md_cell(m.get('kernel'))}; seed {results['seed']}"
-        + (" — **A/A run**" if results.get("aa") else ""),
+        f"{md_cell(m.get('kernel'))}; seed {results.seed}"
+        + (" — **A/A run**" if results.aa else "")
+        + (f" ({fmt_aa(results.aa_build)[0]})" if results.aa_build is not None else ""),
         "",
     ]
-    if any(sc.get("comparisons") for sc in results["scenarios"]):
-        lines += [summary_table(model, "github"), ""]
-    for t in kind_tables(model):
+    if any(isinstance(sc, TimedResult) and sc.comparisons for sc in results.scenarios):
+        lines += [summary_table(results, "github"), ""]
+    for t in kind_tables(results):
         lines += [md_table(t.headers, t.rows), ""]
     if gate_reasons is not None:
         lines += [gate_markdown(gate_reasons), ""]
-    if results.get("warnings"):
-        lines += [f"<details><summary>{len(results['warnings'])} warnings</summary>", ""]
-        lines += [f"- {md_cell(w)}" for w in results["warnings"]] + ["", "</details>", ""]
+    if results.warnings:
+        lines += [f"<details><summary>{len(results.warnings)} warnings</summary>", ""]
+        lines += [f"- {md_cell(w)}" for w in results.warnings] + ["", "</details>", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -97,6 +93,6 @@ def append_text(path: Path, text: str) -> None:
                           "$GITHUB_STEP_SUMMARY") from None
 
 
-def append_summary(results: Results, gate_reasons: Sequence[str] | None, path: Path) -> None:
+def append_summary(results: RunInput, gate_reasons: Sequence[str] | None, path: Path) -> None:
     """Append one run's summary table and gate reasons, as markdown, to ``path``."""
     append_text(path, summary_markdown(results, gate_reasons))

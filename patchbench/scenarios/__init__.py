@@ -1,9 +1,16 @@
-"""Scenario kinds. Each kind is one module here owning its ``--dry-run`` plan lines, its run, its
-gate rule, its result and its report (patchbench.report.blocks, which report.markdown,
-report.html, the job summary and merge format), and is listed in ``KINDS``; its config model (the
-keys matrix.yaml gives it) lives in patchbench/config/scenarios.py, below the runtimes and builds
-the kind uses. Adding a kind means one new module, its config model there and one line below; the
-pipeline and the reports never name a kind (a test checks it: tests/unit/test_kind_isolation.py).
+"""Scenario kinds, and their registry (``KINDS``). Each kind is one module here owning its
+``--dry-run`` plan lines, its run, its gate rule, its result model (its part of results.json, with
+its records and its steps of reading older results versions) and its report
+(patchbench.report.blocks, which report.markdown, report.html, the job summary and merge format);
+its config model (the keys matrix.yaml gives it) lives in patchbench/config/scenarios.py, below
+the runtimes and builds the kind uses. Importing this package registers every kind: its name for
+matrix.yaml's ``kind`` and its result model for results.json's (patchbench.results.register), so
+whoever reads results imports this package first.
+
+Adding a kind means one new module, its config model in patchbench/config/scenarios.py (and its
+line in ``CONFIGS`` there) and one line below (docs/architecture.md: "Adding a scenario kind");
+the pipeline and the reports never name a kind (a test checks it:
+tests/unit/test_kind_isolation.py).
 
 - ``command`` (default): one command per variant, timed by hyperfine in interleaved rounds.
 - ``burst``: k instances launched at one moment, for each k (the seed's k-at-once table).
@@ -21,20 +28,42 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from patchbench.config.scenarios import ScenarioConfig
+from patchbench import results
+from patchbench.config.scenarios import DEFAULT_KIND, ScenarioConfig
 from patchbench.errors import ConfigError
 from patchbench.scenarios import burst, command, ctrstress, layers, soak, stress
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind
 from patchbench.util.progress import say
 
-KINDS: dict[str, ScenarioKind[Any, Any]] = {
-    "command": command.KIND,
-    "burst": burst.KIND,
-    "stress": stress.KIND,
-    "layers": layers.KIND,
-    "soak": soak.KIND,
-    "ctrstress": ctrstress.KIND,
-}
+KINDS: dict[str, ScenarioKind[Any, Any]] = {}
+
+
+def register(kind: ScenarioKind[Any, Any]) -> None:
+    """Add a kind to the registry: ``kind.name`` is the ``kind`` of its scenarios in matrix.yaml
+    and in results.json, whose entries of that kind are read as ``kind.result``."""
+    if KINDS.get(kind.name, kind) is not kind:
+        raise RuntimeError(f"bug: two scenario kinds are named {kind.name!r}")
+    results.register(kind.name, kind.result, default=kind.name == DEFAULT_KIND)
+    KINDS[kind.name] = kind
+
+
+def unregister(name: str) -> None:
+    """Forget a kind (a test's own kind, registered for that test)."""
+    KINDS.pop(name, None)
+    results.unregister(name)
+
+
+# every kind, one line each, in the order of CONFIGS (patchbench.config.scenarios)
+for _kind in (
+    command.KIND,
+    burst.KIND,
+    stress.KIND,
+    layers.KIND,
+    soak.KIND,
+    ctrstress.KIND,
+):
+    register(_kind)
+del _kind
 
 
 def get(name: str) -> ScenarioKind[Any, Any]:
@@ -65,4 +94,4 @@ def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: i
         raise ConfigError(f"--runs/--rounds/--warmup: {exc.errors()[0]['msg']}") from None
 
 
-__all__ = ["KINDS", "ScenarioContext", "ScenarioKind", "get", "override"]
+__all__ = ["KINDS", "ScenarioContext", "ScenarioKind", "get", "override", "register", "unregister"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from patchbench import results
-from patchbench.analysis import paired, stats, verdict
+from patchbench.analysis import paired, sequential, stats, verdict
 from patchbench.build import Built
 from patchbench.config.scenarios import CommandConfig, ScenarioConfig
 from patchbench.errors import ConfigError, PatchbenchError
@@ -27,7 +27,7 @@ from patchbench.results import Cell as CellResult
 from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
 from patchbench.runtimes import Runtime
 from patchbench.runtimes.containerd import ContainerdRuntime
-from patchbench.util import command
+from patchbench.util import command, progress
 from patchbench.util.command import Background
 from patchbench.util.layout import Layout
 
@@ -55,6 +55,9 @@ class ScenarioContext(Generic[ConfigT]):
     extra_files: dict[str, Path] = field(default_factory=dict)  # copied into the report folder
     # names instances when no runtime does ({id}); stress counts listed names with this prefix
     token: str = field(default_factory=lambda: secrets.token_hex(3))
+    # --until-ci: the stopping rule, and how each set of rounds ended (see precision_rule)
+    until: sequential.UntilCI | None = None
+    stops: list[results.Stopping] = field(default_factory=list)
 
     def build_of(self, variant: str) -> Built:
         return next(b for b in self.built if b.variant.name == variant)
@@ -88,10 +91,12 @@ class ScenarioContext(Generic[ConfigT]):
 
 class ScenarioKind(Protocol[KindConfig, KindResult]):
     """One kind of scenario: a module in patchbench/scenarios/ registered in KINDS, of its config
-    model (patchbench.config.scenarios) and its result model (patchbench.results)."""
+    model (patchbench.config.scenarios) and its result model (defined in its module, registered
+    for results.json by patchbench.scenarios.register)."""
 
     name: str
     config: ClassVar[type[ScenarioConfig]]
+    result: ClassVar[type[ScenarioResult]]  # registered for results.json's ``kind`` (results.register)
 
     def plan(self, ctx: ScenarioContext[KindConfig]) -> list[str]:
         """The lines ``--dry-run`` prints for this scenario (every command, placeholders filled)."""
@@ -182,6 +187,57 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
     return results.Verdict(baseline=base.label, candidate=cand.label,
                            candidate_variant=cand.variant, params=params,
                            hangs=hang_test(b, c) if deadline else None, **rec)
+
+
+def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell]
+                   ) -> Callable[[dict[Cell, Samples], int], int] | None:
+    """``--until-ci`` (patchbench.analysis.sequential) for one set of interleaved rounds of
+    ``cells``: the ``more`` callback of ``bench.measure``, or None without the option or without
+    a candidate to compare. It plans the looks, sets ``ctx.alpha`` to the level of each look (the
+    comparisons are judged at it), and appends how it stopped to ``ctx.stops``."""
+    until = ctx.until
+    base = ctx.built[0].variant.name
+    pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
+    pairs = [(b, c) for b, c in pairs if b in cells]
+    if until is None or not pairs:
+        return None
+    sc = ctx.scenario
+    if until.max_rounds < sc.rounds:
+        raise ConfigError(f"--max-rounds {until.max_rounds}: scenario {sc.name} already runs "
+                          f"{sc.rounds} rounds", hint="give a budget of at least its rounds")
+    looks = sequential.planned_looks(sc.rounds, until.max_rounds, len(bench.williams(len(cells))))
+    level = sequential.alpha_per_look(until.alpha, looks)
+    ctx.alpha = level
+    seen: list[results.Look] = []
+    condition = cells[0].param("condition") or ""
+
+    def more(samples: dict[Cell, Samples], done: int) -> int:
+        widths: list[float | None] = []
+        for b, c in pairs:
+            sb, sk = samples[b], samples[c]
+            if not set(sb.rounds) & set(sk.rounds):
+                widths.append(None)
+                continue
+            v = paired.paired_verdict(sb.times, sb.rounds, sk.times, sk.rounds, alpha=level,
+                                      min_effect=ctx.min_effect)
+            widths.append(sequential.half_width(v.ci_low, v.ci_high))
+        worst = None if any(w is None for w in widths) else max(w for w in widths if w is not None)
+        seen.append(results.Look(rounds=done, half_width=worst))
+        d = sequential.decide(looks, done, widths, until.target)
+        shown = f"{worst * 100:.1f} %" if worst is not None else "none"
+        if d.add:
+            progress.say(f"  {sc.name}: round {done}: CI half-width {shown} > "
+                         f"{until.target * 100:.3g} %: {d.add} more rounds (--until-ci)")
+            return d.add
+        ctx.stops.append(results.Stopping(
+            scenario=sc.name, condition=condition, target=until.target,
+            max_rounds=until.max_rounds, alpha=until.alpha, alpha_per_look=level,
+            planned_looks=looks, looks=list(seen), stopped_at=done, reason=d.reason,
+            rule=sequential.RULE))
+        progress.say(f"  {sc.name}: " + sequential.describe(done, d.reason, worst, until.target))
+        return 0
+
+    return more
 
 
 def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:

@@ -15,8 +15,11 @@ and ``soak`` kinds have them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from patchbench import results
 from patchbench.analysis import stats
@@ -27,7 +30,14 @@ from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
 from patchbench.report.blocks import Across, Block, Image, Table, table, text
 from patchbench.report.numbers import fmt_ratio, fmt_time
-from patchbench.results import BurstResult, Instances, PhaseCell
+from patchbench.results import (
+    Figure,
+    Instances,
+    Record,
+    ScenarioResult,
+    ScenarioUpgrade,
+    TimedResult,
+)
 from patchbench.scenarios.base import (
     ScenarioContext,
     ScenarioKind,
@@ -44,6 +54,36 @@ from patchbench.scenarios.command import (
 from patchbench.scenarios.views import k_chart, k_tables, timed_blocks, timed_charts
 from patchbench.util import command, progress
 
+# --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
+
+
+class PhaseCell(Record):
+    median: dict[str, float]
+    total_median: float
+    durations: list[list[float]]
+
+
+def upgrade_v1(sc: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 burst scenario as version 2: its phases' names, in the order they ran."""
+    if sc.get("phases"):
+        first = next(iter(sc["phases"].values()))
+        cell = next(iter(first.values()))
+        sc["phase_names"] = list(cell["median"])
+    return sc
+
+
+class BurstResult(TimedResult):
+    kind: Literal["burst"] = "burst"
+    k: list[int]
+    slope_s_per_instance: dict[str, Figure]  # NaN (null): a k whose every run hung
+    launcher_overhead: dict[str, float]
+    chart: str | None = None
+    phases: dict[str, dict[str, PhaseCell]] | None = None
+    phase_names: list[str] = Field(default_factory=list)
+
+    upgrades: ClassVar[Mapping[int, ScenarioUpgrade]] = {1: upgrade_v1}
+
+
 OVERHEAD_VARIANT = "launcher-overhead"
 
 
@@ -54,6 +94,7 @@ def _lat_file(ctx: ScenarioContext[BurstConfig], cell: Cell) -> Path:
 class BurstKind:
     name = "burst"
     config: ClassVar[type[ScenarioConfig]] = BurstConfig
+    result: ClassVar[type[ScenarioResult]] = BurstResult
 
     def plan(self, ctx: ScenarioContext[BurstConfig]) -> list[str]:
         sc: BurstConfig = ctx.scenario
@@ -99,7 +140,7 @@ class BurstKind:
         charts.burst(chart, sc.k, variants, medians, sc.name)
         ctx.extra_files[chart.name] = chart
         phases = measure_phases(ctx, exe, variants) if sc.phases else None
-        result = results.BurstResult(
+        result = BurstResult(
             **header(sc, sc.shown_command()), k=sc.k, order=order, cells=cell_results,
             comparisons=comparisons,
             slope_s_per_instance={v: stats.slope(sc.k, [medians[(v, k)] for k in sc.k])
@@ -192,7 +233,7 @@ def measure_phases(ctx: ScenarioContext[BurstConfig], exe: Path, variants: list[
     for cell, rows in raw.items():
         per_phase = {p.name: [row[n] for row in rows if len(row) > n]
                      for n, p in enumerate(sc.phases)}
-        out.setdefault(cell.variant, {})[cell.param("k") or "1"] = results.PhaseCell(
+        out.setdefault(cell.variant, {})[cell.param("k") or "1"] = PhaseCell(
             median={name: stats.summarize(v).median for name, v in per_phase.items() if v},
             total_median=stats.summarize([sum(row) for row in rows]).median,
             durations=rows)

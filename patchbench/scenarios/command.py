@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from patchbench import results
 from patchbench.config.scenarios import CommandConfig, ScenarioConfig
 from patchbench.measure import bench, conditions, launcher
 from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
-from patchbench.results import AppliedCondition, CommandResult, Verdict
+from patchbench.results import AppliedCondition, Check, ScenarioResult, TimedResult, Verdict
 from patchbench.results import Cell as CellResult
 from patchbench.scenarios.base import (
     ScenarioContext,
@@ -34,11 +34,19 @@ from patchbench.scenarios.base import (
     header,
     noisy_warnings,
     plan_invocation,
+    precision_rule,
     run_verify,
     verdict_warnings,
 )
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.util import progress
+
+# --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
+
+
+class CommandResult(TimedResult):
+    kind: Literal["command"] = "command"
+    verify: dict[str, Check] | None = None
 
 
 def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expand: Expander,
@@ -47,7 +55,8 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
     """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench)."""
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
-                         seed=ctx.seed if seed is None else seed, workdir=ctx.workdir)
+                         seed=ctx.seed if seed is None else seed, workdir=ctx.workdir,
+                         more=precision_rule(ctx, cells))
 
 
 def plan_deadline(sc: CommandConfig) -> list[str]:
@@ -118,6 +127,7 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
 class CommandKind:
     name = "command"
     config: ClassVar[type[ScenarioConfig]] = CommandConfig
+    result: ClassVar[type[ScenarioResult]] = CommandResult
 
     def plan(self, ctx: ScenarioContext[CommandConfig]) -> list[str]:
         sc: CommandConfig = ctx.scenario
@@ -138,7 +148,7 @@ class CommandKind:
         cells = list(samples)
         cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
         verify = run_verify(ctx, plain, sc.verify) if sc.verify else None
-        res = results.CommandResult(
+        res = CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
             comparisons=comparisons, verify=verify, deadline_s=sc.timeout, conditions=applied,
             evidence_summary=ev_summary)

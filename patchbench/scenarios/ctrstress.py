@@ -36,16 +36,17 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
-from patchbench import results
+from pydantic import Field
+
 from patchbench.config.scenarios import CtrStressConfig, ScenarioConfig
 from patchbench.errors import PatchbenchError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.measure.oci_image import OciImage, image_name
 from patchbench.report.blocks import Across, Block, Table, table, text
-from patchbench.results import CtrStressCensus, CtrStressResult, CtrStressRound
+from patchbench.results import Record, ScenarioResult
 from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
@@ -60,6 +61,81 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.views import images_line, round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
+
+# --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
+
+
+class CtrStressCensus(Record):
+    """What one variant had left after a ctrstress round (or after its fresh start)."""
+
+    mounts: int  # mounts of the run in /proc/self/mountinfo
+    idmapped_mounts: int  # of which idmapped
+    snapshots: int  # active snapshots listed
+    snapshot_dirs: int  # snapshot directories the snapshotter does not list
+    shims: int
+    tasks: int
+    containers: int
+    errors: list[str] = Field(default_factory=list)  # listings that failed
+
+
+class CtrStressRound(Record):
+    round: int
+    variant: str
+    layers: int
+    k: int
+    action: str  # kill, delete or restart
+    delay_s: float
+    exit_codes: list[int | None]  # of the k ctr run clients; None: hung
+    kill_errors: int  # kill/delete attempts still refused at the timeout
+    hangs: int
+    # kill/delete per container: hit (took effect), missed (it had finished), refused (its
+    # start failed anyway), hang, failed (still refused at the timeout); restart: 1
+    action_outcomes: dict[str, int] = Field(default_factory=dict)
+    restart_s: float | None = None  # stopping and starting the daemon again
+    settle_s: float
+    left: CtrStressCensus
+    left_detail: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    fresh_ok: bool
+    fresh_output: str = ""
+    fresh_left: CtrStressCensus
+    evidence: list[str] = Field(default_factory=list)  # evidence of hung `ctr run` clients
+
+
+class CtrStressVariant(Record):
+    """One variant's ctrstress rounds summed (leftovers after the rounds and their fresh starts)."""
+
+    rounds: int
+    actions: dict[str, int]
+    hangs: int = 0
+    kill_errors: int = 0
+    fresh_failures: int = 0
+    mounts: int = 0
+    idmapped_mounts: int = 0
+    snapshots: int = 0
+    snapshot_dirs: int = 0
+    shims: int = 0
+    tasks: int = 0
+    containers: int = 0
+    rounds_with_leftovers: int = 0
+    action_outcomes: dict[str, int] = Field(default_factory=dict)  # summed over the rounds
+
+
+class CtrStressResult(ScenarioResult):
+    """containerd containers killed mid-start, the daemon restarted mid-burst (issue 13)."""
+
+    kind: Literal["ctrstress"] = "ctrstress"
+    layers: list[int]
+    instances: int  # k: containers started per round
+    actions: list[str]
+    delay: list[float]
+    settle: float
+    images: dict[str, str]  # L -> manifest digest
+    rounds_detail: list[CtrStressRound]
+    per_variant: dict[str, CtrStressVariant]
+    runc: dict[str, str] = Field(default_factory=dict)
+    evidence_summary: str | None = None  # a readable account of every hang
+
 
 # the leftover kinds a census counts ("mounts" counts all of them, idmapped or not)
 LEFTOVER_KINDS = ("mounts", "snapshots", "snapshot_dirs", "shims", "tasks", "containers")
@@ -159,7 +235,7 @@ class Census:
         return [k for k in LEFTOVER_KINDS if c[k]]
 
     def record(self) -> CtrStressCensus:
-        return results.CtrStressCensus(**self.counts(), errors=self.errors)
+        return CtrStressCensus(**self.counts(), errors=self.errors)
 
 
 def unlisted_dirs(d: ContainerdDaemon) -> int:
@@ -312,7 +388,7 @@ def run_round(ctx: ScenarioContext[CtrStressConfig], variant: str, d: Containerd
     after = census(d, dirs_before)
     if after.kinds():
         removed += clean(d)
-    return results.CtrStressRound(
+    return CtrStressRound(
         round=draw.round, variant=variant, layers=draw.layers, k=sc.k, action=draw.action,
         delay_s=draw.delay, exit_codes=codes, kill_errors=how["failed"],
         hangs=sum(c is None for c in codes) + how["hang"], action_outcomes=dict(how),
@@ -399,6 +475,7 @@ def _runtime(ctx: ScenarioContext[CtrStressConfig]) -> ContainerdRuntime:
 class CtrStressKind:
     name = "ctrstress"
     config: ClassVar[type[ScenarioConfig]] = CtrStressConfig
+    result: ClassVar[type[ScenarioResult]] = CtrStressResult
 
     def plan(self, ctx: ScenarioContext[CtrStressConfig]) -> list[str]:
         sc: CtrStressConfig = ctx.scenario
@@ -452,12 +529,12 @@ class CtrStressKind:
                          for n in one.evidence]
                 one.evidence, _ = report_evidence(
                     ctx, files, f"{sc.name}-{one.variant}-r{one.round}", summary)
-        per_variant = {v: results.CtrStressVariant(
+        per_variant = {v: CtrStressVariant(
             **totals([r for r in rounds if r.variant == v]),
             actions=dict(Counter(r.action for r in rounds if r.variant == v)),
             action_outcomes=outcomes([r for r in rounds if r.variant == v]))
             for v in daemons}
-        res = results.CtrStressResult(
+        res = CtrStressResult(
             **header(sc, sc.shown_command()), order=[[c.label for c in cs] for cs in order],
             layers=sc.layers, instances=sc.k, actions=list(sc.actions), delay=list(sc.delay),
             settle=sc.settle, images={str(n): img.manifest_digest for n, img in images.items()},

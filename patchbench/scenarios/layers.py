@@ -23,7 +23,9 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from patchbench import results
 from patchbench.config.scenarios import LayersConfig, ScenarioConfig
@@ -35,7 +37,7 @@ from patchbench.report import blocks as rb
 from patchbench.report import charts
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.report.numbers import fmt_ratio, fmt_time
-from patchbench.results import Check, LayersResult, MountTable
+from patchbench.results import Check, Record, ScenarioResult, TimedResult
 from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 from patchbench.scenarios import burst
 from patchbench.scenarios.base import (
@@ -57,6 +59,36 @@ from patchbench.scenarios.views import (
     verify_page,
 )
 from patchbench.util import command, progress
+
+# --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
+
+
+class MountTable(Record):
+    """The host's mount table during one cell's bursts: its largest size, and the longest time
+    reading /proc/self/mountinfo took."""
+
+    peak_mounts: int
+    slowest_read_s: float
+
+
+class LayersResult(TimedResult):
+    """A layers × concurrency scan on containerd (cells are per variant, L and k)."""
+
+    kind: Literal["layers"] = "layers"
+    layers: list[int]
+    k: list[int]
+    images: dict[str, str]  # L -> manifest digest, the same for every variant
+    mount_counts: dict[str, dict[str, dict[str, int]]]  # variant -> L -> syscall -> count
+    mount_counts_by_comm: dict[str, dict[str, dict[str, int]]]  # variant -> L -> process -> count
+    mount_fit: dict[str, dict[str, list[float]]]  # variant -> syscall -> [slope, intercept]
+    seed_formula: str
+    mount_table: dict[str, MountTable]  # cell label -> peak
+    mounts_left: dict[str, int]  # cell label -> mounts of the run left after its rounds
+    active_snapshots: dict[str, int]  # cell label -> most active snapshots after a round
+    verify: dict[str, Check]
+    runc: dict[str, str]
+    charts: list[str] = Field(default_factory=list)
+
 
 SYSCALLS = ("open_tree", "mount_setattr", "move_mount", "mount", "umount2")
 # the seed: 100 containers x 2 x (1 + 50 + 50) mount operations for 50-layer images
@@ -87,6 +119,7 @@ def fit(xs: list[int], ys: list[int]) -> tuple[float, float] | None:
 class LayersKind:
     name = "layers"
     config: ClassVar[type[ScenarioConfig]] = LayersConfig
+    result: ClassVar[type[ScenarioResult]] = LayersResult
 
     def plan(self, ctx: ScenarioContext[LayersConfig]) -> list[str]:
         sc: LayersConfig = ctx.scenario
@@ -160,7 +193,7 @@ class LayersKind:
             peak = max(window, key=lambda s: s.mounts)
             prev = table.get(cell.label)
             slowest = max(s.read_seconds for s in window)
-            table[cell.label] = results.MountTable(
+            table[cell.label] = MountTable(
                 peak_mounts=max(peak.mounts, prev.peak_mounts if prev else 0),
                 slowest_read_s=max(slowest, prev.slowest_read_s if prev else 0.0))
             d = daemons[cell.variant]
@@ -195,7 +228,7 @@ class LayersKind:
             chart_names.append(mount_chart.name)
         for name in chart_names:
             ctx.extra_files[name] = ctx.workdir / name
-        result = results.LayersResult(
+        result = LayersResult(
             **header(sc, sc.shown_command()), layers=sc.layers, k=sc.k, order=order,
             cells=cell_results, comparisons=comparisons, deadline_s=sc.timeout,
             evidence_summary=ev_summary,

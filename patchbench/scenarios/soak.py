@@ -35,9 +35,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
 
-from patchbench import results
 from patchbench.analysis import stats
 from patchbench.build import Built
 from patchbench.config.scenarios import ScenarioConfig, SoakConfig
@@ -59,7 +58,7 @@ from patchbench.report.blocks import (
     text,
 )
 from patchbench.report.numbers import fmt_p, fmt_time
-from patchbench.results import SoakResult
+from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios.base import (
     ScenarioContext,
     ScenarioKind,
@@ -69,6 +68,55 @@ from patchbench.scenarios.base import (
 )
 from patchbench.scenarios.views import account, links, lost_sigchld
 from patchbench.util import command, progress
+
+# --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
+
+
+class SoakVariant(Record):
+    """One variant under one soak condition."""
+
+    runs: int
+    hangs: int
+    failures: int
+    failure_codes: dict[str, int]  # exit code -> runs (hangs not included)
+    leftovers: list[str]
+    escaped: list[str]
+    evidence: list[str]  # hang evidence files in the run folder
+    lost_sigchld: int  # hangs whose evidence shows a zombie child under a sleeping parent
+    median_s: float | None  # of the runs that exited 0 (incidental)
+    times: list[float]
+    exit_codes: list[int]  # per run, in order; 124 = hang
+
+
+class SoakTest(Record):
+    """Fisher's exact test of a candidate's counts against the baseline's."""
+
+    candidate: str
+    hang_p: float  # two-sided
+    hang_p_more: float  # one-sided: the candidate hangs more often
+    failure_p: float
+    failure_p_more: float
+
+
+class SoakCondition(Record):
+    name: str
+    summary: str
+    applied: dict[str, Any]
+    blocks: int
+    wall_s: float
+    stopped_by: str  # "runs" or "budget"
+    per_variant: dict[str, SoakVariant]
+    tests: list[SoakTest]
+
+
+class SoakResult(ScenarioResult):
+    kind: Literal["soak"] = "soak"
+    deadline_s: float
+    block: int
+    budget_s: float | None = None
+    conditions: list[SoakCondition]
+    evidence_summary: str | None = None  # a readable account of every hang, in the run folder
+
 
 HANG_ALPHA = 0.05  # the one-sided Fisher level for "fails more often than the baseline"
 
@@ -143,6 +191,7 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
 class SoakKind:
     name = "soak"
     config: ClassVar[type[ScenarioConfig]] = SoakConfig
+    result: ClassVar[type[ScenarioResult]] = SoakResult
 
     def plan(self, ctx: ScenarioContext[SoakConfig]) -> list[str]:
         sc: SoakConfig = ctx.scenario
@@ -167,7 +216,7 @@ class SoakKind:
         log = ctx.workdir / f"{sc.name}.soak.log"
         variants = [b.variant.name for b in ctx.built]
         base = variants[0]
-        out_conditions: list[results.SoakCondition] = []
+        out_conditions: list[SoakCondition] = []
         summary_lines: list[str] = []
         warnings: list[str] = []
         all_order: list[list[str]] = []
@@ -194,14 +243,14 @@ class SoakKind:
                         progress.step(cond.name, f"{r * sc.block} runs per variant: hangs " + ", ".join(
                             f"{v} {hangs.count_hangs(t.codes)}" for v, t in tallies.items()))
             wall = time.monotonic() - started
-            per_variant: dict[str, results.SoakVariant] = {}
+            per_variant: dict[str, SoakVariant] = {}
             for v, t in tallies.items():
                 hung = hangs.count_hangs(t.codes)
                 fails = Counter(str(c) for c in t.codes if c not in (0, hangs.HANG_EXIT_CODE))
                 ok_times = [x for x, c in zip(t.times, t.codes, strict=True) if c == 0]
                 names, lost = report_evidence(ctx, t.evidence, f"{sc.name}-{cond.name}-{v}",
                                               summary_lines)
-                per_variant[v] = results.SoakVariant(
+                per_variant[v] = SoakVariant(
                     runs=len(t.codes), hangs=hung, failures=sum(fails.values()),
                     failure_codes=dict(fails), leftovers=t.leftovers, escaped=t.escaped,
                     evidence=names, lost_sigchld=lost,
@@ -215,18 +264,18 @@ class SoakKind:
                                         hangs.HangCount(v, pv.hangs, pv.runs))
                 f = hangs.compare_hangs(hangs.HangCount(base, b_pv.failures, b_pv.runs),
                                         hangs.HangCount(v, pv.failures, pv.runs))
-                tests.append(results.SoakTest(candidate=v, hang_p=h.p_value, hang_p_more=h.p_more,
+                tests.append(SoakTest(candidate=v, hang_p=h.p_value, hang_p_more=h.p_more,
                                               failure_p=f.p_value, failure_p_more=f.p_more))
             for v, pv in per_variant.items():
                 if pv.hangs or pv.leftovers or pv.escaped:
                     warnings.append(f"{sc.name} [{cond.name}] {v}: hangs {pv.hangs} of {pv.runs}, "
                                     f"{len(pv.leftovers)} leftovers, {len(pv.escaped)} escaped")
-            out_conditions.append(results.SoakCondition(
+            out_conditions.append(SoakCondition(
                 name=cond.name, summary=cond.summary(), applied=applied.record(), blocks=blocks,
                 wall_s=round(wall, 3), stopped_by=stopped_by, per_variant=per_variant,
                 tests=tests))
         ev_summary = evidence_summary(ctx, summary_lines)
-        res = results.SoakResult(
+        res = SoakResult(
             **header(sc, sc.shown_command()), order=all_order, deadline_s=sc.timeout,
             block=sc.block, budget_s=sc.budget_s, conditions=out_conditions,
             evidence_summary=ev_summary)

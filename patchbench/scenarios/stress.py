@@ -28,12 +28,13 @@ import shlex
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
 
-from patchbench import results
+from pydantic import Field
+
 from patchbench.analysis import stats
 from patchbench.build import Built
 from patchbench.config.scenarios import ScenarioConfig, StressConfig
@@ -43,7 +44,7 @@ from patchbench.measure.bench import Cell
 from patchbench.report import charts
 from patchbench.report.blocks import Across, Block, Chart, Heading, Table, table, text
 from patchbench.report.numbers import fmt_time
-from patchbench.results import StressResult, StressRound
+from patchbench.results import Record, ScenarioResult, ScenarioUpgrade
 from patchbench.scenarios import stress_signals
 from patchbench.scenarios.base import (
     ScenarioContext,
@@ -53,9 +54,69 @@ from patchbench.scenarios.base import (
     report_evidence,
     wait_or_capture,
 )
+from patchbench.scenarios.stress_signals import SignalCount
 from patchbench.scenarios.views import round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
+
+# --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
+
+
+class StressRound(Record):
+    round: int
+    variant: str
+    action: str
+    delay_s: float
+    exit_codes: list[int | None]
+    outcomes: dict[str, int]
+    kill_errors: int
+    hangs: int
+    leftovers: list[str]
+    list_latency_s: float
+    fresh_ok: bool
+    # added later (optional; older files read as before): the exec mode's host container, the
+    # signal check per signal name, launched processes that never said they were ready
+    host: str | None = None
+    signals: dict[str, SignalCount] = Field(default_factory=dict)
+    not_ready: int = 0
+    evidence: list[str] = Field(default_factory=list)  # hang evidence files (version 4)
+
+
+class StressBuild(Record):
+    rounds: int
+    instances_killed: int
+    kill_errors: int
+    hangs: int
+    leftovers: int
+    fresh_failures: int
+    list_latency_median_s: float
+    list_latency_max_s: float
+    outcomes: dict[str, int]
+    signals: dict[str, SignalCount] = Field(default_factory=dict)  # added later, optional
+    not_ready: int = 0  # added later, optional
+
+
+def upgrade_v1(sc: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 stress scenario as version 2: without the empty ``cells`` and ``comparisons``
+    (and ``k``) it carried."""
+    for key in ("cells", "comparisons", "k"):
+        sc.pop(key, None)
+    return sc
+
+
+class StressResult(ScenarioResult):
+    kind: Literal["stress"] = "stress"
+    rounds_detail: list[StressRound]
+    per_build: dict[str, StressBuild]
+    instances: int
+    delay: list[float]
+    actions: list[str]
+    mode: Literal["run", "exec"] = "run"  # added later, optional
+    not_forwarded: list[str] = Field(default_factory=list)  # added later: by design, never gated
+    evidence_summary: str | None = None  # a readable account of every hang (version 4)
+
+    upgrades: ClassVar[Mapping[int, ScenarioUpgrade]] = {1: upgrade_v1}
+
 
 SIGNALS = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT}
 _SIGNUMS = {int(x) for x in signal.Signals}
@@ -215,7 +276,7 @@ def _round(
     finally:
         for p in procs:
             p.stop()
-    signals: dict[str, results.SignalCount] = {}
+    signals: dict[str, SignalCount] = {}
     if check is not None:
         for out, sent in zip(outputs, signalled, strict=True):
             got = stress_signals.received(out.read_text(errors="replace"), check.ready)
@@ -250,7 +311,7 @@ def _round(
         fresh_ok = fresh.returncode == 0
     except CommandError:
         pass
-    return results.StressRound(
+    return StressRound(
         round=rnd, variant=b.variant.name, action=action, delay_s=round(delay, 4),
         exit_codes=codes,
         outcomes=dict(Counter(classify(action, c, sc.exit_labels) for c in codes)),
@@ -268,6 +329,7 @@ def evidence_dir_of(ctx: ScenarioContext[StressConfig], b: Built) -> Path:
 class StressKind:
     name = "stress"
     config: ClassVar[type[ScenarioConfig]] = StressConfig
+    result: ClassVar[type[ScenarioResult]] = StressResult
 
     def plan(self, ctx: ScenarioContext[StressConfig]) -> list[str]:
         sc: StressConfig = ctx.scenario
@@ -326,17 +388,17 @@ class StressKind:
             for x in mine:
                 outcomes.update(x.outcomes)
             lat = [x.list_latency_s for x in mine]
-            sigs: dict[str, results.SignalCount] = {}
+            sigs: dict[str, SignalCount] = {}
             for x in mine:
                 sigs = stress_signals.add(sigs, x.signals)
-            per_build[b.variant.name] = results.StressBuild(
+            per_build[b.variant.name] = StressBuild(
                 rounds=len(mine), instances_killed=len(mine) * sc.instances,
                 kill_errors=sum(x.kill_errors for x in mine), hangs=sum(x.hangs for x in mine),
                 leftovers=sum(len(x.leftovers) for x in mine),
                 fresh_failures=sum(not x.fresh_ok for x in mine),
                 list_latency_median_s=stats.summarize(lat).median, list_latency_max_s=max(lat),
                 outcomes=dict(outcomes), signals=sigs, not_ready=sum(x.not_ready for x in mine))
-        res = results.StressResult(
+        res = StressResult(
             **header(sc, sc.shown_command()), order=[[c.label for c in cs] for cs in order],
             rounds_detail=rounds, per_build=per_build, instances=sc.instances,
             delay=list(sc.delay), actions=list(sc.actions), mode=sc.mode,
@@ -360,7 +422,8 @@ class StressKind:
                 f"{pb.fresh_failures} failed fresh runs"
                 for v, pb in result.per_build.items()
                 if v != "baseline" and (pb.hangs or pb.leftovers or pb.fresh_failures)
-                ] + stress_signals.gate(result.name, result.per_build)
+                ] + stress_signals.gate(result.name,
+                                        {v: pb.signals for v, pb in result.per_build.items()})
 
     def report(self, result: StressResult, *, details: bool = True) -> list[Block]:
         """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes; the

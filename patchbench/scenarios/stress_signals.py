@@ -23,12 +23,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from patchbench.config.scenarios import SignalCheck, canonical
-from patchbench.results import SignalCount, StressBuild
+from patchbench.results import Record
 from patchbench.util.command import Background
 
 POLL_S = 0.0005  # how often an instance's output is looked at for its readiness line, at first
 SLOW_POLL_S = 0.01  # after FAST_FOR_S seconds without every instance ready
 FAST_FOR_S = 1.0
+
+
+class SignalCount(Record):
+    """What became of one signal sent to a build's launched processes (the stress signal check):
+    ``forwarded`` = the process recorded it; ``lost`` = it did not; ``by_design`` = it did not, and
+    the runtime is known not to forward this signal (never counted as lost)."""
+
+    sent: int = 0
+    forwarded: int = 0
+    lost: int = 0
+    by_design: int = 0
 
 
 def number(name: str) -> int:
@@ -119,18 +130,19 @@ def send_when_ready(procs: Sequence[Background], outputs: Sequence[Path], check:
     return sent
 
 
-def gate(name: str, per_build: dict[str, StressBuild]) -> list[str]:
+def gate(name: str, per_build: dict[str, dict[str, SignalCount]]) -> list[str]:
     """A candidate fails for a signal it lost when the baseline forwarded that signal and lost it
-    less often (by share of the signals sent). Signals not forwarded by design never count."""
+    less often (by share of the signals sent). Signals not forwarded by design never count.
+    ``per_build``: each build's signal counts (its ``StressBuild.signals``)."""
     base = per_build.get("baseline")
     out = []
-    for v, pb in per_build.items():
+    for v, signals in per_build.items():
         if v == "baseline":
             continue
-        for sig, c in pb.signals.items():
+        for sig, c in signals.items():
             if not c.lost:
                 continue
-            b = base.signals.get(sig) if base is not None else None
+            b = base.get(sig) if base is not None else None
             if b is None or not b.forwarded:
                 continue  # the baseline never forwarded it: nothing to lose against
             if c.lost / c.sent > (b.lost / b.sent if b.sent else 0.0):

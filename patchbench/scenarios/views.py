@@ -5,8 +5,9 @@ and charts, and the evidence lists of hung runs and instances."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from patchbench.report import charts
 from patchbench.report.blocks import (
@@ -22,7 +23,7 @@ from patchbench.report.blocks import (
     text,
 )
 from patchbench.report.numbers import fmt_p, fmt_ratio, fmt_time
-from patchbench.results import Cell, Check, PhaseCell, Verdict
+from patchbench.results import Cell, Check, Verdict
 
 
 def links(names: list[str], limit: int | None = None) -> list[Inline]:
@@ -174,9 +175,19 @@ def images_line(images: dict[str, str], runc: dict[str, str] | None) -> Block:
                    f"(sha256 {runc.get('sha256', '')[:12]})" if runc else "") + ".")
 
 
+class Phases(Protocol):
+    """One build's phases at one k, as k_tables reads them (the burst kind's ``PhaseCell``)."""
+
+    @property
+    def median(self) -> Mapping[str, float]: ...
+
+    @property
+    def total_median(self) -> float: ...
+
+
 def k_tables(name: str, ks: list[int], cells: list[Cell], comparisons: list[Verdict], *,
              overhead: dict[str, float] | None = None, slopes: dict[str, float] | None = None,
-             phases: dict[str, dict[str, PhaseCell]] | None = None,
+             phases: Mapping[str, Mapping[str, Phases]] | None = None,
              phase_names: list[str] | None = None) -> list[Block]:
     """report.html's table per k (cells with a ``k`` parameter): each variant's median (the
     last cell of that variant and k), the speedup of the cell labelled "VARIANT k=K", the launcher

@@ -31,6 +31,7 @@ class Switches:
 
     seed: int | None = None
     aa: bool = False  # compare the baseline with itself (the noise floor)
+    aa_layout: bool = False  # ... with a second build of it differing in code layout only
     dry_run: bool = False
     runs: int | None = None  # override every scenario's runs (quick looks, integration tests)
     rounds: int | None = None
@@ -39,3 +40,6 @@ class Switches:
     gate: bool = False  # exit non-zero when a candidate is slower or not correct
     # with gate: a withheld or inconclusive verdict passes (by default it fails the gate)
     gate_allow_inconclusive: bool = False
+    # --until-ci PCT (as a fraction) and its budget --max-rounds (None: 4x a scenario's rounds)
+    until_ci: float | None = None
+    max_rounds: int | None = None

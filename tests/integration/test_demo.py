@@ -167,6 +167,33 @@ def test_an_aa_run_finds_no_difference(demo_run: tuple[dict[str, Any], Path],
     assert [p for p in (demo_base / "reports").rglob("*") if ".partial" in p.name] == []
 
 
+def test_an_aa_layout_run_measures_a_second_build_laid_out_differently(
+        demo_run: tuple[dict[str, Any], Path], demo_base: Path) -> None:
+    ws, sw = options(demo_base, aa_layout=True)
+    results, run_dir = support.compare(pipeline.load(ws), ws, "demo", sw)
+    assert run_dir is not None
+    assert results["aa"] is True and sorted(results["builds"]) == ["baseline", "baseline-layout"]
+    base, twin = results["builds"]["baseline"], results["builds"]["baseline-layout"]
+    assert base["artifacts"]["slowstart"]["sha256"] != twin["artifacts"]["slowstart"]["sha256"]
+    assert twin["layout"]["appended"]["GOFLAGS"] == "-ldflags=-randlayout=1"
+    assert "layout" not in base and base["cache_key"] != twin["cache_key"]
+    assert base["fingerprint"] == twin["fingerprint"]  # one toolchain: only the layout differs
+    aa = results["aa_build"]
+    assert aa["kind"] == "layout" and aa["twin"] == "baseline-layout"
+    assert aa["sha256_equal"] is False and "-randlayout=1" in aa["method"]
+    (sc,) = results["scenarios"]
+    assert {v: c["passed"] for v, c in sc["verify"].items()} == {
+        "baseline": True, "baseline-layout": True}  # the same behaviour: verify passes
+    (comp,) = sc["comparisons"]
+    assert comp["candidate_variant"] == "baseline-layout" and comp["rounds"] == ROUNDS
+    assert comp["verdict"] in ("equivalent", "inconclusive", "faster", "slower")
+    md = (run_dir / "report.md").read_text()
+    assert "**A/A run, layout** (the baseline against baseline-layout" in md
+    assert "A/A run, layout" in (run_dir / "report.html").read_text()
+    again, _ = support.compare(pipeline.load(ws), ws, "demo", sw)  # cached like any variant
+    assert again["builds"]["baseline-layout"]["cache_check"]["state"] == "ok"
+
+
 def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
                                         demo_base: Path) -> None:
     res = invoke("compare", "demo", "--runs", "4", "--rounds", "2", "--warmup", "0",
@@ -181,3 +208,41 @@ def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
     run_dir = Path(saved.group(1))
     assert run_dir.parent == demo_base / "cli-reports" / "demo"
     assert report.load_run(run_dir).scenarios[0].runs == 4
+
+
+def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
+        demo_run: tuple[dict[str, Any], Path], demo_base: Path) -> None:
+    """Issue 22: `--until-ci 3 --max-rounds 20` on the demo, small runs (2 per round)."""
+    res = invoke("compare", "demo", "--runs", "10", "--rounds", "5", "--warmup", "0",
+                 "--seed", "3", "--until-ci", "3", "--max-rounds", "20",
+                 "--builds", str(demo_base / "builds"),
+                 "--reports", str(demo_base / "until-reports"), cwd=demo_base)
+    assert res.returncode == 0, res.stderr
+    saved = re.search(r"^saved: (.+)$", res.stdout, re.M)
+    assert saved is not None
+    run_dir = Path(saved.group(1))
+    data = results.load(run_dir / "results.json")
+    assert data.stopping is not None
+    (stop,) = data.stopping
+    assert stop.scenario == "start-8" and stop.planned_looks == [5, 8, 12, 18, 20]
+    assert stop.alpha == 0.05 and stop.alpha_per_look == pytest.approx(0.01)
+    assert [look.rounds for look in stop.looks] == stop.planned_looks[:len(stop.looks)]
+    assert stop.stopped_at == stop.looks[-1].rounds
+    width = stop.looks[-1].half_width
+    if stop.reason == "target":
+        assert width is not None and width <= 0.03
+        assert all(w.half_width is None or w.half_width > 0.03 for w in stop.looks[:-1])
+    else:
+        assert stop.reason == "budget" and stop.stopped_at == 20
+    (comp,) = data.scenarios[0].comparisons  # type: ignore[union-attr]
+    assert comp.rounds == stop.stopped_at and comp.alpha == pytest.approx(0.01)
+    assert comp.method == "round-paired t on per-round mean log times (ratio of geometric " \
+        "means), skewness-corrected (t and Hall's transformation must both reject); beyond " \
+        "min_effect by a one-sided test, equivalent by TOST"
+    md = (run_dir / "report.md").read_text()
+    assert f"stopped at round {stop.stopped_at}: " in md
+    assert "(--until-ci)" in res.stderr or stop.stopped_at == 5
+    # the budget belongs to --until-ci; a percentage is a number
+    for bad in (["--max-rounds", "20"], ["--until-ci", "three"], ["--until-ci", "0"]):
+        wrong = invoke("compare", "demo", "--dry-run", *bad, cwd=demo_base)
+        assert wrong.returncode == 10, (bad, wrong.stderr)

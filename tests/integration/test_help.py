@@ -49,3 +49,8 @@ def test_option_errors_are_exit_10_in_invoke_too(args: list[str], message: str,
     res = _run(invoke_argv(*args), tmp_path)
     assert res.returncode == 10, res.stderr
     assert message in res.stderr and "Traceback" not in res.stderr
+
+
+def test_python_m_patchbench_says_so_in_its_usage(tmp_path: Path) -> None:
+    res = _run(["python3", "-m", "patchbench", "compare", "--help"], tmp_path)
+    assert res.returncode == 0 and res.stdout.startswith("usage: python3 -m patchbench compare")

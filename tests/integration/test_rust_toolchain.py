@@ -4,6 +4,7 @@ candidate built warm from the shared target directory giving the bytes it gives 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ import yaml
 
 from patchbench import build, config, pipeline
 from patchbench.build.toolchains import rust
+from patchbench.util.files import sha256_file
 from patchbench.util.workspace import Workspace
 from tests.support import git
 
@@ -119,3 +121,98 @@ def test_a_tree_without_cargo_lock_is_refused(tmp_path: Path, cargo_path: None) 
     from patchbench.errors import BuildError
     with pytest.raises(BuildError, match=r"needs a Cargo\.lock"):
         _build(matrix, tmp_path / "builds", BASE)
+
+
+def _workspace(tmp: Path) -> Path:
+    """A workspace of two crates (``one``, a library; ``two``, the binary) whose candidate changes
+    ``two`` only."""
+    up = tmp / "ws"
+    for crate in ("one", "two"):
+        (up / crate / "src").mkdir(parents=True)
+    (up / "Cargo.toml").write_text('[workspace]\nmembers = ["one", "two"]\nresolver = "2"\n')
+    (up / "one" / "Cargo.toml").write_text(CARGO_TOML.replace('"hello"', '"one"'))
+    (up / "one" / "src" / "lib.rs").write_text('pub fn word() -> &\'static str {\n    "one"\n}\n')
+    (up / "two" / "Cargo.toml").write_text(CARGO_TOML.replace('"hello"', '"two"')
+                                           + 'one = { path = "../one" }\n')
+    (up / "two" / "src" / "main.rs").write_text(MAIN_RS.replace("{GREETING} from {}",
+                                                                "{GREETING} {} {}").replace(
+        "file!()", "one::word(), file!()"))
+    lock = CARGO_LOCK.replace('name = "hello"\nversion = "0.1.0"\n', 'name = "one"\nversion = '
+                              '"0.1.0"\n\n[[package]]\nname = "two"\nversion = "0.1.0"\n'
+                              'dependencies = [\n "one",\n]\n')
+    (up / "Cargo.lock").write_text(lock)
+    git(up, "init", "-q", "-b", "main")
+    git(up, "add", "-A")
+    git(up, "commit", "-q", "-m", "ws")
+    commit = git(up, "rev-parse", "HEAD")
+    main_rs = up / "two" / "src" / "main.rs"
+    main_rs.write_text(main_rs.read_text().replace(PATCH_FROM, PATCH_TO))
+    git(up, "commit", "-q", "-am", "louder", "-m",
+        "Description: louder\nAuthor: t <t@example.invalid>\nForwarded: not-needed")
+    patch = git(up, "format-patch", "-1", "--zero-commit", "--no-signature", "--stdout") + "\n"
+    root = tmp / "project"
+    (root / "patches" / "louder").mkdir(parents=True)
+    (root / "patches" / "louder" / "0001-louder.patch").write_text(patch)
+    (root / "patches" / "louder" / "series").write_text("0001-louder.patch\n")
+    data: dict[str, Any] = {"version": 1, "targets": {"hello": {
+        "url": str(up), "ref": commit, "commit": commit,
+        "toolchain": {"kind": "rust", "version": _release()},
+        "build": {"commands": [["cargo", "build", "--release", "--locked", "--offline", "-p", "two"],
+                               ["sh", "-c", 'cp "$CARGO_TARGET_DIR/release/two" hello']],
+                  "artifacts": ["hello"], "timeout": 300},
+    }}, "comparisons": {"fx": {"target": "hello", "candidates": {"louder": ["louder"]},
+                              "scenarios": [{"name": "run", "command": ["{hello}"],
+                                             "runs": 2, "rounds": 1}]}}}
+    (root / "matrix.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return root / "matrix.yaml"
+
+
+def _compiled(builds: Path, variant: str) -> list[str]:
+    """The crates cargo compiled in ``variant``'s newest build log."""
+    log = max((builds / "logs").glob(f"hello-{variant}-*.log"), key=lambda p: p.stat().st_mtime)
+    return sorted(line.split()[1] for line in log.read_text().splitlines()
+                  if line.strip().startswith("Compiling "))
+
+
+def test_a_warm_build_recompiles_only_the_changed_workspace_crate_and_never_a_stale_one(
+        tmp_path: Path, cargo_path: None) -> None:
+    matrix = _workspace(tmp_path)
+    builds = tmp_path / "builds"
+    base, louder = _build(matrix, builds, BASE, LOUDER)
+    assert _compiled(builds, "baseline") == ["one", "two"]
+    assert _compiled(builds, "louder") == ["two"]  # `one` is unchanged: reused, not recompiled
+    first = base.manifest["artifacts"]["hello"]["sha256"]
+    assert louder.manifest["artifacts"]["hello"]["sha256"] != first
+    # the baseline again after the candidate, in the same target directory (its artifact cache
+    # emptied): cargo would call `two` fresh by mtime and hand over the candidate's; the record of
+    # the last build's sources makes it recompile
+    shutil.rmtree(builds / "artifacts")
+    (again,) = _build(matrix, builds, BASE)
+    assert _compiled(builds, "baseline") == ["two"]
+    assert again.manifest["artifacts"]["hello"]["sha256"] == first
+    out = subprocess.run([str(again.bin / "hello")], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("hi one ")
+    (stamp,) = (builds / "cargo-target").glob(f"*/{rust.SOURCES_STAMP}")
+    assert set(json.loads(stamp.read_text())["files"]) >= {"Cargo.lock", "two/src/main.rs"}
+
+
+def test_a_failed_build_leaves_no_record_and_dates_only_unchanged_files_back(
+        tmp_path: Path) -> None:
+    tree, shared = tmp_path / "tree", tmp_path / "target"
+    (tree / "src").mkdir(parents=True)
+    shared.mkdir()
+    (tree / "same.rs").write_text("same")
+    (tree / "src" / "new.rs").write_text("new")
+    (tree / ".git").write_text("gitdir: elsewhere")  # a worktree's: never recorded
+    env = {"CARGO_TARGET_DIR": str(shared)}
+    (shared / rust.SOURCES_STAMP).write_text(json.dumps({"files": {
+        "same.rs": sha256_file(tree / "same.rs"), "src/new.rs": "0" * 64}}))
+    with pytest.raises(RuntimeError), rust.shared_target(tree, env, tmp_path, 10.0):
+        assert (tree / "same.rs").stat().st_mtime_ns == rust.OLD_NS
+        assert (tree / "src" / "new.rs").stat().st_mtime_ns > rust.OLD_NS
+        raise RuntimeError("the build failed")
+    assert not (shared / rust.SOURCES_STAMP).exists()  # the next build starts from all-new
+    with rust.shared_target(tree, env, tmp_path, 10.0):
+        assert (tree / "same.rs").stat().st_mtime_ns > rust.OLD_NS
+    files = json.loads((shared / rust.SOURCES_STAMP).read_text())["files"]
+    assert sorted(files) == ["same.rs", "src/new.rs"]

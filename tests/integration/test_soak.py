@@ -15,6 +15,7 @@ import pytest
 
 from patchbench import gate, pipeline, results
 from patchbench.measure import hangs
+from patchbench.scenarios.soak import SoakResult
 from patchbench.util.workspace import Switches
 from tests import support
 from tests.support import Project, assert_nothing_left, processes_with
@@ -53,7 +54,7 @@ def test_a_soak_counts_hangs_escapes_and_failures(soak_run: tuple[results.Result
                                                   project: Project) -> None:
     res, run_dir = soak_run
     (sc,) = res.scenarios
-    assert isinstance(sc, results.SoakResult)
+    assert isinstance(sc, SoakResult)
     assert (sc.deadline_s, sc.block) == (1, BLOCK)
     assert [c.name for c in sc.conditions] == ["default", "gomaxprocs-1"]
     blocks = RUNS // BLOCK
@@ -102,7 +103,7 @@ def test_a_soak_counts_hangs_escapes_and_failures(soak_run: tuple[results.Result
     assert_nothing_left(project.builds, project.cache)
 
 
-def cand_evidence_named(md: str, sc: results.SoakResult) -> bool:
+def cand_evidence_named(md: str, sc: SoakResult) -> bool:
     return all(f"]({n})" in md for c in sc.conditions for n in c.per_variant[CAND].evidence)
 
 
@@ -113,7 +114,7 @@ def test_a_clean_soak_passes_the_gate_and_a_budget_stops_it(project: Project) ->
     res, run_dir = support.compare(project.load(), project.options(), "fx", seed=1)
     parsed = results.parse(res, "test")
     (sc,) = parsed.scenarios
-    assert isinstance(sc, results.SoakResult)
+    assert isinstance(sc, SoakResult)
     (cond,) = sc.conditions
     # the budget is checked between rounds: one round of blocks ran, then it stopped
     assert cond.stopped_by == "budget" and cond.blocks == 1

@@ -161,16 +161,16 @@ def context(tmp_path: Path, runtime: Any, sc: CtrStressConfig | None = None
         project_root=tmp_path, alpha=0.05, min_effect=0.02)
 
 
-def census(**kw: int) -> results.CtrStressCensus:
+def census(**kw: int) -> ctrstress.CtrStressCensus:
     base = dict.fromkeys(("mounts", "idmapped_mounts", "snapshots", "snapshot_dirs", "shims",
                           "tasks", "containers"), 0)
-    return results.CtrStressCensus(**{**base, **kw})
+    return ctrstress.CtrStressCensus(**{**base, **kw})
 
 
-def round_(variant: str, n: int, *, left: results.CtrStressCensus | None = None,
+def round_(variant: str, n: int, *, left: ctrstress.CtrStressCensus | None = None,
            fresh_ok: bool = True, hangs: int = 0, action: str = "kill",
-           fresh_left: results.CtrStressCensus | None = None) -> results.CtrStressRound:
-    return results.CtrStressRound(
+           fresh_left: ctrstress.CtrStressCensus | None = None) -> ctrstress.CtrStressRound:
+    return ctrstress.CtrStressRound(
         round=n, variant=variant, layers=64, k=8, action=action, delay_s=0.5,
         exit_codes=[0] * 7 + [None if hangs else 137], kill_errors=1, hangs=hangs,
         action_outcomes={"restart": 1} if action == "restart" else {"hit": 1, "missed": 7},
@@ -204,7 +204,7 @@ def test_run_applies_each_rounds_draw_to_every_variant_interleaved(
     calls: list[tuple[str, ctrstress.Draw, int]] = []
 
     def fake_round(ctx: Any, variant: str, d: Any, image: FakeImage, draw: ctrstress.Draw,
-                   log: Path) -> results.CtrStressRound:
+                   log: Path) -> ctrstress.CtrStressRound:
         calls.append((variant, draw, image.layers))
         bad = variant != "baseline" and draw.layers == 64
         return round_(variant, draw.round, action=draw.action,
@@ -366,7 +366,7 @@ def test_totals_sum_leftovers_after_rounds_and_fresh_starts() -> None:
     assert t == {"rounds": 3, "hangs": 2, "kill_errors": 3, "fresh_failures": 1, "mounts": 3,
                  "idmapped_mounts": 3, "snapshots": 0, "snapshot_dirs": 2, "shims": 1,
                  "tasks": 0, "containers": 0, "rounds_with_leftovers": 1}
-    assert results.CtrStressVariant(**t, actions={"kill": 3}).shims == 1
+    assert ctrstress.CtrStressVariant(**t, actions={"kill": 3}).shims == 1
 
 
 def test_gate_rule() -> None:
@@ -397,18 +397,18 @@ def test_gate_rule() -> None:
         "s y: 2 hangs (the baseline b: none)"]
 
 
-def ctrstress_result(fix_left: int = 0, fix_fresh_fail: bool = False) -> results.CtrStressResult:
+def ctrstress_result(fix_left: int = 0, fix_fresh_fail: bool = False) -> ctrstress.CtrStressResult:
     rounds = []
     for n, action in ((1, "kill"), (2, "restart")):
         rounds.append(round_("baseline", n, action=action))
         rounds.append(round_("fix", n, action=action, fresh_ok=not (fix_fresh_fail and n == 2),
                              left=census(mounts=fix_left, idmapped_mounts=fix_left)))
-    per = {v: results.CtrStressVariant(
+    per = {v: ctrstress.CtrStressVariant(
         **ctrstress.totals([r for r in rounds if r.variant == v]),
         actions=dict(Counter(r.action for r in rounds if r.variant == v)),
         action_outcomes=ctrstress.outcomes([r for r in rounds if r.variant == v]))
         for v in ("baseline", "fix")}
-    return results.CtrStressResult(
+    return ctrstress.CtrStressResult(
         name="kill-restart", command="ctr run ...", runs=2, rounds=2, warmup=0,
         order=[["baseline", "fix"], ["fix", "baseline"]], layers=[64], instances=8,
         actions=["kill", "restart"], delay=[0.2, 2.0], settle=5.0, images={"64": "sha256:cc"},
@@ -418,8 +418,8 @@ def ctrstress_result(fix_left: int = 0, fix_fresh_fail: bool = False) -> results
 
 def test_result_round_trips_through_the_union() -> None:
     res = ctrstress_result(fix_left=2)
-    back = TypeAdapter(results.ScenarioResult).validate_python(res.model_dump(mode="json"))
-    assert isinstance(back, results.CtrStressResult) and back == res
+    back = TypeAdapter(results.AnyScenarioResult).validate_python(res.model_dump(mode="json"))
+    assert isinstance(back, ctrstress.CtrStressResult) and back == res
 
 
 def test_kind_gate_and_the_run_gate() -> None:
@@ -482,7 +482,7 @@ def test_a_hung_client_s_evidence_reaches_the_report_folder(
     sleeper = subprocess.Popen(["sleep", "30.5913"], start_new_session=True)
 
     def fake_round(ctx: Any, variant: str, d: Any, image: FakeImage, draw: ctrstress.Draw,
-                   log: Path) -> results.CtrStressRound:
+                   log: Path) -> ctrstress.CtrStressRound:
         one = round_(variant, draw.round, action=draw.action,
                      hangs=int(variant != "baseline" and draw.round == 3))
         if one.hangs:  # what run_round saves for a `ctr run` client still running at timeout

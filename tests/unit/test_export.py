@@ -62,11 +62,13 @@ def test_hyperfine_export_has_every_cell_with_every_run(key: str) -> None:
 
 
 def test_hyperfine_export_weights_rounds_by_their_runs() -> None:
-    sc = {"name": "s"}
-    cell = {"label": "b", "params": {}, "samples": {
-        "times": [1.0, 2.0, 3.0], "exit_codes": [0, 0, 0], "user": [], "system": [],
-        "hyperfine": [{"times": [1.0], "user": 0.1, "system": 0.3},
-                      {"times": [2.0, 3.0], "user": 0.4, "system": 0.6}]}}
+    run = results_mod.load(RUNS[DEMO])
+    sc = run.scenarios[0]
+    assert isinstance(sc, results_mod.TimedResult)
+    cell = sc.cells[0].model_copy(update={"samples": results_mod.Samples(
+        times=[1.0, 2.0, 3.0], exit_codes=[0, 0, 0], user=[], system=[],
+        hyperfine=[{"times": [1.0], "user": 0.1, "system": 0.3},
+                   {"times": [2.0, 3.0], "user": 0.4, "system": 0.6}])})
     (entry,) = export.hyperfine_cell(sc, cell)["results"]
     assert entry["user"] == pytest.approx((0.1 + 2 * 0.4) / 3)
     assert entry["system"] == pytest.approx((0.3 + 2 * 0.6) / 3)

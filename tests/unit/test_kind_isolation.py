@@ -1,29 +1,37 @@
 """A scenario kind is one module: no other module of patchbench names a kind (a string equal to a
-registered kind's name) or checks for one (``isinstance`` against a kind's result class, or an
-import of one). The report formatters, the job summary and merge reach a kind through the
-registry (``patchbench.scenarios.KINDS``) instead."""
+registered kind's name) or one of its result classes (its result model and the records it is made
+of: an import, an ``isinstance`` or any other mention). The report formatters, the job summary,
+merge and results.json's loader reach a kind through the registry (``patchbench.scenarios``, which
+registers each kind's result model with ``patchbench.results``) instead. A kind defined elsewhere
+(here, in this test) plugs in the same way."""
 
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
+import json
+import sys
 import typing
+from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from patchbench import results, scenarios
+from patchbench import gate, results, scenarios
 from patchbench.config.scenarios import CONFIGS, AnyScenario, ScenarioConfig
+from patchbench.errors import ReportError
+from patchbench.report import markdown
+from patchbench.report.blocks import Across, Block, Table, text
+from patchbench.scenarios.base import ScenarioContext
 from tests.support import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "patchbench"
 REGISTRY = "patchbench/scenarios/__init__.py"
 # Where a kind's name may appear for another reason, each with why.
 ALLOWED_FILES = {
-    # the result models (and the upgrades of older results versions) still live here; moving
-    # each into its kind's module needs a registry-built union (issue 17, a later step)
-    "patchbench/results.py": "the result models",
     # a bisect or history step is measured with one of the two kinds that give a time (command)
     # or a hang count (soak): it reads those two results by design
     "patchbench/bisect/judge.py": "bisect judges command and soak results",
@@ -52,14 +60,30 @@ def own_modules() -> dict[str, str]:
     return out
 
 
+def owns(module: str, path: str) -> bool:
+    """Whether ``path`` is the kind module ``module`` or one of its helpers (``stress.py`` owns
+    ``stress_signals.py``)."""
+    return path == module or path.startswith(module.removesuffix(".py") + "_")
+
+
 def result_classes() -> dict[str, str]:
-    """A kind's result class name -> its kind (the models whose ``kind`` defaults to it)."""
+    """A kind's result class name -> its kind: its registered result model and every pydantic
+    model its own modules define (the records it is made of)."""
+    kinds = own_modules()
     out = {}
-    for obj in vars(results).values():
-        if isinstance(obj, type) and issubclass(obj, BaseModel) and "kind" in obj.model_fields:
-            default = obj.model_fields["kind"].default
-            if default in scenarios.KINDS:
-                out[obj.__name__] = default
+    for name, model in results.result_models().items():
+        out[model.__name__] = name
+        for module in list(sys.modules.values()):
+            file = getattr(module, "__file__", None)
+            if not file or not Path(file).resolve().is_relative_to(REPO_ROOT):
+                continue
+            path = Path(file).resolve().relative_to(REPO_ROOT).as_posix()
+            if not owns(kinds[name], path):
+                continue
+            for obj in vars(module).values():
+                if (isinstance(obj, type) and issubclass(obj, BaseModel)
+                        and obj.__module__ == module.__name__):
+                    out[obj.__name__] = name
     return out
 
 
@@ -98,12 +122,14 @@ def leaks(source: str, path: str, kinds: dict[str, str], classes: dict[str, str]
     """Where ``source`` (the file at ``path``) names or checks for a kind not its own."""
     if path == REGISTRY or path in ALLOWED_FILES:
         return []
-    own = {k for k, p in kinds.items() if p == path}
+    own = {k for k, p in kinds.items() if owns(p, path)}
     tree = ast.parse(source)
     fields = field_names(tree)
     if path == CONFIG_MODELS:
         fields |= kind_fields(tree)
     out = []
+    checked: set[int] = set()  # names already reported as part of an isinstance
+    foreign = {c for c, k in classes.items() if k not in own}
     for node in ast.walk(tree):
         if (isinstance(node, ast.Constant) and isinstance(node.value, str)
                 and node.value in kinds and node.value not in own and id(node) not in fields
@@ -111,13 +137,18 @@ def leaks(source: str, path: str, kinds: dict[str, str], classes: dict[str, str]
             out.append(f"{path}:{node.lineno}: the kind name {node.value!r}")
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
               and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2):
-            for name in sorted(names_in(node.args[1]) & set(classes)):
-                if classes[name] not in own:
-                    out.append(f"{path}:{node.lineno}: isinstance against {name}")
+            for name in sorted(names_in(node.args[1]) & foreign):
+                out.append(f"{path}:{node.lineno}: isinstance against {name}")
+            checked |= {id(n) for n in ast.walk(node.args[1])}
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                if alias.name in classes and classes[alias.name] not in own:
+                if alias.name in foreign:
                     out.append(f"{path}:{node.lineno}: imports {alias.name}")
+        elif id(node) not in checked and (
+                (isinstance(node, ast.Name) and node.id in foreign)
+                or (isinstance(node, ast.Attribute) and node.attr in foreign)):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            out.append(f"{path}:{node.lineno}: names {name}")
     return out
 
 
@@ -133,17 +164,25 @@ def test_no_kind_leaks_out_of_its_module() -> None:
 
 def test_the_check_finds_a_leak() -> None:
     kinds, classes = own_modules(), result_classes()
-    (stress_class,) = [c for c, k in classes.items() if k == "stress"]
-    source = (f"from patchbench.results import {stress_class}\n"
+    stress_class = results.result_models()["stress"].__name__
+    (record,) = [c for c, k in classes.items() if k == "stress" and c.endswith("Round")]
+    source = (f"from patchbench.scenarios.stress import {stress_class}\n"
               "def f(sc, row):\n"
-              "    if sc.kind == 'stress' or isinstance(sc, (int, results.%s)):\n"
-              "        return row['stress'], {'stress': 1}, row.get('stress')\n") % stress_class
+              "    if sc.kind == 'stress' or isinstance(sc, (int, stress.%s)):\n"
+              "        return row['stress'], {'stress': 1}, row.get('stress')\n"
+              "def g(sc: %s) -> list[stress.%s]:\n"
+              "    return []\n") % (stress_class, stress_class, record)
     assert sorted(leaks(source, "patchbench/report/html.py", kinds, classes)) == [
         f"patchbench/report/html.py:1: imports {stress_class}",
         f"patchbench/report/html.py:3: isinstance against {stress_class}",
         "patchbench/report/html.py:3: the kind name 'stress'",
+        *sorted([f"patchbench/report/html.py:5: names {record}",
+                 f"patchbench/report/html.py:5: names {stress_class}"]),
     ]
     assert leaks(source, kinds["stress"], kinds, classes) == []  # in its own module
+    assert leaks(source, "patchbench/scenarios/stress_signals.py", kinds, classes) == []  # helper
+    # the records of every kind are found, also those of a kind's helper module
+    assert {"SignalCount", record, "PhaseCell", "SoakCondition"} <= set(classes)
 
 
 def test_the_config_models_name_a_kind_only_in_its_kind_field() -> None:
@@ -162,10 +201,15 @@ def test_the_config_models_name_a_kind_only_in_its_kind_field() -> None:
 
 def test_every_config_kind_has_a_registered_kind_and_back() -> None:
     assert list(CONFIGS) == list(scenarios.KINDS)  # same kinds, same order (the error lists them)
+    assert list(results.result_models()) == list(scenarios.KINDS)
     for name, kind in scenarios.KINDS.items():
         assert kind.name == name
         assert kind.config is CONFIGS[name]
         assert CONFIGS[name].model_fields["kind"].default == name
+        assert results.result_models()[name] is kind.result
+        assert kind.result.model_fields["kind"].default == name
+        # a kind's result model lives in its own module
+        assert kind.result.__module__ == type(kind).__module__
 
 
 def test_the_union_is_built_from_the_config_models() -> None:
@@ -178,3 +222,135 @@ def test_the_union_is_built_from_the_config_models() -> None:
     with pytest.raises(ValidationError, match="unknown scenario kind \\(known: "
                        + ", ".join(scenarios.KINDS) + "\\)"):
         adapter.validate_python({"kind": "nope", "name": "x"})
+
+
+# --- a kind defined outside patchbench plugs in through the registry ------------------------
+
+
+class ToyConfig(ScenarioConfig):
+    kind: Literal["toy"] = Field(default="toy")
+    size: int = 3
+
+
+class ToyRecord(results.Record):
+    size: int
+    left: list[str] = Field(default_factory=list)
+
+
+class ToyResult(results.ScenarioResult):
+    kind: Literal["toy"] = "toy"
+    record: ToyRecord
+    sizes: list[int] = Field(default_factory=list)
+
+    # results version 4 had ``size`` at the top; version 5 keeps it in ``record``
+    upgrades: ClassVar[dict[int, results.ScenarioUpgrade]] = {
+        4: lambda sc: {**{k: v for k, v in sc.items() if k != "size"},
+                       "record": {"size": sc["size"]}}}
+
+
+class ToyKind:
+    name = "toy"
+    config: ClassVar[type[ScenarioConfig]] = ToyConfig
+    result: ClassVar[type[results.ScenarioResult]] = ToyResult
+
+    def plan(self, ctx: ScenarioContext[ToyConfig]) -> list[str]:
+        return [f"  toy of {ctx.scenario.size}"]
+
+    def run(self, ctx: ScenarioContext[ToyConfig]) -> tuple[ToyResult, list[str]]:
+        raise AssertionError("not run here")
+
+    def gate(self, result: ToyResult) -> list[str]:
+        return [f"{result.name}: left {', '.join(result.record.left)}"] if result.record.left else []
+
+    def report(self, result: ToyResult, *, details: bool = True) -> list[Block]:
+        return [text(f"The toy was of size {result.record.size}.")]
+
+    def page(self, result: ToyResult) -> list[Block]:
+        return self.report(result)
+
+    def summary(self, result: ToyResult) -> Table | None:
+        return None
+
+    def across(self, result: ToyResult) -> Across | None:
+        return None
+
+
+@pytest.fixture
+def toy() -> Iterator[ToyKind]:
+    kind = ToyKind()
+    scenarios.register(kind)
+    try:
+        yield kind
+    finally:
+        scenarios.unregister(kind.name)
+    assert "toy" not in results.result_models()
+
+
+def a_run(*extra: dict[str, object], version: int = results.SCHEMA_VERSION) -> dict[str, object]:
+    """A committed run (through the loader) with more scenario entries, as results.json holds it."""
+    data = results.load(REPO_ROOT / "reports/demo/20261129T225457Z").dump()
+    data["scenarios"] = [*data["scenarios"], *copy.deepcopy(list(extra))]
+    data["schema_version"] = version
+    return data
+
+
+TOY = {"name": "toy-1", "description": "", "command": "toy", "runs": 1, "rounds": 1,
+       "warmup": 0, "rate": None, "order": [], "kind": "toy",
+       "record": {"size": 3, "left": ["a mount"]}, "sizes": [1, 2]}
+
+
+def test_a_kind_defined_in_a_test_registers_and_round_trips(toy: ToyKind) -> None:
+    assert results.result_models()["toy"] is ToyResult and scenarios.KINDS["toy"] is toy
+    data = a_run(TOY)
+    res = results.parse(json.loads(json.dumps(data)), "toy run", untrusted=True)
+    sc = res.scenarios[-1]
+    assert isinstance(sc, ToyResult) and sc.record == ToyRecord(size=3, left=["a mount"])
+    assert res.dump() == data  # dumped exactly as given, key order too
+    assert json.dumps(res.dump()) == json.dumps(data)
+    # the rest of patchbench reaches it through the registry: its gate rule, its report
+    assert "toy-1: left a mount" in gate.failures(res)
+    assert "The toy was of size 3." in markdown.render(res)
+    # its own step of reading an older results version
+    old = {**{k: v for k, v in TOY.items() if k != "record"}, "size": 5}
+    back = results.parse(a_run(old, version=4), "toy v4").scenarios[-1]
+    assert isinstance(back, ToyResult) and back.record.size == 5
+    # its config model validates matrix.yaml's keys (its line in config.scenarios.CONFIGS
+    # would put it in the ``AnyScenario`` union)
+    assert ToyConfig.model_validate({"name": "t", "size": 4}).size == 4
+
+
+def test_a_damaged_entry_of_a_registered_kind_names_the_field(toy: ToyKind) -> None:
+    bad = {**TOY, "record": {"size": "3"}}  # a string where a number belongs
+    with pytest.raises(ReportError, match=r"scenarios\.1\.toy\.record\.size: Input should be"):
+        results.parse(a_run(bad), "toy run", untrusted=True)
+
+
+def test_an_unknown_kind_is_refused_naming_the_entry() -> None:
+    assert "toy" not in results.result_models()
+    with pytest.raises(ReportError, match=r"toy run: scenarios\.1: kind: not a scenario kind "
+                       r"this patchbench knows \(known: " + ", ".join(scenarios.KINDS) + r"\)"):
+        results.parse(a_run(TOY), "toy run", untrusted=True)
+
+
+def test_no_registered_kind_is_a_bug(monkeypatch: pytest.MonkeyPatch) -> None:
+    """results.py imports no kind: reading results before patchbench.scenarios is imported is a
+    bug (exit 3: not a PatchbenchError), not a damaged file."""
+    monkeypatch.setattr(results, "_REGISTRY", results._Registry())
+    try:
+        with pytest.raises(RuntimeError, match="no scenario kind is registered") as exc:
+            results.Results.model_rebuild(force=True)
+        assert not isinstance(exc.value, ReportError)
+    finally:
+        monkeypatch.undo()
+        results.Results.model_rebuild(force=True)
+    assert results.parse(a_run(), "run").scenarios
+
+
+def test_a_wrong_registration_is_a_bug(toy: ToyKind) -> None:
+    class OtherToy(ToyResult):
+        pass
+
+    with pytest.raises(RuntimeError, match="two result models for the kind 'toy'"):
+        results.register("toy", OtherToy)
+    with pytest.raises(RuntimeError, match="does not default to it"):
+        results.register("other", ToyResult)

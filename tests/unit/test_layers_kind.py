@@ -15,7 +15,7 @@ from patchbench.config.scenarios import AnyScenario, LayersConfig
 from patchbench.errors import ConfigError
 from patchbench.report import markdown
 from patchbench.runtimes.containerd import ContainerdRuntime
-from patchbench.scenarios.layers import KIND, fit
+from patchbench.scenarios.layers import KIND, LayersResult, MountTable, fit
 from patchbench.util.layout import Layout
 
 
@@ -79,7 +79,7 @@ def summary(median: float) -> results.Summary:
                            cv=0.0, noisy=False, median_ci=[median, median])
 
 
-def layers_result(fix_passed: bool = True, fix_left: int = 0) -> results.LayersResult:
+def layers_result(fix_passed: bool = True, fix_left: int = 0) -> LayersResult:
     cells, comps, table, left = [], [], {}, {}
     for v, t in (("baseline", 0.5), ("fix", 0.25)):
         for n in (1, 16):
@@ -87,7 +87,7 @@ def layers_result(fix_passed: bool = True, fix_left: int = 0) -> results.LayersR
             cells.append(results.Cell(variant=v, params={"L": str(n), "k": "8"}, label=label,
                                       summary=summary(t * n),
                                       samples=results.Samples(times=[t * n] * 2)))
-            table[label] = results.MountTable(peak_mounts=40 + n, slowest_read_s=0.001 * n)
+            table[label] = MountTable(peak_mounts=40 + n, slowest_read_s=0.001 * n)
             left[label] = fix_left if v == "fix" else 0
     for n in (1, 16):
         comps.append(results.Verdict(
@@ -95,7 +95,7 @@ def layers_result(fix_passed: bool = True, fix_left: int = 0) -> results.LayersR
             params=f"L={n} k=8", speedup=2.0, ci_low=1.9, ci_high=2.1, p_value=0.01,
             verdict="faster", alpha=0.05, min_effect=0.02))
     check = results.Check(command="ctr run ...", exit_code=0, passed=True, output="ok")
-    return results.LayersResult(
+    return LayersResult(
         name="scan", command="ctr run ...", runs=2, rounds=1, warmup=0, cells=cells,
         comparisons=comps, layers=[1, 16], k=[8],
         images={"1": "sha256:aa", "16": "sha256:bb"},
@@ -116,8 +116,8 @@ def layers_result(fix_passed: bool = True, fix_left: int = 0) -> results.LayersR
 
 def test_result_round_trips_through_the_union() -> None:
     res = layers_result()
-    back = TypeAdapter(results.ScenarioResult).validate_python(res.model_dump(mode="json"))
-    assert isinstance(back, results.LayersResult) and back == res
+    back = TypeAdapter(results.AnyScenarioResult).validate_python(res.model_dump(mode="json"))
+    assert isinstance(back, LayersResult) and back == res
 
 
 def test_report_blocks() -> None:

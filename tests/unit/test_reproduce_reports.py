@@ -12,6 +12,9 @@ import pytest
 from patchbench import report, results
 from patchbench.analysis import paired, stats, verdict
 from patchbench.measure import hangs
+from patchbench.scenarios.ctrstress import CtrStressResult
+from patchbench.scenarios.soak import SoakResult
+from patchbench.scenarios.stress import StressResult
 from tests.support import REPO_ROOT
 
 REPORTS = sorted((REPO_ROOT / "reports").glob("*/*/results.json"))
@@ -23,12 +26,12 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
     data = results.load(path)
     checked = 0
     for i, sc in enumerate(data.scenarios):
-        if isinstance(sc, results.StressResult):
+        if isinstance(sc, StressResult):
             continue
-        if isinstance(sc, results.SoakResult):
+        if isinstance(sc, SoakResult):
             checked += check_soak(sc)
             continue
-        if isinstance(sc, results.CtrStressResult):
+        if isinstance(sc, CtrStressResult):
             checked += check_ctrstress(sc)
             continue
         cells = {c.label: c for c in sc.cells}
@@ -44,7 +47,8 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
                 assert rec["pooled"]["p_value"] == pytest.approx(c.pooled.p_value, rel=1e-9)
                 again5 = paired.paired_verdict(base, b.rounds, cand, k.rounds, alpha=c.alpha,
                                                min_effect=c.min_effect,
-                                               min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+                                               min_rounds=c.min_rounds or stats.MIN_ROUNDS,
+                                               method=c.method)  # the rule recorded
                 assert again5.round_ratios == pytest.approx(c.round_ratios, rel=1e-12)
                 for f in ("mde", "effect_s", "p_slower", "p_equivalent"):
                     assert getattr(again5, f) == pytest.approx(getattr(c, f), rel=1e-9)
@@ -73,7 +77,7 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
         assert checked > 0
 
 
-def check_ctrstress(sc: results.CtrStressResult) -> int:
+def check_ctrstress(sc: CtrStressResult) -> int:
     """A ctrstress scenario's per-variant totals are the sums of its rounds."""
     from collections import Counter
 
@@ -88,7 +92,7 @@ def check_ctrstress(sc: results.CtrStressResult) -> int:
     return len(sc.per_variant)
 
 
-def check_soak(sc: results.SoakResult) -> int:
+def check_soak(sc: SoakResult) -> int:
     """A soak's counts come from its per-run exit codes, and its Fisher p-values from the
     counts."""
     checked = 0

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from patchbench import scenarios
 from patchbench.config.scenarios import SoakConfig
-from patchbench.results import SoakCondition, SoakResult, SoakTest, SoakVariant
+from patchbench.scenarios.soak import SoakCondition, SoakResult, SoakTest, SoakVariant
 
 
 def cfg(**kw: Any) -> SoakConfig:

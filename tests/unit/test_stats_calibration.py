@@ -74,6 +74,8 @@ def test_a_quick_run_prints_the_table(calib: ModuleType, tmp_path: Path,
     rows = [line for line in text.splitlines() if line.startswith("| shape | ")]
     assert [r.split(" | ")[1] for r in rows] == ["5x4", "10x4"]
     assert "(--quick: a smoke run" in text
+    # --until-ci: the stopping cells, with the looks planned up to the quick run's budget
+    assert "| shape (until-ci) | 5..20 | 5% | 5, 8, 12, 18, 20 | " in text
     assert str(tmp_path) not in text  # the command line shown leaves out absolute paths
 
 
@@ -97,3 +99,27 @@ def test_the_calibration_can_fail(calib: ModuleType) -> None:
     assert passed and "**Calibration passed**" in text
     assert calib.binom_sf(66, 1000, 0.05) < calib.MISS_P < calib.binom_sf(50, 1000, 0.05)
     assert calib.binom_quantile(100, 0.05, 0.95) == 9
+
+
+def test_the_stopping_rule_is_checked_and_can_fail(calib: ModuleType) -> None:
+    """A stopping rule whose false alarms are 15 % fails the calibration (each look at the
+    nominal alpha would do that); at 5 % it passes."""
+    import argparse
+
+    models = {"shape": (calib.model_shape, (30,), True)}
+    good = {"sig": 50, "false": 50, "covered": 950, "slower": 40, "equivalent": 40}
+    cells = {("shape", 30, f): calib.Tally(n=1000, counts=dict(good), mdes=[0.05])
+             for f in calib.FACTORS}
+
+    def stops(false: int) -> dict[tuple[str, int, float, float], object]:
+        counts = {**good, "false": false, "faster": 40, "budget": 100, "naive false": 150,
+                  "naive covered": 850}
+        return {("shape", 60, 0.05, f): calib.Tally(n=1000, counts=dict(counts), mdes=[28.0])
+                for f in calib.STOP_FACTORS}
+
+    args = argparse.Namespace(replicates=1000, quick=False)
+    text, passed = calib.report(cells, models, args, "cmd", 1.0, stops(150))
+    assert not passed and "- stopping shape <= 5% by 60: false @1.00: 150 of 1000" in text
+    assert "| shape (until-ci) | 5..60 | 5% | 5, 8, 12, 18, 28, 42, 60 | 28 | 10.0 | 15.0 |" in text
+    text, passed = calib.report(cells, models, args, "cmd", 1.0, stops(50))
+    assert passed

@@ -16,9 +16,9 @@ from patchbench.config.scenarios import SignalCheck, StressConfig
 from patchbench.errors import ConfigError
 from patchbench.report import html, markdown
 from patchbench.report.blocks import Chart
-from patchbench.results import SignalCount, StressBuild, StressResult
 from patchbench.scenarios import stress, stress_signals
-from patchbench.scenarios.stress import without_host
+from patchbench.scenarios.stress import StressBuild, StressResult, without_host
+from patchbench.scenarios.stress_signals import SignalCount
 
 MATRIX = """\
 version: 1
@@ -296,7 +296,7 @@ class FakeRuntime:
         return []
 
 
-def one_round(tmp_path: Path, runtime: FakeRuntime, teardown: list[str]) -> results.StressRound:
+def one_round(tmp_path: Path, runtime: FakeRuntime, teardown: list[str]) -> stress.StressRound:
     from patchbench.build import Built, Variant
     from patchbench.scenarios.base import ScenarioContext
 

@@ -13,6 +13,7 @@ from patchbench import gate, results
 from patchbench.config.scenarios import BurstConfig, CommandConfig
 from patchbench.measure import bench, hangs
 from patchbench.report import markdown
+from patchbench.scenarios.command import CommandResult
 
 SUMMARY = {"n": 4, "median": 0.1, "mean": 0.1, "stdev": 0.0, "min": 0.1, "max": 0.1, "cv": 0.0,
            "noisy": False}
@@ -75,7 +76,7 @@ def test_a_version_3_file_reads_as_runs_without_deadlines() -> None:
     res = results.parse(old, "t")
     assert res.schema_version == results.SCHEMA_VERSION == 5
     (rsc,) = res.scenarios
-    assert isinstance(rsc, results.CommandResult)
+    assert isinstance(rsc, CommandResult)
     assert rsc.deadline_s is None and all(c.hangs is None for c in rsc.cells)
     assert rsc.comparisons[0].hangs is None
     # and its report shows neither a hangs column nor a hangs section

@@ -10,6 +10,10 @@ decides the output and no path of the machine, so manifests can be committed and
 from __future__ import annotations
 
 import os
+import platform
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +23,9 @@ from patchbench.build.toolchains.runner import HostRunner, Runner, StatCachedRun
 from patchbench.config import CToolchain, GoToolchain, RustToolchain, SwiftToolchain, Target
 from patchbench.util.files import sha256_file
 
-__all__ = ["HostRunner", "Runner", "StatCachedRunner", "build_env", "describe", "differing_keys",
-           "fingerprint", "recorded_env", "source_hashes", "tree_env"]
+__all__ = ["HostRunner", "LayoutChange", "Runner", "StatCachedRunner", "build_env", "describe",
+           "differing_keys", "fingerprint", "layout_change", "recorded_env", "shared_cache",
+           "source_hashes", "tree_env"]
 
 # Passed through from the caller's environment when set; values of path-like ones are not
 # recorded in the fingerprint (they differ between machines but do not change the output).
@@ -75,6 +80,48 @@ def fingerprint(target: Target, env: dict[str, str], runner: Runner | None = Non
     return go.fingerprint(target, tc, env, runner, recorded)
 
 
+@dataclass(frozen=True)
+class LayoutChange:
+    """How a second build of the same source differs from the first in code layout only (for
+    ``compare --aa-layout``): flags appended to the build's variables, per toolchain kind."""
+
+    method: str  # the flags, in a few words
+    why: str  # what they change, and why the behaviour is the same
+    append: tuple[tuple[str, str], ...]  # (variable, flags appended to it)
+
+    def apply(self, env: dict[str, str]) -> dict[str, str]:
+        out = dict(env)
+        for key, flags in self.append:
+            out[key] = f"{out.get(key, '')} {flags}".strip()
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """What the manifest holds of it."""
+        return {"method": self.method, "why": self.why, "appended": dict(self.append)}
+
+    def key(self) -> dict[str, Any]:
+        """What the cache key holds of it: the flags (not the wording)."""
+        return {"appended": dict(self.append)}
+
+
+def layout_change(target: Target, machine: str | None = None) -> LayoutChange | str:
+    """The layout-only rebuild of ``target``'s toolchain kind, or why this kind has none
+    (Swift: xcodebuild has no option patchbench knows to reorder code without changing it)."""
+    tc = target.toolchain
+    if isinstance(tc, SwiftToolchain):
+        return "no layout-only option is known for Swift builds (xcodebuild)"
+    if isinstance(tc, CToolchain):
+        found = c.layout(tc)
+    elif isinstance(tc, RustToolchain):
+        found = rust.layout(tc, machine or platform.machine())
+    else:
+        found = go.layout(target, tc)
+    if isinstance(found, str):
+        return found
+    method, why, flags = found
+    return LayoutChange(method, why, tuple(flags.items()))
+
+
 def describe(target: Target) -> str:
     tc = target.toolchain
     if isinstance(tc, CToolchain):
@@ -94,6 +141,18 @@ def tree_env(target: Target, env: dict[str, str], tree: Path, builds: Path,
     if isinstance(tc, RustToolchain):  # also fetches the crates of a new Cargo.lock
         return rust.tree_env(target, tc, env, tree, builds, fingerprint)
     return env
+
+
+@contextmanager
+def shared_cache(target: Target, env: dict[str, str], tree: Path, builds: Path) -> Iterator[None]:
+    """Around one build in ``tree``: a Rust target holds its shared cargo target directory (and
+    dates the tree's files so that cargo recompiles only what changed); the others need nothing
+    (Go's build cache and ccache key by content)."""
+    if isinstance(target.toolchain, RustToolchain) and "CARGO_TARGET_DIR" in env:
+        with rust.shared_target(tree, env, builds, float(target.build.timeout)):
+            yield
+    else:
+        yield
 
 
 def source_hashes(tree: Path) -> dict[str, str]:

@@ -37,6 +37,21 @@ def env(tc: CToolchain) -> dict[str, str]:
     return out
 
 
+# A layout-only rebuild: every function in its own section, and GNU ld sorting the sections of
+# each wildcard by name (instead of the order of the source files): the same code, placed in
+# another order. ld.bfd and gold accept --sort-section; lld does not.
+LAYOUT_FLAGS = {"CFLAGS": "-ffunction-sections", "LDFLAGS": "-Wl,--sort-section=name"}
+
+
+def layout(tc: CToolchain) -> tuple[str, str, dict[str, str]] | str:
+    """(method, why, flags appended per variable) of a layout-only rebuild, or why there is none."""
+    if "fuse-ld=lld" in tc.ldflags or "fuse-ld=mold" in tc.ldflags:
+        return "the target links with lld or mold, which have no --sort-section"
+    return ("-ffunction-sections, ld --sort-section=name",
+            "each function gets its own section and the linker orders them by name, not by "
+            "source file: the same code in another order", dict(LAYOUT_FLAGS))
+
+
 def describe(tc: CToolchain) -> str:
     return f"{tc.cc} {tc.version}" + (" through ccache" if tc.ccache else "")
 

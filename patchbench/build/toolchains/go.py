@@ -17,6 +17,30 @@ def env(tc: GoToolchain) -> dict[str, str]:
             "GOTOOLCHAIN": f"go{tc.version}" if tc.download else "local"}
 
 
+# The linker's -randlayout (function order shuffled with a seed; go1.23.6's linker has it): a
+# second build that differs in code layout only. GOFLAGS carries it to `go build`, EXTRA_LDFLAGS to
+# a Makefile that passes its own -ldflags (runc's); a recipe giving -ldflags on its command line
+# otherwise overrides GOFLAGS', and the layout build then comes out byte-identical (the A/A says so).
+LAYOUT_SEED = 1  # nonzero: -randlayout=0 is off
+LAYOUT_SINCE = (1, 23)
+
+
+def layout(target: Target, tc: GoToolchain) -> tuple[str, str, dict[str, str]] | str:
+    """(method, why, flags appended per variable) of a layout-only rebuild, or why there is none."""
+    parts = tuple(int(x) for x in re.findall(r"\d+", tc.version)[:2])
+    if parts < LAYOUT_SINCE:
+        return (f"go {tc.version} is older than 1.23, whose linker patchbench knows to have "
+                "-randlayout")
+    if "-ldflags" in target.build.env.get("GOFLAGS", ""):
+        return ("the target's GOFLAGS already has -ldflags, which a second -ldflags would "
+                "replace (changing more than layout)")
+    flag = f"-randlayout={LAYOUT_SEED}"
+    return (f"go linker {flag}",
+            f"the linker places the functions in a shuffled order (seed {LAYOUT_SEED}); each "
+            "function's code and the behaviour are the same",
+            {"GOFLAGS": f"-ldflags={flag}", "EXTRA_LDFLAGS": flag})
+
+
 def describe(tc: GoToolchain) -> str:
     return f"go {tc.version}" + (" (downloaded through the module proxy)" if tc.download else "")
 

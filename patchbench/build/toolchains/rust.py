@@ -6,18 +6,30 @@ Crates: before a tree is built, the crates of its ``Cargo.lock`` are fetched onc
 --locked``) into ``builds/sources/cargo-home``, stamped by the lock file's sha256; every build
 then runs with ``CARGO_NET_OFFLINE=true`` and the recipe's ``--locked --offline``. A cargo
 target directory is shared by the variants of one (target, toolchain fingerprint, Cargo.lock
-hash), so a candidate starts from the baseline's compiled dependencies; cargo locks it while it
-builds. The crate cache and the target directory are remapped (``/cargo``, ``/target``) and the
+hash), so a candidate starts from the baseline's compiled dependencies and patchbench locks it for
+the whole build. The crate cache and the target directory are remapped (``/cargo``, ``/target``) and the
 workspace's own sources reach rustc relative to its root, so builds in different directories give
 the same bytes.
+
+Workspace crates: cargo judges a path crate fresh by mtimes (a source newer than its last
+compile), and every variant's worktree is a fresh checkout, so all of them were recompiled for
+every variant. ``shared_target`` records the sources of each successful build in the target
+directory (``patchbench-sources.json``: path -> sha256) and, before the next build, dates every
+file with the recorded content back to 2000-01-01 and every other file to now: cargo recompiles
+exactly the crates whose sources differ from what the directory was last built from, whichever
+variant that was. Without a record (a first or a failed build) every file is new.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import time
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +46,8 @@ TARGET_DIR = "@PATCHBENCH_CARGO_TARGET@"  # replaced by the shared target direct
 # path never reaches the output, and a RUSTFLAGS naming it (different per build) would enter
 # every unit's cargo fingerprint and make every variant's build cold.
 REMAP = f"--remap-path-prefix={CARGO_HOME}=/cargo --remap-path-prefix={TARGET_DIR}=/target"
+SOURCES_STAMP = "patchbench-sources.json"  # in the target directory: what it was last built from
+OLD_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z: older than any compile
 RECORDED = ("RUSTFLAGS", "RUSTUP_TOOLCHAIN", "CARGO_NET_OFFLINE", "CARGO_INCREMENTAL",
             "RUSTUP_AUTO_INSTALL")
 
@@ -45,6 +59,28 @@ def env(tc: RustToolchain) -> dict[str, str]:
     if tc.rustup_toolchain:
         out["RUSTUP_TOOLCHAIN"] = tc.rustup_toolchain
     return out
+
+
+# A layout-only rebuild. rustc puts every function in its own section; from 1.90 on it links
+# x86_64-unknown-linux-gnu with its bundled lld, whose --shuffle-sections orders them by a seed;
+# elsewhere the C compiler's linker (GNU ld) sorts them by name with --sort-section.
+LAYOUT_SEED = 1
+LLD_SINCE = (1, 90)
+
+
+def layout(tc: RustToolchain, machine: str) -> tuple[str, str, dict[str, str]] | str:
+    """(method, why, flags appended per variable) of a layout-only rebuild (``machine``: the
+    build machine's architecture, platform.machine()), or why there is none."""
+    version = tuple(int(x) for x in tc.version.split(".")[:2])
+    if "linker" in tc.rustflags:
+        return "the target's RUSTFLAGS choose a linker, whose layout options patchbench does not know"
+    if version >= LLD_SINCE and machine in ("x86_64", "amd64"):
+        flag = f"--shuffle-sections=.text*={LAYOUT_SEED}"
+        return (f"rust-lld {flag}", "lld places the functions' sections in a shuffled order "
+                f"(seed {LAYOUT_SEED}): the same code in another order",
+                {"RUSTFLAGS": f"-C link-arg=-Wl,{flag}"})
+    return ("ld --sort-section=name", "the linker orders the functions' sections by name: the "
+            "same code in another order", {"RUSTFLAGS": "-C link-arg=-Wl,--sort-section=name"})
 
 
 def describe(tc: RustToolchain) -> str:
@@ -118,6 +154,54 @@ def tree_env(target: Target, tc: RustToolchain, env: dict[str, str], tree: Path,
     shared.mkdir(parents=True, exist_ok=True)
     out["CARGO_TARGET_DIR"] = str(shared)
     return out
+
+
+def _source_files(tree: Path) -> dict[str, str]:
+    """Every regular file of ``tree`` (submodule worktrees too; no ``.git``, no link) by its path
+    relative to the tree, with its sha256."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        for name in filenames:
+            path = Path(dirpath) / name
+            if name == ".git" or path.is_symlink() or not path.is_file():
+                continue
+            out[path.relative_to(tree).as_posix()] = sha256_file(path)
+    return out
+
+
+def _last_sources(stamp: Path) -> dict[str, str]:
+    """The record of the target directory's last successful build; {} when there is none or it
+    is not one of ours (then every file counts as new: a full rebuild of the workspace crates)."""
+    try:
+        data = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return {}
+    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+@contextmanager
+def shared_target(tree: Path, env: dict[str, str], builds: Path, timeout: float
+                  ) -> Iterator[None]:
+    """Hold the shared target directory of ``env`` for one build in ``tree``: files whose content
+    it was last built from are dated 2000-01-01, all others now, so cargo reuses exactly the
+    crates that did not change; the record is removed before the build and written only after
+    it succeeded."""
+    shared = Path(env["CARGO_TARGET_DIR"])
+    stamp = shared / SOURCES_STAMP
+    with locks.locked(locks_dir(builds), f"cargo-target-{shared.name}", timeout):
+        files = _source_files(tree)
+        last = _last_sources(stamp)
+        stamp.unlink(missing_ok=True)  # a build that fails half-way leaves no record
+        now = time.time_ns()
+        for rel, digest in files.items():
+            when = OLD_NS if last.get(rel) == digest else now
+            os.utime(tree / rel, ns=(when, when), follow_symlinks=False)
+        yield
+        write_json_atomic(stamp, {"schema_version": 1, "files": files})
 
 
 def _field(text: str, key: str) -> str:

@@ -1,0 +1,100 @@
+"""Stopping by precision (``--until-ci PCT --max-rounds N``, issue 22): after the configured rounds,
+more rounds are added until the CI half-width of every timed comparison of a scenario reaches
+PCT or the budget of N rounds is spent, without the false alarms of optional stopping.
+
+The looks are planned before the first round: at the configured rounds R0, then each look about
+``GROWTH`` times the last (at least one whole block of the balanced order more), rounded up to a
+whole block, and the budget as the last. With K planned looks, every look is judged at
+alpha / K (alpha spent equally over the looks, Bonferroni): whatever a look shows and whenever
+the rule stops, the chance that any look gives a false "faster"/"slower" (or an interval that
+misses, or a wrong "equivalent") is at most the sum of the looks' levels, alpha. The verdict,
+its interval and the half-width compared with PCT are all at alpha / K, the level the saved
+comparison records as its ``alpha`` (so ``--gate`` and a recompute use it too).
+
+The price is width: at K = 6 looks a 95 % interval becomes a 99.2 % one (about 1.3x wider on a
+normal scale); the geometric spacing keeps K small (5 -> 60 rounds is 7 looks) for that reason.
+``benchmarks/stats_calibration.py`` (the ``stopping`` cells) shows false alarms and coverage at
+the stop, and the same stopping with every look at the nominal alpha for contrast."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+GROWTH = 1.5
+RULE = ("looks planned at the configured rounds, then about 1.5x more each (whole blocks of the "
+        "balanced order), the budget last; alpha spent equally over the planned looks "
+        "(Bonferroni): each look judged at alpha / looks")
+
+
+def planned_looks(first: int, budget: int, block: int) -> list[int]:
+    """The rounds at which the rule may stop: ``first``, then ceil(GROWTH x last) rounded up to
+    whole blocks of ``block`` rounds (at least one block more), capped by ``budget``."""
+    if first < 1 or block < 1:
+        raise ValueError(f"first ({first}) and block ({block}) must be at least 1")
+    if budget < first:
+        raise ValueError(f"the budget ({budget} rounds) is below the configured rounds ({first})")
+    looks = [first]
+    while looks[-1] < budget:
+        nxt = max(math.ceil(GROWTH * looks[-1]), looks[-1] + 1)
+        nxt = math.ceil(nxt / block) * block
+        looks.append(min(nxt, budget))
+    return looks
+
+
+def alpha_per_look(alpha: float, looks: Sequence[int]) -> float:
+    """The level of each look: alpha spent equally over the planned looks."""
+    if not looks:
+        raise ValueError("no looks planned")
+    return alpha / len(looks)
+
+
+def half_width(ci_low: float | None, ci_high: float | None) -> float | None:
+    """A ratio interval's half-width as a fraction: half its width on the log scale, as a
+    factor (exp(ln(high / low) / 2) - 1); None without an interval."""
+    if ci_low is None or ci_high is None or not ci_low > 0 or not ci_high > 0:
+        return None
+    if math.isnan(ci_low) or math.isnan(ci_high):
+        return None
+    return math.expm1((math.log(ci_high) - math.log(ci_low)) / 2)
+
+
+@dataclass(frozen=True)
+class UntilCI:
+    """``--until-ci PCT --max-rounds N``: the half-width asked for (a fraction), the budget of
+    rounds per scenario, and the nominal alpha spent over the looks."""
+
+    target: float
+    max_rounds: int
+    alpha: float
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the rule says at a look: the rounds to add (0: stop) and why it stopped."""
+
+    add: int
+    reason: str  # "" (go on), "target" or "budget"
+
+
+def decide(looks: Sequence[int], done: int, widths: Sequence[float | None], target: float
+           ) -> Decision:
+    """At ``done`` rounds, with the comparisons' half-widths ``widths``: stop when every one is
+    at most ``target`` (and there is at least one), or when no planned look is left; else add
+    the rounds to the next planned look."""
+    if widths and all(w is not None and w <= target for w in widths):
+        return Decision(0, "target")
+    later = [r for r in looks if r > done]
+    if not later:
+        return Decision(0, "budget")
+    return Decision(later[0] - done, "")
+
+
+def describe(stopped_at: int, reason: str, width: float | None, target: float) -> str:
+    """``stopped at round 23: CI half-width 1.9 % <= 2 %`` or ``... budget spent``."""
+    shown = f"{width * 100:.1f} %" if width is not None else "none"
+    if reason == "target":
+        return f"stopped at round {stopped_at}: CI half-width {shown} <= {target * 100:.3g} %"
+    return (f"stopped at round {stopped_at}: budget spent (CI half-width {shown}, "
+            f"target {target * 100:.3g} %)")
