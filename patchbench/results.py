@@ -37,7 +37,9 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   ``equivalence_low``/``equivalence_high`` (the 1 - 2 alpha interval), ``mde`` (the minimum
   detectable effect), ``effect_s`` with ``effect_ci_low_s``/``effect_ci_high_s`` (candidate minus
   baseline, seconds) and ``resolution_s`` (zero spread). Version 3 and 4 comparisons keep the
-  verdicts of their rule (``method`` says which; the new fields are null).
+  verdicts of their rule (``method`` says which; the new fields are null). Added in version 5
+  without a version change: the kind ``mounts`` (the mount syscalls of each traced start of an
+  OCI runtime CLI, per build).
 """
 
 from __future__ import annotations
@@ -534,6 +536,29 @@ class SoakResult(_Scenario):
     evidence_summary: str | None = None  # a readable account of every hang, in the run folder
 
 
+class MountStart(_Rec):
+    """One traced start of a ``mounts`` scenario: its calls and failed calls per syscall."""
+
+    variant: str
+    round: int
+    index: int  # the start's number ({i}), over all rounds
+    exit_code: int
+    calls: dict[str, int]  # syscall -> calls, every traced syscall listed
+    errors: dict[str, int]  # syscall -> calls that returned an error
+    by_comm: dict[str, int] = Field(default_factory=dict)  # process name -> calls
+
+
+class MountsResult(_Scenario):
+    """The mount syscalls of each traced start, per build (data only: the report derives the
+    counts per build and their spread from ``starts``)."""
+
+    kind: Literal["mounts"] = "mounts"
+    tracer: Literal["bpftrace", "strace"]
+    syscalls: list[str]
+    variants: list[str]  # the builds, the baseline first
+    starts: Annotated[list[MountStart], Field(max_length=MAX_CELLS)]
+
+
 def _kind_of(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("kind", "command"))
@@ -542,7 +567,7 @@ def _kind_of(value: Any) -> str:
 
 if TYPE_CHECKING:
     ScenarioResult = (CommandResult | BurstResult | StressResult | LayersResult | SoakResult
-                      | CtrStressResult)
+                      | CtrStressResult | MountsResult)
 else:
     ScenarioResult = Annotated[
         Annotated[CommandResult, Tag("command")]
@@ -550,7 +575,8 @@ else:
         | Annotated[StressResult, Tag("stress")]
         | Annotated[LayersResult, Tag("layers")]
         | Annotated[SoakResult, Tag("soak")]
-        | Annotated[CtrStressResult, Tag("ctrstress")],
+        | Annotated[CtrStressResult, Tag("ctrstress")]
+        | Annotated[MountsResult, Tag("mounts")],
         Discriminator(_kind_of),
     ]
 

@@ -11,6 +11,7 @@ pipeline and the reports never name a kind (a test checks it: tests/unit/test_ki
 - ``layers``: containerd, image layers × concurrency, with exact mount-syscall counts.
 - ``ctrstress``: containerd containers killed mid-start, its daemon restarted mid-burst;
   leftover mounts, snapshots, shims, tasks and containers counted per variant.
+- ``mounts``: traced starts of an OCI runtime CLI; the mount syscalls of each counted per build.
 - ``soak``: thousands of short runs with per-run deadlines, under conditions; hangs (with
   evidence), failures, leftovers and escaped processes counted per variant.
 """
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError
-from patchbench.scenarios import burst, command, ctrstress, layers, soak, stress
+from patchbench.scenarios import burst, command, ctrstress, layers, mounts, soak, stress
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind
 from patchbench.util.progress import say
 
@@ -34,6 +35,7 @@ KINDS: dict[str, ScenarioKind[Any, Any]] = {
     "layers": layers.KIND,
     "soak": soak.KIND,
     "ctrstress": ctrstress.KIND,
+    "mounts": mounts.KIND,
 }
 
 
