@@ -291,6 +291,9 @@ class RuncRuntime:
         bin_dir: Path | None = None, variants: Sequence[VariantBuild] = (),
     ) -> None:
         self.workdir = workdir
+        if dry_run:  # nothing built yet: the CLI the target's artifacts name (crun, youki)
+            arts = project.target(comparison.target).build.artifacts
+            self.cli = oci_cli([Path(a.rstrip("/")).name for a in arts])
         if dry_run or bin_dir is None:
             return
         self.cli = oci_cli([p.name for p in bin_dir.iterdir()])
