@@ -48,6 +48,8 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   ones keep ``PAIRED5_METHOD`` and are recomputed with its rule), and an optional top-level
   ``stopping`` (``--until-ci``: the stopping rule, its looks and why it stopped), absent
   otherwise.
+  Added in version 5 without a version change: the kind ``mounts`` (the mount syscalls of each
+  traced start of an OCI runtime CLI, per build; its model is in patchbench/scenarios/mounts.py).
 """
 
 from __future__ import annotations

@@ -120,8 +120,8 @@ class BuildPlan:
         env = toolchains.build_env(target, checkout.commit_epoch())
         backend = BACKENDS[target.build.backend]
         if isinstance(backend, docker_backend.DockerBackend):  # its image, state under builds/
-            backend.bind(target, layout.builds)
-            env = docker_backend.container_env(env)  # what the container gets, as recorded
+            image = backend.bind(target, layout.builds)
+            env = docker_backend.container_env(env, image.path)  # what the container gets
         runner = backend.runner(target.build)
         if isinstance(runner, toolchains.HostRunner):  # hashes of unchanged binaries, kept
             runner = toolchains.StatCachedRunner(runner, layout.toolchain_hashes)

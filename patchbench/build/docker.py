@@ -1,5 +1,6 @@
 """The docker backend: the recipe runs in a container of the target's build image, and so does the
-toolchain fingerprint (``runner()``), so the manifest records the Go that really built.
+toolchain fingerprint (``runner()``), so the manifest records the toolchain that really built (Go,
+C or Rust; the image recipes are in patchbench.docker.images).
 
 - The engine: ``DOCKER_HOST``, the system one, or patchbench's own dockerd under
   ``builds/engine/`` (patchbench.docker.engine), started at first use and stopped by ``close()``.
@@ -9,6 +10,9 @@ toolchain fingerprint (``runner()``), so the manifest records the Go that really
 - The patched tree and the bare source repository its ``.git`` points to are mounted at their own
   absolute paths, so git works inside (``runc --version`` keeps its ``git describe``).
 - Go's build and module caches are named volumes (``<prefix>-gocache``, ``<prefix>-gomod``).
+  C's ccache directory, Rust's crate cache and shared target directory (all under builds/, named
+  by the build environment) and the repositories of submodule worktrees are mounted at their own
+  paths, so the cache layout is the host backend's.
 - Every container has a unique name and is killed and removed on every path (timeout, error,
   Ctrl-C); every SDK error becomes a patchbench error.
 """
@@ -26,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import redact
-from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, Target
+from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, RustToolchain, Target, Toolchain
 from patchbench.docker import engine as engines
 from patchbench.docker import images
 from patchbench.errors import BuildError, CommandError, PatchbenchError, RequirementError, ToolchainError
@@ -35,15 +39,18 @@ from patchbench.util import command, files
 CACHE_ROOT = "/pb/cache"
 # host values that mean nothing inside the image (paths of this machine)
 HOST_ONLY = ("PATH", "HOME", "USER", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE", "SSL_CERT_FILE",
-             "SSL_CERT_DIR", "PKG_CONFIG_PATH", "DEVELOPER_DIR")
+             "SSL_CERT_DIR", "PKG_CONFIG_PATH", "DEVELOPER_DIR", "RUSTUP_HOME")
+# directories a build's environment names under builds/ (C: ccache; Rust: crates, target dir)
+CACHE_DIRS = ("CCACHE_DIR", "CARGO_HOME", "CARGO_TARGET_DIR")
 
 
-def container_env(env: Mapping[str, str]) -> dict[str, str]:
+def container_env(env: Mapping[str, str], path: str = images.PATH_IN_IMAGE) -> dict[str, str]:
     """The build environment as the container sees it: host paths dropped, the caches on their
-    volumes, and GOTOOLCHAIN=local (the image's Go is the pin; nothing is downloaded inside)."""
+    volumes, and GOTOOLCHAIN=local (the image's Go is the pin; nothing is downloaded inside);
+    ``path``: the image's PATH."""
     out = {k: v for k, v in env.items() if k not in HOST_ONLY}
     out.update({
-        "HOME": "/root", "PATH": images.PATH_IN_IMAGE, "TMPDIR": "/tmp",
+        "HOME": "/root", "PATH": path, "TMPDIR": "/tmp",
         "GOCACHE": f"{CACHE_ROOT}/go-build", "GOMODCACHE": f"{CACHE_ROOT}/gomod",
         "GOPATH": f"{CACHE_ROOT}/gopath", "GOTOOLCHAIN": "local",
     })
@@ -63,6 +70,18 @@ def git_common_dir(tree: Path) -> Path | None:
     if common.is_file():
         return (gitdir / common.read_text().strip()).resolve()
     return gitdir
+
+
+def repositories(tree: Path) -> list[Path]:
+    """The repositories the worktrees in ``tree`` point to: its own and every submodule's."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        if ".git" in filenames:
+            common = git_common_dir(Path(dirpath))
+            if common is not None and common not in out:
+                out.append(common)
+    return out
 
 
 class DockerBackend:
@@ -126,27 +145,35 @@ class DockerBackend:
 
     # --- the image ---------------------------------------------------------------------------
 
-    def image(self, recipe: BuildRecipe, go_version: str | None) -> images.Image:
+    def image(self, recipe: BuildRecipe, toolchain: Toolchain | None) -> images.Image:
         spec = recipe.image
         if spec is None:
             raise BuildError("the docker backend needs build.image")
-        key = json.dumps([spec if isinstance(spec, str) else spec.recipe, go_version])
+        go_version = toolchain.version if isinstance(toolchain, GoToolchain) else None
+        rust = ((toolchain.version, toolchain.rustup_toolchain)
+                if isinstance(toolchain, RustToolchain) else None)
+        key = json.dumps([spec if isinstance(spec, str) else spec.recipe, go_version, rust])
         if key not in self._images:
             eng = self.engine()
             assert self.state is not None
             if isinstance(spec, ImageRecipe):
-                if go_version is None:
+                kind = images.RECIPES[spec.recipe].toolchain
+                if kind == "go" and go_version is None:
                     raise RequirementError(f"image recipe {spec.recipe} needs a Go toolchain")
-                self._images[key] = images.ensure_recipe(eng, spec.recipe, go_version,
-                                                         self.state / "images", self.environ)
+                if kind == "rust":  # the host's Rust of the pinned release, copied in
+                    self._images[key] = images.ensure_recipe(
+                        eng, spec.recipe, None, self.state / "images", self.environ, rust=rust)
+                else:
+                    self._images[key] = images.ensure_recipe(
+                        eng, spec.recipe, go_version if kind == "go" else None,
+                        self.state / "images", self.environ)
             else:
                 self._images[key] = images.ensure_ref(eng, spec)
         return self._images[key]
 
     def image_for(self, target: Target) -> images.Image:
         """The target's build image; later ``run_recipe`` calls with its recipe use this one."""
-        tc = target.toolchain
-        image = self.image(target.build, tc.version if isinstance(tc, GoToolchain) else None)
+        image = self.image(target.build, target.toolchain)
         self._bound[target.build.model_dump_json()] = image
         return image
 
@@ -181,7 +208,7 @@ class DockerBackend:
             volumes[str(path)] = {"bind": str(path), "mode": "rw"}
         return engines.run_container(
             self.engine().client, image.id, argv, what=what or command.quote(argv),
-            env=container_env(env), workdir=str(cwd) if cwd is not None else None,
+            env=container_env(env, image.path), workdir=str(cwd) if cwd is not None else None,
             volumes=volumes, network="host", timeout=timeout, log=log, check=check, error=error,
         )
 
@@ -217,10 +244,8 @@ class DockerBackend:
     ) -> None:
         image = self.bound(recipe)
         script = " && ".join(shlex.join(argv) for argv in recipe.commands)
-        mounts = [tree]
-        common = git_common_dir(tree)
-        if common is not None:
-            mounts.append(common)
+        mounts = [tree, *repositories(tree)]
+        mounts += [Path(env[k]) for k in CACHE_DIRS if k in env and Path(env[k]).is_dir()]
         self.run(image, ["/bin/sh", "-c", script], env=env, cwd=tree, timeout=recipe.timeout,
                  error=BuildError, what=what, log=log, mounts=mounts)
 
@@ -297,10 +322,17 @@ def plan_lines(target: Target, builds: Path, environ: Mapping[str, str] | None =
     tc = target.toolchain
     if isinstance(spec, ImageRecipe):
         recipe = images.RECIPES[spec.recipe]
-        go = images.toolchain_module(tc.version) if isinstance(tc, GoToolchain) else "-"
-        img = (f"image   recipe {spec.recipe}: {recipe.description}; Go from {go} (module cache, "
-               "else go mod download, else with GOPROXY=off the host's GOROOT of that version); "
-               "docker load, identified by ID")
+        if recipe.toolchain == "go":
+            go = images.toolchain_module(tc.version) if isinstance(tc, GoToolchain) else "-"
+            layer = (f"Go from {go} (module cache, else go mod download, else with GOPROXY=off "
+                     "the host's GOROOT of that version)")
+        elif recipe.toolchain == "rust":
+            layer = (f"the host's Rust sysroot of rustc {tc.version} copied to "
+                     f"{images.RUST_IN_IMAGE}")
+        else:
+            layer = "Debian's compiler"
+        img = (f"image   recipe {spec.recipe}: {recipe.description}; {layer}; docker load, "
+               "identified by ID")
         ref = "IMAGE"
     else:
         img = f"image   {spec} (used when present, pulled only when absent)"
@@ -310,9 +342,12 @@ def plan_lines(target: Target, builds: Path, environ: Mapping[str, str] | None =
     return [
         eng,
         img,
-        f"  fingerprint in the image: docker run --rm {ref} go version; go env -json; sha256sum of "
-        "go, compile, link" + ("; cc, ld, ldd --version" if isinstance(tc, GoToolchain) and tc.cgo
-                               else ""),
+        f"  fingerprint in the image: docker run --rm {ref} " + (
+            "go version; go env -json; sha256sum of go, compile, link"
+            + ("; cc, ld, ldd --version" if tc.cgo else "") if isinstance(tc, GoToolchain) else
+            "rustc -vV; cargo -V; sha256sum of rustc, cargo, cc" if isinstance(tc, RustToolchain)
+            else "cc -dumpfullversion; sha256sum of cc, cc1, collect2, as, ld; pkg-config "
+            "--modversion of the linked libraries"),
         f"  build: docker run --rm --network host -v TREE:TREE -v SOURCE_REPO:SOURCE_REPO {vols} "
         f"-w TREE {ref} /bin/sh -c {shlex.quote(script)}",
     ]

@@ -78,7 +78,7 @@ SHARED: dict[str, Opt] = {o.name: o for o in (
     Opt("reports", "where run folders are saved (or PATCHBENCH_REPORTS)", metavar="DIR",
         default="beside the matrix: reports/"),
     Opt("verbose", "print every external command", kind="flag"),
-    Opt("backend", "build every Go target with this backend (or PATCHBENCH_BACKEND); docker uses "
+    Opt("backend", "build every Go, C and Rust target with this backend (or PATCHBENCH_BACKEND); docker uses "
         "the target's image, else a recipe image", kind="choice", choices=("host", "docker"),
         default="matrix.yaml's"),
 )}

@@ -112,17 +112,23 @@ Toolchain = Annotated[GoToolchain | SwiftToolchain | CToolchain | RustToolchain,
                       Field(discriminator="kind")]
 
 
-IMAGE_RECIPES = ("go-busybox", "debian-runc")  # made by patchbench.docker.images, no registry
+# made by patchbench.docker.images, no registry
+IMAGE_RECIPES = ("go-busybox", "debian-runc", "debian-c", "debian-rust")
 
 
 class ImageRecipe(_Model):
-    """An image patchbench builds itself (patchbench/images.py): ``{recipe: go-busybox}`` (busybox
-    plus the pinned Go, small) or ``{recipe: debian-runc}`` (Debian by mmdebstrap with runc's build
-    dependencies, plus the pinned Go)."""
+    """An image patchbench builds itself (patchbench/docker/images.py): ``{recipe: go-busybox}``
+    (busybox plus the pinned Go, small), ``{recipe: debian-runc}`` (Debian by mmdebstrap with
+    runc's build dependencies, plus the pinned Go), ``{recipe: debian-c}`` (Debian with gcc,
+    autotools and crun's libraries) or ``{recipe: debian-rust}`` (Debian with the linker, plus the
+    host's Rust toolchain of the pinned release copied in)."""
 
-    recipe: Literal["go-busybox", "debian-runc"] = Field(description=(
-        "`go-busybox` (static busybox plus the pinned Go) or `debian-runc` (Debian bookworm by "
-        "mmdebstrap with runc's build dependencies, plus the pinned Go)."))
+    recipe: Literal["go-busybox", "debian-runc", "debian-c", "debian-rust"] = Field(description=(
+        "`go-busybox` (static busybox plus the pinned Go), `debian-runc` (Debian bookworm by "
+        "mmdebstrap with runc's build dependencies, plus the pinned Go), `debian-c` (Debian "
+        "bookworm with gcc, autotools, libtool, gperf, pkg-config, python3, ccache and libyajl, "
+        "libcap, libseccomp, libsystemd) or `debian-rust` (Debian bookworm with gcc, pkg-config "
+        "and libseccomp-dev, plus the host's Rust sysroot of the pinned release)."))
 
 
 class BuildRecipe(_Model):
@@ -246,9 +252,14 @@ class Target(_Model):
 
 
 def default_image(target: Target) -> ImageRecipe:
-    """The build image for ``--backend docker`` when a target names none: Debian with a C
-    toolchain for cgo or make builds (runc), busybox plus Go otherwise."""
+    """The build image for ``--backend docker`` when a target names none: for a C target Debian
+    with its build tools (debian-c), for a Rust target Debian with the host's Rust (debian-rust);
+    for Go, Debian with a C toolchain for cgo or make builds (runc), busybox plus Go otherwise."""
     tc = target.toolchain
+    if isinstance(tc, CToolchain):
+        return ImageRecipe(recipe="debian-c")
+    if isinstance(tc, RustToolchain):
+        return ImageRecipe(recipe="debian-rust")
     cgo = isinstance(tc, GoToolchain) and tc.cgo
     if cgo or any(argv[0] == "make" for argv in target.build.commands):
         return ImageRecipe(recipe="debian-runc")
@@ -328,15 +339,15 @@ class Project:
         self.root = path.parent
 
     def with_backend(self, backend: str | None) -> Project:
-        """This project with every Go target built by ``backend`` (``--backend``): docker takes
-        the target's image, else ``default_image``; host drops the image."""
+        """This project with every Go, C and Rust target built by ``backend`` (``--backend``):
+        docker takes the target's image, else ``default_image``; host drops the image."""
         if backend is None:
             return self
         if backend not in ("host", "docker"):
             raise ConfigError(f"--backend {backend!r}: expected host or docker")
         targets = {}
         for name, t in self.matrix.targets.items():
-            if isinstance(t.toolchain, GoToolchain):
+            if isinstance(t.toolchain, GoToolchain | CToolchain | RustToolchain):
                 image = (t.build.image or default_image(t)) if backend == "docker" else None
                 t = t.model_copy(update={"build": t.build.model_copy(
                     update={"backend": backend, "image": image})})

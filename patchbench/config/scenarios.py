@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from patchbench.measure import mounttrace
 from patchbench.measure.conditions import DEFAULT, Condition
 from patchbench.util.models import Name, StrictModel
 
@@ -328,6 +329,50 @@ class LayersConfig(ScenarioConfig):
         return f", L = {self.layers}, k = {self.k}"
 
 
+class MountsConfig(ScenarioConfig):
+    """Traced starts of `command` (an OCI runtime CLI's `run`), each counted exactly: the calls of
+    every mount syscall per start, per build, and whether every start made the same."""
+
+    kind: Literal["mounts"] = Field(default="mounts", description="`mounts`.")
+    command: list[str] = Field(min_length=1, description=(
+        "One start (argv, placeholders filled; `{i}` is the start's number, `{round}` its "
+        "round), traced with its descendants."))
+    after: list[Argv] = Field(default_factory=list, description=(
+        "Commands run after every start, traced or not (e.g. `{runtime} --root {root} delete "
+        "-f {id}-m{i}`); one that fails is a warning."))
+    tracer: Literal["bpftrace", "strace"] = Field(default="bpftrace", description=(
+        "`bpftrace` (exact kernel counts, needs root; patchbench.measure.mounttrace) or `strace` "
+        "(`strace -f`: no root or tracefs needed, but ptrace slows the start)."))
+    syscalls: list[str] = Field(default_factory=lambda: [
+        "mount", "umount2", "open_tree", "move_mount", "mount_setattr"], min_length=1,
+                                description=(
+        "The syscalls counted: of " + ", ".join(f"`{s}`" for s in mounttrace.TRACEPOINTS) + "."))
+    warmup: int = Field(default=1, ge=0, description=(
+        "Untraced starts per build before the first round (their counts are not kept)."))
+    runs: int = Field(default=5, ge=1, description=(
+        "Traced starts per build in all, a multiple of `rounds`."))
+    rounds: int = Field(default=5, ge=1, description=(
+        "Rounds; each traces runs/rounds starts of every build, the builds in a seeded random "
+        "order."))
+
+    @field_validator("syscalls")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        unknown = [n for n in names if n not in mounttrace.TRACEPOINTS]
+        if unknown:
+            raise ValueError(f"{unknown} are not syscalls patchbench can count (known: "
+                             f"{', '.join(mounttrace.TRACEPOINTS)})")
+        if len(set(names)) != len(names):
+            raise ValueError("a syscall is listed twice")
+        return names
+
+    def shown_command(self) -> str:
+        return shlex.join(self.command)
+
+    def plan_detail(self) -> str:
+        return f", {self.runs} traced starts per build ({self.tracer}), {', '.join(self.syscalls)}"
+
+
 Action = Literal["kill", "delete", "restart"]
 
 
@@ -379,7 +424,7 @@ class CtrStressConfig(ScenarioConfig):
 CONFIGS: dict[str, type[ScenarioConfig]] = {
     cls.model_fields["kind"].default: cls
     for cls in (CommandConfig, BurstConfig, StressConfig, LayersConfig, SoakConfig,
-                CtrStressConfig)
+                CtrStressConfig, MountsConfig)
 }
 DEFAULT_KIND: str = CommandConfig.model_fields["kind"].default  # a scenario without ``kind``
 
@@ -401,7 +446,8 @@ AnyScenario = Annotated[
     | Annotated[StressConfig, _tag(StressConfig)]
     | Annotated[LayersConfig, _tag(LayersConfig)]
     | Annotated[SoakConfig, _tag(SoakConfig)]
-    | Annotated[CtrStressConfig, _tag(CtrStressConfig)],
+    | Annotated[CtrStressConfig, _tag(CtrStressConfig)]
+    | Annotated[MountsConfig, _tag(MountsConfig)],
     Discriminator(kind_of, custom_error_type="unknown_kind",
                   custom_error_message="unknown scenario kind (known: " + ", ".join(CONFIGS) + ")"),
 ]

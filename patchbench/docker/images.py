@@ -1,9 +1,18 @@
 """Build images, made here without a registry, and images named by digest.
 
-Two recipes (``image: {recipe: NAME}`` in a target's build):
+Four recipes (``image: {recipe: NAME}`` in a target's build):
 - ``go-busybox``: Debian's static busybox plus the pinned Go toolchain. Small: CI and the demo.
 - ``debian-runc``: a Debian rootfs made by ``mmdebstrap`` from Debian's packages (gcc, make,
   pkg-config, libseccomp-dev, git, ca-certificates) plus the pinned Go toolchain. For runc.
+- ``debian-c``: Debian by mmdebstrap with gcc, autotools, libtool, gperf, pkg-config, python3,
+  ccache and the libraries crun links (libyajl-dev, libcap-dev, libseccomp-dev, libsystemd-dev).
+  The compiler is Debian's: the target's pinned gcc version must be the image's (bookworm: 12.2.0).
+- ``debian-rust``: Debian by mmdebstrap with gcc (the linker), make, pkg-config, libseccomp-dev
+  and git, plus the host's Rust toolchain copied in (``rustc --print sysroot`` of the target's
+  ``rustup_toolchain``, its ``bin``, ``etc``, ``lib`` and ``libexec``; not ``share``, the docs) at
+  ``/usr/local/rust``. Debian's own rustc (bookworm: 1.63) is far older than what youki needs, so
+  the image holds the release the target pins; the record names where it came from and the hash
+  of the tree. Crates are fetched on the host into the source cache; the build is offline.
 
 The Go toolchain is the Go module proxy's ``golang.org/toolchain@v0.0.1-go<ver>.linux-<arch>``
 module: taken from a module cache when one holds it (offline), else from the host's GOROOT when its
@@ -44,6 +53,8 @@ FORMAT = 2  # bump when the way images are assembled changes (invalidates cached
 EPOCH = "1970-01-01T00:00:00Z"
 GOROOT_IN_IMAGE = "/usr/local/go"
 PATH_IN_IMAGE = f"{GOROOT_IN_IMAGE}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+RUST_IN_IMAGE = "/usr/local/rust"
+RUST_PATH_IN_IMAGE = f"{RUST_IN_IMAGE}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEBIAN_SUITE = "bookworm"
 
 
@@ -53,6 +64,12 @@ class Recipe:
     description: str
     base: str  # "busybox" or "debian"
     packages: tuple[str, ...] = ()
+    toolchain: str = "go"  # the layer on top: "go" (the pinned Go), "rust" (the host's), "none"
+
+    @property
+    def path(self) -> str:
+        """PATH in the image (its config and every container's environment)."""
+        return RUST_PATH_IN_IMAGE if self.toolchain == "rust" else PATH_IN_IMAGE
 
 
 RECIPES: dict[str, Recipe] = {
@@ -62,6 +79,23 @@ RECIPES: dict[str, Recipe] = {
         f"Debian {DEBIAN_SUITE} (mmdebstrap) with runc's build dependencies plus the pinned Go",
         "debian",
         ("gcc", "libc6-dev", "make", "pkg-config", "libseccomp-dev", "git", "ca-certificates"),
+    ),
+    "debian-c": Recipe(
+        "debian-c",
+        f"Debian {DEBIAN_SUITE} (mmdebstrap) with gcc, autotools, ccache and crun's libraries",
+        "debian",
+        ("gcc", "libc6-dev", "make", "autoconf", "automake", "libtool", "gperf", "pkg-config",
+         "python3", "ccache", "git", "ca-certificates", "libyajl-dev", "libcap-dev",
+         "libseccomp-dev", "libsystemd-dev"),
+        toolchain="none",
+    ),
+    "debian-rust": Recipe(
+        "debian-rust",
+        f"Debian {DEBIAN_SUITE} (mmdebstrap) with gcc, pkg-config and libseccomp-dev, plus the "
+        "host's Rust toolchain of the pinned release",
+        "debian",
+        ("gcc", "libc6-dev", "make", "pkg-config", "libseccomp-dev", "git", "ca-certificates"),
+        toolchain="rust",
     ),
 }
 
@@ -75,10 +109,93 @@ class Image:
     packages: list[str] = field(default_factory=list)  # dpkg-query -W, or the busybox version
     go: dict[str, str] = field(default_factory=dict)  # where the image's Go came from
     engine: dict[str, str] = field(default_factory=dict)
+    rust: dict[str, str] = field(default_factory=dict)  # where the image's Rust came from
+    path: str = PATH_IN_IMAGE  # PATH inside
 
     def record(self) -> dict[str, Any]:
-        return {"ref": self.ref, "id": self.id, "engine": self.engine, "go": self.go,
-                "packages": self.packages}
+        out = {"ref": self.ref, "id": self.id, "engine": self.engine, "go": self.go,
+               "packages": self.packages}
+        if self.rust:
+            out["rust"] = self.rust
+        return out
+
+
+# --- the Rust toolchain (the host's, copied in) -----------------------------------------------
+
+RUST_ENTRIES = ("bin", "etc", "lib", "libexec")  # of a sysroot: no share/ (docs, man pages)
+
+
+@dataclass(frozen=True)
+class RustTree:
+    root: Path  # the host sysroot
+    origin: str
+    release: str
+    sha256: str  # of RUST_ENTRIES (paths, modes, contents)
+
+
+def rust_tree(version: str, rustup_toolchain: str | None,
+              environ: Mapping[str, str] | None = None) -> RustTree:
+    """The host's Rust sysroot of release ``version`` (through rustup's ``rustup_toolchain`` when
+    the target names one); refused when the host has another release there."""
+    env = dict(os.environ if environ is None else environ)
+    if rustup_toolchain:
+        env["RUSTUP_TOOLCHAIN"] = rustup_toolchain
+    where = f"RUSTUP_TOOLCHAIN={rustup_toolchain}" if rustup_toolchain else "the host's default"
+    vv = command.run(["rustc", "-vV"], env=env, timeout=300, error=ToolchainError,
+                     what=f"rustc -vV ({where})").stdout
+    release = next((ln.split(": ", 1)[1].strip() for ln in vv.splitlines()
+                    if ln.startswith("release: ")), "")
+    if release != version:
+        raise ToolchainError(f"the debian-rust image copies the host's Rust {version}, but rustc "
+                             f"({where}) is {release or '?'}",
+                             hint=f"rustup toolchain install {version}, or name it with "
+                             "rustup_toolchain")
+    sysroot = Path(command.run(["rustc", "--print", "sysroot"], env=env, timeout=60,
+                               error=ToolchainError).stdout.strip()).resolve()
+    return RustTree(sysroot, f"the host's rustc {release} ({where}), copied in", release,
+                    _entries_sha256(sysroot, RUST_ENTRIES))
+
+
+def _entries_sha256(root: Path, entries: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for rel, p in _entry_paths(root, entries):
+        st = p.lstat()
+        h.update(f"{rel}\0{stat.S_IFMT(st.st_mode)}\0{_exec_mode(st.st_mode):o}\0".encode())
+        if stat.S_ISLNK(st.st_mode):
+            h.update(os.readlink(p).encode())
+        elif stat.S_ISREG(st.st_mode):
+            h.update(bytes.fromhex(sha256_file(p)))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _entry_paths(root: Path, entries: tuple[str, ...]) -> Iterator[tuple[str, Path]]:
+    for entry in entries:
+        top = root / entry
+        if top.is_dir() and not top.is_symlink():
+            yield entry, top
+            for p in _walk(top):
+                yield p.relative_to(root).as_posix(), p
+
+
+def _exec_mode(mode: int) -> int:
+    return 0o755 if mode & 0o111 else 0o644
+
+
+def _rust_layer(path: Path, tree: RustTree) -> str:
+    layer = _Layer(path)
+    dest = RUST_IN_IMAGE.lstrip("/")
+    layer.dir(dest)
+    for rel, p in _entry_paths(tree.root, RUST_ENTRIES):
+        name = f"{dest}/{rel}"
+        st = p.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            layer.symlink(name, os.readlink(p))
+        elif stat.S_ISDIR(st.st_mode):
+            layer.dir(name)
+        elif stat.S_ISREG(st.st_mode):
+            layer.regular(name, p, _exec_mode(st.st_mode))
+    return layer.close()
 
 
 # --- the Go toolchain ------------------------------------------------------------------------
@@ -315,7 +432,7 @@ def _debian_layer(path: Path, recipe: Recipe, log: Path) -> str:
     """A Debian rootfs from Debian's packages, by mmdebstrap (SOURCE_DATE_EPOCH fixed, so the
     same packages give the same tarball)."""
     if shutil.which("mmdebstrap") is None:
-        raise RequirementError("the debian-runc image needs mmdebstrap",
+        raise RequirementError(f"the {recipe.name} image needs mmdebstrap",
                                hint="apt-get install -y mmdebstrap")
     env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "SOURCE_DATE_EPOCH": "0",
            "LC_ALL": "C", "TMPDIR": str(path.parent)}
@@ -359,7 +476,7 @@ def _archive(out: Path, layers: list[Path], diff_ids: list[str], recipe: Recipe,
         "os": "linux",
         "created": EPOCH,
         "config": {
-            "Env": [f"PATH={PATH_IN_IMAGE}"],
+            "Env": [f"PATH={recipe.path}"],
             "Cmd": ["/bin/sh"],
             "WorkingDir": "/",
             "Labels": {"org.patchbench.recipe": recipe.name, "org.patchbench.key": key},
@@ -386,22 +503,36 @@ def _archive(out: Path, layers: list[Path], diff_ids: list[str], recipe: Recipe,
 # --- ensuring an image -------------------------------------------------------------------------
 
 
-def recipe_key(recipe: Recipe, go: GoTree, extra: Mapping[str, str]) -> str:
-    material = {"format": FORMAT, "recipe": recipe.name, "base": recipe.base,
-                "packages": list(recipe.packages), "suite": DEBIAN_SUITE, "go": go.sha256, **extra}
+def recipe_key(recipe: Recipe, go: GoTree | None, extra: Mapping[str, str]) -> str:
+    material: dict[str, Any] = {"format": FORMAT, "recipe": recipe.name, "base": recipe.base,
+                                "packages": list(recipe.packages), "suite": DEBIAN_SUITE, **extra}
+    if go is not None:
+        material["go"] = go.sha256
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def ensure_recipe(eng: engines.Engine, name: str, go_version: str, state: Path,
-                  environ: Mapping[str, str] | None = None) -> Image:
-    """The image of recipe ``name`` with Go ``go_version``: from the record cache when the engine
+def ensure_recipe(eng: engines.Engine, name: str, go_version: str | None, state: Path,
+                  environ: Mapping[str, str] | None = None, *,
+                  rust: tuple[str, str | None] | None = None) -> Image:
+    """The image of recipe ``name`` with Go ``go_version`` (a Go recipe) or the host's Rust
+    ``rust`` = (release, rustup toolchain) (debian-rust): from the record cache when the engine
     holds it, else built and loaded."""
     if name not in RECIPES:
         raise RequirementError(f"no image recipe {name!r}; known: {', '.join(RECIPES)}")
     recipe = RECIPES[name]
     state.mkdir(parents=True, exist_ok=True)
-    go = go_tree(go_version, state, environ)
+    go: GoTree | None = None
+    rtree: RustTree | None = None
     extra: dict[str, str] = {}
+    if recipe.toolchain == "go":
+        if go_version is None:
+            raise RequirementError(f"image recipe {name} needs a Go toolchain")
+        go = go_tree(go_version, state, environ)
+    elif recipe.toolchain == "rust":
+        if rust is None:
+            raise RequirementError(f"image recipe {name} needs a Rust toolchain (kind: rust)")
+        rtree = rust_tree(rust[0], rust[1], environ)
+        extra["rust"] = rtree.sha256
     if recipe.base == "busybox":
         extra["busybox"] = sha256_file(Path(command.which("busybox")).resolve())
     key = recipe_key(recipe, go, extra)
@@ -409,8 +540,11 @@ def ensure_recipe(eng: engines.Engine, name: str, go_version: str, state: Path,
     if record_path.is_file():
         rec = json.loads(record_path.read_text())
         if _present(eng, rec["id"]):
-            return Image(f"recipe:{name}", rec["id"], rec["packages"], rec["go"], eng.describe())
-    progress.say(f"building image {name} (Go {go_version}: {go.origin})")
+            return Image(f"recipe:{name}", rec["id"], rec["packages"], rec["go"], eng.describe(),
+                         rec.get("rust", {}), recipe.path)
+    what = (f"Go {go_version}: {go.origin}" if go is not None else
+            f"Rust {rtree.release}: {rtree.origin}" if rtree is not None else "no toolchain layer")
+    progress.say(f"building image {name} ({what})")
     log = state / f"{name}-{key[:16]}.log"
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=state) as tmp_s:
         tmp = Path(tmp_s)
@@ -424,9 +558,14 @@ def ensure_recipe(eng: engines.Engine, name: str, go_version: str, state: Path,
             diff = _debian_layer(base, recipe, log)
         layers.append(base)
         diff_ids.append(diff)
-        golayer = tmp / "go.tar"
-        diff_ids.append(_go_layer(golayer, go))
-        layers.append(golayer)
+        if go is not None:
+            golayer = tmp / "go.tar"
+            diff_ids.append(_go_layer(golayer, go))
+            layers.append(golayer)
+        if rtree is not None:
+            rustlayer = tmp / "rust.tar"
+            diff_ids.append(_rust_layer(rustlayer, rtree))
+            layers.append(rustlayer)
         archive = tmp / "image.tar"
         tag = f"patchbench/{name}:{key[:16]}"
         image_id = _archive(archive, layers, diff_ids, recipe, key, tag)
@@ -435,15 +574,20 @@ def ensure_recipe(eng: engines.Engine, name: str, go_version: str, state: Path,
                 eng.client.images.load(f)
         if not _present(eng, image_id):
             raise RequirementError(f"loading the {name} image did not produce {image_id}")
-    go_info = {"version": f"go{go_version}", "module": go.module, "origin": go.origin,
-               "tree_sha256": go.sha256}
+    go_info = ({"version": f"go{go_version}", "module": go.module, "origin": go.origin,
+                "tree_sha256": go.sha256} if go is not None else {})
+    rust_info = ({"release": rtree.release, "origin": rtree.origin, "path": RUST_IN_IMAGE,
+                  "tree_sha256": rtree.sha256} if rtree is not None else {})
     packages = package_list(eng, image_id)
     record = {"recipe": name, "key": key, "id": image_id, "tag": tag, "go": go_info,
               "packages": packages, "engine": eng.describe()}
+    if rust_info:
+        record["rust"] = rust_info
     tmp_record = record_path.with_suffix(".tmp")
     tmp_record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     os.replace(tmp_record, record_path)
-    return Image(f"recipe:{name}", image_id, packages, go_info, eng.describe())
+    return Image(f"recipe:{name}", image_id, packages, go_info, eng.describe(), rust_info,
+                 recipe.path)
 
 
 def _present(eng: engines.Engine, ref: str) -> bool:

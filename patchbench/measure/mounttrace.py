@@ -9,7 +9,9 @@ kept per syscall and per ``comm`` (containerd, containerd-shim, ctr, runc, ...).
 
 Processes are followed by thread-group id: ``sched_process_fork`` in a traced process adds the
 child; ``sched_process_exit`` removes the exiting thread's id, so a recycled id is never counted.
-strace cannot be used on containerd (its user-namespace helper runs its child under ptrace).
+strace cannot be used on containerd (its user-namespace helper runs its child under ptrace);
+for a plain OCI runtime CLI (runc, crun, youki) ``strace_trace`` counts the same calls with
+``strace -f`` instead (no root, no tracefs needed; ``parse_strace`` reads its output).
 
 bpftrace needs tracefs. When it is not mounted, bpftrace runs in a private mount namespace with
 tracefs mounted there, and the traced command is moved back into the caller's mount namespace
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import threading
 import time
@@ -38,6 +41,9 @@ SYSCALLS: dict[str, str] = {
     "mount": "mount",
     "umount2": "umount",
 }
+# every syscall a trace may name (SYSCALLS, the default, plus the new mount API's other calls)
+TRACEPOINTS: dict[str, str] = {**SYSCALLS, "fsopen": "fsopen", "fsconfig": "fsconfig",
+                               "fsmount": "fsmount", "fspick": "fspick"}
 TRACEFS_PATHS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 MAP_KEYS_MAX = 65536
 
@@ -77,12 +83,12 @@ class MountCounts:
 
 def script(roots: Sequence[int], syscalls: Sequence[str] = tuple(SYSCALLS)) -> str:
     """The bpftrace program: follow ``cpid`` and ``roots`` and their descendants, count calls."""
-    unknown = [s for s in syscalls if s not in SYSCALLS]
+    unknown = [s for s in syscalls if s not in TRACEPOINTS]
     if unknown:
         raise ValueError(f"no tracepoint known for {unknown}")
     seeds = "".join(f" @tree[{int(r)}] = 1;" for r in roots)
-    enter = ", ".join(f"tracepoint:syscalls:sys_enter_{SYSCALLS[s]}" for s in syscalls)
-    exits = ", ".join(f"tracepoint:syscalls:sys_exit_{SYSCALLS[s]}" for s in syscalls)
+    enter = ", ".join(f"tracepoint:syscalls:sys_enter_{TRACEPOINTS[s]}" for s in syscalls)
+    exits = ", ".join(f"tracepoint:syscalls:sys_exit_{TRACEPOINTS[s]}" for s in syscalls)
     return (
         f"BEGIN {{ @tree[cpid] = 1;{seeds} }}\n"
         "tracepoint:sched:sched_process_fork /@tree[pid]/ { @tree[args->child_pid] = 1; }\n"
@@ -96,7 +102,7 @@ def script(roots: Sequence[int], syscalls: Sequence[str] = tuple(SYSCALLS)) -> s
 def parse(output: str, exit_code: int, syscalls: Sequence[str] = tuple(SYSCALLS)) -> MountCounts:
     """bpftrace's ``-f json`` output -> counts. Keys look like
     ``"tracepoint:syscalls:sys_enter_mount,containerd"``."""
-    by_tp = {tp: name for name, tp in SYSCALLS.items()}
+    by_tp = {tp: name for name, tp in TRACEPOINTS.items()}
     maps: dict[str, dict[str, dict[str, int]]] = {"@calls": {}, "@errors": {}}
     for line in output.splitlines():
         line = line.strip()
@@ -192,6 +198,85 @@ def trace(
     except OSError:
         raise BenchmarkError("bpftrace wrote no output", detail=f"(log: {wd / 'bpftrace.log'})") from None
     return parse(text, code, syscalls)
+
+
+# strace -f -Y: "PID<comm> name(args) = ret", a call cut by another process's as
+# "PID<comm> name(args <unfinished ...>" and "PID<comm> <... name resumed>rest) = ret"
+_STRACE_LINE = re.compile(r"^(\d+)<(.{0,64}?)> (.*)$")
+_STRACE_CALL = re.compile(r"^([a-z0-9_]+)\(")
+_STRACE_RESUMED = re.compile(r"^<\.\.\. ([a-z0-9_]+) resumed>")
+_STRACE_RESULT = re.compile(r"\)\s+= (-?\d+|\?)(?: ([A-Z][A-Z0-9_]*))?")
+
+
+def parse_strace(output: str, exit_code: int, syscalls: Sequence[str] = tuple(SYSCALLS)
+                 ) -> MountCounts:
+    """``strace -f -Y -o FILE`` output -> counts per syscall and ``comm``. A call counts once
+    (where it starts); it is an error when it returned -1 (its ``resumed`` line says so when it
+    was cut). Lines of other syscalls, signals (``---``) and exits (``+++``) are skipped; a call
+    that never returned (``= ?``, its process killed) counts as made, not as failed."""
+    wanted = set(syscalls)
+    calls: dict[str, dict[str, int]] = {}
+    errors: dict[str, dict[str, int]] = {}
+    pending: dict[str, tuple[str, str]] = {}  # pid -> (syscall, comm) of an unfinished call
+
+    def error(name: str, comm: str, rest: str) -> None:
+        m = _STRACE_RESULT.search(rest)
+        if m is not None and m.group(1).startswith("-"):
+            per = errors.setdefault(name, {})
+            per[comm] = per.get(comm, 0) + 1
+
+    for line in output.splitlines():
+        m = _STRACE_LINE.match(line.rstrip())
+        if m is None:
+            continue
+        pid, comm, rest = m.groups()
+        if (r := _STRACE_RESUMED.match(rest)) is not None:
+            name, comm0 = pending.pop(pid, (r.group(1), comm))
+            if name in wanted:
+                error(name, comm0, rest)
+            continue
+        c = _STRACE_CALL.match(rest)
+        if c is None or c.group(1) not in wanted:
+            continue
+        name = c.group(1)
+        per = calls.setdefault(name, {})
+        per[comm] = per.get(comm, 0) + 1
+        if rest.endswith("<unfinished ...>"):
+            pending[pid] = (name, comm)
+        else:
+            error(name, comm, rest)
+    return MountCounts(calls, errors, exit_code, tuple(syscalls))
+
+
+def strace_trace(
+    argv: Sequence[str | os.PathLike[str]],
+    workdir: Path,
+    *,
+    syscalls: Sequence[str] = tuple(SYSCALLS),
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+) -> MountCounts:
+    """Run ``argv`` under ``strace -f`` and return the counts of it and its descendants (for an
+    OCI runtime CLI: the CLI, the container's init and what they fork). ``argv``'s output goes to
+    ``workdir/command.log``; its exit code is in the result (strace exits with it)."""
+    unknown = [s for s in syscalls if s not in TRACEPOINTS]
+    if unknown:
+        raise ValueError(f"no syscall known for {unknown}")
+    command.which("strace")
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = workdir / "strace.txt"
+    out.unlink(missing_ok=True)
+    st = ["strace", "-f", "-qq", "-Y", "-e", "signal=none", "-e", "trace=" + ",".join(syscalls),
+          "-o", str(out), "--", *(str(a) for a in argv)]
+    res = command.run(st, env=dict(env) if env is not None else None, timeout=timeout,
+                      check=False, log=workdir / "command.log", error=BenchmarkError,
+                      what="strace (mount syscall count)")
+    try:
+        text = out.read_text()
+    except OSError:
+        raise BenchmarkError("strace wrote no output",
+                             detail=f"(log: {workdir / 'command.log'})") from None
+    return parse_strace(text, res.returncode, syscalls)
 
 
 @dataclass(frozen=True)

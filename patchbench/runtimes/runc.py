@@ -150,11 +150,21 @@ def make_bundles(workdir: Path, runc: Path, rootfs_spec: str | None, project_roo
     return origin
 
 
+def container_ids(listing: str) -> list[str]:
+    """The container ids in ``<cli> list -q`` output: one per line (runc, crun). youki ignores
+    ``-q`` and prints its table (a header ``ID  PID  STATUS ...``, then one row per container,
+    even with none): then each row's first column."""
+    lines = [line.strip() for line in listing.splitlines() if line.strip()]
+    if lines and lines[0].split()[:3] == ["ID", "PID", "STATUS"]:
+        return [line.split()[0] for line in lines[1:]]
+    return lines
+
+
 def list_containers(runc: Path, root: Path) -> list[str]:
     if not root.exists():
         return []
     res = command.run([runc, "--root", root, "list", "-q"], timeout=30, check=False)
-    return [line.strip() for line in res.stdout.splitlines() if line.strip()]
+    return container_ids(res.stdout)
 
 
 def cgroups_of(prefix: str, base: Path = CGROUP_ROOT) -> list[Path]:
@@ -281,6 +291,9 @@ class RuncRuntime:
         bin_dir: Path | None = None, variants: Sequence[VariantBuild] = (),
     ) -> None:
         self.workdir = workdir
+        if dry_run:  # nothing built yet: the CLI the target's artifacts name (crun, youki)
+            arts = project.target(comparison.target).build.artifacts
+            self.cli = oci_cli([Path(a.rstrip("/")).name for a in arts])
         if dry_run or bin_dir is None:
             return
         self.cli = oci_cli([p.name for p in bin_dir.iterdir()])

@@ -18,6 +18,7 @@ tests/unit/test_kind_isolation.py).
 - ``layers``: containerd, image layers × concurrency, with exact mount-syscall counts.
 - ``ctrstress``: containerd containers killed mid-start, its daemon restarted mid-burst;
   leftover mounts, snapshots, shims, tasks and containers counted per variant.
+- ``mounts``: traced starts of an OCI runtime CLI; the mount syscalls of each counted per build.
 - ``soak``: thousands of short runs with per-run deadlines, under conditions; hangs (with
   evidence), failures, leftovers and escaped processes counted per variant.
 """
@@ -31,7 +32,7 @@ from pydantic import ValidationError
 from patchbench import results
 from patchbench.config.scenarios import DEFAULT_KIND, ScenarioConfig
 from patchbench.errors import ConfigError
-from patchbench.scenarios import burst, command, ctrstress, layers, soak, stress
+from patchbench.scenarios import burst, command, ctrstress, layers, mounts, soak, stress
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind
 from patchbench.util.progress import say
 
@@ -61,6 +62,7 @@ for _kind in (
     layers.KIND,
     soak.KIND,
     ctrstress.KIND,
+    mounts.KIND,
 ):
     register(_kind)
 del _kind

@@ -16,7 +16,7 @@ class Workspace:
     builds: Path
     reports: Path
     sources: dict[str, str] = field(default_factory=dict)  # --source TARGET=PATH_OR_URL
-    backend: str | None = None  # --backend: build every Go target with this one (host, docker)
+    backend: str | None = None  # --backend: build every Go, C and Rust target with this one
     source_flags: frozenset[str] = frozenset()  # the targets named by --source (not the env)
     verbose: bool = False  # --verbose (or PATCHBENCH_VERBOSE): every external command is shown
 

@@ -10,6 +10,7 @@ from typing import Any
 import docker.errors
 import pytest
 import requests.exceptions
+import yaml
 
 from patchbench.build import docker as docker_backend
 from patchbench.docker import engine, images
@@ -247,3 +248,96 @@ def test_removing_volumes_that_were_never_made_is_not_an_error() -> None:
     be._engine = SimpleNamespace(client=SimpleNamespace(volumes=SimpleNamespace(get=get)))  # type: ignore[assignment]
     be.remove_volumes()  # no BuildError
     assert sorted(asked) == sorted(be.volumes())
+
+
+def test_c_and_rust_targets_get_their_recipes_and_plan_lines(tmp_path: Path) -> None:
+    from patchbench import config
+
+    def target(tc: dict[str, Any], commands: list[list[str]]) -> config.Target:
+        return config.Target.model_validate({
+            "url": "x", "ref": "v1", "commit": "0" * 40, "toolchain": tc,
+            "build": {"commands": commands, "artifacts": ["a"]}})
+
+    c = target({"kind": "c", "version": "12.2.0", "libraries": ["libcap"]}, [["make", "crun"]])
+    r = target({"kind": "rust", "version": "1.95.0"}, [["cargo", "build", "--offline"]])
+    assert config.default_image(c).recipe == "debian-c"
+    assert config.default_image(r).recipe == "debian-rust"
+    for t, recipe, words in ((c, "debian-c", ("Debian's compiler", "cc1, collect2, as, ld")),
+                             (r, "debian-rust", (f"copied to {images.RUST_IN_IMAGE}",
+                                                 "rustc -vV; cargo -V"))):
+        docker_t = t.model_copy(update={"build": t.build.model_copy(
+            update={"backend": "docker", "image": config.default_image(t)})})
+        text = "\n".join(docker_backend.plan_lines(docker_t, tmp_path, environ={}))
+        assert f"recipe {recipe}" in text and all(w in text for w in words), text
+        assert "go version" not in text
+    assert images.RECIPES["debian-c"].toolchain == "none"
+    assert {"libyajl-dev", "libcap-dev", "libseccomp-dev", "gperf", "ccache"} <= set(
+        images.RECIPES["debian-c"].packages)
+    assert images.RECIPES["debian-rust"].path.startswith(f"{images.RUST_IN_IMAGE}/bin:")
+    assert images.RECIPES["debian-runc"].path == images.PATH_IN_IMAGE  # Go images as before
+
+
+def test_backend_switch_takes_c_and_rust_targets_too(tmp_path: Path) -> None:
+    from patchbench import config
+
+    (tmp_path / "matrix.yaml").write_text(yaml.safe_dump({"version": 1, "targets": {
+        "c": {"url": "x", "ref": "v1", "commit": "0" * 40,
+              "toolchain": {"kind": "c", "version": "12.2.0"},
+              "build": {"commands": [["make"]], "artifacts": ["a"]}},
+        "r": {"url": "x", "ref": "v1", "commit": "0" * 40,
+              "toolchain": {"kind": "rust", "version": "1.95.0"},
+              "build": {"commands": [["cargo", "build"]], "artifacts": ["a"]}}},
+        "comparisons": {}}))
+    docker_p = config.load(tmp_path / "matrix.yaml").with_backend("docker")
+    assert docker_p.target("c").build.image == config.ImageRecipe(recipe="debian-c")
+    assert docker_p.target("r").build.image == config.ImageRecipe(recipe="debian-rust")
+    assert {docker_p.target(n).build.backend for n in ("c", "r")} == {"docker"}
+
+
+def test_container_env_takes_the_images_path_and_drops_rustup_home() -> None:
+    env = docker_backend.container_env({"PATH": "/host/bin", "RUSTUP_HOME": "/host/.rustup",
+                                        "CARGO_HOME": "/b/sources/cargo-home"},
+                                       images.RUST_PATH_IN_IMAGE)
+    assert env["PATH"] == images.RUST_PATH_IN_IMAGE and "RUSTUP_HOME" not in env
+    assert env["CARGO_HOME"] == "/b/sources/cargo-home"  # under builds/: mounted at its path
+
+
+def test_repositories_of_a_tree_and_its_submodule_worktrees(tmp_path: Path) -> None:
+    def worktree(tree: Path, bare: Path) -> None:
+        gitdir = bare / "worktrees" / tree.name
+        gitdir.mkdir(parents=True)
+        (gitdir / "commondir").write_text("../..\n")
+        tree.mkdir(parents=True, exist_ok=True)
+        (tree / ".git").write_text(f"gitdir: {gitdir}\n")
+
+    tree = tmp_path / "src"
+    worktree(tree, tmp_path / "crun.git")
+    worktree(tree / "libocispec", tmp_path / "libocispec.git")
+    worktree(tree / "libocispec" / "runtime-spec", tmp_path / "runtime-spec.git")
+    assert docker_backend.repositories(tree) == [
+        (tmp_path / n).resolve() for n in ("crun.git", "libocispec.git", "runtime-spec.git")]
+
+
+def test_rust_tree_refuses_another_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from patchbench.util import command as cmd
+
+    def fake_run(argv: Any, **_: Any) -> cmd.Result:
+        out = "rustc 1.94.0\nrelease: 1.94.0\n" if "-vV" in argv else str(tmp_path)
+        return cmd.Result(tuple(argv), 0, out, "", 0.0)
+
+    monkeypatch.setattr(images.command, "run", fake_run)
+    with pytest.raises(ToolchainError, match=r"copies the host's Rust 1.95.0, but rustc .* is "
+                                             r"1.94.0"):
+        images.rust_tree("1.95.0", "1.95.0-x86_64-unknown-linux-gnu")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "rustc").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "rustc").chmod(0o755)
+    (tmp_path / "share").mkdir()
+    (tmp_path / "share" / "doc").write_text("docs are not copied")
+    tree = images.rust_tree("1.94.0", None)
+    assert tree.release == "1.94.0" and tree.root == tmp_path.resolve()
+    before = tree.sha256
+    (tmp_path / "share" / "doc").write_text("changed docs change nothing")
+    assert images.rust_tree("1.94.0", None).sha256 == before
+    (tmp_path / "bin" / "rustc").chmod(0o644)  # a mode of a copied file does
+    assert images.rust_tree("1.94.0", None).sha256 != before

@@ -28,7 +28,7 @@ def test_script_subset_and_unknown() -> None:
     text = mounttrace.script([], ["mount"])
     assert "sys_enter_mount " in text and "open_tree" not in text
     with pytest.raises(ValueError):
-        mounttrace.script([], ["fsmount"])
+        mounttrace.script([], ["pivot_root"])
 
 
 def line(name: str, entries: dict[str, int]) -> str:
@@ -65,7 +65,7 @@ def test_parse_empty_and_unexpected() -> None:
     assert mounttrace.parse("", 3).total() == 0
     assert mounttrace.parse("", 3).exit_code == 3
     with pytest.raises(BenchmarkError):
-        mounttrace.parse(line("@calls", {"tracepoint:syscalls:sys_enter_fsmount,x": 1}), 0)
+        mounttrace.parse(line("@calls", {"tracepoint:syscalls:sys_enter_pivot_root,x": 1}), 0)
 
 
 def test_tracefs_detection(tmp_path: Path) -> None:

@@ -78,3 +78,14 @@ def test_crun_on_hybrid_cgroups_with_v2_controllers_is_refused_before_building(
     (unified / "cgroup.controllers").write_text("")
     RuncRuntime(cgroup_base=linux_root).check(
         None, comparison(target="crun"), oci_target("crun"))  # type: ignore[arg-type]
+
+
+def test_container_ids_of_runc_crun_and_youki_listings() -> None:
+    assert runc.container_ids("pb-1-a+-run\npb-1-a+-k1-0\n\n") == ["pb-1-a+-run", "pb-1-a+-k1-0"]
+    # youki ignores -q: its table, header and all, also when it lists nothing
+    header = "ID                        PID   STATUS   BUNDLE        CREATED                    CREATOR\n"
+    assert runc.container_ids(header) == []
+    assert runc.container_ids(
+        header + "pb-89f122-baseline+-r1-3  8042  Stopped  /run/bundle  2026-12-01T12:16:00+00:00  root\n"
+    ) == ["pb-89f122-baseline+-r1-3"]
+    assert runc.container_ids("") == []

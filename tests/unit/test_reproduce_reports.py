@@ -13,6 +13,7 @@ from patchbench import report, results
 from patchbench.analysis import paired, stats, verdict
 from patchbench.measure import hangs
 from patchbench.scenarios.ctrstress import CtrStressResult
+from patchbench.scenarios.mounts import MountsResult
 from patchbench.scenarios.soak import SoakResult
 from patchbench.scenarios.stress import StressResult
 from tests.support import REPO_ROOT
@@ -33,6 +34,9 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
             continue
         if isinstance(sc, CtrStressResult):
             checked += check_ctrstress(sc)
+            continue
+        if isinstance(sc, MountsResult):
+            checked += check_mounts(sc)
             continue
         cells = {c.label: c for c in sc.cells}
         for c in sc.comparisons:
@@ -90,6 +94,20 @@ def check_ctrstress(sc: CtrStressResult) -> int:
         again = ctrstress.totals(rounds)
         assert {k: getattr(pv, k) for k in again} == again
     return len(sc.per_variant)
+
+
+def check_mounts(sc: MountsResult) -> int:
+    """A mounts scenario holds every traced start of every build (numbered 0 … runs − 1, runs /
+    rounds per round, in the recorded order), each listing every traced syscall."""
+    assert [sorted(o) for o in sc.order] == [sorted(sc.variants)] * sc.rounds
+    for v in sc.variants:
+        mine = [s for s in sc.starts if s.variant == v]
+        assert [s.index for s in mine] == list(range(sc.runs))
+        assert [s.round for s in mine] == [1 + i // (sc.runs // sc.rounds) for i in range(sc.runs)]
+        for s in mine:
+            assert list(s.calls) == sc.syscalls and list(s.errors) == sc.syscalls
+            assert all(0 <= s.errors[n] <= s.calls[n] for n in sc.syscalls)
+    return len(sc.variants)
 
 
 def check_soak(sc: SoakResult) -> int:

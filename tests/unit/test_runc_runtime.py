@@ -458,10 +458,14 @@ def test_prepare_cleans_stale_state_then_makes_the_bundles(
 def test_a_dry_run_prepare_touches_nothing(tmp_path: Path) -> None:
     rt = RuncRuntime(cgroup_base=tmp_path / "cgroup")
     workdir = tmp_path / "runs" / "x-DRYRUN"
-    rt.prepare(workdir, SimpleNamespace(root=tmp_path), comparison(),  # type: ignore[arg-type]
+    targets = {"fx": SimpleNamespace(build=SimpleNamespace(artifacts=["crun"]))}
+    project = SimpleNamespace(root=tmp_path, target=targets.__getitem__)
+    rt.prepare(workdir, project, comparison(target="fx"),  # type: ignore[arg-type]
                dry_run=True, bin_dir=tmp_path / "bin")
     assert rt.workdir == workdir
     assert not workdir.exists()
+    assert rt.cli == "crun"  # the plan names the target's CLI, not runc
+    assert "crun spec" in " ".join(rt.plan_notes())
 
 
 def test_placeholders_name_the_run_and_the_variant(tmp_path: Path) -> None:

@@ -129,6 +129,8 @@ def fetch_crates(tree: Path, env: dict[str, str], builds: Path, lock_hash: str) 
         if stamp.is_file():
             return False
         online = {k: v for k, v in env.items() if k != "CARGO_NET_OFFLINE"}
+        # the fetch runs on this machine, also for a docker build (whose env has the image's PATH)
+        online.update({k: os.environ[k] for k in ("PATH", "RUSTUP_HOME") if k in os.environ})
         command.run(["cargo", "fetch", "--locked"], cwd=tree, env=online, timeout=3600,
                     error=SourceError, what="fetch the crates of Cargo.lock (cargo fetch --locked)")
         write_json_atomic(stamp, {"cargo_lock_sha256": lock_hash})
