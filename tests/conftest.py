@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from patchbench.measure import launcher
 from patchbench.runs import store as runstore
 from patchbench.source import cache as source
 from patchbench.util import layout, locks
@@ -72,6 +73,28 @@ def _guarded_reports(fn: Any) -> Any:
     return wrapper
 
 
+def _shared_launcher(real: Any, session_dir: Path) -> Any:
+    """``launcher.build`` through one build per test process: every measuring test has a builds
+    directory of its own, and each used to link the launcher again (about 1 s of CPU). The first
+    call builds it for real into a session directory; later calls copy that binary into the
+    layout's tools/ under the name the real function computes (from the sources and `go
+    version`), then run the real function, which finds it there. So each run still builds it
+    once for real, with the real function."""
+
+    @functools.wraps(real)
+    def build(lay: layout.Layout) -> Path:
+        built = real(layout.Layout(session_dir / "builds", session_dir / "reports"))
+        dest = lay.tools / built.name
+        if not dest.is_file():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
+            shutil.copy2(built, tmp)
+            os.replace(tmp, dest)
+        return Path(real(lay))
+
+    return build
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     base = tmp_path_factory.mktemp("session-env")
@@ -97,6 +120,7 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp.setattr(locks, "locked", _guarded(locks.locked))  # every cache write takes a lock
     mp.setattr(layout.Layout, "new_run", _guarded_method(layout.Layout.new_run))
     mp.setattr(runstore, "publish", _guarded_reports(runstore.publish))
+    mp.setattr(launcher, "build", _shared_launcher(launcher.build, base / "launcher"))
     try:
         yield
     finally:
@@ -136,23 +160,24 @@ def project(tmp_path: Path, upstream: support.Upstream, go_version: str) -> supp
 
 TESTS = Path(__file__).resolve().parent
 
-# --- scheduling: two workers (pytest-xdist) when the integration tests run --------------------
+# --- scheduling: two workers (pytest-xdist) when a folder of tests runs ------------------------
 # The integration tests spend most of their time waiting (deadlines, sleeps, dockerd, hyperfine's
 # runs): a serial run used 45 % of one core. `python3 -m pytest` therefore runs them in two
 # worker processes (`-n auto` in pyproject.toml, resolved below; `-n 0` runs everything in one),
 # a whole file per worker at a time, the longest files first.
 
-# Seconds each file took in a serial run (2026-12-01, load 3-5), for the order only: the longest
-# start first, so that no long file is left to run alone at the end.
+# Seconds each file took (2026-12-01, two workers, load 1-2.5), for the order only: the longest
+# start first, so that no long file is left to run alone at the end; files not named count 0.
 SECONDS = {
-    "integration/test_docker_build.py": 32, "integration/test_workflow.py": 29,
-    "integration/test_stress_exec.py": 25, "integration/test_docker_engine.py": 19,
-    "integration/test_timed_hangs.py": 18, "integration/test_report_tools.py": 17,
-    "integration/test_planted.py": 15, "integration/test_demo.py": 13,
-    "faults/test_results_safe.py": 12, "integration/test_docker_run_flow.py": 9,
-    "integration/test_soak.py": 8, "integration/test_series_ref.py": 8,
-    "integration/test_stress.py": 8, "integration/test_burst.py": 8, "integration/test_cli.py": 7,
-    "unit/test_reproduce_reports.py": 6,
+    "integration/test_docker_build.py": 64, "integration/test_planted.py": 61,
+    "integration/test_bisect.py": 59, "integration/test_workflow.py": 31,
+    "integration/test_stress_exec.py": 28, "integration/test_docker_engine.py": 24,
+    "integration/test_timed_hangs.py": 19, "integration/test_report_tools.py": 14,
+    "integration/test_docker_run_flow.py": 11, "integration/test_report_html_again.py": 9,
+    "integration/test_demo.py": 9, "integration/test_burst.py": 8, "integration/test_cli.py": 8,
+    "faults/test_trust_property.py": 8, "faults/test_results_safe.py": 7,
+    "integration/test_stress.py": 7, "integration/test_own_patch.py": 6,
+    "integration/test_soak.py": 6, "unit/test_reproduce_reports.py": 6,
 }
 # files that each start a Docker engine of their own run in one worker, one after the other
 DOCKER = ("integration/test_docker_build.py", "integration/test_docker_engine.py",
@@ -170,13 +195,12 @@ def _weight(rel: str) -> float:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: two workers when the integration tests are among the arguments (or the
-    arguments are the default, tests/), none otherwise: a unit file starts faster without."""
+    """``-n auto``: two workers when a folder of tests is among the arguments (or the arguments
+    are the default, tests/), none for files: a unit file starts faster without. tests/unit
+    alone took 36.6 s in one process and 19.5 s in two (load 1, 2026-12-01)."""
     args = [a.split("::", 1)[0] for a in config.args] or [str(TESTS)]
-    integration = TESTS / "integration"
     for a in args:
-        p = Path(config.invocation_params.dir, a).resolve()
-        if p.is_dir() and integration.is_relative_to(p):
+        if Path(config.invocation_params.dir, a).resolve().is_dir():
             return WORKERS
     return 0
 
@@ -205,3 +229,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
     order = {id(item): n for n, item in enumerate(items)}
     items.sort(key=lambda item: (-_weight(_rel(str(item.fspath))), order[id(item)]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Hypothesis's pytest plugin imports all of Hypothesis for its end-of-run summary (1-2 s at
+    the end of every run). When nothing in this process imported Hypothesis (a unit run, the
+    xdist controller) it has nothing to say: unregister it. A failing example a worker reported
+    keeps it."""
+    import sys
+
+    pm = session.config.pluginmanager
+    plugin = pm.get_plugin("hypothesispytest")
+    if plugin is None or "hypothesis" in sys.modules:
+        return
+    reporter = pm.get_plugin("terminalreporter")
+    stats = getattr(reporter, "stats", {}) if reporter is not None else {}
+    if any("_hypothesis_failing_examples" in getattr(r, "__dict__", {})
+           for reports in stats.values() for r in reports):
+        return
+    pm.unregister(plugin)

@@ -61,21 +61,49 @@ def test_same_second_runs_get_distinct_folders(run_dir: Path, tmp_path: Path) ->
     assert (first.name, second.name) == (STAMP, f"{STAMP}-2")
 
 
-PUBLISH = ("import sys; from pathlib import Path; from patchbench.runs import store as runstore; "
-           "print(runstore.publish(Path(sys.argv[1]), Path(sys.argv[2]), stamp=sys.argv[3]))")
+# one interpreter imports patchbench (and publishes once elsewhere, for its lazy imports), then
+# forks 12 publishers that wait at a barrier (a pipe closed at once) and publish together; 12
+# interpreters that each imported everything first cost 20 s of CPU and started seconds apart
+PUBLISH = """\
+import os, sys
+from pathlib import Path
+from patchbench.runs import store as runstore
+results, reports, stamp, n = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+runstore.publish(results, reports.with_name("warm-up"), stamp=stamp)  # what it imports lazily
+go_r, go_w = os.pipe()
+kids = []
+for _ in range(n):
+    out_r, out_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(go_w)
+        os.read(go_r, 1)  # returns when the parent closes its end: every child goes at once
+        try:
+            line, code = f"{runstore.publish(results, reports, stamp=stamp)}\\n", 0
+        except BaseException as exc:
+            line, code = f"error: {exc!r}\\n", 1
+        os.write(out_w, line.encode())
+        os._exit(code)
+    os.close(out_w)
+    kids.append((pid, out_r))
+os.close(go_w)
+failed = 0
+for pid, out_r in kids:
+    with os.fdopen(out_r) as f:
+        sys.stdout.write(f.read())
+    failed += os.waitpid(pid, 0)[1] != 0
+sys.exit(1 if failed else 0)
+"""
 
 
 def test_concurrent_runs_in_the_same_second_never_collide(run_dir: Path, tmp_path: Path) -> None:
     reports = tmp_path / "reports"
-    procs = [subprocess.Popen([sys.executable, "-c", PUBLISH, str(run_dir / "results.json"),
-                               str(reports), STAMP], cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(12)]
-    out = []
-    for p in procs:
-        stdout, stderr = p.communicate(timeout=120)
-        assert p.returncode == 0, stderr
-        out.append(stdout.strip())
-    assert len(set(out)) == 12
+    res = subprocess.run([sys.executable, "-c", PUBLISH, str(run_dir / "results.json"),
+                          str(reports), STAMP, "12"], cwd=REPO_ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout.split()
+    assert len(out) == 12 and len(set(out)) == 12, res.stdout
     assert all((Path(p) / "results.json").is_file() for p in out)
     assert not [p for p in (reports / "demo").iterdir() if p.name.endswith(".partial")]
 

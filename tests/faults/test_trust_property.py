@@ -28,8 +28,12 @@ SECRET = "outside-secret-5e1c"
 SCALE = float(os.environ.get("TRUST_EXAMPLES_SCALE", "1"))  # more examples locally: 10
 
 
+# How many: with the loader's JSON error left uncaught again (a document with Infinity was an
+# internal error), the diff property fails from 15 examples on and the merge property from 12
+# (derandomized, so always the same ones); 25 and 60 keep twice that. 50 and 120 took twice as
+# long (13 s of CPU) and found nothing more among the bugs tried (docs/cost.md, test suite).
 def bounded(examples: int) -> settings:
-    """Reproducible (derandomized) and bounded: the three properties take about 20 s."""
+    """Reproducible (derandomized) and bounded: the three properties take about 8 s."""
     return settings(max_examples=int(examples * SCALE), deadline=None, database=None,
                     derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -127,7 +131,7 @@ def no_secret(root: Path) -> None:
             assert SECRET not in p.read_text(errors="replace"), p
 
 
-@bounded(50)
+@bounded(25)
 @given(doc=documents)
 def test_diff_and_report_of_any_document(doc: Any) -> None:
     with sandbox() as root:
@@ -147,7 +151,7 @@ def test_diff_and_report_of_any_document(doc: Any) -> None:
         no_secret(reports)
 
 
-@bounded(120)
+@bounded(60)
 @given(docs=st.lists(documents, min_size=1, max_size=2), good=st.booleans())
 def test_merge_of_any_documents(docs: list[Any], good: bool) -> None:
     with sandbox() as root:

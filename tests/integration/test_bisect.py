@@ -23,11 +23,15 @@ from tests.demo_history import DELAY_AT, LOST_WAKEUP_AT, DemoHistory, make_demo_
 
 pytestmark = pytest.mark.integration
 
+# the planted 5 ms on a ~5 ms start is a 2x effect: 6 rounds of 5 runs decide a step (an
+# undecided one is measured again at 2x and 4x); 10 rounds of 100 took 3x longer for the same
 TIME = {"name": "start", "command": ["{slowstart}", "-n", "2", "-boot", "1ms"], "warmup": 1,
-        "runs": 100, "rounds": 10, "timeout": 5}
-# -boot 1ms makes the planted lost wakeup common (a short soak finds it); 5 ms makes it rare
+        "runs": 30, "rounds": 6, "timeout": 5}
+# -boot 1ms makes the planted lost wakeup common (about half the runs hang, so 30 runs tell
+# 0 hangs from 15, Fisher p 1e-5); 5 ms makes it rare. A run takes about 6 ms: a 0.1 s deadline
+# is 15x that, and each hang costs the deadline
 SOAK = {"name": "start-4", "kind": "soak", "command": ["{slowstart}", "-n", "4", "-boot", "1ms"],
-        "runs": 40, "block": 20, "timeout": 0.2}
+        "runs": 30, "block": 10, "timeout": 0.1}
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +157,7 @@ def test_bisect_dry_run_prints_steps_builds_and_runs(ws: Workspace,
     lines = run.plan_bisect(_project(ws), ws, "demo", "v1.0.0", "main", "demo-time:start", 4)
     text = "\n".join(lines)
     assert "34 commits" in text and "steps   6 " in text and "builds  8 variants" in text
-    assert "each step: 3 x 100 " in text and "{" not in text
+    assert "each step: 3 x 30 " in text and "{" not in text
     assert not (ws.builds / "artifacts").exists()  # nothing was built
 
 
