@@ -31,6 +31,7 @@ from tests.integration.test_rust_toolchain import cargo_path  # noqa: F401 - a f
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.slow,  # two images by mmdebstrap: minutes; .ci/run runs it after the suite
     pytest.mark.skipif(os.geteuid() != 0, reason="patchbench starts its own dockerd only as root"),
     pytest.mark.skipif(shutil.which("mmdebstrap") is None, reason="the images need mmdebstrap"),
 ]
