@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+# every scenario kind registers its config and result models (a matrix is loaded and results are
+# read only with the kinds registered: patchbench.config and patchbench.results import none)
+from patchbench import scenarios  # noqa: F401
 from patchbench.measure import launcher
 from patchbench.runs import store as runstore
 from patchbench.source import cache as source

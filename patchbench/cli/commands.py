@@ -194,6 +194,8 @@ def do_fetch(ws: Workspace, target: str) -> int:
 
 
 def do_list(ws: Workspace) -> int:
+    from patchbench import scenarios  # noqa: F401  (a matrix is read with the kinds registered)
+
     m = config.load(ws.matrix).matrix
     # at most about 100 columns: long cells wrap inside their column
     print(tabulate([[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import config
+from patchbench import scenarios as _kinds  # noqa: F401  (a matrix is read with them registered)
 from patchbench.errors import ConfigError, PatchError, SourceError
 from patchbench.util import safeargs
 from patchbench.util.git import run_git

@@ -13,10 +13,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from patchbench.config.scenarios import CONFIGS as SCENARIO_CONFIGS
-from patchbench.config.scenarios import AnyScenario
+from patchbench.config.scenarios import (
+    AnyScenario,
+    ScenarioConfig,
+    config_models,
+    no_kind_registered,
+    rebuild_on_registration,
+)
 from patchbench.errors import ConfigError
 from patchbench.util import safeargs, yamlsafe
 from patchbench.util.models import NAME_RE, Name
@@ -269,6 +274,9 @@ def default_image(target: Target) -> ImageRecipe:
 class Comparison(_Model):
     """One target, its baseline and candidates, and the scenarios that measure them."""
 
+    # its scenarios' union is built from the registered kinds' config models on first use
+    model_config = ConfigDict(defer_build=True)
+
     description: str = Field(default="", description="Free text shown by `invoke list`.")
     target: Name = Field(description="The target (a key of `targets`) every variant is built from.")
     baseline: list[Name] = Field(default_factory=list, description=(
@@ -310,10 +318,22 @@ class Comparison(_Model):
 class Matrix(_Model):
     """The top level of `matrix.yaml`."""
 
+    model_config = ConfigDict(defer_build=True)  # it holds Comparison's schema
+
     version: Literal[1] = Field(description="The matrix format version; always 1.")
     targets: dict[Name, Target] = Field(description="Target name → the pinned upstream.")
     comparisons: dict[Name, Comparison] = Field(description=(
         "Comparison name → what `invoke compare NAME` builds and measures."))
+
+
+def _rebuild() -> None:
+    # a kind registered after their first use (a test's) is in their union once rebuilt
+    for model in (Comparison, Matrix):
+        if model.__pydantic_complete__:
+            model.model_rebuild(force=True)
+
+
+rebuild_on_registration(_rebuild)
 
 
 def _check_relative(path: str, what: str) -> None:
@@ -422,10 +442,11 @@ def _line_index(text: str, path: Path | None = None) -> dict[tuple[str, ...], in
 def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The field names valid at ``loc`` (for 'did you mean' on an unknown key)."""
     current: Any = model
+    kinds = config_models()
     for part in loc[:-1]:
-        if str(part) in SCENARIO_CONFIGS and not (
-                isinstance(current, type) and issubclass(current, BaseModel)):
-            current = SCENARIO_CONFIGS[str(part)]  # the tag of a scenario's kind
+        if str(part) in kinds and (current is ScenarioConfig or not (
+                isinstance(current, type) and issubclass(current, BaseModel))):
+            current = kinds[str(part)]  # the tag of a scenario's kind
             continue
         if isinstance(current, type) and issubclass(current, BaseModel):
             field = current.model_fields.get(str(part))
@@ -458,8 +479,9 @@ def _plain_loc(raw: tuple[Any, ...]) -> tuple[str, ...]:
     loc = [p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "CToolchain",
                                        "RustToolchain", "go", "swift", "c", "rust")]
     out: list[str] = []
+    kinds = config_models()
     for i, part in enumerate(loc):
-        if i >= 2 and loc[i - 2] == "scenarios" and part in SCENARIO_CONFIGS:
+        if i >= 2 and loc[i - 2] == "scenarios" and part in kinds:
             continue  # the scenario's kind tag, right after its index
         out.append(part)
     return tuple(out)
@@ -523,6 +545,8 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset()) -> Project
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
     lines = _line_index(text, path)  # also refuses duplicate keys
+    if not config_models():
+        raise no_kind_registered()
     try:
         matrix = Matrix.model_validate(data)
     except ValidationError as exc:

@@ -1,15 +1,15 @@
 """Scenario kinds, and their registry (``KINDS``). Each kind is one module here owning its
 ``--dry-run`` plan lines, its run, its gate rule, its result model (its part of results.json, with
-its records and its steps of reading older results versions) and its report
-(patchbench.report.blocks, which report.markdown, report.html, the job summary and merge format);
-its config model (the keys matrix.yaml gives it) lives in patchbench/config/scenarios.py, below
-the runtimes and builds the kind uses. Importing this package registers every kind: its name for
-matrix.yaml's ``kind`` and its result model for results.json's (patchbench.results.register), so
-whoever reads results imports this package first.
+its records and its steps of reading older results versions), its report
+(patchbench.report.blocks, which report.markdown, report.html, the job summary and merge format)
+and its config model (the keys matrix.yaml gives it, extending
+patchbench.config.scenarios.ScenarioConfig). Importing this package registers every kind: its
+name and config model for matrix.yaml's ``kind`` (patchbench.config.scenarios.register_config)
+and its result model for results.json's (patchbench.results.register), so whoever loads a matrix
+or reads results imports this package first.
 
-Adding a kind means one new module, its config model in patchbench/config/scenarios.py (and its
-line in ``CONFIGS`` there) and one line below (docs/architecture.md: "Adding a scenario kind");
-the pipeline and the reports never name a kind (a test checks it:
+Adding a kind means one new module and one line below (docs/architecture.md: "Adding a scenario
+kind"); the config, the pipeline and the reports never name a kind (a test checks it:
 tests/unit/test_kind_isolation.py).
 
 - ``command`` (default): one command per variant, timed by hyperfine in interleaved rounds.
@@ -30,7 +30,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from patchbench import results
-from patchbench.config.scenarios import DEFAULT_KIND, ScenarioConfig
+from patchbench.config.scenarios import (
+    DEFAULT_KIND,
+    ScenarioConfig,
+    register_config,
+    unregister_config,
+)
 from patchbench.errors import ConfigError
 from patchbench.scenarios import burst, command, ctrstress, layers, mounts, soak, stress
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind
@@ -40,10 +45,12 @@ KINDS: dict[str, ScenarioKind[Any, Any]] = {}
 
 
 def register(kind: ScenarioKind[Any, Any]) -> None:
-    """Add a kind to the registry: ``kind.name`` is the ``kind`` of its scenarios in matrix.yaml
-    and in results.json, whose entries of that kind are read as ``kind.result``."""
+    """Add a kind to the registry: ``kind.name`` is the ``kind`` of its scenarios in matrix.yaml,
+    validated as ``kind.config``, and in results.json, whose entries of that kind are read as
+    ``kind.result``."""
     if KINDS.get(kind.name, kind) is not kind:
         raise RuntimeError(f"bug: two scenario kinds are named {kind.name!r}")
+    register_config(kind.name, kind.config)
     results.register(kind.name, kind.result, default=kind.name == DEFAULT_KIND)
     KINDS[kind.name] = kind
 
@@ -51,10 +58,12 @@ def register(kind: ScenarioKind[Any, Any]) -> None:
 def unregister(name: str) -> None:
     """Forget a kind (a test's own kind, registered for that test)."""
     KINDS.pop(name, None)
+    unregister_config(name)
     results.unregister(name)
 
 
-# every kind, one line each, in the order of CONFIGS (patchbench.config.scenarios)
+# every kind, one line each (this order is the one the "unknown scenario kind" messages and
+# docs/matrix.md list them in)
 for _kind in (
     command.KIND,
     burst.KIND,

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 from patchbench import results
 from patchbench.analysis import paired, sequential, stats, verdict
 from patchbench.build import Built
-from patchbench.config.scenarios import CommandConfig, ScenarioConfig
+from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.errors import ConfigError, PatchbenchError
 from patchbench.measure import bench, hangs
 from patchbench.measure.bench import Cell, Invocation, Samples
@@ -75,7 +75,7 @@ class ScenarioContext(Generic[ConfigT]):
         v.update(dict(cell.params))
         return v
 
-    def expand(self: ScenarioContext[CommandConfig], cell: Cell) -> Invocation:
+    def expand(self: ScenarioContext[TimedConfig], cell: Cell) -> Invocation:
         """A command-style scenario's invocation for one cell, placeholders filled."""
         sc = self.scenario
         vals = self.values(self.build_of(cell.variant), cell)
@@ -271,7 +271,7 @@ def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_tem
     return out
 
 
-def plan_invocation(ctx: ScenarioContext[CommandConfig], cell: Cell, verify: list[str] | None = None
+def plan_invocation(ctx: ScenarioContext[TimedConfig], cell: Cell, verify: list[str] | None = None
                     ) -> list[str]:
     """Dry-run lines of one command-style cell: setup, measure, prepare, cleanup, teardown."""
     inv = ctx.expand(cell)

@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from patchbench import results
 from patchbench.analysis import stats
-from patchbench.config.scenarios import BurstConfig, ScenarioConfig
+from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.errors import BenchmarkError
 from patchbench.measure import bench, launcher
 from patchbench.measure.bench import Cell, Invocation
@@ -53,6 +53,47 @@ from patchbench.scenarios.command import (
 )
 from patchbench.scenarios.views import k_chart, k_tables, timed_blocks, timed_charts
 from patchbench.util import command, progress
+from patchbench.util.models import Name, StrictModel
+
+# --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
+
+
+class Phase(StrictModel):
+    """One step of an instance's start, timed on its own."""
+
+    name: Name = Field(description="The phase's name in the phase table.")
+    command: list[str] = Field(min_length=1, description=(
+        "The phase's command (argv, placeholders filled; `{i}` is the instance, `{k}` the count)."))
+
+
+class BurstConfig(TimedConfig):
+    """k instances of `command` launched at one moment, for each k; the time until the last
+    exits is measured. Takes no `conditions`."""
+
+    kind: Literal["burst"] = Field(default="burst", description="`burst`.")
+    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description=(
+        "The instance counts to scan; each k is its own cell (`{k}`; `{i}` is the instance)."))
+    phases: list[Phase] = Field(default_factory=list, description=(
+        "After timing, launch k instances whose start is split into these phases, run one after "
+        "the other, and report each phase's median (for targets whose logs cannot time phases)."))
+    phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description=(
+        "The instance counts the phases are timed at (needed with `phases`)."))
+    phase_runs: int = Field(default=3, ge=1, description="Phase launches per variant and k.")
+
+
+    @model_validator(mode="after")
+    def _phases(self) -> BurstConfig:
+        if self.phases and not self.phase_k:
+            raise ValueError("'phases' need 'phase_k', the instance counts to time them at")
+        if self.conditioned:
+            raise ValueError("a burst scan takes no 'conditions' (its table is per k); use a "
+                             "command or soak scenario for conditions")
+        return self
+
+
+    def plan_detail(self) -> str:
+        return f", k = {self.k}"
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 

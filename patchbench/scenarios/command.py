@@ -14,8 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from patchbench import results
-from patchbench.config.scenarios import CommandConfig, ScenarioConfig
+from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.measure import bench, conditions, launcher
 from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
@@ -41,6 +43,16 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.util import progress
 
+# --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
+
+
+class CommandConfig(TimedConfig):
+    """One command per variant, timed by hyperfine in interleaved rounds."""
+
+    kind: Literal["command"] = Field(default="command", description=(
+        "`command` (the default when `kind` is left out)."))
+
+
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 
 
@@ -59,7 +71,7 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
                          more=precision_rule(ctx, cells))
 
 
-def plan_deadline(sc: CommandConfig) -> list[str]:
+def plan_deadline(sc: TimedConfig) -> list[str]:
     """Dry-run lines for the per-run deadline and the conditions."""
     lines = [f"  every run: deadline {sc.timeout:g} s (patchbench's launcher; a run past it is "
              "a hang: evidence saved, killed, counted, left out of the timing)"]

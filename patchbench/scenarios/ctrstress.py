@@ -36,11 +36,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from patchbench.config.scenarios import CtrStressConfig, ScenarioConfig
+from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import PatchbenchError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
@@ -61,6 +61,55 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.views import images_line, round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
+
+# --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
+
+
+Action = Literal["kill", "delete", "restart"]
+
+
+class CtrStressConfig(ScenarioConfig):
+    """``rounds`` rounds, each running every variant once; ``runs`` is not used (keep it equal
+    to ``rounds``)."""
+
+    kind: Literal["ctrstress"] = Field(default="ctrstress", description="`ctrstress`.")
+    warmup: int = Field(default=3, ge=0, description="Not used by this kind.")
+    runs: int = Field(default=30, ge=1, description=(
+        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
+    rounds: int = Field(default=5, ge=1, description=(
+        "Rounds; each runs every variant once, in a seeded random order."))
+    layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
+        "Layer counts of the images; each round draws one."))
+    k: int = Field(default=8, ge=1, le=256, description="Containers started at once per round.")
+    actions: list[Action] = Field(min_length=1, description=(
+        "What a round does mid-start, drawn once per round for every variant: `kill` "
+        "(`ctr task kill`), `delete` (`ctr container delete`, then `ctr task delete --force`) "
+        "or `restart` (the variant's daemon)."))
+    delay: tuple[float, float] = Field(default=(0.0, 1.0), description=(
+        "[low, high] seconds: the seeded random delay before the action."))
+    args: list[str] = Field(default_factory=lambda: ["true"], min_length=1, description=(
+        "The container's command."))
+    settle: float = Field(default=5.0, ge=0, description=(
+        "Seconds to wait for the shims to go before counting leftovers."))
+
+    @model_validator(mode="after")
+    def _shape(self) -> CtrStressConfig:
+        if self.delay[0] < 0 or self.delay[1] < self.delay[0]:
+            raise ValueError("'delay' must be [low, high] seconds with 0 <= low <= high")
+        if len(set(self.actions)) != len(self.actions):
+            raise ValueError(f"'actions' lists an action twice: {self.actions}")
+        if len(set(self.layers)) != len(self.layers):
+            raise ValueError(f"'layers' lists a layer count twice: {self.layers}")
+        return self
+
+    def shown_command(self) -> str:
+        return ("ctr run --rm --null-io --snapshotter overlayfs --uidmap 0:100000:65536 "
+                "--gidmap 0:100000:65536 --remap-labels IMAGE(L) ID " + shlex.join(self.args)
+                + f", {self.k} at once, then {'/'.join(self.actions)} mid-start")
+
+    def plan_detail(self) -> str:
+        return f", L = {self.layers}, k = {self.k}, actions {self.actions}"
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 

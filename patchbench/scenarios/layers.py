@@ -23,12 +23,12 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
 from patchbench import results
-from patchbench.config.scenarios import LayersConfig, ScenarioConfig
+from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import PatchbenchError
 from patchbench.measure import bench, launcher, mounttrace
 from patchbench.measure.bench import Cell, Invocation
@@ -59,6 +59,31 @@ from patchbench.scenarios.views import (
     verify_page,
 )
 from patchbench.util import command, progress
+
+# --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
+
+
+class LayersConfig(ScenarioConfig):
+    """containerd: image layers × concurrency, with exact mount-syscall counts."""
+
+    kind: Literal["layers"] = Field(default="layers", description="`layers`.")
+    layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
+        "Layer counts L of the generated images; each is its own set of cells."))
+    k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description=(
+        "Containers started at once (`ctr run --rm`), per L."))
+    args: list[str] = Field(default_factory=lambda: ["true"], min_length=1, description=(
+        "The container's command."))
+    count_mounts: bool = Field(default=True, description=(
+        "Count the mount syscalls of one start per (variant, L) with bpftrace."))
+
+    def shown_command(self) -> str:
+        return ("ctr run --rm --null-io --snapshotter overlayfs --uidmap 0:100000:65536 "
+                "--gidmap 0:100000:65536 --remap-labels IMAGE(L) ID " + shlex.join(self.args)
+                + ", k at once")
+
+    def plan_detail(self) -> str:
+        return f", L = {self.layers}, k = {self.k}"
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 

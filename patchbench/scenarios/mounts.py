@@ -19,9 +19,9 @@ import shlex
 import statistics
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from patchbench.config.scenarios import MountsConfig, ScenarioConfig
+from patchbench.config.scenarios import Argv, ScenarioConfig
 from patchbench.measure import bench, mounttrace
 from patchbench.measure.bench import Cell
 from patchbench.measure.mounttrace import MountCounts
@@ -30,6 +30,52 @@ from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import MAX_CELLS, Record, ScenarioResult
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
 from patchbench.util import command, progress
+
+# --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
+
+
+class MountsConfig(ScenarioConfig):
+    """Traced starts of `command` (an OCI runtime CLI's `run`), each counted exactly: the calls of
+    every mount syscall per start, per build, and whether every start made the same."""
+
+    kind: Literal["mounts"] = Field(default="mounts", description="`mounts`.")
+    command: list[str] = Field(min_length=1, description=(
+        "One start (argv, placeholders filled; `{i}` is the start's number, `{round}` its "
+        "round), traced with its descendants."))
+    after: list[Argv] = Field(default_factory=list, description=(
+        "Commands run after every start, traced or not (e.g. `{runtime} --root {root} delete "
+        "-f {id}-m{i}`); one that fails is a warning."))
+    tracer: Literal["bpftrace", "strace"] = Field(default="bpftrace", description=(
+        "`bpftrace` (exact kernel counts, needs root; patchbench.measure.mounttrace) or `strace` "
+        "(`strace -f`: no root or tracefs needed, but ptrace slows the start)."))
+    syscalls: list[str] = Field(default_factory=lambda: [
+        "mount", "umount2", "open_tree", "move_mount", "mount_setattr"], min_length=1,
+                                description=(
+        "The syscalls counted: of " + ", ".join(f"`{s}`" for s in mounttrace.TRACEPOINTS) + "."))
+    warmup: int = Field(default=1, ge=0, description=(
+        "Untraced starts per build before the first round (their counts are not kept)."))
+    runs: int = Field(default=5, ge=1, description=(
+        "Traced starts per build in all, a multiple of `rounds`."))
+    rounds: int = Field(default=5, ge=1, description=(
+        "Rounds; each traces runs/rounds starts of every build, the builds in a seeded random "
+        "order."))
+
+    @field_validator("syscalls")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        unknown = [n for n in names if n not in mounttrace.TRACEPOINTS]
+        if unknown:
+            raise ValueError(f"{unknown} are not syscalls patchbench can count (known: "
+                             f"{', '.join(mounttrace.TRACEPOINTS)})")
+        if len(set(names)) != len(names):
+            raise ValueError("a syscall is listed twice")
+        return names
+
+    def shown_command(self) -> str:
+        return shlex.join(self.command)
+
+    def plan_detail(self) -> str:
+        return f", {self.runs} traced starts per build ({self.tracer}), {', '.join(self.syscalls)}"
 
 
 class MountStart(Record):

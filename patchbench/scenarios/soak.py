@@ -37,13 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from pydantic import Field, model_validator
+
 from patchbench.analysis import stats
 from patchbench.build import Built
-from patchbench.config.scenarios import ScenarioConfig, SoakConfig
+from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import BenchmarkError
 from patchbench.measure import bench, conditions, hangs, launcher
 from patchbench.measure.bench import Cell
-from patchbench.measure.conditions import Applied, Condition
+from patchbench.measure.conditions import DEFAULT, Applied, Condition
 from patchbench.measure.hangs import HANG_EXIT_CODE
 from patchbench.report.blocks import (
     Across,
@@ -68,6 +70,53 @@ from patchbench.scenarios.base import (
 )
 from patchbench.scenarios.views import account, links, lost_sigchld
 from patchbench.util import command, progress
+
+# --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
+
+
+class SoakConfig(ScenarioConfig):
+    """Thousands of short runs per variant and condition, each with its own deadline; hangs
+    (with evidence), failures, leftovers and escaped processes are counted."""
+
+    kind: Literal["soak"] = Field(default="soak", description="`soak`.")
+    command: list[str] = Field(min_length=1, description=(
+        "The command run again and again (argv, placeholders filled)."))
+    warmup: int = Field(default=0, ge=0, le=0, description=(
+        "Always 0: nothing to warm, the timing is incidental."))
+    rounds: int = Field(default=1, description="Unused: a soak interleaves in blocks.")
+    timeout: float = Field(default=5.0, gt=0, description=(
+        "Each run's deadline in seconds; a run past it is a hang, its evidence saved."))
+    block: int = Field(default=20, ge=1, description=(
+        "Runs of one variant in a row; `runs` must be a multiple of it."))
+    budget_s: float | None = Field(default=None, gt=0, description=(
+        "Wall time per condition (all variants), seconds; the soak stops at `runs` or here."))
+    list_cmd: list[str] | None = Field(default=None, alias="list", description=(
+        "Without a runtime: a command listing leftovers, one per line; lines holding the "
+        "run's `{id}` prefix count."))
+    conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1,
+                                        description=(
+        "Machine states, each its own set of blocks; names must be unique."))
+    escapes: bool = Field(default=True, description=(
+        "Count and kill processes that outlive their run; `false` for commands whose children "
+        "are meant to live on (`runc exec -d`)."))
+
+    @model_validator(mode="after")
+    def _blocks(self) -> SoakConfig:
+        if self.runs % self.block:
+            raise ValueError(f"runs ({self.runs}) must be a multiple of block ({self.block})")
+        names = [c.name for c in self.conditions]
+        if len(set(names)) != len(names):
+            raise ValueError("condition names must be unique")
+        return self
+
+    def shown_command(self) -> str:
+        return shlex.join(self.command)
+
+    def plan_detail(self) -> str:
+        budget = f", at most {self.budget_s:g} s per condition" if self.budget_s else ""
+        return (f"; soak: blocks of {self.block}, deadline {self.timeout:g} s per run{budget}, "
+                f"conditions {', '.join(c.name for c in self.conditions)}")
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 

@@ -33,11 +33,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from patchbench.analysis import stats
 from patchbench.build import Built
-from patchbench.config.scenarios import ScenarioConfig, StressConfig
+from patchbench.config.scenarios import Argv, ScenarioConfig
 from patchbench.errors import BenchmarkError, CommandError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
@@ -54,10 +54,77 @@ from patchbench.scenarios.base import (
     report_evidence,
     wait_or_capture,
 )
-from patchbench.scenarios.stress_signals import SignalCount
+from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
 from patchbench.scenarios.views import round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
+
+# --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
+
+
+class StressConfig(ScenarioConfig):
+    """Each round launches `instances` copies of `launch`, waits a random delay, applies one of
+    `actions` to all of them, then checks with `list` and `fresh`."""
+
+    kind: Literal["stress"] = Field(default="stress", description="`stress`.")
+    warmup: int = Field(default=3, ge=0, description="Not used by this kind.")
+    runs: int = Field(default=30, ge=1, description=(
+        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
+    rounds: int = Field(default=5, ge=1, description=(
+        "Rounds; each runs every variant once, in a seeded random order."))
+    instances: int = Field(default=8, ge=1, description="Instances launched at once per round.")
+    delay: tuple[float, float] = Field(default=(0.0, 1.2), description=(
+        "[low, high] seconds: the seeded random delay before the action, drawn once per round "
+        "for every variant."))
+    actions: list[Literal["delete", "stop", "sigterm", "sigint", "none"]] = Field(
+        min_length=1, description=(
+            "What a round does to its instances: a command from `kill` per instance "
+            "(`delete`, `stop`), a signal to the launched process (`sigterm`, `sigint`), or "
+            "nothing (`none`)."))
+    launch: list[str] = Field(min_length=1, description=(
+        "The launched command (`{i}` is the instance, `{round}` the round)."))
+    kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict, description=(
+        "The command per instance for the `delete` and `stop` actions."))
+    list_cmd: list[str] = Field(min_length=1, alias="list", description=(
+        "Lists what is left after the action; it must answer within the timeout."))
+    fresh: list[str] = Field(min_length=1, description=(
+        "A fresh instance that must run after every round."))
+    exit_labels: dict[int, str] = Field(default_factory=dict, description=(
+        "Names for exit codes of the launched command, shown in the report."))
+    mode: Literal["run", "exec"] = Field(default="run", description=(
+        "`exec`: every round first starts a host container (`host`, named `{host}`) into which "
+        "the instances are launched."))
+    host: list[Argv] = Field(default_factory=list, description=(
+        "mode `exec`: commands that start the round's host container `{host}`."))
+    host_teardown: list[Argv] = Field(default_factory=list, description=(
+        "mode `exec`: commands that remove the host container, on every path."))
+    signals: SignalCheck | None = Field(default=None, description=(
+        "The signal check: signals sent once each instance is ready; only with "
+        "`actions: [none]`."))
+
+    @model_validator(mode="after")
+    def _shape(self) -> StressConfig:
+        missing = [a for a in self.actions if a in ("delete", "stop") and a not in self.kill]
+        if missing:
+            raise ValueError(f"actions {missing} need a command under 'kill'")
+        if self.delay[0] < 0 or self.delay[1] < self.delay[0]:
+            raise ValueError("'delay' must be [low, high] seconds with 0 <= low <= high")
+        if self.mode == "exec" and not (self.host and self.host_teardown):
+            raise ValueError("mode 'exec' needs 'host' (start the round's host container, "
+                             "{host}) and 'host_teardown' (remove it)")
+        if self.mode == "run" and (self.host or self.host_teardown):
+            raise ValueError("'host' and 'host_teardown' are for mode 'exec' only")
+        if self.signals is not None and self.actions != ["none"]:
+            raise ValueError("'signals' needs actions: [none] (an instance that is killed "
+                             "cannot report the signals it got)")
+        return self
+
+    def shown_command(self) -> str:
+        return shlex.join(self.launch)
+
+    def plan_detail(self) -> str:
+        return f", {self.instances} instances x actions {self.actions}"
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 

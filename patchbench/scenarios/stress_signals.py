@@ -22,9 +22,53 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from patchbench.config.scenarios import SignalCheck, canonical
+from pydantic import Field, field_validator, model_validator
+
+from patchbench.config.scenarios import canonical
 from patchbench.results import Record
 from patchbench.util.command import Background
+from patchbench.util.models import StrictModel
+
+# --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
+
+
+class SignalCheck(StrictModel):
+    """``signals:`` of a stress scenario."""
+
+    send: list[str] = Field(min_length=1, description=(
+        "Signals sent to each ready instance (e.g. `SIGUSR1`); each counts as forwarded or lost."))
+    ready: str = Field(default="ready", min_length=1, description=(
+        "The line the process writes when its signal traps are set."))
+    not_forwarded: list[str] = Field(default_factory=list, description=(
+        "Signals the runtime does not forward by design: a missing one is \"by design\", never lost."))
+    ready_timeout: float | None = Field(default=None, gt=0, description=(
+        "Seconds to wait for an instance's readiness line; default: the scenario's timeout."))
+
+    @field_validator("send", "not_forwarded")
+    @classmethod
+    def _names(cls, names: list[str]) -> list[str]:
+        out = [canonical(n) for n in names]
+        dups = sorted({n for n in out if out.count(n) > 1})
+        if dups:
+            raise ValueError(f"{', '.join(dups)} listed more than once")
+        return out
+
+    @field_validator("ready")
+    @classmethod
+    def _one_line(cls, ready: str) -> str:
+        if ready.strip() != ready or "\n" in ready:
+            raise ValueError("must be one line without surrounding spaces")
+        return ready
+
+    @model_validator(mode="after")
+    def _subset(self) -> SignalCheck:
+        extra = [n for n in self.not_forwarded if n not in self.send]
+        if extra:
+            raise ValueError(f"not_forwarded {extra} must also be listed under 'send'")
+        if self.ready in {n.removeprefix("SIG") for n in self.send} | set(self.send):
+            raise ValueError(f"ready line {self.ready!r} is also a signal name")
+        return self
+
 
 POLL_S = 0.0005  # how often an instance's output is looked at for its readiness line, at first
 SLOW_POLL_S = 0.01  # after FAST_FOR_S seconds without every instance ready

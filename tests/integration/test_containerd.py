@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 
 from patchbench import build, pipeline
-from patchbench.config.scenarios import CtrStressConfig, LayersConfig
 from patchbench.errors import RequirementError
 from patchbench.measure import mounttrace, oci_image
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes import runc
 from patchbench.runtimes.containerd import ContainerdRuntime, mountsys
 from patchbench.scenarios import ScenarioContext, ctrstress
-from patchbench.scenarios.layers import KIND
+from patchbench.scenarios.ctrstress import CtrStressConfig
+from patchbench.scenarios.layers import KIND, LayersConfig
 from patchbench.util import command
 from patchbench.util.layout import Layout
 from patchbench.util.workspace import Workspace

@@ -19,14 +19,14 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from patchbench import build, results, scenarios
-from patchbench.config.scenarios import AnyScenario, CtrStressConfig
+from patchbench.config.scenarios import AnyScenario
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.gate import failures
 from patchbench.report import markdown
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes.containerd import ContainerdRuntime
 from patchbench.scenarios import ctrstress
-from patchbench.scenarios.ctrstress import KIND
+from patchbench.scenarios.ctrstress import KIND, CtrStressConfig
 from patchbench.util.layout import Layout
 
 VARIANTS = ("baseline", "idmap-once-per-overlay")

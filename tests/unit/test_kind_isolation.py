@@ -1,9 +1,10 @@
 """A scenario kind is one module: no other module of patchbench names a kind (a string equal to a
-registered kind's name) or one of its result classes (its result model and the records it is made
-of: an import, an ``isinstance`` or any other mention). The report formatters, the job summary,
-merge and results.json's loader reach a kind through the registry (``patchbench.scenarios``, which
-registers each kind's result model with ``patchbench.results``) instead. A kind defined elsewhere
-(here, in this test) plugs in the same way."""
+registered kind's name) or one of its classes (its config model, its result model and the records
+they are made of: an import, an ``isinstance`` or any other mention). The config loader, the report
+formatters, the job summary, merge and results.json's loader reach a kind through the registry
+(``patchbench.scenarios``, which registers each kind's config model with
+``patchbench.config.scenarios`` and its result model with ``patchbench.results``) instead. A kind
+defined elsewhere (here, in this test) plugs in the same way."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import copy
 import inspect
 import json
 import sys
-import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -20,8 +20,9 @@ from typing import ClassVar, Literal
 import pytest
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from patchbench import gate, results, scenarios
-from patchbench.config.scenarios import CONFIGS, AnyScenario, ScenarioConfig
+from patchbench import config, errors, gate, results, scenarios
+from patchbench.config import scenarios as config_scenarios
+from patchbench.config.scenarios import AnyScenario, ScenarioConfig, config_models
 from patchbench.errors import ReportError
 from patchbench.report import markdown
 from patchbench.report.blocks import Across, Block, Table, text
@@ -39,12 +40,8 @@ ALLOWED_FILES = {
     "patchbench/bisect/record.py": "bisect records command and soak results",
     "patchbench/bisect/render.py": "bisect renders command and soak results",
 }
-# Every kind's config model lives in the config package (below the builds and runtimes a kind
-# uses, which read the config): there a kind's name may appear only as the value of a model's
-# ``kind`` field (its ``Literal[...]`` and default), which is what the union discriminates on.
-# Any other mention there (a branch on a kind, an import or isinstance of a result) is a leak.
-CONFIG_MODELS = "patchbench/config/scenarios.py"
 ALLOWED = {
+    ("patchbench/config/scenarios.py", "command"): "DEFAULT_KIND, a scenario without `kind`",
     ("patchbench/docker/images.py", "layers"): "the OCI image config's rootfs type",
     ("patchbench/measure/oci_image.py", "layers"): "the OCI image layout's words",
     ("patchbench/measure/launcher/__init__.py", "burst"): "the launcher binary's file name",
@@ -68,12 +65,13 @@ def owns(module: str, path: str) -> bool:
 
 
 def result_classes() -> dict[str, str]:
-    """A kind's result class name -> its kind: its registered result model and every pydantic
-    model its own modules define (the records it is made of)."""
+    """A kind's class name -> its kind: its registered config and result models and every pydantic
+    model its own modules define (the records they are made of)."""
     kinds = own_modules()
     out = {}
     for name, model in results.result_models().items():
         out[model.__name__] = name
+        out[scenarios.KINDS[name].config.__name__] = name
         for module in list(sys.modules.values()):
             file = getattr(module, "__file__", None)
             if not file or not Path(file).resolve().is_relative_to(REPO_ROOT):
@@ -107,18 +105,6 @@ def names_in(node: ast.AST) -> set[str]:
         n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
 
 
-def kind_fields(tree: ast.AST) -> set[int]:
-    """ids of the string constants in a class's ``kind: Literal[...] = Field(default=...)``."""
-    out: set[int] = set()
-    for cls in ast.walk(tree):
-        if isinstance(cls, ast.ClassDef):
-            for node in cls.body:
-                if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                        and node.target.id == "kind"):
-                    out |= {id(c) for c in ast.walk(node) if isinstance(c, ast.Constant)}
-    return out
-
-
 def leaks(source: str, path: str, kinds: dict[str, str], classes: dict[str, str]) -> list[str]:
     """Where ``source`` (the file at ``path``) names or checks for a kind not its own."""
     if path == REGISTRY or path in ALLOWED_FILES:
@@ -126,8 +112,6 @@ def leaks(source: str, path: str, kinds: dict[str, str], classes: dict[str, str]
     own = {k for k, p in kinds.items() if owns(p, path)}
     tree = ast.parse(source)
     fields = field_names(tree)
-    if path == CONFIG_MODELS:
-        fields |= kind_fields(tree)
     out = []
     checked: set[int] = set()  # names already reported as part of an isinstance
     foreign = {c for c, k in classes.items() if k not in own}
@@ -186,27 +170,32 @@ def test_the_check_finds_a_leak() -> None:
     assert {"SignalCount", record, "PhaseCell", "SoakCondition"} <= set(classes)
 
 
-def test_the_config_models_name_a_kind_only_in_its_kind_field() -> None:
+def test_a_config_model_outside_its_module_is_a_leak() -> None:
     kinds, classes = own_modules(), result_classes()
-    source = ("class StressConfig(ScenarioConfig):\n"
+    assert {"StressConfig", "SignalCheck", "Phase", "CommandConfig"} <= set(classes)
+    source = ("from patchbench.scenarios.stress import StressConfig\n"
+              "class Other(ScenarioConfig):\n"
               "    kind: Literal['stress'] = Field(default='stress')\n"
               "    def f(self, sc):\n"
-              "        return sc.kind == 'stress'\n")
-    assert leaks(source, CONFIG_MODELS, kinds, classes) == [
-        f"{CONFIG_MODELS}:4: the kind name 'stress'"]
-    assert leaks(source, "patchbench/config/other.py", kinds, classes) == [
-        "patchbench/config/other.py:2: the kind name 'stress'",  # the default
-        "patchbench/config/other.py:4: the kind name 'stress'",
+              "        return isinstance(sc, StressConfig)\n")
+    assert sorted(leaks(source, "patchbench/config/scenarios.py", kinds, classes)) == [
+        "patchbench/config/scenarios.py:1: imports StressConfig",
+        "patchbench/config/scenarios.py:3: the kind name 'stress'",  # no allowance for kind fields
+        "patchbench/config/scenarios.py:5: isinstance against StressConfig",
     ]
+    assert leaks(source, kinds["stress"], kinds, classes) == []  # in its own module
 
 
 def test_every_config_kind_has_a_registered_kind_and_back() -> None:
-    assert list(CONFIGS) == list(scenarios.KINDS)  # same kinds, same order (the error lists them)
+    configs = config_models()
+    assert list(configs) == list(scenarios.KINDS)  # same kinds, same order (the error lists them)
     assert list(results.result_models()) == list(scenarios.KINDS)
     for name, kind in scenarios.KINDS.items():
         assert kind.name == name
-        assert kind.config is CONFIGS[name]
-        assert CONFIGS[name].model_fields["kind"].default == name
+        assert kind.config is configs[name]
+        assert configs[name].model_fields["kind"].default == name
+        # a kind's config model lives in its own module too
+        assert kind.config.__module__ == type(kind).__module__
         assert results.result_models()[name] is kind.result
         assert kind.result.model_fields["kind"].default == name
         # a kind's result model lives in its own module
@@ -215,14 +204,30 @@ def test_every_config_kind_has_a_registered_kind_and_back() -> None:
 
 def test_the_union_is_built_from_the_config_models() -> None:
     adapter: TypeAdapter[ScenarioConfig] = TypeAdapter(AnyScenario)
-    members = typing.get_args(typing.get_args(AnyScenario)[0])  # Annotated[Model, Tag(kind)]
-    assert [typing.get_args(m)[0] for m in members] == list(CONFIGS.values())
-    assert [typing.get_args(m)[1].tag for m in members] == list(CONFIGS)
+    configs = config_models()
     sc = adapter.validate_python({"name": "x", "command": ["true"]})  # no kind: a command
-    assert type(sc) is CONFIGS["command"]
+    assert type(sc) is configs[config_scenarios.DEFAULT_KIND]
+    for name, model in configs.items():  # each kind's scenarios are validated as its model
+        with pytest.raises(ValidationError) as exc:
+            adapter.validate_python({"kind": name, "name": "x", "nope": 1})
+        assert any(e["loc"][:1] == (name,) for e in exc.value.errors())
+        assert model.model_fields["kind"].default == name
     with pytest.raises(ValidationError, match="unknown scenario kind \\(known: "
                        + ", ".join(scenarios.KINDS) + "\\)"):
         adapter.validate_python({"kind": "nope", "name": "x"})
+
+
+def test_no_registered_config_is_a_bug(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """config/ imports no kind: loading a matrix before patchbench.scenarios is imported is a bug
+    (exit 3: not a PatchbenchError) naming what to import, not a user's error."""
+    (tmp_path / "matrix.yaml").write_text("version: 1\ntargets: {}\ncomparisons: {}\n")
+    monkeypatch.setattr(config_scenarios, "_MODELS", {})
+    with pytest.raises(RuntimeError, match=r"no scenario kind is registered.*import "
+                       r"patchbench\.scenarios") as exc:
+        config.load(tmp_path / "matrix.yaml")
+    assert not isinstance(exc.value, errors.PatchbenchError)
+    with pytest.raises(RuntimeError, match="no scenario kind is registered"):
+        TypeAdapter(AnyScenario)
 
 
 # --- a kind defined outside patchbench plugs in through the registry ------------------------
@@ -284,7 +289,7 @@ def toy() -> Iterator[ToyKind]:
         yield kind
     finally:
         scenarios.unregister(kind.name)
-    assert "toy" not in results.result_models()
+    assert "toy" not in results.result_models() and "toy" not in config_models()
 
 
 def a_run(*extra: dict[str, object], version: int = results.SCHEMA_VERSION) -> dict[str, object]:
@@ -315,9 +320,15 @@ def test_a_kind_defined_in_a_test_registers_and_round_trips(toy: ToyKind) -> Non
     old = {**{k: v for k, v in TOY.items() if k != "record"}, "size": 5}
     back = results.parse(a_run(old, version=4), "toy v4").scenarios[-1]
     assert isinstance(back, ToyResult) and back.record.size == 5
-    # its config model validates matrix.yaml's keys (its line in config.scenarios.CONFIGS
-    # would put it in the ``AnyScenario`` union)
-    assert ToyConfig.model_validate({"name": "t", "size": 4}).size == 4
+    # its config model, defined here too, is in the union a comparison's scenarios are read with
+    toy_sc = TypeAdapter(AnyScenario).validate_python({"kind": "toy", "name": "t", "size": 4})
+    assert isinstance(toy_sc, ToyConfig) and toy_sc.size == 4
+    comp = config.Comparison.model_validate({"target": "t", "candidates": {"c": ["p"]},
+                                             "scenarios": [{"kind": "toy", "name": "t"}]})
+    assert isinstance(comp.scenarios[0], ToyConfig)
+    with pytest.raises(ValidationError, match=r"scenarios\.0\.toy\.size"):
+        config.Comparison.model_validate({"target": "t", "candidates": {"c": ["p"]},
+                                          "scenarios": [{"kind": "toy", "name": "t", "size": "x"}]})
 
 
 def test_a_damaged_entry_of_a_registered_kind_names_the_field(toy: ToyKind) -> None:
@@ -355,3 +366,7 @@ def test_a_wrong_registration_is_a_bug(toy: ToyKind) -> None:
         results.register("toy", OtherToy)
     with pytest.raises(RuntimeError, match="does not default to it"):
         results.register("other", ToyResult)
+    with pytest.raises(RuntimeError, match="two config models for the kind 'toy'"):
+        config_scenarios.register_config("toy", type("OtherConfig", (ToyConfig,), {}))
+    with pytest.raises(RuntimeError, match=r"config model ToyConfig .* does not default to it"):
+        config_scenarios.register_config("other", ToyConfig)

@@ -11,11 +11,11 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from patchbench import build, results, scenarios
-from patchbench.config.scenarios import AnyScenario, LayersConfig
+from patchbench.config.scenarios import AnyScenario
 from patchbench.errors import ConfigError
 from patchbench.report import markdown
 from patchbench.runtimes.containerd import ContainerdRuntime
-from patchbench.scenarios.layers import KIND, LayersResult, MountTable, fit
+from patchbench.scenarios.layers import KIND, LayersConfig, LayersResult, MountTable, fit
 from patchbench.util.layout import Layout
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from patchbench import scenarios
+from patchbench.cli.reference import main
 from patchbench.config import reference
 from tests.support import REPO_ROOT
 
@@ -41,7 +42,7 @@ def test_a_key_without_a_description_stops_the_generation(monkeypatch: pytest.Mo
     monkeypatch.setattr(reference, "schema", without)
     with pytest.raises(reference.MissingDescription, match=r"Condition\.hogs"):
         reference.render()
-    assert reference.main(["--check", "--out", str(DOC)]) == 1
+    assert main(["--check", "--out", str(DOC)]) == 1
 
 
 def test_every_model_and_scenario_kind_has_a_section() -> None:
@@ -65,14 +66,14 @@ def test_types_defaults_and_constraints_are_rendered() -> None:
 
 def test_the_committed_reference_is_up_to_date() -> None:
     assert DOC.read_text(encoding="utf-8") == reference.render(), (
-        "docs/matrix.md is stale: run python3 -m patchbench.config.reference")
+        "docs/matrix.md is stale: run python3 -m patchbench.cli.reference")
 
 
 def test_check_mode_tells_stale_from_fresh(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "matrix.md"
-    assert reference.main(["--check", "--out", str(out)]) == 1  # missing
+    assert main(["--check", "--out", str(out)]) == 1  # missing
     assert "is stale" in capsys.readouterr().err
-    assert reference.main(["--out", str(out)]) == 0
-    assert reference.main(["--check", "--out", str(out)]) == 0
+    assert main(["--out", str(out)]) == 0
+    assert main(["--check", "--out", str(out)]) == 0
     out.write_text(out.read_text() + "edited by hand\n")
-    assert reference.main(["--check", "--out", str(out)]) == 1
+    assert main(["--check", "--out", str(out)]) == 1

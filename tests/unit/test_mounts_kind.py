@@ -15,12 +15,12 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from patchbench import build, results, scenarios
-from patchbench.config.scenarios import AnyScenario, MountsConfig
+from patchbench.config.scenarios import AnyScenario
 from patchbench.gate import failures
 from patchbench.measure import mounttrace
 from patchbench.report import html, markdown
 from patchbench.scenarios import mounts
-from patchbench.scenarios.mounts import KIND, MountsResult, MountStart
+from patchbench.scenarios.mounts import KIND, MountsConfig, MountsResult, MountStart
 from patchbench.util.layout import Layout
 
 STRACE = """\

@@ -9,8 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from patchbench import scenarios
-from patchbench.config.scenarios import SoakConfig
-from patchbench.scenarios.soak import SoakCondition, SoakResult, SoakTest, SoakVariant
+from patchbench.scenarios.soak import SoakCondition, SoakConfig, SoakResult, SoakTest, SoakVariant
 
 
 def cfg(**kw: Any) -> SoakConfig:

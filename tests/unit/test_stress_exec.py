@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 
 from patchbench import config, gate, results, scenarios
-from patchbench.config.scenarios import SignalCheck, StressConfig
 from patchbench.errors import ConfigError
 from patchbench.report import html, markdown
 from patchbench.report.blocks import Chart
 from patchbench.scenarios import stress, stress_signals
-from patchbench.scenarios.stress import StressBuild, StressResult, without_host
-from patchbench.scenarios.stress_signals import SignalCount
+from patchbench.scenarios.stress import StressBuild, StressConfig, StressResult, without_host
+from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
 
 MATRIX = """\
 version: 1

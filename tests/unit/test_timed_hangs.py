@@ -10,10 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 from patchbench import gate, results
-from patchbench.config.scenarios import BurstConfig, CommandConfig
 from patchbench.measure import bench, hangs
 from patchbench.report import markdown
-from patchbench.scenarios.command import CommandResult
+from patchbench.scenarios.burst import BurstConfig
+from patchbench.scenarios.command import CommandConfig, CommandResult
 
 SUMMARY = {"n": 4, "median": 0.1, "mean": 0.1, "stdev": 0.0, "min": 0.1, "max": 0.1, "cv": 0.0,
            "noisy": False}

@@ -12,11 +12,11 @@ import pytest
 
 from patchbench import build, report, results, scenarios
 from patchbench.analysis import paired, sequential
-from patchbench.config.scenarios import CommandConfig
 from patchbench.errors import ConfigError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell, Invocation, Samples
 from patchbench.scenarios.base import precision_rule
+from patchbench.scenarios.command import CommandConfig
 from patchbench.util.layout import Layout
 from tests.unit.test_report_verdicts5 import doc
 
