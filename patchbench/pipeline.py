@@ -9,7 +9,7 @@ from pathlib import Path
 
 from patchbench import __version__, build, config, redact, results, runtimes, scenarios
 from patchbench.analysis import sequential
-from patchbench.build import toolchains
+from patchbench.build import aa
 from patchbench.config import Comparison, Project
 from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
 from patchbench.measure.machine import machine_info
@@ -198,33 +198,6 @@ def build_for_patch(project: Project, ws: Workspace, series: str) -> list[build.
     return build_variants(project, ws, target_name, variants, comp.overlays if comp else [])
 
 
-LAYOUT_TWIN = "baseline-layout"  # compare --aa-layout: the baseline's layout-only rebuild
-
-
-def aa_layout(target: config.Target) -> toolchains.LayoutChange | str:
-    """The layout-only rebuild of ``target`` for ``--aa-layout``, or why its toolchain kind has
-    none (then the A/A measures the baseline against itself, and says so)."""
-    return toolchains.layout_change(target)
-
-
-def aa_record(base: build.Built, twin: build.Built, layout: toolchains.LayoutChange
-              ) -> results.AABuild:
-    """What an A/A against a layout build records: the flags, and whether the sha256 differ."""
-    arts = base.manifest["artifacts"]
-    same = build.identical_artifacts(base, twin)
-    equal = len(same) == len(arts) == len(twin.manifest["artifacts"])
-    if equal:
-        note = ("sha256 equal: the flags did not reach the linker (a recipe that passes its own "
-                "-ldflags or LDFLAGS overrides them), so this A/A measured one binary twice")
-    elif same:
-        note = (f"sha256 differ for {', '.join(sorted(set(arts) - set(same)))}; equal for "
-                f"{', '.join(same)} (the flags did not reach their link)")
-    else:
-        note = "sha256 differ: the same code, laid out differently"
-    return results.AABuild(kind="layout", twin=twin.variant.name, method=layout.method,
-                           why=layout.why, sha256_equal=equal, note=note)
-
-
 def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = None
             ) -> tuple[results.Results | None, list[str], Path | None]:
     """Run comparison ``name``; return its results, the --dry-run plan lines, and the saved run
@@ -244,11 +217,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         raise ConfigError(f"--scenario {', '.join(unknown)}: no such scenario in {name}",
                           hint="its scenarios: " + ", ".join(s.name for s in comp.scenarios))
     variants = variants_of(comp)
-    layout = aa_layout(target) if sw.aa_layout else None
-    if isinstance(layout, str):  # this toolchain kind has no layout-only rebuild
-        say(f"warning: --aa-layout: {layout}; falling back to the baseline against itself (--aa)")
-    if isinstance(layout, toolchains.LayoutChange):  # the baseline and its layout build, nothing else
-        variants = [variants[0], build.Variant(LAYOUT_TWIN, variants[0].series, layout=layout)]
+    variants, layout = aa.variants(target, variants, sw.aa_layout)
     if sw.dry_run:
         return None, plan.lines(project, ws, name, comp, variants, chosen), None
     checkout = fetch(project, ws, comp.target)  # what runs anywhere comes first
@@ -256,18 +225,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     seed = next(s for s in (sw.seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
     built = build_variants(project, ws, comp.target, variants, comp.overlays, checkout)
-    aa_build = None
-    if isinstance(layout, toolchains.LayoutChange):
-        aa_build = aa_record(built[0], built[1], layout)
-        say(f"A/A (layout): {aa_build.twin} is built with {layout.method}; {aa_build.note}")
-    elif sw.aa or sw.aa_layout:
-        twin = build.Built(build.Variant("baseline-again", built[0].variant.series),
-                           built[0].path, built[0].manifest, True)
-        built = [built[0], twin]
-        aa_build = results.AABuild(
-            kind="same-binary", twin=twin.variant.name, sha256_equal=True,
-            note="the baseline's build measured twice" + (
-                f" (--aa-layout fell back: {layout})" if isinstance(layout, str) else ""))
+    built, aa_build = aa.pair(built, layout, sw.aa)
     workdir = ws.layout.new_run(name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
     res = results.Results(

@@ -80,7 +80,7 @@ def test_rust_shuffles_with_lld_or_sorts_with_gnu_ld(project: config.Project) ->
 def test_swift_has_none_and_the_run_falls_back(project: config.Project) -> None:
     swift = project.target("apple-container")
     assert not isinstance(swift.toolchain, GoToolchain | CToolchain | RustToolchain)
-    assert "Swift" in str(pipeline.aa_layout(swift))
+    assert "Swift" in str(toolchains.layout_change(swift))
 
 
 def test_the_layout_build_has_its_own_cache_key(project: config.Project, tmp_path: Path) -> None:
