@@ -120,6 +120,19 @@ def margin(min_effect: float) -> float:
     return math.log1p(min_effect)
 
 
+def _answer(alpha: float, p: float, p_slower: float, p_faster: float, p_equivalent: float
+            ) -> tuple[Verdict, float, float, float, float]:
+    """The verdict of the four tests at level ``alpha``, with their p-values: slower or faster
+    (significant and beyond the margin), else equivalent (within it), else inconclusive."""
+    if p < alpha and p_slower < alpha:
+        return Verdict.SLOWER, p, p_slower, p_faster, p_equivalent
+    if p < alpha and p_faster < alpha:
+        return Verdict.FASTER, p, p_slower, p_faster, p_equivalent
+    if p_equivalent < alpha:
+        return Verdict.EQUIVALENT, p, p_slower, p_faster, p_equivalent
+    return Verdict.INCONCLUSIVE, p, p_slower, p_faster, p_equivalent
+
+
 def decide(mean: float, se: float, df: int, *, alpha: float, min_effect: float
            ) -> tuple[Verdict, float, float, float, float]:
     """The answer for an estimate ``mean`` (log ratio, baseline over candidate) with standard
@@ -130,13 +143,7 @@ def decide(mean: float, se: float, df: int, *, alpha: float, min_effect: float
     p_slower = stats.t_cdf((mean + delta) / se, df)
     p_faster = stats.t_sf((mean - delta) / se, df)
     p_equivalent = max(stats.t_sf((mean + delta) / se, df), stats.t_cdf((mean - delta) / se, df))
-    if p < alpha and p_slower < alpha:
-        return Verdict.SLOWER, p, p_slower, p_faster, p_equivalent
-    if p < alpha and p_faster < alpha:
-        return Verdict.FASTER, p, p_slower, p_faster, p_equivalent
-    if p_equivalent < alpha:
-        return Verdict.EQUIVALENT, p, p_slower, p_faster, p_equivalent
-    return Verdict.INCONCLUSIVE, p, p_slower, p_faster, p_equivalent
+    return _answer(alpha, p, p_slower, p_faster, p_equivalent)
 
 
 @dataclass(frozen=True)
@@ -194,13 +201,7 @@ def decide_pivot(pv: Pivot, *, alpha: float, min_effect: float
     p_slower = pv.p_below(-delta)
     p_faster = pv.p_above(delta)
     p_equivalent = max(pv.p_above(-delta), pv.p_below(delta))
-    if p < alpha and p_slower < alpha:
-        return Verdict.SLOWER, p, p_slower, p_faster, p_equivalent
-    if p < alpha and p_faster < alpha:
-        return Verdict.FASTER, p, p_slower, p_faster, p_equivalent
-    if p_equivalent < alpha:
-        return Verdict.EQUIVALENT, p, p_slower, p_faster, p_equivalent
-    return Verdict.INCONCLUSIVE, p, p_slower, p_faster, p_equivalent
+    return _answer(alpha, p, p_slower, p_faster, p_equivalent)
 
 
 def skewness(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int],

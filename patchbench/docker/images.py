@@ -39,7 +39,7 @@ import shutil
 import stat
 import tarfile
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,10 +183,18 @@ def _exec_mode(mode: int) -> int:
 
 
 def _rust_layer(path: Path, tree: RustTree) -> str:
+    return _tree_layer(path, RUST_IN_IMAGE, _entry_paths(tree.root, RUST_ENTRIES),
+                       lambda rel, st: _exec_mode(st.st_mode))
+
+
+def _tree_layer(path: Path, dest_dir: str, entries: Iterable[tuple[str, Path]],
+                mode: Callable[[str, os.stat_result], int]) -> str:
+    """A layer holding ``entries`` (relative name, host path) under ``dest_dir``: links as links,
+    directories, and regular files with ``mode(rel, stat)``."""
     layer = _Layer(path)
-    dest = RUST_IN_IMAGE.lstrip("/")
+    dest = dest_dir.lstrip("/")
     layer.dir(dest)
-    for rel, p in _entry_paths(tree.root, RUST_ENTRIES):
+    for rel, p in entries:
         name = f"{dest}/{rel}"
         st = p.lstat()
         if stat.S_ISLNK(st.st_mode):
@@ -194,7 +202,7 @@ def _rust_layer(path: Path, tree: RustTree) -> str:
         elif stat.S_ISDIR(st.st_mode):
             layer.dir(name)
         elif stat.S_ISREG(st.st_mode):
-            layer.regular(name, p, _exec_mode(st.st_mode))
+            layer.regular(name, p, mode(rel, st))
     return layer.close()
 
 
@@ -413,19 +421,8 @@ def _busybox_layer(path: Path) -> tuple[str, str]:
 
 
 def _go_layer(path: Path, tree: GoTree) -> str:
-    layer = _Layer(path)
-    dest = GOROOT_IN_IMAGE.lstrip("/")
-    layer.dir(dest)
-    for rel, p in goroot_paths(tree.root):
-        name = f"{dest}/{rel}"
-        st = p.lstat()
-        if stat.S_ISLNK(st.st_mode):
-            layer.symlink(name, os.readlink(p))
-        elif stat.S_ISDIR(st.st_mode):
-            layer.dir(name)
-        elif stat.S_ISREG(st.st_mode):
-            layer.regular(name, p, goroot_mode(rel))
-    return layer.close()
+    return _tree_layer(path, GOROOT_IN_IMAGE, goroot_paths(tree.root),
+                       lambda rel, st: goroot_mode(rel))
 
 
 def _debian_layer(path: Path, recipe: Recipe, log: Path) -> str:
