@@ -81,13 +81,27 @@ def median_ci(samples: Sequence[float], *, seed: int, level: float = 0.95,
 
 def _resampled_medians(a: np.ndarray, rng: np.random.Generator, resamples: int,
                        chunk: int | None = None) -> np.ndarray:
-    """Medians of ``resamples`` bootstrap resamples of ``a``, in chunks of bounded memory."""
+    """Medians of ``resamples`` bootstrap resamples of ``a``, in chunks of bounded memory.
+
+    Exactly ``np.median(a[idx], axis=1)`` for the same draws ``idx``, about twice as fast: a
+    resample's k-th smallest value is the sorted sample at the k-th smallest rank of its draws,
+    and partitioning 32-bit integer ranks is quicker than partitioning the floats."""
     chunk = chunk or max(1, min(resamples, 4_000_000 // a.size))
+    order = np.argsort(a, kind="stable")
+    ordered = a[order]
+    rank = np.empty(a.size, dtype=np.int32)  # half the bytes of intp: the partition is faster
+    rank[order] = np.arange(a.size, dtype=np.int32)
+    half = a.size // 2
+    kth = [half] if a.size % 2 else [half - 1, half]
     out = []
     done = 0
     while done < resamples:
         n = min(chunk, resamples - done)
-        out.append(np.median(a[rng.integers(0, a.size, (n, a.size))], axis=1))
+        ranks = np.partition(rank[rng.integers(0, a.size, (n, a.size))], kth, axis=1)
+        if a.size % 2:
+            out.append(ordered[ranks[:, half]])
+        else:  # np.median's even case: the mean of the two middle values
+            out.append((ordered[ranks[:, half - 1]] + ordered[ranks[:, half]]) / 2)
         done += n
     return np.concatenate(out)
 

@@ -49,6 +49,8 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
                                      min_rounds=c.min_rounds or stats.MIN_ROUNDS)
                 assert c.pooled is not None
                 assert rec["pooled"]["p_value"] == pytest.approx(c.pooled.p_value, rel=1e-9)
+                assert rec["pooled"]["ci_low"] == pytest.approx(c.pooled.ci_low, rel=1e-12)
+                assert rec["pooled"]["ci_high"] == pytest.approx(c.pooled.ci_high, rel=1e-12)
                 again5 = paired.paired_verdict(base, b.rounds, cand, k.rounds, alpha=c.alpha,
                                                min_effect=c.min_effect,
                                                min_rounds=c.min_rounds or stats.MIN_ROUNDS,
