@@ -151,3 +151,14 @@ def test_holm_adjusted_p_values() -> None:
     assert stats.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
     assert stats.holm([]) == []
+
+
+@pytest.mark.parametrize("size", [3, 4, 5, 10, 101, 1000])
+def test_resampled_medians_are_numpys_medians_of_the_same_draws(size: int) -> None:
+    """The rank-partition shortcut gives np.median's values bit for bit, ties and even sizes too."""
+    gen = np.random.default_rng(size)
+    for a in (gen.lognormal(0, 0.3, size), np.round(gen.lognormal(0, 0.3, size), 1)):
+        draws = np.random.default_rng(7).integers(0, size, (500, size))
+        expected = np.median(a[draws], axis=1)
+        got = stats._resampled_medians(a, np.random.default_rng(7), 500, chunk=500)
+        assert np.array_equal(got, expected)
