@@ -64,20 +64,28 @@ def owns(module: str, path: str) -> bool:
     return path == module or path.startswith(module.removesuffix(".py") + "_")
 
 
+def own_files() -> dict[str, str]:
+    """The file of every loaded module of this repository -> its path in the repository."""
+    out = {}
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and file not in out and (real := Path(file).resolve()).is_relative_to(REPO_ROOT):
+            out[file] = real.relative_to(REPO_ROOT).as_posix()
+    return out
+
+
 def result_classes() -> dict[str, str]:
     """A kind's class name -> its kind: its registered config and result models and every pydantic
     model its own modules define (the records they are made of)."""
     kinds = own_modules()
     out = {}
+    ours = own_files()
     for name, model in results.result_models().items():
         out[model.__name__] = name
         out[scenarios.KINDS[name].config.__name__] = name
         for module in list(sys.modules.values()):
-            file = getattr(module, "__file__", None)
-            if not file or not Path(file).resolve().is_relative_to(REPO_ROOT):
-                continue
-            path = Path(file).resolve().relative_to(REPO_ROOT).as_posix()
-            if not owns(kinds[name], path):
+            path = ours.get(getattr(module, "__file__", None) or "")
+            if path is None or not owns(kinds[name], path):
                 continue
             for obj in vars(module).values():
                 if (isinstance(obj, type) and issubclass(obj, BaseModel)
@@ -110,11 +118,14 @@ def leaks(source: str, path: str, kinds: dict[str, str], classes: dict[str, str]
     if path == REGISTRY or path in ALLOWED_FILES:
         return []
     own = {k for k, p in kinds.items() if owns(p, path)}
+    foreign = {c for c, k in classes.items() if k not in own}
+    if not (any(c in source for c in foreign)
+            or any(f"'{k}'" in source or f'"{k}"' in source for k in kinds if k not in own)):
+        return []  # it spells no foreign class and quotes no foreign kind: nothing to parse
     tree = ast.parse(source)
     fields = field_names(tree)
     out = []
     checked: set[int] = set()  # names already reported as part of an isinstance
-    foreign = {c for c, k in classes.items() if k not in own}
     for node in ast.walk(tree):
         if (isinstance(node, ast.Constant) and isinstance(node.value, str)
                 and node.value in kinds and node.value not in own and id(node) not in fields
