@@ -181,10 +181,15 @@ SECONDS = {
     "faults/test_trust_property.py": 8, "faults/test_results_safe.py": 7,
     "integration/test_stress.py": 7, "integration/test_own_patch.py": 6,
     "integration/test_soak.py": 6, "unit/test_reproduce_reports.py": 6,
+    "unit/test_stats_paired.py": 3, "unit/test_stats.py": 1.5, "unit/test_hangs.py": 1,
 }
 # files that each start a Docker engine of their own run in one worker, one after the other
 DOCKER = ("integration/test_docker_build.py", "integration/test_docker_engine.py",
           "integration/test_docker_run_flow.py")
+# the unit files that check against scipy.stats, whose import costs a worker about 1.1 s of CPU:
+# one worker imports it for all of them
+SCIPY = ("unit/test_stats_paired.py", "unit/test_stats.py", "unit/test_hangs.py",
+         "unit/test_rundiff_merge.py")
 WORKERS = 2
 
 
@@ -194,7 +199,10 @@ def _rel(path: Path | str) -> str:
 
 
 def _weight(rel: str) -> float:
-    return sum(SECONDS.get(f, 0) for f in DOCKER) if rel in DOCKER else SECONDS.get(rel, 0)
+    for group in (DOCKER, SCIPY):
+        if rel in group:
+            return sum(SECONDS.get(f, 0) for f in group)
+    return SECONDS.get(rel, 0)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -210,13 +218,13 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Whole files per worker (module fixtures are built once), in the order of the collection
-    (the longest first, below), with the Docker files as one unit."""
+    (the longest first, below), with the Docker files as one unit and the scipy files as one."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByFile(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            rel = "tests/" + nodeid.split("::", 1)[0].removeprefix("tests/")
-            return "docker" if rel.removeprefix("tests/") in DOCKER else rel
+            rel = nodeid.split("::", 1)[0].removeprefix("tests/")
+            return "docker" if rel in DOCKER else "scipy" if rel in SCIPY else "tests/" + rel
 
     config.option.loadscopereorder = False
     return ByFile(config, log)
