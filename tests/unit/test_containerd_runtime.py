@@ -31,7 +31,7 @@ FAKE_CONTAINERD = """#!/bin/sh
 cfg=$2
 sock=$(sed -n '/^\\[grpc\\]/,/^\\[/s/^ *address = "\\(.*\\)"/\\1/p' "$cfg")
 trap 'rm -f "$sock"; echo stopped; exit 0' TERM
-sleep 0.3
+sleep 0.1
 : > "$sock"
 echo "listening on $sock"
 while :; do sleep 0.05; done
@@ -233,7 +233,7 @@ def test_daemon_that_dies_or_never_answers(tmp_path: Path) -> None:
         d.start()
     assert "bad config" in (err.value.detail or "")
     (bin_dir / "containerd").write_text("#!/bin/sh\nexec sleep 60\n")
-    slow = cd.ContainerdDaemon(bin_dir, tmp_path / "e", "ns", Path("/bin/true"), start_timeout=0.5)
+    slow = cd.ContainerdDaemon(bin_dir, tmp_path / "e", "ns", Path("/bin/true"), start_timeout=0.25)
     with pytest.raises(BenchmarkError, match="did not answer"):
         slow.start()
     assert slow.pid is None
