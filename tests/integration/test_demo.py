@@ -212,9 +212,9 @@ def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
 
 def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
         demo_run: tuple[dict[str, Any], Path], demo_base: Path) -> None:
-    """Issue 22: `--until-ci 3 --max-rounds 20` on the demo, small runs (2 per round)."""
+    """Issue 22: `--until-ci 3 --max-rounds 12` on the demo, small runs (2 per round)."""
     res = invoke("compare", "demo", "--runs", "10", "--rounds", "5", "--warmup", "0",
-                 "--seed", "3", "--until-ci", "3", "--max-rounds", "20",
+                 "--seed", "3", "--until-ci", "3", "--max-rounds", "12",
                  "--builds", str(demo_base / "builds"),
                  "--reports", str(demo_base / "until-reports"), cwd=demo_base)
     assert res.returncode == 0, res.stderr
@@ -224,8 +224,8 @@ def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
     data = results.load(run_dir / "results.json")
     assert data.stopping is not None
     (stop,) = data.stopping
-    assert stop.scenario == "start-8" and stop.planned_looks == [5, 8, 12, 18, 20]
-    assert stop.alpha == 0.05 and stop.alpha_per_look == pytest.approx(0.01)
+    assert stop.scenario == "start-8" and stop.planned_looks == [5, 8, 12]
+    assert stop.alpha == 0.05 and stop.alpha_per_look == pytest.approx(0.05 / 3)
     assert [look.rounds for look in stop.looks] == stop.planned_looks[:len(stop.looks)]
     assert stop.stopped_at == stop.looks[-1].rounds
     width = stop.looks[-1].half_width
@@ -233,9 +233,9 @@ def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
         assert width is not None and width <= 0.03
         assert all(w.half_width is None or w.half_width > 0.03 for w in stop.looks[:-1])
     else:
-        assert stop.reason == "budget" and stop.stopped_at == 20
+        assert stop.reason == "budget" and stop.stopped_at == 12
     (comp,) = data.scenarios[0].comparisons  # type: ignore[union-attr]
-    assert comp.rounds == stop.stopped_at and comp.alpha == pytest.approx(0.01)
+    assert comp.rounds == stop.stopped_at and comp.alpha == pytest.approx(0.05 / 3)
     assert comp.method == "round-paired t on per-round mean log times (ratio of geometric " \
         "means), skewness-corrected (t and Hall's transformation must both reject); beyond " \
         "min_effect by a one-sided test, equivalent by TOST"
