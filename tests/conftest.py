@@ -172,7 +172,7 @@ TESTS = Path(__file__).resolve().parent
 # Seconds each file took (2026-12-01, two workers, load 1-2.5), for the order only: the longest
 # start first, so that no long file is left to run alone at the end; files not named count 0.
 SECONDS = {
-    "integration/test_docker_build.py": 64, "integration/test_planted.py": 20,
+    "integration/test_docker_build.py": 32, "integration/test_planted.py": 20,
     "integration/test_bisect.py": 59, "integration/test_workflow.py": 31,
     "integration/test_stress_exec.py": 28, "integration/test_docker_engine.py": 24,
     "integration/test_timed_hangs.py": 19, "integration/test_report_tools.py": 14,
