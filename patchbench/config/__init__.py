@@ -145,7 +145,10 @@ class BuildRecipe(_Model):
     commands: list[list[str]] = Field(min_length=1, description=(
         "The build commands (argv lists), run one after the other in the patched worktree."))
     env: dict[str, str] = Field(default_factory=dict, description=(
-        "Environment variables added to the toolchain's allowlisted environment."))
+        "Environment variables added to the toolchain's allowlisted environment (over its own "
+        "values), recorded in the fingerprint and the manifest; a cargo profile override such as "
+        "`CARGO_PROFILE_RELEASE_LTO: \"false\"` also gives the target its own shared target "
+        "directory."))
     artifacts: list[str] = Field(min_length=1, description=(
         "What the build produces, relative to the worktree: files, or directories when the path "
         "ends in `/` (copied whole, e.g. an install root). Each file is also a placeholder."))

@@ -109,6 +109,33 @@ def test_rust_builds_are_offline_reproducible_and_warm_from_the_shared_target_di
                      ).iterdir())) == 1
 
 
+
+def test_a_profile_override_in_build_env_is_recorded_and_gets_its_own_target_dir(
+        tmp_path: Path, cargo_path: None) -> None:
+    """A target may override cargo's release profile through ``build.env`` (youki-dev: no fat
+    LTO); the fingerprint and the manifest record it, the override reaches cargo, and the two
+    profiles never share a target directory (the bytes differ)."""
+    matrix, _ = _project(tmp_path)
+    builds = tmp_path / "builds"
+    (plain,) = _build(matrix, builds, BASE)
+    data = yaml.safe_load(matrix.read_text())
+    data["targets"]["hello"]["build"]["env"] = {"CARGO_PROFILE_RELEASE_LTO": "fat",
+                                                "CARGO_PROFILE_RELEASE_CODEGEN_UNITS": "1"}
+    matrix.write_text(yaml.safe_dump(data, sort_keys=False))
+    fat, fat_louder = _build(matrix, builds, BASE, LOUDER)
+    (cold,) = _build(matrix, tmp_path / "elsewhere", LOUDER)
+    fp = fat.manifest["fingerprint"]
+    assert fp["env"]["CARGO_PROFILE_RELEASE_LTO"] == "fat"
+    assert fp["env"]["CARGO_PROFILE_RELEASE_CODEGEN_UNITS"] == "1"
+    assert fat.manifest["recipe"]["env"] == data["targets"]["hello"]["build"]["env"]
+    assert build.toolchains.differing_keys(plain.manifest["fingerprint"], fp) == [
+        "env.CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "env.CARGO_PROFILE_RELEASE_LTO"]
+    assert len(list((builds / "cargo-target").iterdir())) == 2  # one per profile
+    sha = {b.variant.name + str(i): b.manifest["artifacts"]["hello"]["sha256"]
+           for i, b in enumerate((plain, fat, fat_louder, cold))}
+    assert sha["baseline0"] != sha["baseline1"]  # cargo built with the override: other bytes
+    assert sha["louder2"] == sha["louder3"]  # warm == cold with the override too
+
 def test_a_tree_without_cargo_lock_is_refused(tmp_path: Path, cargo_path: None) -> None:
     matrix, up = _project(tmp_path)
     git(up, "rm", "-q", "Cargo.lock")
