@@ -141,9 +141,10 @@ def test_capture_saves_the_launchers_evidence_and_names_a_lost_sigchld(tmp_path:
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # the child has exited: a zombie
-            if any(p.zombie for p in [hangs.ProcessInfo.model_validate(hangs._proc(x))
-                                      for x in hangs.tree_of(proc.pid)]):
+        while time.monotonic() < deadline:  # the child has exited (a zombie), the parent sleeps
+            tree = [hangs.ProcessInfo.model_validate(hangs._proc(x))
+                    for x in hangs.tree_of(proc.pid)]
+            if any(p.zombie for p in tree) and any(p.pid == proc.pid and p.sleeping for p in tree):
                 break
             time.sleep(0.02)
         path = hangs.capture(proc.pid, ["python", "-c", "..."], 3, 1.0, 1.25, tmp_path / "ev")
