@@ -252,15 +252,15 @@ def _cumulant_sums(g: dict[int, np.ndarray], common: list[int]) -> np.ndarray | 
     """Per round of ``common`` (columns): sum (x - mean)^3, its weight (n-1)(n-2)/n (0 when
     n < 3), sum (x - mean)^2, its weight n - 1, and n, for the log times of one variant; None
     when no block has 3 runs or more."""
-    out = np.zeros((5, len(common)))
-    for i, r in enumerate(common):
-        x = np.log(g[r])
-        n = x.size
-        dev = x - x.mean()
-        out[2, i], out[3, i], out[4, i] = float((dev * dev).sum()), n - 1, n
-        if n >= 3:
-            out[0, i], out[1, i] = float((dev**3).sum()), (n - 1) * (n - 2) / n
-    return out if out[1].sum() > 0 else None
+    n = np.array([g[r].size for r in common], dtype=float)
+    x = np.log(np.concatenate([g[r] for r in common]))
+    starts = np.concatenate(([0], np.cumsum(n[:-1]))).astype(int)
+    dev = x - np.repeat(np.add.reduceat(x, starts) / n, n.astype(int))
+    big = n >= 3
+    out = np.stack([np.where(big, np.add.reduceat(dev**3, starts), 0.0),
+                    np.where(big, (n - 1) * (n - 2) / n, 0.0),
+                    np.add.reduceat(dev * dev, starts), n - 1, n])
+    return out if big.any() else None
 
 
 def _all_and_but_one(x: np.ndarray) -> np.ndarray:
