@@ -22,9 +22,10 @@ rule estimates, is 1 / factor. Models (the baseline's median 126 ms, the demo's)
 R = 5, 10, 20, 40 rounds (and 60 for the shape model), alpha 0.05, min_effect 0.02.
 
 The rule calibrated is the one new comparisons are judged by (``paired.METHOD``: the skewness-
-corrected t); the plain t of the first schema-5 records (``PAIRED5_METHOD``) is run on the same
-replicates at 1.00 and at both edges for contrast (**t false**, **t faster@edge**, **t
-slower@edge**, **t coverage**).
+corrected t with a jackknifed skewness); an earlier rule (``--contrast``: ``t``, the plain t of the
+first schema-5 records, ``PAIRED5_METHOD``; or ``skew``, the skewness correction before the
+jackknife, ``PAIRED5_SKEW_METHOD``) is run on the same replicates at 1.00 and at both edges for
+contrast (**t false**, **t faster@edge**, **t slower@edge**, **t coverage**, or **skew ...**).
 
 The ``stopping`` cells calibrate ``--until-ci`` (patchbench.analysis.sequential): each replicate
 is simulated for the whole budget; the rule looks at its planned rounds (5, then about 1.5x, in
@@ -55,6 +56,7 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
+import os
 import platform
 import random
 import sys
@@ -73,7 +75,7 @@ if str(ROOT) not in sys.path:
 from patchbench.analysis import paired, sequential, stats  # noqa: E402
 from patchbench.analysis.paired import Verdict  # noqa: E402
 from patchbench.measure import bench  # noqa: E402
-from patchbench.results import PAIRED5_METHOD  # noqa: E402
+from patchbench.results import PAIRED5_METHOD, PAIRED5_SKEW_METHOD  # noqa: E402
 
 BASE_MEDIAN = 0.126
 ALPHA = 0.05
@@ -88,6 +90,12 @@ MISS_P = 0.05
 REAL_MISS_P = 0.001
 
 Sim = tuple[list[float], list[int], list[float], list[int]]
+# --contrast: an earlier rule run on the same replicates (its method, how the report names it)
+CONTRASTS = {
+    "t": (PAIRED5_METHOD, "the plain t of the first schema-5 records (`PAIRED5_METHOD`)"),
+    "skew": (PAIRED5_SKEW_METHOD, "the skewness correction before the jackknife "
+                                  "(`PAIRED5_SKEW_METHOD`)"),
+}
 
 
 def lognormal_sigma(cv: float) -> float:
@@ -226,7 +234,7 @@ def tally(t: Tally, v: paired.PairedVerdict, truth: float, prefix: str = "") -> 
 
 
 def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
-             old: bool) -> Tally:
+             old: bool, contrast: str = "t") -> Tally:
     fn = MODELS[model][0]
     rng = np.random.default_rng([seed, list(MODELS).index(model), rounds,
                                  FACTORS.index(factor)])
@@ -240,9 +248,9 @@ def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
         t.add("drift", v.drift is not None and v.drift.flagged)
         if v.mde is not None:
             t.mdes.append(v.mde)
-        if old:  # the plain t of the first schema-5 records, on the same replicates
+        if old:  # an earlier rule (--contrast), on the same replicates
             tally(t, paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT,
-                                           method=PAIRED5_METHOD), truth, "t ")
+                                           method=CONTRASTS[contrast][0]), truth, "t ")
     return t
 
 
@@ -410,9 +418,11 @@ def evaluate_stopping(cells: dict[tuple[str, int, float, float], Tally]
 
 def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: argparse.Namespace,
            command: str, elapsed: float,
-           stopping: dict[tuple[str, int, float, float], Tally] | None = None
-           ) -> tuple[str, bool]:
+           stopping: dict[tuple[str, int, float, float], Tally] | None = None,
+           load: tuple[Sequence[float], Sequence[float]] | None = None) -> tuple[str, bool]:
     rows, checks = evaluate(cells, models)
+    contrast = getattr(args, "contrast", "t")
+    old = CONTRASTS[contrast][1]
     srows: list[list[str]] = []
     if stopping:
         srows, schecks = evaluate_stopping(stopping)
@@ -427,7 +437,8 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
            f"Python {platform.python_version()}, numpy {np.__version__}; {elapsed:.0f} s wall "
            "time on a shared 2-core VM.  ",
            f"Replicates per cell: {args.replicates}; {RUNS} runs per block; alpha {ALPHA}, "
-           f"min_effect {MIN_EFFECT}; the models are described in the script's docstring.\n",
+           f"min_effect {MIN_EFFECT}; the models are described in the script's docstring.  ",
+           f"Rule calibrated (`method`): {paired.METHOD}.\n",
            "Columns (%): **sig** = two-sided p < alpha at 1.00 (nominal 5); **false** = a "
            "faster/slower verdict at 1.00; **coverage** = lowest share of 95 % CIs holding the "
            "true speedup; **slower@edge**, **equiv@edge** = verdict slower / equivalent at a true "
@@ -435,13 +446,14 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
            "exactly min_effect (each <= 5); **equiv@1** = verdict equivalent at "
            "1.00; **slower@1.05/1.10** = power; **MDE** = median minimum detectable effect at "
            "1.00; **drift** = the drift check fires at 1.00 (nominal 1 % in the models without "
-           f"drift: {', '.join(DRIFTLESS)}); **t false**, **t faster@edge**, **t slower@edge**, "
-           "**t coverage** = the plain t of the first schema-5 records (`PAIRED5_METHOD`) on "
-           "the same replicates (coverage at 1.00 and both edges).\n",
+           f"drift: {', '.join(DRIFTLESS)}); **{contrast} false**, **{contrast} faster@edge**, "
+           f"**{contrast} slower@edge**, **{contrast} coverage** = {old} on the same replicates "
+           "(coverage at 1.00 and both edges).\n",
            table(["model", "R x n", "sig", "false", "coverage", "slower@edge", "faster@edge",
                   "equiv@edge",
-                  "equiv@1", "slower@1.05", "slower@1.10", "MDE", "drift", "t false",
-                  "t faster@edge", "t slower@edge", "t coverage"], rows),
+                  "equiv@1", "slower@1.05", "slower@1.10", "MDE", "drift", f"{contrast} false",
+                  f"{contrast} faster@edge", f"{contrast} slower@edge", f"{contrast} coverage"],
+                 rows),
            *(["\n## Stopping by precision (--until-ci)\n",
               "Each look judged at alpha / looks; **rounds** = median rounds at the stop (A/A); "
               "**budget** = share stopped by the budget; **false**, **coverage**, "
@@ -463,14 +475,18 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
         out.append("\n**Calibration passed**: no check missed beyond what chance explains.")
     else:
         out.append("\n**Calibration FAILED** (see the checks above).")
+    if load:
+        start, end = (" ".join(f"{x:.2f}" for x in lv) for lv in load)
+        out.append(f"\nLoad (`/proc/loadavg`, 1/5/15 min) at the start {start}, at the end {end}.")
     return "\n".join(out) + "\n", passed
 
 
-def _work(job: tuple[tuple[Any, ...], int, int]) -> tuple[tuple[Any, ...], Tally]:
-    (what, *key), replicates, seed = job
+def _work(job: tuple[tuple[Any, ...], int, int, str]) -> tuple[tuple[Any, ...], Tally]:
+    (what, *key), replicates, seed, contrast = job
     if what == "cell":
         model, rounds, f = key
-        return (what, *key), run_cell(model, rounds, f, replicates, seed, old=f in FACTORS[:3])
+        return (what, *key), run_cell(model, rounds, f, replicates, seed, old=f in FACTORS[:3],
+                                      contrast=contrast)
     model, budget, target, f = key
     return (what, *key), run_stopping(model, budget, target, f, replicates, seed)
 
@@ -485,6 +501,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the markdown table to this file")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (1)")
     ap.add_argument("--no-stopping", action="store_true", help="leave out the stopping cells")
+    ap.add_argument("--contrast", choices=list(CONTRASTS), default="t",
+                    help="the earlier rule run on the same replicates (t)")
     args = ap.parse_args(argv)
     if args.replicates < 1:
         ap.error("--replicates must be >= 1")
@@ -495,7 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   for k, (fn, rs, known) in models.items()}
     shown = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("/")]
     command = " ".join(["python3 benchmarks/stats_calibration.py", *shown])
-    t0 = time.monotonic()
+    t0, load_start = time.monotonic(), os.getloadavg()
     jobs: list[tuple[str, int, float]] = [(model, rounds, f)
                                           for model, (_, rounds_list, _) in models.items()
                                           for rounds in rounds_list for f in FACTORS]
@@ -508,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stopping: dict[tuple[str, int, float, float], Tally] = {}
     work: list[tuple[Any, ...]] = [("cell", *j) for j in jobs] + [("stop", *j) for j in stops]
     with multiprocessing.Pool(args.jobs) as pool:
-        jobs_in = [(w, args.replicates, args.seed) for w in work]
+        jobs_in = [(w, args.replicates, args.seed, args.contrast) for w in work]
         for done, (key, tal) in enumerate(pool.imap_unordered(_work, jobs_in), 1):
             if key[0] == "cell":
                 cells[key[1:]] = tal
@@ -516,7 +534,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 stopping[key[1:]] = tal
             print(f"calibration: {done}/{len(work)} cells, {time.monotonic() - t0:.0f} s",
                   file=sys.stderr, flush=True)
-    text, passed = report(cells, models, args, command, time.monotonic() - t0, stopping)
+    text, passed = report(cells, models, args, command, time.monotonic() - t0, stopping,
+                          (load_start, os.getloadavg()))
     print(text, end="")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,9 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   verdicts of their rule (``method`` says which; the new fields are null). Added later without a
   version change (issue 22, the shape miss): a comparison whose ``method`` is
   ``PAIRED5_SKEW_METHOD`` was judged with the skewness-corrected interval (the same fields; older
-  ones keep ``PAIRED5_METHOD`` and are recomputed with its rule), and an optional top-level
+  ones keep ``PAIRED5_METHOD`` and are recomputed with its rule; since the residual shape miss,
+  ``PAIRED5_JACK_METHOD``: the same with the skewness bias-corrected by the jackknife over
+  rounds), and an optional top-level
   ``stopping`` (``--until-ci``: the stopping rule, its looks and why it stopped), absent
   otherwise.
   Added in version 5 without a version change: the kind ``mounts`` (the mount syscalls of each
@@ -108,7 +110,12 @@ PAIRED5_METHOD = ("round-paired t on per-round mean log times (ratio of geometri
 PAIRED5_SKEW_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means), "
                        "skewness-corrected (t and Hall's transformation must both reject); "
                        "beyond min_effect by a one-sided test, equivalent by TOST")
-RULE5_METHODS = (PAIRED5_METHOD, PAIRED5_SKEW_METHOD)
+PAIRED5_JACK_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means), "
+                       "skewness-corrected with a jackknifed skewness (t and Hall's transformation "
+                       "must both reject); beyond min_effect by a one-sided test, equivalent by "
+                       "TOST")
+SKEW_METHODS = (PAIRED5_SKEW_METHOD, PAIRED5_JACK_METHOD)  # the skewness-corrected rules
+RULE5_METHODS = (PAIRED5_METHOD, *SKEW_METHODS)
 
 
 class _Rec(BaseModel):

@@ -34,7 +34,7 @@ from patchbench.report.numbers import (
     fmt_verdict,
     fmt_verdict_now,
 )
-from patchbench.results import PAIRED5_SKEW_METHOD, Results, ScenarioResult, TimedResult
+from patchbench.results import SKEW_METHODS, Results, ScenarioResult, TimedResult
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell, md_text
 
@@ -167,7 +167,7 @@ def statistics_line(results: Results) -> str:
                 for c in sc.comparisons)
     if any(c.rule5 for sc in results.scenarios if isinstance(sc, TimedResult)
            for c in sc.comparisons):
-        skew = any(c.method == PAIRED5_SKEW_METHOD for sc in results.scenarios
+        skew = any(c.method in SKEW_METHODS for sc in results.scenarios
                    if isinstance(sc, TimedResult) for c in sc.comparisons)
         interval = ("skewness-corrected t interval (the t and Hall's transformation of it must "
                     "both reject; " if skew else "t interval (")

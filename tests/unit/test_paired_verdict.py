@@ -225,7 +225,7 @@ def test_records_of_the_first_schema5_rule_recompute_with_the_plain_t() -> None:
     assert old.ci_low == pytest.approx(math.exp(d.mean() - q * se), rel=1e-12)
     assert old.method == paired.PAIRED5_METHOD
     new = paired.paired_verdict(bt, br, ct, cr, alpha=0.05, min_effect=0.02)
-    assert new.method == paired.METHOD == paired.PAIRED5_SKEW_METHOD != old.method
+    assert new.method == paired.METHOD == paired.PAIRED5_JACK_METHOD != old.method
     with pytest.raises(ValueError, match="unknown rule"):
         paired.paired_verdict(bt, br, ct, cr, alpha=0.05, min_effect=0.02, method="median")
 
@@ -286,3 +286,76 @@ def test_a_right_skewed_candidate_no_longer_makes_false_speedups() -> None:
             found[method] += v.verdict is Verdict.FASTER
     assert found[paired.PAIRED5_METHOD] / sims > 0.07
     assert found[paired.METHOD] / sims < 0.065
+
+
+# --- the jackknifed skewness (PAIRED5_JACK_METHOD, the residual shape miss) -----------------
+
+
+def test_records_of_the_first_skewness_rule_recompute_without_the_jackknife() -> None:
+    rng = np.random.default_rng(31)
+    b, c = skewed(10, 4, rng)
+    ids = [r for r in range(10) for _ in range(4)]
+    bt, ct = b.ravel().tolist(), (c / 1.02).ravel().tolist()
+    rec = paired.paired_verdict(bt, ids, ct, ids, alpha=0.05, min_effect=0.02,
+                                method=paired.PAIRED5_SKEW_METHOD)
+    base = {r: b[r] for r in range(10)}
+    cand = {r: c[r] / 1.02 for r in range(10)}
+    d = np.log(np.array(rec.round_ratios))
+    for skew, method in ((paired.skewness, paired.PAIRED5_SKEW_METHOD),
+                         (paired.skewness_jackknife, paired.PAIRED5_JACK_METHOD)):
+        pv = paired.Pivot(float(d.mean()), float(d.std(ddof=1)), d.size,
+                          skew(base, cand, list(range(10)), d))
+        v = paired.paired_verdict(bt, ids, ct, ids, alpha=0.05, min_effect=0.02, method=method)
+        assert v.method == method
+        assert v.p_faster == pytest.approx(pv.p_above(math.log1p(0.02)), rel=1e-9)
+        assert v.ci_low == pytest.approx(math.exp(pv.interval(0.05)[0]), rel=1e-9)
+    assert paired.skewness_jackknife(base, cand, list(range(10)), d) != \
+        paired.skewness(base, cand, list(range(10)), d)
+
+
+def test_the_jackknife_is_the_leave_one_round_out_bias_correction() -> None:
+    rng = np.random.default_rng(32)
+    R = 7
+    b, c = skewed(R, 4, rng)
+    base = {r: b[r] for r in range(R)}
+    cand = {r: c[r] for r in range(R)}
+    d = np.log(b).mean(1) - np.log(c).mean(1)
+    full = paired.skewness(base, cand, list(range(R)), d)
+    loo = [paired.skewness(base, cand, [r for r in range(R) if r != i], np.delete(d, i))
+           for i in range(R)]
+    want = R * full - (R - 1) * float(np.mean(loo))
+    assert paired.skewness_jackknife(base, cand, list(range(R)), d) == pytest.approx(want,
+                                                                                      rel=1e-9)
+    # fewer than 3 rounds: no jackknife; fewer than 3 runs in every block: the rounds' skewness
+    two = [0, 1]
+    assert paired.skewness_jackknife(base, cand, two, d[:2]) == pytest.approx(
+        paired.skewness(base, cand, two, d[:2]), rel=1e-12)
+    short = {r: b[r][:2] for r in range(R)}
+    d2 = np.log(b[:, :2]).mean(1) - np.log(c).mean(1)
+    assert paired.skewness_jackknife(short, cand, list(range(R)), d2) == \
+        pytest.approx(paired._sample_skewness(d2))
+    # a leave-one-out set without a block of 3 runs: the estimate without the jackknife
+    one = {r: (b[r] if r == 0 else b[r][:2]) for r in range(R)}
+    d3 = np.array([np.log(one[r]).mean() - np.log(c[r]).mean() for r in range(R)])
+    assert paired.skewness_jackknife(one, cand, list(range(R)), d3) == pytest.approx(
+        paired.skewness(one, cand, list(range(R)), d3), rel=1e-12)
+
+
+def test_the_jackknife_takes_out_most_of_the_skewness_estimates_bias() -> None:
+    """At 10 rounds of 4 the skewness of the round ratios (true -0.98 for these shapes) is
+    estimated at about -0.68 on average; jackknifed, at about -0.81 (exploratory simulation,
+    2 x 10^4 replicates), which takes the wrong "faster" at a true speedup of exactly min_effect
+    from 5.5 % to 4.9 % (10^5 replicates)."""
+    rng = np.random.default_rng(33)
+    R, sims = 10, 300
+    ids = list(range(R))
+    plain, jack = [], []
+    for _ in range(sims):
+        b, c = skewed(R, 4, rng)
+        base, cand = {r: b[r] for r in ids}, {r: c[r] for r in ids}
+        d = np.log(b).mean(1) - np.log(c).mean(1)
+        plain.append(paired.skewness(base, cand, ids, d))
+        jack.append(paired.skewness_jackknife(base, cand, ids, d))
+    assert -0.8 < float(np.mean(plain)) < -0.55
+    assert float(np.mean(jack)) < float(np.mean(plain)) - 0.07
+    assert -1.1 < float(np.mean(jack)) < -0.7
