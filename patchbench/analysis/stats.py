@@ -11,9 +11,14 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from patchbench.util import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy on first use (util/lazy.py): `list` and `--help` import this module without it
+    np = lazy.module("numpy")
 
 NOISY_CV = 0.10
 BOOTSTRAP = 10_000
