@@ -712,13 +712,6 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number strict JSON has")
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text[:20]} is too large to be a finite number")
-    return value
-
-
 def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
     """A JSON file read back from a saved run or an artifact: never through a link (the last
     component is opened with O_NOFOLLOW), a regular file of at most ``limit`` bytes (checked
@@ -742,8 +735,8 @@ def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
             raw = f.read(limit + 1)
         if len(raw) > limit:
             raise ReportError(f"{path} is over {limit} bytes (docs/security.md: limits)")
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant,
-                          parse_float=_finite_float)
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        depth = _depth(data)  # and a number too large for a float (1e999) is refused here
     except OSError as exc:
         raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -753,22 +746,38 @@ def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
                           f"({exc!s:.200})") from None
     finally:
         os.close(fd)
-    if _depth(data) > MAX_DEPTH:
+    if depth > MAX_DEPTH:
         raise ReportError(f"{path}: nested more than {MAX_DEPTH} levels deep "
                           "(docs/security.md: limits)")
     return data
 
 
 def _depth(data: Any) -> int:
-    """How deeply objects and lists nest in ``data`` (iteratively: no recursion limit)."""
+    """How deeply objects and lists nest in ``data`` as json.loads gives it (plain dicts and
+    lists; iteratively: no recursion limit); a ValueError when a number is not finite (json
+    reads 1e999 as inf). A container's children are typed and checked in C-level passes, so a
+    run's long lists of numbers are never walked element by element in Python."""
+    if type(data) not in (dict, list):
+        _finite([data], {type(data)})
+        return 0
     deepest, stack = 0, [(data, 1)]
     while stack:
         value, level = stack.pop()
-        if isinstance(value, dict | list):
-            deepest = max(deepest, level)
-            stack += [(v, level + 1) for v in (value.values() if isinstance(value, dict)
-                                               else value)]
+        deepest = max(deepest, level)
+        children = list(value.values()) if type(value) is dict else value
+        kinds = set(map(type, children))
+        _finite(children, kinds)
+        if dict in kinds or list in kinds:
+            stack += [(v, level + 1) for v in children if type(v) in (dict, list)]
     return deepest
+
+
+def _finite(values: list[Any], kinds: set[type]) -> None:
+    if float not in kinds:
+        return
+    floats = values if kinds == {float} else [v for v in values if type(v) is float]
+    if not all(map(math.isfinite, floats)):
+        raise ValueError("a number too large to be finite")
 
 
 def load(path: Path) -> Results:
