@@ -14,6 +14,10 @@ Measures, in a fresh temporary builds/ and reports/ directory per repetition:
   - the tool's CPU time: the whole process tree's user+system time (wait4) less the user+system
     time hyperfine recorded for the measured runs (per run, else its per-call means times the
     runs), and its share of the tree's CPU time;
+- fixed and per-round parts of that overhead (net of warmups): the warm demo again with 2 rounds
+  of 4 runs per cell instead of its 10 rounds of 4, and the line through the two points:
+  per round = (overhead(10) - overhead(2)) / 8, fixed = overhead(2) - 2 x per round (start-up,
+  checks, statistics and reports; aim < 0.6 s);
 - no-op build: `invoke build --patch per-sandbox-lock` with both builds cached (aim < 1 s);
 - no-op dry run: `invoke compare demo --dry-run` with both builds cached;
 - start-up: `python3 -c pass`, `python3 -m invoke --list` and `python3 -m invoke list`, interleaved
@@ -133,7 +137,7 @@ def main() -> None:
 
     rows: dict[str, list[float]] = {k: [] for k in (
         "cold", "warm", "warm_cpu", "inside", "overhead", "overhead_net", "tool_cpu",
-        "tool_cpu_share", "noop", "noop_cpu", "dry", "dry_cpu")}
+        "tool_cpu_share", "noop", "noop_cpu", "dry", "dry_cpu", "fixed", "per_round")}
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
             tool = Tool(project, Path(tmp) / "builds", Path(tmp) / "reports")
@@ -147,6 +151,12 @@ def main() -> None:
             rows["overhead_net"].append((w.wall - ins.seconds - ins.warmup_estimate) / w.wall)
             rows["tool_cpu"].append(w.cpu - ins.cpu)
             rows["tool_cpu_share"].append((w.cpu - ins.cpu) / w.cpu)
+            short = tool.run("compare", "demo", "--rounds", "2", "--runs", "8")
+            ins2 = inside_measured_runs(newest_results(tool.reports))
+            o10 = w.wall - ins.seconds - ins.warmup_estimate
+            o2 = short.wall - ins2.seconds - ins2.warmup_estimate
+            rows["per_round"].append((o10 - o2) / 8)
+            rows["fixed"].append(o2 - 2 * (o10 - o2) / 8)
             n = tool.run("build", "--patch", "per-sandbox-lock")
             rows["noop"].append(n.wall)
             rows["noop_cpu"].append(n.cpu)
@@ -185,6 +195,9 @@ def main() -> None:
         f"| overhead: wall minus the measured runs (warmups are overhead) | "
         f"{fmt_p(rows['overhead'])} |",
         f"| overhead net of the configured warmups once per cell | {fmt_p(rows['overhead_net'])} |",
+        f"| of that overhead, the fixed part (start-up, checks, report; aim < 0.6 s) | "
+        f"{fmt_s(rows['fixed'])} |",
+        f"| ... and the part per round (10 rounds) | {fmt_s(rows['per_round'])} |",
         f"| CPU time of the warm demo's process tree | {fmt_s(rows['warm_cpu'])} |",
         f"| of it, the tool's (tree minus the measured runs' user+system) | "
         f"{fmt_s(rows['tool_cpu'])}, {fmt_p(rows['tool_cpu_share'])} |",
