@@ -33,15 +33,10 @@ def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Proj
 
 def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
     target = project.target(target_name)
-    override = ws.sources.get(target_name)
+    override = _source_override(ws, target_name)
     url = override or target.url
     if not override and not _looks_remote(url):
         url = str((project.root / url).resolve())
-    if override and not _looks_remote(override):
-        path = Path(override).expanduser()
-        if not path.exists():
-            raise SourceError(f"--source {target_name}={override}: no such directory")
-        url = str(path.resolve())
     say(f"fetching {target_name} {target.ref} ({target.commit[:12]})")
     checkout = source.fetch(ws.builds, target_name, url, target.ref, target.commit,
                             overridden=bool(override))
@@ -61,16 +56,7 @@ def fetch_submodules(project: Project, ws: Workspace, target_name: str,
     target = project.target(target_name)
     if not target.submodules:
         return []
-    overrides: dict[str, str] = {}
-    for module in target.submodules:
-        override = ws.sources.get(module.name)
-        if override and not _looks_remote(override):
-            path = Path(override).expanduser()
-            if not path.exists():
-                raise SourceError(f"--source {module.name}={override}: no such directory")
-            override = str(path.resolve())
-        if override:
-            overrides[module.name] = override
+    overrides = {m.name: o for m in target.submodules if (o := _source_override(ws, m.name))}
     pinned = submodules.resolve(target_name, target.submodules, checkout, ws.builds, overrides)
     for p in pinned:
         say(f"{target_name}: submodule {p.module.path} at {p.commit[:12]} "
@@ -81,6 +67,17 @@ def fetch_submodules(project: Project, ws: Workspace, target_name: str,
 
 def _looks_remote(url: str) -> bool:
     return "://" in url or url.startswith("git@")
+
+
+def _source_override(ws: Workspace, name: str) -> str | None:
+    """``--source NAME=...``: a URL as given, a local directory resolved (it must exist)."""
+    override = ws.sources.get(name)
+    if not override or _looks_remote(override):
+        return override
+    path = Path(override).expanduser()
+    if not path.exists():
+        raise SourceError(f"--source {name}={override}: no such directory")
+    return str(path.resolve())
 
 
 def patch_check(project: Project, ws: Workspace, names: list[str],
@@ -106,18 +103,12 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
         for target_name in sorted(targets.get(name, set())):
             if checkout is None or checkout.target != target_name:
                 checkout = fetch(project, ws, target_name)
-            tmp = ws.layout.tmp / f"check-{name}-{cleanup.owner_tag()}-{secrets.token_hex(4)}"
-            tmp.parent.mkdir(parents=True, exist_ok=True)
-            source.add_worktree(checkout, tmp, ws.builds)
             try:
-                patching.apply_series(tmp, [series], checkout.commit_epoch())
-                n = len(series.patches)
-                rows.append((name, target_name, f"ok ({n} patch{'es' if n > 1 else ''})"))
+                rows.append((name, target_name, patching.trial_apply(
+                    checkout, series, ws.layout.tmp / f"check-{name}", ws.builds)))
             except PatchError as exc:
                 rows.append((name, target_name, f"FAILED: {exc.message}"))
                 failures.append(exc.message)
-            finally:
-                source.remove_worktree(checkout, tmp, ws.builds)
     if failures or unreadable:
         heads = ([unreadable[0] if len(unreadable) == 1 else f"{len(unreadable)} series could not "
                   "be read"] if unreadable else []) + (

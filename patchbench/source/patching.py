@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from patchbench.errors import PatchError, SourceError
 from patchbench.source import patchform, series_ref
-from patchbench.source.cache import IDENTITY, SNAPSHOT_DATE, run_git
+from patchbench.source.cache import (
+    IDENTITY,
+    SNAPSHOT_DATE,
+    Checkout,
+    add_worktree,
+    remove_worktree,
+    run_git,
+)
+from patchbench.util import cleanup
 from patchbench.util.files import sha256_file
 from patchbench.util.models import NAME_RE
 
@@ -331,3 +340,17 @@ __all__ = [
     "load_series",
     "parse_patch",
 ]
+
+
+def trial_apply(checkout: Checkout, series: Series, prefix: Path, builds: Path) -> str:
+    """Apply ``series`` to a throwaway worktree of ``checkout``'s pinned commit (``prefix``, made
+    unique per process and call), removed afterwards: "ok (N patches)", or a PatchError."""
+    tmp = prefix.with_name(f"{prefix.name}-{cleanup.owner_tag()}-{secrets.token_hex(4)}")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    add_worktree(checkout, tmp, builds)
+    try:
+        apply_series(tmp, [series], checkout.commit_epoch())
+    finally:
+        remove_worktree(checkout, tmp, builds)
+    n = len(series.patches)
+    return f"ok ({n} patch{'es' if n > 1 else ''})"
