@@ -161,7 +161,7 @@ def run(
         logf.flush()
     try:
         try:
-            proc = subprocess.Popen(
+            proc = procguard.popen(  # into the run's cgroup, if guarding
                 args,
                 cwd=cwd,
                 env=dict(env) if env is not None else None,
@@ -169,9 +169,8 @@ def run(
                 stdout=logf if logf is not None else subprocess.PIPE,
                 stderr=subprocess.STDOUT if logf is not None else subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=procguard.preexec(),  # into the run's cgroup, if guarding
             )
-        except (OSError, subprocess.SubprocessError) as exc:  # also a failing preexec_fn
+        except (OSError, subprocess.SubprocessError) as exc:
             raise error(f"{label}: could not start: {getattr(exc, 'strerror', None) or exc}"
                         ) from None
         try:
@@ -239,7 +238,7 @@ class Background:
         LOG.debug("+ %s &", redact.text(quote(args)))
         self._logf: IO[bytes] | None = open(log, "ab") if log is not None else None  # noqa: SIM115
         try:
-            self.proc = subprocess.Popen(
+            self.proc = procguard.popen(  # into the run's cgroup, if guarding
                 args,
                 cwd=cwd,
                 env=dict(env) if env is not None else None,
@@ -247,7 +246,6 @@ class Background:
                 stdout=self._logf if self._logf is not None else subprocess.DEVNULL,
                 stderr=subprocess.STDOUT if self._logf is not None else subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=procguard.preexec(),  # into the run's cgroup, if guarding
             )
         except (OSError, subprocess.SubprocessError) as exc:
             if self._logf is not None:

@@ -32,11 +32,13 @@ import os
 import re
 import shlex
 import signal
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PARENT = "patchbench"
@@ -251,22 +253,41 @@ def unspare(pid: int) -> None:
         _ACTIVE.spared.discard(pid)
 
 
-def preexec() -> Callable[[], None] | None:
-    """For subprocess.Popen(preexec_fn=...): join the active run's cgroup in the child, between
-    fork and exec, so not even the command's first child can be missed. None when not guarding."""
+# A command joins the active run's cgroup through this POSIX shell prologue rather than a Python
+# preexec_fn: a preexec_fn makes every spawn a full fork() of the interpreter (13-30 ms for a
+# patchbench process that has loaded numpy and pydantic, against about 1 ms for vfork and a
+# dash), which was most of a warm demo's cost per round (issue 21). The shell writes "0" (itself)
+# into cgroup.procs, stops itself until popen has seen it joined and continues it (as with a
+# preexec_fn, whose Popen returned after the exec, so that an ``exempt`` right after popen cannot
+# be undone by a late join), and execs the command under the same pid, so not even the command's
+# first child can be missed. $0 is the cgroup.procs path; the command follows as "$@", never as an
+# option.
+SHELL = "/bin/sh"
+JOIN_FAILED_EXIT_CODE = 125
+_JOIN = (f'echo 0 > "$0" || {{ echo "patchbench: cannot join the cgroup of $0" >&2; '
+         f'exit {JOIN_FAILED_EXIT_CODE}; }}; kill -STOP $$; exec "$@"')
+
+
+def popen(args: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(args, **kwargs)``, in the active run's cgroup when guarding: started
+    behind a shell prologue that joins it and then execs ``args`` under the same pid (the exit
+    code, signals and process group stay the command's); returns once the command is in the
+    cgroup, or has ended (a shell that could not join exits 125 and says why on stderr)."""
     guard = _ACTIVE
     if guard is None or guard.path is None:
-        return None
-    procs = str(guard.path / "cgroup.procs")
-
-    def join() -> None:
-        fd = os.open(procs, os.O_WRONLY)
-        try:
-            os.write(fd, b"0\n")  # "0": the writing process itself
-        finally:
-            os.close(fd)
-
-    return join
+        return subprocess.Popen(list(args), **kwargs)
+    proc: subprocess.Popen[bytes] = subprocess.Popen(
+        [SHELL, "-c", _JOIN, str(guard.path / "cgroup.procs"), *args], **kwargs)
+    try:  # joined and stopped, or ended; WNOWAIT: Popen still reaps it
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WSTOPPED | os.WNOWAIT)
+        if info is not None and info.si_code == os.CLD_STOPPED:
+            os.kill(proc.pid, signal.SIGCONT)
+    except BaseException:  # Ctrl-C while waiting: the command does not run on its own
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return proc
 
 
 def own_cgroup(kind: str, base: Path, proc_cgroup: Path = Path("/proc/self/cgroup")) -> Path:

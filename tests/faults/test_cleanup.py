@@ -108,7 +108,7 @@ import subprocess, sys, time
 from patchbench.util import cleanup, procguard
 guard = procguard.activate("faults-" + cleanup.cgroup_tag())
 assert guard.available, guard.reason
-subprocess.Popen(["sleep", sys.argv[1]], preexec_fn=procguard.preexec(), start_new_session=True)
+procguard.popen(["sleep", sys.argv[1]], start_new_session=True)
 print(guard.path, flush=True)
 time.sleep(600)
 """
