@@ -119,7 +119,7 @@ RULE5_METHODS = (PAIRED5_METHOD, *SKEW_METHODS)
 
 
 class _Rec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def _nan_if_null(value: Any) -> Any:

@@ -6,14 +6,14 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from patchbench.errors import SourceError
 
 
 @contextlib.contextmanager
 def locked(locks: Path, name: str, timeout: float = 3600.0) -> Iterator[None]:
     """Hold ``locks/<name>.lock`` (``locks`` is a Layout's ``locks`` directory)."""
+    from filelock import FileLock, Timeout  # here: it imports asyncio (10 ms for `invoke list`)
+
     locks.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(locks / f"{name}.lock"), timeout=timeout)
     try:
