@@ -13,11 +13,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from patchbench import results
 from patchbench.analysis import paired, sequential, stats, verdict
-from patchbench.build import Built
 from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.errors import ConfigError, PatchbenchError
 from patchbench.measure import bench, hangs
@@ -25,11 +24,14 @@ from patchbench.measure.bench import Cell, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import Cell as CellResult
 from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
-from patchbench.runtimes import Runtime
-from patchbench.runtimes.containerd import ContainerdRuntime
 from patchbench.util import command, progress
 from patchbench.util.command import Background
 from patchbench.util.layout import Layout
+
+if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
+    from patchbench.build import Built
+    from patchbench.runtimes import Runtime
+    from patchbench.runtimes.containerd import ContainerdRuntime
 
 # a context is of one kind's config model (covariant: a helper that reads only the keys every
 # kind has takes a ScenarioContext[ScenarioConfig])

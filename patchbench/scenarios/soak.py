@@ -35,12 +35,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from patchbench.analysis import stats
-from patchbench.build import Built
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import BenchmarkError
 from patchbench.measure import bench, conditions, hangs, launcher
@@ -70,6 +69,9 @@ from patchbench.scenarios.base import (
 )
 from patchbench.scenarios.views import account, links, lost_sigchld
 from patchbench.util import command, progress
+
+if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
+    from patchbench.build import Built
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 

@@ -31,12 +31,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from patchbench.analysis import stats
-from patchbench.build import Built
 from patchbench.config.scenarios import Argv, ScenarioConfig
 from patchbench.errors import BenchmarkError, CommandError
 from patchbench.measure import bench
@@ -58,6 +57,9 @@ from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
 from patchbench.scenarios.views import round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
+
+if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
+    from patchbench.build import Built
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
