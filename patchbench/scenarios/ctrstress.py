@@ -36,7 +36,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -47,7 +47,6 @@ from patchbench.measure.bench import Cell
 from patchbench.measure.oci_image import OciImage, image_name
 from patchbench.report.blocks import Across, Block, Table, table, text
 from patchbench.results import Record, ScenarioResult
-from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
     ScenarioContext,
@@ -61,6 +60,9 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.views import images_line, round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
+
+if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
+    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 

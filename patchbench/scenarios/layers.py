@@ -23,7 +23,7 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -38,7 +38,6 @@ from patchbench.report import charts
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.report.numbers import fmt_ratio, fmt_time
 from patchbench.results import Check, Record, ScenarioResult, TimedResult
-from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 from patchbench.scenarios import burst
 from patchbench.scenarios.base import (
     ScenarioContext,
@@ -59,6 +58,9 @@ from patchbench.scenarios.views import (
     verify_page,
 )
 from patchbench.util import command, progress
+
+if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
+    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
