@@ -122,6 +122,18 @@ class _Rec(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+def build_models() -> None:
+    """Build every record model's validator now: they are built on first use (``defer_build``,
+    so that `invoke list` does not pay for them), and a comparison builds them in its warmups'
+    window (patchbench.util.idle) rather than after its last measured run."""
+    todo: list[type[BaseModel]] = [_Rec]
+    while todo:
+        model = todo.pop()
+        todo.extend(model.__subclasses__())
+        if not model.__pydantic_complete__:
+            model.model_rebuild()
+
+
 def _nan_if_null(value: Any) -> Any:
     return float("nan") if value is None else value
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.measure import hangs
-from patchbench.util import command, procguard
+from patchbench.util import command, idle, procguard
 from patchbench.util.progress import RoundProgress, estimate_left, round_text, step
 
 # Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
@@ -291,7 +291,11 @@ def measure(
     first run may pay for following another cell (caches, the page cache of another binary) every
     cell pays alike, since each round is a fresh permutation, and the round-paired statistics
     compare round medians, which one slow first run barely moves. Repeating a warmup every round
-    cost a hyperfine-sized share of the tool's wall time for no sample it keeps."""
+    cost a hyperfine-sized share of the tool's wall time for no sample it keeps.
+
+    When round 1's cells share one hyperfine call, their warmups are a call of their own before
+    it (``_warm_up``): a window (patchbench.util.idle) in which the tool's pending work (what it
+    needs after measuring) runs meanwhile, joined before the first measured run."""
     workdir.mkdir(parents=True, exist_ok=True)
     order = schedule(cells, rounds, seed)
     per_round = runs // rounds
@@ -300,6 +304,9 @@ def measure(
     log = workdir / f"{scenario}.hyperfine.log"
     shown = RoundProgress(rounds, label=scenario)  # round r/R and the time left, on a terminal
     share = [True]  # False for the rest of the scenario once a shared call left a process
+    if order and _warm_up(scenario, order[0], expand, samples, share, warmup=warmup,
+                          timeout=timeout, workdir=workdir, log=log):
+        warmed.update(cells)
     r = 0
     while r < len(order):
         r += 1
@@ -356,22 +363,10 @@ def _run_round(
         labels = ", ".join(c.label for c in round_cells)
         call = f"{scenario} round {r}/{rounds} (cells {labels} in one hyperfine call)"
         export = workdir / f"{scenario}.r{r}.json"
-        t0 = time.monotonic()
-        try:
-            got = hyperfine_many([invs[c] for c in round_cells], runs=per_round,
-                                 warmup=max(warmups.values()), per_run_timeout=timeout,
-                                 export=export, log=log, names=[names[c] for c in round_cells],
-                                 name=call)
-        finally:
-            variants = {c.variant for c in round_cells}
-            one = next(iter(variants)) if len(variants) == 1 else None
-            if procguard.check_active(call, one) is not None and one is None:
-                share[0] = False  # from now on attributable: one call per cell
-        wall = time.monotonic() - t0
-        total = sum(sum(res["times"]) for res in got)
-        for cell, res in zip(round_cells, got, strict=True):
-            samples[cell].seconds += wall * (sum(res["times"]) / total if total > 0
-                                             else 1 / len(round_cells))
+        got = _shared_call(round_cells, [invs[c] for c in round_cells], samples, share,
+                           runs=per_round, warmup=max(warmups.values()), timeout=timeout,
+                           export=export, log=log, names=[names[c] for c in round_cells],
+                           call=call)
         for cell, res in zip(round_cells, got, strict=True):
             took(cell, res, export)
         return medians
@@ -397,6 +392,49 @@ def _run_round(
         samples[cell].seconds += time.monotonic() - t0
         took(cell, result, export)
     return medians
+
+
+def _shared_call(
+    cells: Sequence[Cell], invs: Sequence[Invocation], samples: dict[Cell, Samples],
+    share: list[bool], *, runs: int, warmup: int, timeout: float, export: Path, log: Path,
+    names: Sequence[str], call: str,
+) -> list[dict[str, Any]]:
+    """One hyperfine call for ``cells`` (their ``invs``, in this order), then the escape check;
+    its wall time is added to the cells' ``seconds`` in proportion to their recorded runs."""
+    t0 = time.monotonic()
+    try:
+        got = hyperfine_many(invs, runs=runs, warmup=warmup, per_run_timeout=timeout,
+                             export=export, log=log, names=names, name=call)
+    finally:
+        variants = {c.variant for c in cells}
+        one = next(iter(variants)) if len(variants) == 1 else None
+        if procguard.check_active(call, one) is not None and one is None:
+            share[0] = False  # from now on attributable: one call per cell
+    wall = time.monotonic() - t0
+    total = sum(sum(res["times"]) for res in got)
+    for cell, res in zip(cells, got, strict=True):
+        samples[cell].seconds += wall * (sum(res["times"]) / total if total > 0
+                                         else 1 / len(cells))
+    return got
+
+
+def _warm_up(scenario: str, cells: Sequence[Cell], expand: Expander,
+             samples: dict[Cell, Samples], share: list[bool], *, warmup: int, timeout: float,
+             workdir: Path, log: Path) -> bool:
+    """Round 1's warmups, ``warmup`` runs of each of ``cells`` in one hyperfine call of their
+    own, when the cells can share one (else False: they stay in round 1's calls). Nothing of
+    them is recorded (hyperfine does not record warmups either; their export is kept beside the
+    rounds'); the tool's pending work runs meanwhile (patchbench.util.idle.window)."""
+    invs = [expand(c) for c in cells]
+    if warmup < 1 or not share[0] or not shareable(invs):
+        return False
+    labels = ", ".join(c.label for c in cells)
+    with idle.window():
+        _shared_call(cells, invs, samples, share, runs=warmup, warmup=0, timeout=timeout,
+                     export=workdir / f"{scenario}.warmup.json", log=log,
+                     names=[f"{scenario} {c.label} warmup" for c in cells],
+                     call=f"{scenario} warmups (cells {labels} in one hyperfine call)")
+    return True
 
 
 def _take(s: Samples, result: dict[str, Any], r: int, inv: Invocation, name: str,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell, Invocation
+from patchbench.util import idle
 
 CELLS = [Cell("baseline"), Cell("a"), Cell("b"), Cell("c", (("k", "4"),))]
 
@@ -88,7 +91,9 @@ class FakeHyperfine:
             self.calls.append({"cmd": inv.command, "runs": runs, "warmup": warmup,
                                "name": cmd_name, "timeout": per_run_timeout, "export": export,
                                "call": self.n_calls, "call_name": name})
-            rnd = int(cmd_name.rsplit("round ", 1)[1].split("/")[0])
+            # the warmups' own call (bench._warm_up) is "round 0" here
+            rnd = 0 if cmd_name.endswith(" warmup") else \
+                int(cmd_name.rsplit("round ", 1)[1].split("/")[0])
             variant = inv.command[0]
             codes = [0] * runs
             if self.fail_at == (variant, rnd):
@@ -206,14 +211,19 @@ def test_a_round_of_shareable_cells_is_one_call_in_the_rounds_order(
     fake = FakeHyperfine().install(monkeypatch)
     cells = [Cell("baseline"), Cell("fix")]
     samples, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path, **SCENARIO)
-    assert fake.n_calls == 3  # one per round, not one per cell per round
+    assert fake.n_calls == 1 + 3  # the warmups, then one per round, not one per cell per round
+    # warmups once per cell: a call of their own before round 1, in round 1's order
+    warm = [c for c in fake.calls if c["call"] == 1]
+    assert [c["cmd"][0] for c in warm] == order[0]
+    assert [(c["name"], c["runs"], c["warmup"]) for c in warm] == \
+        [(f"s {label} warmup", 2, 0) for label in order[0]]
+    assert {c["export"] for c in warm} == {tmp_path / "s.warmup.json"}
     for r, labels in enumerate(order, 1):
-        in_call = [c for c in fake.calls if c["call"] == r]
+        in_call = [c for c in fake.calls if c["call"] == r + 1]
         assert [c["cmd"][0] for c in in_call] == labels  # the round's (balanced) order
         assert [c["name"] for c in in_call] == [f"s {label} round {r}/3" for label in labels]
         assert {c["export"] for c in in_call} == {tmp_path / f"s.r{r}.json"}
-    # warmups once per cell: round 1's call warms every command, the later ones none
-    assert [c["warmup"] for c in fake.calls] == [2, 2, 0, 0, 0, 0]
+        assert {c["warmup"] for c in in_call} == {0}
     # every cell gets its own command's results, one hyperfine dict per round
     assert samples[Cell("baseline")].times == pytest.approx([0.2, 0.201] * 3)
     assert samples[Cell("fix")].times == pytest.approx([0.1, 0.101] * 3)
@@ -231,7 +241,7 @@ def test_a_shared_calls_wall_time_is_split_in_proportion(tmp_path: Path,
     samples, _ = bench.measure("s", cells, expand, seed=11, workdir=tmp_path,
                                **{**SCENARIO, "rounds": 1, "runs": 2})
     base, fix = samples[Cell("baseline")].seconds, samples[Cell("fix")].seconds
-    assert base + fix == pytest.approx(3.0)
+    assert base + fix == pytest.approx(3.0 + 3.0)  # the warmups' call and round 1's
     assert base / fix == pytest.approx((0.2 + 0.201) / (0.1 + 0.101))
 
 
@@ -262,12 +272,54 @@ def test_an_escape_after_a_shared_call_is_gated_and_ends_the_sharing(
     monkeypatch.setattr(bench.procguard, "check_active", check)
     cells = [Cell("baseline"), Cell("fix")]
     _, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path, **SCENARIO)
-    # round 1 shared: its escape cannot be told apart by cell, so no variant (gated)
-    assert checks[0] == (f"s round 1/3 (cells {', '.join(order[0])} in one hyperfine call)", None)
-    # rounds 2 and 3: one call per cell again, each checked as its own variant's
-    assert fake.n_calls == 1 + 4
+    # the warmups' shared call: its escape cannot be told apart by cell, so no variant (gated)
+    assert checks[0] == (f"s warmups (cells {', '.join(order[0])} in one hyperfine call)", None)
+    # every round: one call per cell again, each checked as its own variant's
+    assert fake.n_calls == 1 + 6
     assert checks[1:] == [(f"s {label} round {r}/3", label)
-                          for r, labels in enumerate(order[1:], 2) for label in labels]
+                          for r, labels in enumerate(order, 1) for label in labels]
+    # round 1 then warms nothing again: its cells were warmed
+    assert {c["warmup"] for c in fake.calls[2:]} == {0}
+
+
+def test_the_tools_pending_work_runs_during_the_warmups_and_ends_before_round_1(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeHyperfine().install(monkeypatch)
+    started, finished = threading.Event(), threading.Event()
+    seen: list[tuple[str, bool]] = []
+    many = fake.many
+
+    def recording(invs: list[Invocation], **kw: Any) -> list[dict[str, Any]]:
+        if kw["name"].startswith("s warmups"):
+            assert started.wait(10)  # the work runs while the warmups do
+        seen.append((kw["name"], finished.is_set()))
+        return many(invs, **kw)
+
+    def work() -> None:
+        started.set()
+        time.sleep(0.05)
+        finished.set()
+
+    monkeypatch.setattr(bench, "hyperfine_many", recording)
+    idle.later(work)
+    bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
+                  **SCENARIO)
+    assert seen[0][0].startswith("s warmups")
+    assert all(done for name, done in seen[1:])  # finished before any measured run
+
+
+def test_without_warmups_no_window_opens_and_the_work_waits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeHyperfine().install(monkeypatch)
+    ran: list[str] = []
+    idle.later(lambda: ran.append("work"))
+    try:
+        bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
+                      **{**SCENARIO, "warmup": 0})
+        assert fake.n_calls == 3 and ran == []  # nothing ran beside a measured run
+    finally:
+        idle.run_pending()
+    assert ran == ["work"]
 
 
 def test_hyperfine_many_gives_one_command_each_and_reads_each_result(
