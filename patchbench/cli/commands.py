@@ -12,9 +12,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tabulate import tabulate
-
-from patchbench import config
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
 from patchbench.util import command
 from patchbench.util.escape import terminal
@@ -27,6 +24,14 @@ if TYPE_CHECKING:
 # that need it, so `invoke list` and `invoke --help` start fast.
 
 GATE_FAILED_EXIT_CODE = 4
+
+
+def _source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[str, str]:
+    if not pairs and not any(k.startswith("PATCHBENCH_SOURCE_") for k in environ):
+        return {}  # without pydantic (patchbench.config): `list` and `--help` start fast
+    from patchbench import config
+
+    return config.parse_source_overrides(pairs, environ)
 
 
 def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix: str | None = None,
@@ -45,7 +50,7 @@ def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix
         root=root, matrix=matrix_path,
         builds=Path(builds or env.get("PATCHBENCH_BUILDS") or root / "builds").resolve(),
         reports=Path(reports or env.get("PATCHBENCH_REPORTS") or root / "reports").resolve(),
-        sources=config.parse_source_overrides(list(sources), dict(env)),
+        sources=_source_overrides(list(sources), dict(env)),
         backend=backend or env.get("PATCHBENCH_BACKEND") or None,
         source_flags=frozenset(p.partition("=")[0] for p in sources), verbose=verbose,
     )
@@ -168,6 +173,8 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
     else:
         for name in [target] if target else list(project.matrix.targets):
             built += pipeline.build_variants(project, ws, name, [Variant("baseline", ())], [])
+    from tabulate import tabulate
+
     rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
              "cached" if b.cached else f"built in {b.manifest['duration_s']:.1f} s",
              ", ".join(f"{k} {v['sha256'][:12]}" for k, v in b.manifest["artifacts"].items()),
@@ -177,6 +184,8 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
 
 
 def do_patch_check(ws: Workspace, series: list[str]) -> int:
+    from tabulate import tabulate
+
     from patchbench import pipeline
 
     rows = pipeline.patch_check(pipeline.load(ws), ws, series)
@@ -194,18 +203,15 @@ def do_fetch(ws: Workspace, target: str) -> int:
 
 
 def do_list(ws: Workspace) -> int:
-    from patchbench import scenarios  # noqa: F401  (a matrix is read with the kinds registered)
+    from tabulate import tabulate
 
-    m = config.load(ws.matrix).matrix
+    from patchbench.cli import listing
+
+    targets, comparisons = listing.rows(ws)  # the matrix validated whole, or kept rows of it
     # at most about 100 columns: long cells wrap inside their column
-    print(tabulate([[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
-                     ", ".join(t.requires) or "-"] for n, t in m.targets.items()],
-                   headers=["target", "url", "ref", "commit", "toolchain", "requires"],
-                   maxcolwidths=[16, 30, 12, 12, 14, 12]))
+    print(tabulate(targets, headers=listing.TARGET_HEADERS, maxcolwidths=[16, 30, 12, 12, 14, 12]))
     print()
-    print(tabulate([[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
-                     " ".join(c.description.split())] for n, c in m.comparisons.items()],
-                   headers=["comparison", "target", "candidates", "scenarios", "description"],
+    print(tabulate(comparisons, headers=listing.COMPARISON_HEADERS,
                    maxcolwidths=[22, 14, 22, 16, 34]))
     return 0
 

@@ -24,6 +24,7 @@ from patchbench.config.scenarios import (
 )
 from patchbench.errors import ConfigError
 from patchbench.util import safeargs, yamlsafe
+from patchbench.util.facts import inside
 from patchbench.util.models import NAME_RE, Name
 from patchbench.util.models import StrictModel as _Model
 
@@ -360,6 +361,9 @@ class Project:
         self.matrix = matrix
         self.path = path
         self.root = path.parent
+        # what ``load`` found true of the file system (a fact: ["file", path], ["dir", path] or
+        # ["inside", root, relative]); the same bytes and these facts load the same again
+        self.facts: list[list[str]] = []
 
     def with_backend(self, backend: str | None) -> Project:
         """This project with every Go, C and Rust target built by ``backend`` (``--backend``):
@@ -518,11 +522,13 @@ def _format_validation(
     )
 
 
-def load(path: Path, *, pending_series: frozenset[str] = frozenset()) -> Project:
-    """Load and validate ``path``; also check that every named patch series and overlay exists
-    (except ``pending_series``: the series a ``series add`` is about to make)."""
+def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
+         raw: bytes | None = None) -> Project:
+    """Load and validate ``path`` (``raw``: its bytes, already read); also check that every
+    named patch series and overlay exists (except ``pending_series``: the series a ``series
+    add`` is about to make)."""
     try:
-        raw = path.read_bytes()
+        raw = path.read_bytes() if raw is None else raw
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     try:
@@ -567,14 +573,20 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset()) -> Project
             (f"candidates.{cand}", s) for cand, series in comp.candidates.items() for s in series
         ]
         for key, series in named:
-            if series not in pending_series and not (project.series_dir(series) / "series").is_file():
+            if series in pending_series:
+                continue
+            if (project.series_dir(series) / "series").is_file():
+                project.facts.append(["file", str(project.series_dir(series) / "series")])
+            else:
                 line = lines.get(("comparisons", cname, *key.split(".")), "?")
                 raise ConfigError(
                     f"{path}:{line}: comparisons.{cname}.{key}: patch series {series!r} has no "
                     f"file patches/{series}/series" + suggest(series, existing),
                 )
         for overlay in comp.overlays:
-            if not project.overlay_dir(overlay).is_dir():
+            if project.overlay_dir(overlay).is_dir():
+                project.facts.append(["dir", str(project.overlay_dir(overlay))])
+            else:
                 line = lines.get(("comparisons", cname, "overlays"), "?")
                 raise ConfigError(
                     f"{path}:{line}: comparisons.{cname}.overlays: no directory overlays/{overlay}"
@@ -612,10 +624,10 @@ def _check_repo_path(
     p = Path(value)
     if p.is_absolute():
         return  # an explicit path of the user's machine, given on purpose
-    resolved = (project.root / p).resolve()
-    if not resolved.is_relative_to(project.root.resolve()):
+    if not inside(str(project.root), value):
         line = lines.get(tuple(key.split(".")), "?")
         raise ConfigError(f"{project.path}:{line}: {key}: {value!r} leaves the repository")
+    project.facts.append(["inside", str(project.root), value])
 
 
 def check_source_names(project: Project, sources: dict[str, str],

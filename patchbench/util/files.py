@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,26 @@ def write_json_atomic(path: Path, data: Any) -> None:
     """Strict JSON, written atomically (a NaN is written as null, never as ``NaN``)."""
     write_text_atomic(path, json.dumps(finite(data), indent=2, sort_keys=False,
                                        allow_nan=False) + "\n")
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of a file read back as untrusted input: a regular file (never read through a
+    link: the last component is opened with O_NOFOLLOW) of at most ``limit`` bytes. OSError when
+    it cannot be opened (ELOOP: a link), ValueError when it is not a regular file or too large."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        if st.st_size > limit:
+            raise ValueError(f"{path} is over {limit} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(limit + 1)
+        if len(raw) > limit:
+            raise ValueError(f"{path} is over {limit} bytes")
+        return raw
+    finally:
+        os.close(fd)
 
 
 def sha256_file(path: Path) -> str:

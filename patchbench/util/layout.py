@@ -51,6 +51,11 @@ class Layout:
         return self.builds / "runs"
 
     @property
+    def listing_cache(self) -> Path:
+        """What `list` printed, with everything validating the matrix read (cli/listing.py)."""
+        return self.builds / "matrix-listing.json"
+
+    @property
     def toolchain_hashes(self) -> Path:
         """The toolchain binaries' hashes, by path, with the stat they were taken at."""
         return self.builds / "toolchain-hashes.json"
