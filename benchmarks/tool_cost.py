@@ -20,10 +20,11 @@ Measures, in a fresh temporary builds/ and reports/ directory per repetition:
   checks, statistics and reports; aim < 0.6 s);
 - no-op build: `invoke build --patch per-sandbox-lock` with both builds cached (aim < 1 s);
 - no-op dry run: `invoke compare demo --dry-run` with both builds cached;
-- start-up: `python3 -c pass`, `python3 -m invoke --list` and `python3 -m invoke list`, interleaved
-  (one of each per repetition, the order rotating), each given as its median and as the median
-  of its paired difference above the bare python of the same repetition (aim < 0.3 s), in wall and
-  CPU time.
+- start-up: `python3 -c pass`, `python3 -m invoke --list`, `python3 -m invoke list` (its rows kept
+  in builds/ by an earlier list: cli/listing.py) and `invoke list` with an empty builds/ (so it
+  validates the matrix), interleaved (one of each per repetition, the order rotating), each given
+  as the median of its paired difference above the bare python of the same repetition (aim
+  < 0.3 s), in wall and CPU time.
 Records the load averages (1, 5, 15 min) at the start and the end: figures from a loaded machine
 say so. --project measures another checkout of patchbench (an older commit, for a before/after).
 """
@@ -164,15 +165,19 @@ def main() -> None:
             rows["dry"].append(d.wall)
             rows["dry_cpu"].append(d.cpu)
 
-    start: dict[str, list[Timed]] = {"bare": [], "--list": [], "list": []}
+    start: dict[str, list[Timed]] = {"bare": [], "--list": [], "list": [], "list-validating": []}
     with tempfile.TemporaryDirectory() as tmp:
         tool = Tool(project, Path(tmp) / "builds", Path(tmp) / "reports")
-        trio = {"bare": [sys.executable, "-c", "pass"], "--list": tool.argv("--list", dirs=False),
-                "list": tool.argv("list", dirs=False)}
-        names = list(trio)
+        timed(tool.argv("list"), cwd=Path(tmp))  # its rows kept in builds/ (cli/listing.py)
         for i in range(args.startup):
-            for name in names[i % 3:] + names[:i % 3]:  # the order rotates
-                start[name].append(timed(trio[name], cwd=Path(tmp)))
+            runs = {"bare": [sys.executable, "-c", "pass"], "--list": tool.argv("--list", dirs=False),
+                    "list": tool.argv("list"),
+                    # an empty builds/ each time: nothing kept, so the matrix is validated
+                    "list-validating": [*tool.argv("list", dirs=False), "--builds",
+                                        str(Path(tmp) / f"empty-{i}")]}
+            names = list(runs)
+            for name in names[i % 4:] + names[:i % 4]:  # the order rotates
+                start[name].append(timed(runs[name], cwd=Path(tmp)))
     load_end = os.getloadavg()
 
     def above(name: str, what: str) -> list[float]:
@@ -208,9 +213,11 @@ def main() -> None:
         f"| `python3 -c pass` | {fmt_s([t.wall for t in start['bare']])} wall, "
         f"{fmt_s([t.cpu for t in start['bare']])} CPU |",
     ]
-    for name in ("--list", "list"):
-        label = "python3 -m invoke " + name
-        lines.append(f"| `{label}` above a bare python (aim < 0.3 s) | "
+    for name, label in (("--list", "`python3 -m invoke --list`"),
+                        ("list", "`python3 -m invoke list`, its rows kept"),
+                        ("list-validating", "`python3 -m invoke list` validating the matrix "
+                         "(an empty builds/)")):
+        lines.append(f"| {label} above a bare python (aim < 0.3 s) | "
                      f"+{statistics.median(above(name, 'wall')):.3f} s wall, "
                      f"+{statistics.median(above(name, 'cpu')):.3f} s CPU |")
     text = "\n".join(lines) + "\n"
