@@ -8,8 +8,9 @@ matrix's path and bytes, patchbench's code (the path, size and mtime of every mo
 and Python's versions, and the file-system facts ``config.load`` relied on (util/facts.py). When
 all of these are unchanged the rows are printed from there; otherwise the matrix is validated as
 always (an error is an error, and nothing is kept) and the rows are kept again. The file is read
-as untrusted input: a regular file, never through a link, bounded, of a known shape; anything
-else is ignored and the matrix is validated.
+as untrusted input: a regular file, never through a link, bounded, of a known shape, and as root
+owned by root and writable by no one else (the rule builds/ is held to); anything else is
+ignored and the matrix is validated.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from patchbench.util import files
+from patchbench.util import files, ownership
 from patchbench.util.facts import holds
 from patchbench.util.workspace import Workspace
 
@@ -68,9 +69,18 @@ def _is_rows(value: object, width: int) -> TypeGuard[Rows]:
         for row in value)
 
 
+def _trusted(path: Path) -> bool:
+    """As root: the kept file and its folder are owned by root (or $SUDO_UID) and writable by no
+    one else (util/ownership.py, the rule builds/ is held to)."""
+    trust = ownership.Trust.from_environment()
+    return all(ownership.problem(p, os.lstat(p), trust) is None for p in (path.parent, path))
+
+
 def cached(path: Path, want: str) -> tuple[Rows, Rows] | None:
     """The rows kept under ``want`` (the key), if the file is sound and its facts still hold."""
     try:
+        if os.geteuid() == 0 and not _trusted(path):
+            return None  # another user could have written it: validate
         data = json.loads(files.read_regular(path, MAX_CACHE_BYTES).decode("utf-8"))
     except (OSError, ValueError):  # missing, a link, too large, not UTF-8 JSON: validate
         return None

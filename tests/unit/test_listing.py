@@ -5,6 +5,7 @@ the matrix again (and its error is the error); the kept file is untrusted input.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -105,7 +106,7 @@ def test_a_fact_that_no_longer_holds_validates_again(ws: Workspace, change: str)
 
 
 @pytest.mark.parametrize("damage", ["link", "not json", "wrong shape", "too large", "a dir",
-                                    "unknown fact"])
+                                    "unknown fact", "world-writable", "another owner"])
 def test_a_damaged_kept_file_is_ignored_never_followed(
         ws: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, damage: str) -> None:
     first = listing.rows(ws)
@@ -125,8 +126,17 @@ def test_a_damaged_kept_file_is_ignored_never_followed(
     elif damage == "a dir":
         store.unlink()
         store.mkdir()
-    else:
-        store.write_text(json.dumps({**kept, "facts": [["exec", "/bin/true"]]}))
+    elif damage == "unknown fact":
+        store.write_text(json.dumps({**kept, "targets": [["x"] * 6],
+                                     "facts": [["exec", "/bin/true"]]}))
+    else:  # sound, but as root not to be trusted: anyone could have written these rows
+        if os.geteuid() != 0:
+            pytest.skip("the ownership rule applies as root")
+        store.write_text(json.dumps({**kept, "targets": [["x"] * 6]}))
+        if damage == "world-writable":
+            store.chmod(0o666)
+        else:
+            os.chown(store, 4242, 4242)
     loads = Loads(monkeypatch)
     assert listing.rows(ws) == first
     assert loads.n == 1  # validated, not read from the damaged file
