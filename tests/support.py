@@ -8,14 +8,22 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import filelock
 import yaml
 
 from patchbench import config, pipeline
 from patchbench.util.workspace import Switches, Workspace
+
+# Every patchbench run sweeps the cgroups that dead runs left (pipeline.load), on the whole
+# machine. A test that leaves a dead run's cgroup on purpose holds this lock until its own sweep,
+# and every other sweep in the test processes takes it first (tests/conftest.py), so that no
+# test process beside it sweeps that cgroup first.
+CGROUP_SWEEP = filelock.FileLock(Path(tempfile.gettempdir()) / "patchbench-tests-cgroup-sweep.lock")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXED_DATE = "2025-01-02T03:04:05+00:00"

@@ -15,6 +15,7 @@ import pytest
 
 from patchbench import pipeline
 from patchbench.util import cleanup
+from tests import support
 from tests.support import REPO_ROOT, TARGET, Project, invoke_argv, processes_with, worktrees
 
 CHILD = """
@@ -122,11 +123,14 @@ def test_sigkill_of_a_guarded_run_leaves_a_cgroup_the_next_run_sweeps() -> None:
     assert child.stdout is not None
     path = Path(child.stdout.readline().strip())
     assert path.is_dir() and processes_with(f"sleep {marker}")
-    os.kill(child.pid, signal.SIGKILL)  # no cleanup of its own
-    child.wait()
-    assert path.is_dir() and processes_with(f"sleep {marker}")  # left behind, in its cgroup
-    assert path in cleanup.stale_cgroups()
-    said = cleanup.sweep_cgroups()
+    # no other test process's run sweeps this cgroup first (a worker beside this one once did:
+    # the sleep was gone before this sweep looked)
+    with support.CGROUP_SWEEP:
+        os.kill(child.pid, signal.SIGKILL)  # no cleanup of its own
+        child.wait()
+        assert path.is_dir() and processes_with(f"sleep {marker}")  # left behind, in its cgroup
+        assert path in cleanup.stale_cgroups()
+        said = cleanup.sweep_cgroups()
     assert f"removed cgroup {path}, killing 1 process left in it" in said
     assert not path.exists()
     deadline = time.monotonic() + 10
