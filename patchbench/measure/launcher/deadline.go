@@ -353,6 +353,12 @@ func reapOrphans() []string {
 			continue
 		}
 		p := readProc(pid)
+		// caught in the middle of an exec, a process has its new name but not yet its arguments:
+		// read it again for a moment, so that what escaped is named by its command line
+		for t := 0; t < 50 && !p.Zombie && p.Error == "" && p.Cmdline == ""; t++ {
+			time.Sleep(time.Millisecond)
+			p = readProc(pid)
+		}
 		if !p.Zombie && p.Error == "" {
 			escaped = append(escaped, fmt.Sprintf("%d %s: %s", pid, p.Comm, p.Cmdline))
 			_ = syscall.Kill(-pid, syscall.SIGKILL) // its group, when it leads one
