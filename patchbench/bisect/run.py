@@ -221,10 +221,11 @@ def _descend(s: Session, rec: Bisect,
 def history_run(project: Project, ws: Workspace, target: str, refs: list[str], spec: str, *,
                 range_: str | None = None, every: int = 1, seed: int | None = None,
                 runs: int | None = None, rounds: int | None = None,
-                tags: str | None = None) -> tuple[History, Path]:
+                tags: str | None = None, budget: int = DEFAULT_BUDGET) -> tuple[History, Path]:
     """Measure ``refs`` (or every ``every``th commit of ``range_`` A..B, first-parent, or the
     tags matching ``tags``, oldest version first) of ``target`` interleaved in one measurement,
-    each against the first."""
+    each against the first; the points it leaves undecided again, with the first, at 2x (and
+    4x, up to ``budget``) the runs and rounds."""
     _check_target(project, target, spec)
     if sum(map(bool, (refs, range_, tags))) != 1:
         raise ConfigError("history: give one of REF..., --range A..B or --tags PATTERN",
@@ -258,28 +259,52 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
     say(f"history {target}: {len(ok)} commits measured interleaved")
     m = s.measure("history", [c.sha for c in ok])
     first = ok[0].sha
+    by, measurements = _second_looks(s, m, first, [c.sha for c in ok[1:]], budget)
     for c in commits:
         if c.sha in s.failed:
             points.append(PointRec(commit=_crec(c), value="-", skipped_reason="does not build"))
             continue
-        v = judge.value(m, c.sha)
-        p = (judge.pair(m, first, c.sha, s.comp.alpha, s.comp.min_effect)
+        mc = by.get(c.sha, m)
+        v = judge.value(mc, c.sha)
+        p = (judge.pair(mc, first, c.sha, s.comp.alpha, s.comp.min_effect)
              if c.sha != first else None)
+        again = f" (at {mc.factor}x the runs and rounds)" if mc.factor > 1 else ""
         points.append(PointRec(commit=_crec(c), tag=history.tag_of(s.checkout, c.sha),
                                value=v.text(), median=v.median,
                                ci=list(v.ci) if v.ci else None, hangs=v.hangs, runs=v.runs,
-                               vs_first=p.text if p else "(the reference)",
+                               vs_first=p.text + again if p else "(the reference)",
                                differs=p.differs if p else None))
     rec = History(tool=f"patchbench {__version__}", target=target, comparison=s.comparison,
                   scenario=s.scenario.name, scenario_kind=s.scenario.kind, alpha=s.comp.alpha,
                   min_effect=s.comp.min_effect, seed=s.seed, started_at=started,
                   points=points, machine=machine_info(),
                   builds={sha: s.redacted(bl.manifest) for sha, bl in s.builds.items()},
-                  measurements=[_mrec(s, m)])
+                  measurements=[_mrec(s, x) for x in measurements])
     rec.finished_at = now()
     folder = _save(s, ws, f"history-{target}", "history.json", rec.model_dump(mode="json"),
                    render.history_markdown(rec), render.history_html(rec))
     return rec, folder
+
+
+def _second_looks(s: Session, m: Measurement, first: str, others: list[str], budget: int
+                  ) -> tuple[dict[str, Measurement], list[Measurement]]:
+    """The points ``m`` leaves undecided against ``first``, measured again with the first at
+    twice the runs and rounds while any stays undecided, up to ``budget`` times (a bisect step's
+    second look): the measurement that judged each point, and every measurement made."""
+    by: dict[str, Measurement] = {}
+    made, factor = [m], 1
+    undecided = [sha for sha in others
+                 if judge.pair(m, first, sha, s.comp.alpha, s.comp.min_effect).differs is None]
+    while undecided and factor * 2 <= budget:
+        factor *= 2
+        say(f"history: {len(undecided)} undecided against the first; measuring "
+            f"{'it' if len(undecided) == 1 else 'them'} again with {factor}x the runs and rounds")
+        again = s.measure(f"history, again at {factor}x", [first, *undecided], factor)
+        made.append(again)
+        by.update(dict.fromkeys(undecided, again))
+        undecided = [sha for sha in undecided if judge.pair(
+            again, first, sha, s.comp.alpha, s.comp.min_effect).differs is None]
+    return by, made
 
 
 def _save(s: Session, ws: Workspace, group: str, name: str, data: dict[str, Any], md: str,

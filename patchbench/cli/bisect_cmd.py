@@ -37,13 +37,13 @@ def do_bisect(ws: Workspace, target: str, good: str, bad: str, spec: str, *, see
 
 def do_history(ws: Workspace, target: str, refs: list[str], spec: str, *, range_: str | None,
                every: int, seed: int | None, runs: int | None = None,
-               rounds: int | None = None, tags: str | None = None) -> int:
+               rounds: int | None = None, tags: str | None = None, budget: int = 4) -> int:
     from patchbench import pipeline
     from patchbench.bisect import render, run
 
     project = pipeline.load(ws)
     rec, folder = run.history_run(project, ws, target, refs, spec, range_=range_, every=every,
-                                  seed=seed, runs=runs, rounds=rounds, tags=tags)
+                                  seed=seed, runs=runs, rounds=rounds, tags=tags, budget=budget)
     print()
     print("\n".join(render.history_headline(rec)))
     print()

@@ -177,7 +177,7 @@ def _history(v: Values, project: str | None) -> int:
     return bisect_cmd.do_history(_ws(v, project), v["target"], v["refs"],
                                  _one_scenario(v, "history"), range_=v["range_"],
                                  every=v["every"] or 1, seed=v["seed"], runs=v["runs"],
-                                 rounds=v["rounds"], tags=v["tags"])
+                                 rounds=v["rounds"], tags=v["tags"], budget=v["budget"] or 4)
 
 
 HANDLERS.update({"bisect": _bisect, "history": _history})

@@ -240,6 +240,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              metavar="N", minimum=1, default="matrix.yaml's"),
          Opt("rounds", "interleaved rounds of the scenario", kind="int", metavar="N", minimum=1,
              default="matrix.yaml's"),
+         Opt("budget", "a commit undecided against the first is measured again with it, at "
+             "twice the runs and rounds, up to N times the scenario's", kind="int", metavar="N",
+             minimum=1, default="4"),
          Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
              metavar="N", minimum=0, default="matrix.yaml's, else random")),
         (*BUILD_SHARED, "backend"),
