@@ -100,6 +100,9 @@ class ProcGuard:
         self.reason = ""
         self.found: list[Found] = []
         self.spared: set[int] = set()  # kept running on purpose (spare): never an escape
+        # while guarding, patchbench itself is in the cgroup (``join_self``) and ``home`` is the
+        # cgroup it came from: what it starts is inside without a join of its own
+        self.home: Path | None = None
         found = _hierarchy(root)
         if found is None:
             self.reason = f"no cgroup hierarchy under {root}"
@@ -129,6 +132,7 @@ class ProcGuard:
     def close(self) -> None:
         if not self.available or self.path is None:
             return
+        self.leave_self()
         if self.pids():
             self.kill_all()
         with contextlib.suppress(OSError):
@@ -148,6 +152,28 @@ class ProcGuard:
         """Move a running process (not its existing children) into the cgroup."""
         if self.available and self.path is not None:
             (self.path / "cgroup.procs").write_text(f"{pid}\n")
+
+    def join_self(self) -> bool:
+        """Put patchbench itself (all its threads) into the cgroup, remembering where it was:
+        every process it starts from now on is inside from its fork, with no join of its own.
+        A join of cgroup v1 waits for an RCU grace period unless another came just before
+        (5-15 ms on this machine, docs/cost.md), which one join per command paid every time."""
+        if not self.available or self.path is None or self.kind is None or self.home:
+            return self.home is not None
+        home = own_cgroup(self.kind, self.path.parent.parent)
+        try:
+            (self.path / "cgroup.procs").write_text("0\n")
+        except OSError:
+            return False
+        self.home = home
+        return True
+
+    def leave_self(self) -> None:
+        """Back to the cgroup patchbench came from (before the cgroup is frozen, killed or
+        removed: never with it)."""
+        if self.home is not None:
+            (self.home / "cgroup.procs").write_text("0\n")
+            self.home = None
 
     # --- finding and killing ----------------------------------------------------------------
 
@@ -170,9 +196,20 @@ class ProcGuard:
         """SIGKILL everything in the cgroup; return how many processes there were."""
         if not self.available or self.path is None:
             return 0
-        pids = self.pids()
+        pids = [p for p in self.pids() if p != os.getpid()]
         if not pids:
             return 0
+        home = self.home
+        self.leave_self()  # not frozen or killed with what it kills
+        try:
+            self._kill(timeout)
+        finally:
+            if home is not None:
+                self.join_self()
+        return len(pids)
+
+    def _kill(self, timeout: float) -> None:
+        assert self.path is not None
         if self.kind == "v2" and (self.path / "cgroup.kill").exists():
             (self.path / "cgroup.kill").write_text("1\n")
         elif self.kind == "v1-freezer":
@@ -184,7 +221,6 @@ class ProcGuard:
         while self.pids() and time.monotonic() < deadline:
             self._signal_all()
             time.sleep(0.02)
-        return len(pids)
 
     def _signal_all(self) -> None:
         for pid in self.pids():
@@ -209,7 +245,7 @@ class ProcGuard:
             found.killed = not self.survivors()
         else:
             self.kill_all()
-            found.killed = not self.pids()
+            found.killed = not self.survivors()
         self.found.append(found)
         return found
 
@@ -234,6 +270,8 @@ def activate(run_id: str) -> ProcGuard:
     global _ACTIVE
     guard = ProcGuard(run_id).__enter__()
     _ACTIVE = guard if guard.available else None
+    if _ACTIVE is not None:
+        guard.join_self()
     return guard
 
 
@@ -274,8 +312,8 @@ def popen(args: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     code, signals and process group stay the command's); returns once the command is in the
     cgroup, or has ended (a shell that could not join exits 125 and says why on stderr)."""
     guard = _ACTIVE
-    if guard is None or guard.path is None:
-        return subprocess.Popen(list(args), **kwargs)
+    if guard is None or guard.path is None or guard.home is not None:
+        return subprocess.Popen(list(args), **kwargs)  # not guarding, or inside from its fork
     proc: subprocess.Popen[bytes] = subprocess.Popen(
         [SHELL, "-c", _JOIN, str(guard.path / "cgroup.procs"), *args], **kwargs)
     try:  # joined and stopped, or ended; WNOWAIT: Popen still reaps it
@@ -309,7 +347,8 @@ def exempt(pid: int) -> bool:
     if guard is None or guard.path is None or guard.kind is None:
         return False
     base = guard.path.parent.parent  # <hierarchy>/patchbench/<run>
-    (own_cgroup(guard.kind, base) / "cgroup.procs").write_text(f"{pid}\n")
+    home = guard.home or own_cgroup(guard.kind, base)
+    (home / "cgroup.procs").write_text(f"{pid}\n")
     return True
 
 
