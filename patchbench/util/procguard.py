@@ -17,6 +17,11 @@ Without any (not root, no cgroup file system, macOS) the guard says so (``availa
 ``reason`` says why) and commands run unchanged: escapes are then not looked for, and the run
 records that they were not.
 
+patchbench itself joins the run's cgroup while guarding (``activate``): what it starts is
+inside from its fork, with no join per command (a cgroup v1 join waits for an RCU grace period,
+5-15 ms, unless another came just before); it is never counted as an escape, and it leaves the
+cgroup before it is frozen, killed or removed.
+
 Usage::
 
     with ProcGuard(run_id) as guard:
@@ -265,8 +270,9 @@ ESCAPED_BASELINE = "escaped process of the baseline (reported, not gated)"
 
 
 def activate(run_id: str) -> ProcGuard:
-    """Start guarding: from now on every command patchbench.util.command starts joins the run's
-    cgroup (before it runs anything), until ``deactivate``."""
+    """Start guarding: patchbench joins the run's cgroup, so every command it starts from now on
+    is inside from its fork (or, when it could not join, joins before it runs anything), until
+    ``deactivate``."""
     global _ACTIVE
     guard = ProcGuard(run_id).__enter__()
     _ACTIVE = guard if guard.available else None
@@ -291,15 +297,13 @@ def unspare(pid: int) -> None:
         _ACTIVE.spared.discard(pid)
 
 
-# A command joins the active run's cgroup through this POSIX shell prologue rather than a Python
-# preexec_fn: a preexec_fn makes every spawn a full fork() of the interpreter (13-30 ms for a
-# patchbench process that has loaded numpy and pydantic, against about 1 ms for vfork and a
-# dash), which was most of a warm demo's cost per round (issue 21). The shell writes "0" (itself)
-# into cgroup.procs, stops itself until popen has seen it joined and continues it (as with a
-# preexec_fn, whose Popen returned after the exec, so that an ``exempt`` right after popen cannot
-# be undone by a late join), and execs the command under the same pid, so not even the command's
-# first child can be missed. $0 is the cgroup.procs path; the command follows as "$@", never as an
-# option.
+# While guarding, patchbench is in the run's cgroup itself (``ProcGuard.join_self``) and what it
+# starts is inside from its fork. When it could not join, a command joins on its own through this
+# POSIX shell prologue (not a Python preexec_fn, which made every spawn a full fork() of the
+# interpreter): the shell writes "0" (itself) into cgroup.procs, stops itself until popen has seen
+# it joined and continues it (so that an ``exempt`` right after popen cannot be undone by a late
+# join), and execs the command under the same pid, so not even the command's first child can be
+# missed. $0 is the cgroup.procs path; the command follows as "$@", never as an option.
 SHELL = "/bin/sh"
 JOIN_FAILED_EXIT_CODE = 125
 _JOIN = (f'echo 0 > "$0" || {{ echo "patchbench: cannot join the cgroup of $0" >&2; '
