@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -238,6 +239,16 @@ def _weight(rel: str) -> float:
         if rel in group:
             return sum(SECONDS.get(f, 0) for f in group)
     return SECONDS.get(rel, 0)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C is Ctrl-C in the tests that send it, even when the run was started with SIGINT
+    ignored (a background job of a non-interactive shell, `nohup`): an ignored SIGINT is inherited
+    by every worker and every patchbench the tests start, and Python then never raises
+    KeyboardInterrupt (test_an_interrupted_build_is_not_cached, test_ctrl_c_removes_the_container
+    failed so)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
