@@ -93,6 +93,12 @@ def _cmdline(pid: int) -> str:
     return shlex.join(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0")) or "?"
 
 
+# Seconds a process still in the cgroup when a step ended is given to go before it counts as an
+# escape: one killed at the end of the step (the launcher's kill of a run past its deadline)
+# may still be exiting when its command returns; an escape is still there after it.
+SETTLE = 0.2
+
+
 class ProcGuard:
     """A per-run cgroup. Use as a context manager: it is created on entry, and whatever is left
     in it is killed and the cgroup removed on exit."""
@@ -237,6 +243,10 @@ class ProcGuard:
         """After ``step`` (a command and its teardown, of ``variant`` when it is one variant's):
         find, record and kill what is left."""
         left = self.survivors()
+        deadline = time.monotonic() + SETTLE
+        while left and time.monotonic() < deadline:  # killed at the step's end and still exiting?
+            time.sleep(0.005)
+            left = self.survivors()
         if not left:
             return None
         found = Found(step, left, variant=variant)

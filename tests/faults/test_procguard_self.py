@@ -64,3 +64,24 @@ def test_an_exempt_service_goes_where_patchbench_came_from() -> None:
         procguard.deactivate(guard)
         proc.kill()
         proc.wait()
+
+
+def test_a_process_still_exiting_when_its_step_ends_is_no_escape() -> None:
+    guard = procguard.activate("self-settle-" + cleanup.cgroup_tag())
+    assert guard.available
+    try:
+        # told to go as its step ends, it takes 50 ms to do so (a run killed at its deadline
+        # may still be exiting when hyperfine returns); within SETTLE it is no escape
+        going = subprocess.Popen(["sh", "-c", "trap 'sleep 0.05; exit 0' TERM; "
+                                  "while :; do sleep 0.01; done"], start_new_session=True)
+        time.sleep(0.2)
+        going.terminate()
+        assert procguard.check_active("a step whose last run was killed") is None
+        going.wait()
+        # one that stays is still found, after the same wait
+        staying = subprocess.Popen(["sleep", "61.33"], start_new_session=True)
+        found = procguard.check_active("a step that left a sleep")
+        assert found is not None and [s.cmdline for s in found.survivors] == ["sleep 61.33"]
+        staying.wait()
+    finally:
+        procguard.deactivate(guard)
