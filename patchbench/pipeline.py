@@ -189,17 +189,6 @@ def build_for_patch(project: Project, ws: Workspace, series: str) -> list[build.
     return build_variants(project, ws, target_name, variants, comp.overlays if comp else [])
 
 
-def _after_measuring() -> None:
-    """What the statistics and the reports import or build after the last measured run: numpy,
-    the results' record models, report.md's and report.html's modules (util/idle.py)."""
-    import numpy as np
-
-    from patchbench.report import html, markdown  # noqa: F401
-
-    np.median  # noqa: B018 - the statistics' numpy is imported on first use (util/lazy.py)
-    results.build_models()
-
-
 def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = None
             ) -> tuple[results.Results | None, list[str], Path | None]:
     """Run comparison ``name``; return its results, the --dry-run plan lines, and the saved run
@@ -244,7 +233,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin,
                         variants=[runtimes.VariantBuild(b.variant.name, b.bin,
                                                         b.manifest["artifacts"]) for b in built])
-    idle.later(_after_measuring)  # done during the warmups, if a kind has them
+    idle.later(runstore.after_measuring)  # done during the warmups, if a kind has them
     guard = procguard.activate(f"{workdir.name[:60]}-{cleanup.cgroup_tag()}")  # its cgroup
     try:
         for i, sc in enumerate(chosen):
