@@ -12,6 +12,7 @@ from patchbench.analysis import sequential
 from patchbench.build import aa
 from patchbench.config import Comparison, Project
 from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
+from patchbench.measure import machine as measure_machine
 from patchbench.measure.machine import machine_info
 from patchbench.runs import store as runstore
 from patchbench.source import cache as source
@@ -219,14 +220,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     built, aa_build = aa.pair(built, layout, sw.aa)
     workdir = ws.layout.new_run(name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
-    res = results.Results(
-        tool=f"patchbench {__version__}", comparison=name, description=comp.description,
-        target=comp.target, url=target.url, ref=target.ref, commit=target.commit,
-        aa=aa_build is not None, aa_build=aa_build, seed=seed,
-        settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
-        started_at=started, machine=machine_info(),
-        builds={b.variant.name: dict(b.manifest) for b in built},
-        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=2)
+    machine = machine_info(probe=False)  # the rest (its commands) during the warmups
+    probed = idle.soon(measure_machine.probed)
     runtime = runtimes.get(config.runtime_of(project, comp))
     extra_files: dict[str, Path] = {}
     if runtime is not None:
@@ -234,6 +229,11 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
                         variants=[runtimes.VariantBuild(b.variant.name, b.bin,
                                                         b.manifest["artifacts"]) for b in built])
     idle.later(runstore.after_measuring)  # done during the warmups, if a kind has them
+    done: list[results.ScenarioResult] = []
+    warnings: list[str] = []
+    stopping: list[results.Stopping] = []
+    teardown: dict[str, results.Teardown] | None = None
+    runtime_record: results.RuntimeRecord | None = None
     guard = procguard.activate(f"{workdir.name[:60]}-{cleanup.cgroup_tag()}")  # its cgroup
     try:
         for i, sc in enumerate(chosen):
@@ -246,23 +246,33 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
                 until=None if sw.until_ci is None else sequential.UntilCI(
                     target=sw.until_ci, max_rounds=sw.max_rounds or 4 * sc.rounds,
                     alpha=comp.alpha))
-            out, warnings = scenarios.get(sc.kind).run(ctx)
-            if ctx.stops:
-                res.stopping = [*(res.stopping or []), *ctx.stops]
-            res.scenarios.append(out)
-            res.warnings.extend(warnings)
+            out, found = scenarios.get(sc.kind).run(ctx)
+            stopping += ctx.stops
+            done.append(out)
+            warnings.extend(found)
             procguard.check_active(f"scenario {sc.name}")
     finally:  # every step runs and none raises: a failing teardown never loses the measurement
         try:
-            res.warnings.extend(procguard.deactivate(guard))  # found, reported and killed
+            warnings.extend(procguard.deactivate(guard))  # found, reported and killed
         except OSError as exc:
-            res.warnings.append(f"teardown: the escaped-process check failed: {exc}")
+            warnings.append(f"teardown: the escaped-process check failed: {exc}")
         if runtime is not None:
             td = runtimes.tear_down(runtime, [(b.variant.name, b.bin) for b in built])
-            res.teardown = {n: results.Teardown(removed_at_teardown=td.removed[n],
-                                                left_after_teardown=td.left[n]) for n in td.left}
-            res.runtime = results.RuntimeRecord.model_validate(td.record) if td.record else None
-            res.warnings.extend(td.problems)
+            teardown = {n: results.Teardown(removed_at_teardown=td.removed[n],
+                                            left_after_teardown=td.left[n]) for n in td.left}
+            runtime_record = (results.RuntimeRecord.model_validate(td.record) if td.record
+                              else None)
+            warnings.extend(td.problems)
+    # the record is made once measuring is over (its models are built during the warmups)
+    res = results.Results(
+        tool=f"patchbench {__version__}", comparison=name, description=comp.description,
+        target=comp.target, url=target.url, ref=target.ref, commit=target.commit,
+        aa=aa_build is not None, aa_build=aa_build, seed=seed,
+        settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
+        started_at=started, machine={**machine, **probed.result()},
+        builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=done,
+        warnings=warnings, teardown=teardown, runtime=runtime_record, stopping=stopping or None,
+        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=2)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact.tree(redact.paths(res.dump(), {
         str(workdir): "<run>", str(ws.builds): "<builds>", str(project.root): "<project>"})),

@@ -118,18 +118,28 @@ def end_process(code: object) -> None:
     os._exit(status)
 
 
+def _after_compare() -> None:
+    """What do_compare prints the results with, imported during the warmups (util/idle.py)."""
+    from patchbench import gate, report  # noqa: F401
+    from patchbench.runs import summary  # noqa: F401
+
+
 def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
-    from patchbench import gate, pipeline, report
+    from patchbench import pipeline
+    from patchbench.util import idle
+
+    project = pipeline.load(ws)
+    idle.later(_after_compare)
+    results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
+    if results is None or run_dir is None:
+        print("\n".join(plan_lines))
+        return 0
+    from patchbench import gate, report
     from patchbench.report import markdown
     from patchbench.report.blocks import Image
     from patchbench.runs import summary
     from patchbench.scenarios import KINDS
 
-    project = pipeline.load(ws)
-    results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
-    if results is None or run_dir is None:
-        print("\n".join(plan_lines))
-        return 0
     print()
     if results.aa_build is not None:  # which A/A, and how its two builds differ
         from patchbench.report.numbers import fmt_aa

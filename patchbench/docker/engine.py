@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from patchbench.errors import BuildError, PatchbenchError, RequirementError
 from patchbench.util import command, progress
 
@@ -250,6 +248,8 @@ def _require_dockerd() -> str:
 def own_dockerd(
     state: Path, *, extra_args: Sequence[str] = (), ready_timeout: float = READY_TIMEOUT
 ) -> Iterator[Engine]:
+    from filelock import FileLock, Timeout  # here: a comparison without Docker never needs it
+
     dockerd = _require_dockerd()
     state = state.resolve()
     state.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ one export JSON; otherwise (and once an escaped process was found after a shared
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shlex
@@ -398,13 +399,17 @@ def _shared_call(
     cells: Sequence[Cell], invs: Sequence[Invocation], samples: dict[Cell, Samples],
     share: list[bool], *, runs: int, warmup: int, timeout: float, export: Path, log: Path,
     names: Sequence[str], call: str,
+    around: contextlib.AbstractContextManager[None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One hyperfine call for ``cells`` (their ``invs``, in this order), then the escape check;
-    its wall time is added to the cells' ``seconds`` in proportion to their recorded runs."""
+    """One hyperfine call for ``cells`` (their ``invs``, in this order) inside ``around`` (a
+    window), then the escape check; its wall time is added to the cells' ``seconds`` in
+    proportion to their recorded runs."""
     t0 = time.monotonic()
     try:
-        got = hyperfine_many(invs, runs=runs, warmup=warmup, per_run_timeout=timeout,
-                             export=export, log=log, names=names, name=call)
+        with around or contextlib.nullcontext():  # left before the check: what the window's
+            got = hyperfine_many(  # work started has ended, and is no escape
+                invs, runs=runs, warmup=warmup, per_run_timeout=timeout, export=export,
+                log=log, names=names, name=call)
     finally:
         variants = {c.variant for c in cells}
         one = next(iter(variants)) if len(variants) == 1 else None
@@ -429,11 +434,11 @@ def _warm_up(scenario: str, cells: Sequence[Cell], expand: Expander,
     if warmup < 1 or not share[0] or not shareable(invs):
         return False
     labels = ", ".join(c.label for c in cells)
-    with idle.window():
-        _shared_call(cells, invs, samples, share, runs=warmup, warmup=0, timeout=timeout,
-                     export=workdir / f"{scenario}.warmup.json", log=log,
-                     names=[f"{scenario} {c.label} warmup" for c in cells],
-                     call=f"{scenario} warmups (cells {labels} in one hyperfine call)")
+    _shared_call(cells, invs, samples, share, runs=warmup, warmup=0, timeout=timeout,
+                 export=workdir / f"{scenario}.warmup.json", log=log,
+                 names=[f"{scenario} {c.label} warmup" for c in cells],
+                 call=f"{scenario} warmups (cells {labels} in one hyperfine call)",
+                 around=idle.window())
     return True
 
 

@@ -60,7 +60,11 @@ def _mem_total() -> int | None:
     return None
 
 
-def machine_info(tools: dict[str, list[str]] | None = None) -> dict[str, Any]:
+def machine_info(tools: dict[str, list[str]] | None = None, *, probe: bool = True
+                 ) -> dict[str, Any]:
+    """What the machine is and does now; with ``probe=False`` without what takes a command to
+    learn (``virtualization`` and ``tools``: see ``probed``), which a comparison adds from a
+    window of its warmups (patchbench.util.idle)."""
     uname = platform.uname()
     info: dict[str, Any] = {
         "system": uname.system,
@@ -73,14 +77,19 @@ def machine_info(tools: dict[str, list[str]] | None = None) -> dict[str, Any]:
         "load_avg": list(os.getloadavg()),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "cpu_mhz": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"),
-        "virtualization": _virtualization(),
+        "virtualization": None,
         "cgroup_v2": Path("/sys/fs/cgroup/cgroup.controllers").exists(),
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "tools": {},
     }
+    return {**info, **probed(tools)} if probe else info
+
+
+def probed(tools: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The machine's facts that take a command each: what it runs in (systemd-detect-virt) and
+    the first line each tool prints about itself (hyperfine, git, go, and ``tools``)."""
     base = {"hyperfine": ["hyperfine", "--version"], "git": ["git", "--version"],
             "go": ["go", "version"]}
-    for name, argv in {**base, **(tools or {})}.items():
-        info["tools"][name] = _version(argv)
-    return info
+    return {"virtualization": _virtualization(),
+            "tools": {name: _version(argv) for name, argv in {**base, **(tools or {})}.items()}}

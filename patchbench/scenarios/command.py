@@ -41,7 +41,7 @@ from patchbench.scenarios.base import (
     verdict_warnings,
 )
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
-from patchbench.util import progress
+from patchbench.util import idle, progress
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -158,8 +158,10 @@ class CommandKind:
 
         samples, order, applied = measure_conditions(ctx, plain, expand)
         cells = list(samples)
+        # the checks (commands) run while this thread does the statistics: both after measuring
+        checks = idle.beside(lambda: run_verify(ctx, plain, sc.verify)) if sc.verify else None
         cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
-        verify = run_verify(ctx, plain, sc.verify) if sc.verify else None
+        verify = checks.result() if checks else None
         res = CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
             comparisons=comparisons, verify=verify, deadline_s=sc.timeout, conditions=applied,

@@ -8,6 +8,11 @@ waits for it, so it never overlaps a measured run. Work no window took is done b
 (or simply when it is first needed), as before. The work must be safe to run twice and to fail:
 a failure here is ignored, and the same step fails again, with its proper error, where it is
 really used.
+
+``soon`` is the same for work whose value is needed later (the machine's tool versions, recorded
+in results.json): the window computes it, and ``Soon.result`` returns it, computing it there and
+then when no window came (or the window's attempt failed). ``beside`` runs work in a thread while
+the caller does other unmeasured work after measuring (the verify checks during the statistics).
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 _PENDING: list[Callable[[], None]] = []
 
@@ -56,3 +64,61 @@ def window() -> Iterator[None]:
 def run_pending() -> None:
     """Do what no window took, here and now."""
     _quietly(_take())
+
+
+class Soon(Generic[T]):
+    """A value computed in the next window, or by ``result`` when none came first."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._fn = fn
+        self._lock = threading.Lock()
+        self._done = False
+        self._value: T | None = None
+
+    def _compute(self) -> None:
+        with self._lock:  # a result() during the window waits for the window's attempt
+            if not self._done:
+                self._value = self._fn()
+                self._done = True
+
+    def result(self) -> T:
+        self._compute()  # the window's failure is raised here, by doing it again
+        return self._value  # type: ignore[return-value]  # _done: set by _fn's return
+
+
+def soon(fn: Callable[[], T]) -> Soon[T]:
+    """``fn()``, computed in the next window if one comes before ``result`` is asked."""
+    value = Soon(fn)
+    later(value._compute)
+    return value
+
+
+class Beside(Generic[T]):
+    """``fn`` running in a thread; ``result`` waits for it and returns its value or raises its
+    error."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), name="patchbench-beside",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], T]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]  # no error: fn returned it
+
+
+def beside(fn: Callable[[], T]) -> Beside[T]:
+    """Start ``fn`` in a thread now, for work that may overlap the caller's own unmeasured work
+    (never a measured run: call it after the last one). A daemon thread: on Ctrl-C the caller
+    does not wait for it; what it started is in the run's cgroup, which the run's end kills."""
+    return Beside(fn)

@@ -308,6 +308,26 @@ def test_the_tools_pending_work_runs_during_the_warmups_and_ends_before_round_1(
     assert all(done for name, done in seen[1:])  # finished before any measured run
 
 
+def test_the_windows_work_ends_before_the_warmups_escape_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command the pending work runs (the machine's tool versions) is never in the run's
+    cgroup when the warmups' call is checked for escaped processes."""
+    FakeHyperfine().install(monkeypatch)
+    finished = threading.Event()
+    checks: list[tuple[str, bool]] = []
+    monkeypatch.setattr(bench.procguard, "check_active",
+                        lambda step, variant=None: checks.append((step, finished.is_set())))
+
+    def work() -> None:
+        time.sleep(0.05)
+        finished.set()
+
+    idle.later(work)
+    bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
+                  **SCENARIO)
+    assert checks[0][0].startswith("s warmups") and all(done for _, done in checks)
+
+
 def test_without_warmups_no_window_opens_and_the_work_waits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeHyperfine().install(monkeypatch)

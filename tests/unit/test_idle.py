@@ -54,3 +54,84 @@ def test_the_work_ends_with_the_window_when_its_body_fails() -> None:
     with pytest.raises(KeyboardInterrupt), idle.window():
         raise KeyboardInterrupt
     assert done.is_set()  # nothing of it outlives the window
+
+
+def test_a_value_soon_is_computed_in_the_window_and_given_after_it() -> None:
+    threads: list[str] = []
+
+    def probe() -> str:
+        threads.append(threading.current_thread().name)
+        return "hyperfine 1.19.0"
+
+    value = idle.soon(probe)
+    with idle.window():
+        pass
+    assert value.result() == "hyperfine 1.19.0" and value.result() == "hyperfine 1.19.0"
+    assert threads == ["patchbench-idle"]  # once, in the window
+
+
+def test_a_value_soon_without_a_window_is_computed_when_asked() -> None:
+    threads: list[str] = []
+    value = idle.soon(lambda: threads.append(threading.current_thread().name) or 7)
+    try:
+        assert threads == []  # not before it is asked
+        assert value.result() == 7 and threads == [threading.current_thread().name]
+    finally:
+        idle.run_pending()  # the registration is spent: done already, so nothing runs again
+    assert len(threads) == 1
+
+
+def test_a_value_whose_window_attempt_failed_is_computed_again_with_its_error() -> None:
+    calls: list[int] = []
+
+    def flaky() -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("systemd-detect-virt vanished")
+        return 3
+
+    value = idle.soon(flaky)
+    with idle.window():
+        pass
+    assert value.result() == 3 and len(calls) == 2  # the window's failure is not kept
+
+    broken = idle.soon(lambda: (_ for _ in ()).throw(ValueError("no such tool")))
+    with idle.window():
+        pass
+    with pytest.raises(ValueError, match="no such tool"):
+        broken.result()  # raised where the value is used
+
+
+def test_asking_during_the_window_waits_for_its_attempt() -> None:
+    began = threading.Event()
+    calls: list[str] = []
+
+    def slow() -> str:
+        calls.append(threading.current_thread().name)
+        began.set()
+        time.sleep(0.05)
+        return "go version go1.26.8"
+
+    value = idle.soon(slow)
+    with idle.window():
+        assert began.wait(10)
+        assert value.result() == "go version go1.26.8"  # waited, not computed a second time
+    assert calls == ["patchbench-idle"]
+
+
+def test_beside_runs_in_a_thread_and_hands_back_its_value_or_its_error() -> None:
+    release = threading.Event()
+
+    def check() -> str:
+        assert release.wait(10)
+        return "passed"
+
+    job = idle.beside(check)
+    release.set()  # the caller goes on while the job waits: it runs beside the caller
+    assert job.result() == "passed"
+
+    def failing() -> str:
+        raise RuntimeError("verify could not start")
+
+    with pytest.raises(RuntimeError, match="verify could not start"):
+        idle.beside(failing).result()

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import time
-import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,6 +89,8 @@ def describe(tc: RustToolchain) -> str:
 
 def pinned_channel(tree: Path) -> str | None:
     """The channel the repository's ``rust-toolchain.toml`` (or ``rust-toolchain``) pins."""
+    import tomllib  # here: only a tree that has the file needs it
+
     for name in ("rust-toolchain.toml", "rust-toolchain"):
         path = tree / name
         if not path.is_file():
