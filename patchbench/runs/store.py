@@ -39,13 +39,13 @@ ATTACHED = "attached.json"  # name in the report folder -> file relative to the 
 
 def after_measuring() -> None:
     """What the statistics, ``save_complete`` and ``publish`` import or build after a
-    comparison's last measured run: numpy, the results' record models, report.md's and
-    report.html's modules; a comparison has it done during its warmups (util/idle.py)."""
-    import numpy as np
-
+    comparison's last measured run: numpy and the first call of each statistic, the results'
+    record models, report.md's and report.html's modules; a comparison has it done during its
+    warmups (util/idle.py)."""
+    from patchbench.analysis import stats
     from patchbench.report import html, markdown  # noqa: F401
 
-    np.median  # noqa: B018 - the statistics' numpy is imported on first use (util/lazy.py)
+    stats.warm_up()  # numpy, imported on first use (util/lazy.py), and its first calls
     results_mod.build_models()
 
 

@@ -162,3 +162,8 @@ def test_resampled_medians_are_numpys_medians_of_the_same_draws(size: int) -> No
         expected = np.median(a[draws], axis=1)
         got = stats._resampled_medians(a, np.random.default_rng(7), 500, chunk=500)
         assert np.array_equal(got, expected)
+
+
+def test_the_warm_up_runs_every_statistic_it_names_without_error() -> None:
+    """runs/store.after_measuring calls it in a window, where an error would pass unseen."""
+    stats.warm_up()
