@@ -161,6 +161,15 @@ def upstream(tmp_path: Path, upstream_template: support.Upstream) -> support.Ups
     return support.copy_upstream(upstream_template, tmp_path / "upstream")
 
 
+@pytest.fixture(scope="session")
+def docker_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The engine and image state (``engine/``, ``images/``) the Docker build and engine files
+    share in a test process: the go-busybox image (the host's GOROOT in a layer: about 10 s) is
+    built by the first of them and found by the other. They run one after the other in one
+    worker (DOCKER, below), and each stops the engine it started before its file ends."""
+    return tmp_path_factory.mktemp("docker-state")
+
+
 @pytest.fixture
 def project(tmp_path: Path, upstream: support.Upstream, go_version: str) -> support.Project:
     """A fixture project: matrix.yaml pinning upstream.a as v1 and four patch series."""

@@ -25,8 +25,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("docker-state")
+def state(docker_state: Path) -> Path:
+    return docker_state  # shared with test_docker_build.py (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
