@@ -97,8 +97,8 @@ def test_engine_errors_are_classified(eng: engine.Engine, image: images.Image) -
 
 
 def test_a_timed_out_container_is_killed_and_removed(eng: engine.Engine, image: images.Image) -> None:
-    with pytest.raises(BuildError, match=r"timed out after 2 s"):
-        engine.run_container(eng.client, image.id, ["sleep", "60"], what="sleep", timeout=2)
+    with pytest.raises(BuildError, match=r"timed out after 1 s"):
+        engine.run_container(eng.client, image.id, ["sleep", "60"], what="sleep", timeout=1)
     assert _ours(eng) == []
 
 
