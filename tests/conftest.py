@@ -161,6 +161,15 @@ def upstream(tmp_path: Path, upstream_template: support.Upstream) -> support.Ups
     return support.copy_upstream(upstream_template, tmp_path / "upstream")
 
 
+@pytest.fixture(scope="session")
+def docker_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The engine and image state (``engine/``, ``images/``) the Docker build and engine files
+    share in a test process: the go-busybox image (the host's GOROOT in a layer: about 10 s) is
+    built by the first of them and found by the other. They run one after the other in one
+    worker (DOCKER, below), and each stops the engine it started before its file ends."""
+    return tmp_path_factory.mktemp("docker-state")
+
+
 @pytest.fixture
 def project(tmp_path: Path, upstream: support.Upstream, go_version: str) -> support.Project:
     """A fixture project: matrix.yaml pinning upstream.a as v1 and four patch series."""
@@ -188,29 +197,34 @@ TESTS = Path(__file__).resolve().parent
 # not the default. Three workers taking any file lost the A/A demo test's 0.9-1.1 bound, and the
 # timed files in one worker beside two niced ones lost the history test too.
 
-# Seconds each file took (2026-12-01 16:53 UTC, -n 3, load 2-2.8), for the order only: the
-# longest start first, so that no long file is left to run alone at the end; files not named
-# count 0.
+# Seconds each file took (2026-12-01 19:22 UTC, a fresh clone, two workers, load 1.2-2.3: 170.5 s;
+# less the later cuts of planted, stress_exec, workflow, stress, measure, ctrstress_apply and
+# docker_engine), for the order only: the longest start first, so that no long file is left to
+# run alone at the end; files not named count 0.
 SECONDS = {
-    "integration/test_bisect.py": 55, "integration/test_docker_build.py": 32,
-    "integration/test_docker_engine.py": 22, "integration/test_workflow.py": 19,
-    "integration/test_demo.py": 18, "integration/test_stress_exec.py": 16,
-    "integration/test_planted.py": 16, "integration/test_timed_hangs.py": 14,
-    "integration/test_mounts_runc.py": 14, "integration/test_rust_toolchain.py": 13,
-    "integration/test_docker_run_flow.py": 9, "integration/test_cli.py": 8,
-    "integration/test_report_tools.py": 8, "integration/test_soak.py": 7,
-    "integration/test_burst.py": 7, "faults/test_patch_forms.py": 7, "integration/test_stress.py": 6,
-    "integration/test_build.py": 6, "integration/test_series_ref.py": 6,
-    "integration/test_own_patch.py": 6, "faults/test_parsing.py": 5, "faults/test_cache_verify.py": 5,
-    "unit/test_reproduce_reports.py": 5, "integration/test_help.py": 4,
-    "integration/test_ctrstress_apply.py": 4, "integration/test_c_submodules.py": 4,
-    "integration/test_measure.py": 4, "integration/test_patch_apply.py": 4,
-    "integration/test_command.py": 4, "integration/test_apple_container_flow.py": 3,
-    "unit/test_paired_verdict.py": 3, "integration/test_overlay.py": 3,
-    "unit/test_stats_paired.py": 3, "integration/test_containerd.py": 3, "unit/test_stats.py": 1.1,
-    "unit/test_hangs.py": 1,
+    "integration/test_bisect.py": 46, "integration/test_docker_build.py": 31,
+    "integration/test_demo.py": 17, "integration/test_docker_engine.py": 13,
+    "integration/test_planted.py": 11, "integration/test_stress_exec.py": 10,
+    "integration/test_timed_hangs.py": 9, "integration/test_report_tools.py": 9,
+    "integration/test_docker_run_flow.py": 9, "integration/test_mounts_runc.py": 8,
+    "integration/test_cli.py": 8, "integration/test_workflow.py": 8,
+    "integration/test_burst.py": 6, "integration/test_build.py": 6,
+    "faults/test_patch_forms.py": 6, "unit/test_reproduce_reports.py": 6,
+    "integration/test_rust_toolchain.py": 6, "faults/test_cache_verify.py": 6,
+    "integration/test_series_ref.py": 5, "integration/test_own_patch.py": 5,
+    "integration/test_stress.py": 5, "faults/test_parsing.py": 5,
+    "integration/test_c_submodules.py": 4, "integration/test_soak.py": 4,
+    "integration/test_patch_apply.py": 4, "integration/test_command.py": 4,
+    "integration/test_measure.py": 4, "unit/test_stats_paired.py": 4,
+    "unit/test_paired_verdict.py": 3, "integration/test_containerd.py": 3,
+    "integration/test_apple_container_flow.py": 3, "faults/test_small.py": 3,
+    "faults/test_results_safe.py": 3, "integration/test_ctrstress_apply.py": 2,
+    "integration/test_overlay.py": 2, "integration/test_conditions.py": 2,
+    "integration/test_help.py": 2, "faults/test_trust_property.py": 2, "faults/test_escaped.py": 2,
+    "unit/test_hangs.py": 1.7, "unit/test_stats.py": 1.2,
 }
-# files that each start a Docker engine of their own run in one worker, one after the other
+# files that each start a Docker engine of their own run in one worker, one after the other, on
+# one engine and image state (docker_state, above)
 DOCKER = ("integration/test_docker_build.py", "integration/test_docker_engine.py",
           "integration/test_docker_run_flow.py")
 # the unit files that check against scipy.stats, whose import costs a worker about 1.1 s of CPU:

@@ -31,11 +31,13 @@ TIME = {"name": "start", "command": ["{slowstart}", "-n", "2", "-boot", "1ms"], 
 # that the 2x step is told apart on a loaded machine too (6 rounds under the skewness-corrected
 # rule once gave 1.63x [0.99, 1.84], p 0.052, in CI)
 HISTORY = {"runs": 60, "rounds": 12}
-# -boot 1ms makes the planted lost wakeup common (about half the runs hang, so 30 runs tell
-# 0 hangs from 15, Fisher p 1e-5); 5 ms makes it rare. A run takes about 6 ms: a 0.1 s deadline
-# is 15x that, and each hang costs the deadline
+# -boot 1ms makes the planted lost wakeup common (40-50 % of the runs hang); 5 ms makes it rare.
+# 20 runs tell 0 hangs from a bad commit's: at a 40 % rate, 0 of 20 against 8 of 20 is Fisher p
+# 0.003, and a step is left undecided (then measured again at 2x) about 7 % of the time (3 % with
+# 30 runs, which cost half as much again: each hang costs the deadline). A run takes about 6-16 ms:
+# a 0.1 s deadline is 6x that or more
 SOAK = {"name": "start-4", "kind": "soak", "command": ["{slowstart}", "-n", "4", "-boot", "1ms"],
-        "runs": 30, "block": 10, "timeout": 0.1}
+        "runs": 20, "block": 10, "timeout": 0.1}
 
 
 @pytest.fixture(scope="module")

@@ -56,10 +56,11 @@ def test_apply_chases_each_container_until_hit_or_finished(tmp_path: Path) -> No
     clients["broke"].wait()  # its start failed before the action: refused
     # "later" appears after a few attempts; "refused" never does and its client never exits
     later = subprocess.Popen(["sh", "-c", f"sleep 0.3; touch {tmp_path / 'later'}"])
+    # the hang and the failure each wait out the deadline: 1.2 s, 4x the 0.3 s "later" needs
     try:
-        how = ctrstress.apply(d, "kill", wrapped, timeout=2.0)  # type: ignore[arg-type]
+        how = ctrstress.apply(d, "kill", wrapped, timeout=1.2)  # type: ignore[arg-type]
         assert how == Counter(hit=2, missed=1, refused=1, hang=1, failed=2)
-        how = ctrstress.apply(d, "delete", wrapped, timeout=2.0)  # type: ignore[arg-type]
+        how = ctrstress.apply(d, "delete", wrapped, timeout=1.2)  # type: ignore[arg-type]
         assert how == Counter(hit=3, missed=1, refused=1, hang=1, failed=1)
     finally:
         later.wait()

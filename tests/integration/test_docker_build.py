@@ -32,8 +32,8 @@ GIT_CHECK = ["/bin/sh", "-c", 'test -f "$(sed -n "s/^gitdir: //p" .git)/HEAD"']
 
 
 @pytest.fixture(scope="module")
-def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("docker-build-state")
+def state(docker_state: Path) -> Path:
+    return docker_state  # shared with test_docker_engine.py (tests/conftest.py)
 
 
 @pytest.fixture

@@ -25,8 +25,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("docker-state")
+def state(docker_state: Path) -> Path:
+    return docker_state  # shared with test_docker_build.py (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +97,8 @@ def test_engine_errors_are_classified(eng: engine.Engine, image: images.Image) -
 
 
 def test_a_timed_out_container_is_killed_and_removed(eng: engine.Engine, image: images.Image) -> None:
-    with pytest.raises(BuildError, match=r"timed out after 2 s"):
-        engine.run_container(eng.client, image.id, ["sleep", "60"], what="sleep", timeout=2)
+    with pytest.raises(BuildError, match=r"timed out after 1 s"):
+        engine.run_container(eng.client, image.id, ["sleep", "60"], what="sleep", timeout=1)
     assert _ours(eng) == []
 
 

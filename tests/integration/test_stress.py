@@ -21,6 +21,7 @@ pytestmark = pytest.mark.integration
 
 CAND = "cand"
 HANG_MARK = "30.4242"  # a sleep duration no other process uses
+HANG_DEADLINE = 0.5  # each round of the planted hang waits it out
 ROUNDS, INSTANCES = 2, 2
 INST = "{work}/{id}-{round}-{i}"  # one instance: a file named after the run, variant, round, i
 
@@ -46,7 +47,7 @@ SCENARIOS: list[dict[str, Any]] = [
     },
     {
         # the candidate's instances ignore SIGTERM and never exit; the baseline's exit on it
-        "name": "hang", **COMMON, "timeout": 1, "actions": ["sigterm"],
+        "name": "hang", **COMMON, "timeout": HANG_DEADLINE, "actions": ["sigterm"],
         "launch": ["sh", "-c", f"if [ {{variant}} = {CAND} ]; then trap '' TERM INT; "
                                f"sleep {HANG_MARK}; fi; exec sleep 0.5"],
     },
@@ -126,7 +127,7 @@ def test_stress_rounds(stress_run: tuple[dict[str, Any], Path], project: Project
             assert len(rd["evidence"]) == INSTANCES
             for name in rd["evidence"]:
                 ev = hangs.load_evidence_file(run_dir / name)
-                assert ev.deadline_s == 1 and ev.elapsed_s >= 1
+                assert ev.deadline_s == HANG_DEADLINE and ev.elapsed_s >= HANG_DEADLINE
                 assert [p.comm for p in ev.processes][:2] == ["sh", "sleep"]
                 assert ev.processes[0].sig_ign and ev.processes[0].wchan
         else:

@@ -26,8 +26,16 @@ pytestmark = pytest.mark.integration
 CAND = "cand"
 ROUNDS, INSTANCES = 2, 3
 RT = [sys.executable, str(Path(__file__).with_name("fake_runtime.py")), "{work}/rt"]
-SCRIPT = ("trap 'echo USR1' USR1; trap 'echo USR2' USR2; trap 'echo WINCH' WINCH; echo ready; "
-          "sleep 2 & while ! wait; do :; done")  # 2 s: time for a forwarded signal on a slow CI
+# the shell waits up to 2 s (time for a forwarded signal on a slow CI) for SIGUSR1, then up to
+# 0.5 s more for SIGUSR2 (patchbench sends them one right after the other), then 0.2 s (a SIGWINCH
+# sent after them, if it were forwarded, is recorded), and exits 0: a build that forwards both
+# ends its instances at once, one that drops SIGUSR2 after 0.5 s (the sleep starts before
+# "ready": signals that come while it is forked are seen before the first wait)
+SCRIPT = ("u1=; u2=; g=; trap 'echo USR1; u1=1' USR1; trap 'echo USR2; u2=1' USR2; "
+          "trap 'echo WINCH' WINCH; sleep 2 & s=$!; echo ready; "
+          'while [ "$u1$u2" != 11 ] && ! wait $s; do '
+          'if [ -n "$u1" ] && [ -z "$g" ]; then g=1; kill $s; sleep 0.5 & s=$!; fi; done; '
+          "kill $s 2>/dev/null; sleep 0.2; wait; exit 0")
 EXEC: dict[str, Any] = {
     "kind": "stress", "mode": "exec", "rounds": ROUNDS, "runs": ROUNDS, "instances": INSTANCES,
     "delay": [0.0, 0.0], "timeout": 20, "actions": ["none"],
