@@ -55,6 +55,8 @@ def child(out: Path, argv: list[str]) -> None:
     from invoke.main import program
 
     mark("invoke")
+    sys.path.insert(0, argv[argv.index("--search-root") + 1])  # that checkout's patchbench, as
+    # invoke does when it loads the tasks.py there (after this process has wrapped its functions)
     from patchbench import pipeline
     from patchbench.util import command
 
