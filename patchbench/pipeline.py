@@ -11,13 +11,15 @@ from patchbench import __version__, build, config, redact, results, runtimes, sc
 from patchbench.analysis import sequential
 from patchbench.build import aa
 from patchbench.config import Comparison, Project
+from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
 from patchbench.measure import machine as measure_machine
 from patchbench.measure.machine import machine_info
 from patchbench.runs import store as runstore
+from patchbench.scenarios import session
 from patchbench.source import cache as source
 from patchbench.source import patching, submodules
-from patchbench.util import cleanup, idle, ownership, procguard
+from patchbench.util import cleanup, idle, ownership
 from patchbench.util.progress import say
 from patchbench.util.workspace import Switches, Workspace
 
@@ -222,47 +224,16 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
     machine = machine_info(probe=False)  # the rest (its commands) during the warmups
     probed = idle.soon(measure_machine.probed)
-    runtime = runtimes.get(config.runtime_of(project, comp))
     extra_files: dict[str, Path] = {}
-    if runtime is not None:
-        runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin,
-                        variants=[runtimes.VariantBuild(b.variant.name, b.bin,
-                                                        b.manifest["artifacts"]) for b in built])
     idle.later(runstore.after_measuring)  # done during the warmups, if a kind has them
-    done: list[results.ScenarioResult] = []
-    warnings: list[str] = []
-    stopping: list[results.Stopping] = []
-    teardown: dict[str, results.Teardown] | None = None
-    runtime_record: results.RuntimeRecord | None = None
-    guard = procguard.activate(f"{workdir.name[:60]}-{cleanup.cgroup_tag()}")  # its cgroup
-    try:
-        for i, sc in enumerate(chosen):
-            say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} "
-                f"round{'s' if sc.rounds != 1 else ''}")
-            ctx = scenarios.ScenarioContext(
-                scenario=sc, built=built, runtime=runtime, workdir=workdir, seed=seed + i,
-                layout=ws.layout, project_root=project.root, alpha=comp.alpha,
-                min_effect=comp.min_effect, extra_files=extra_files,
-                until=None if sw.until_ci is None else sequential.UntilCI(
-                    target=sw.until_ci, max_rounds=sw.max_rounds or 4 * sc.rounds,
-                    alpha=comp.alpha))
-            out, found = scenarios.get(sc.kind).run(ctx)
-            stopping += ctx.stops
-            done.append(out)
-            warnings.extend(found)
-            procguard.check_active(f"scenario {sc.name}")
-    finally:  # every step runs and none raises: a failing teardown never loses the measurement
-        try:
-            warnings.extend(procguard.deactivate(guard))  # found, reported and killed
-        except OSError as exc:
-            warnings.append(f"teardown: the escaped-process check failed: {exc}")
-        if runtime is not None:
-            td = runtimes.tear_down(runtime, [(b.variant.name, b.bin) for b in built])
-            teardown = {n: results.Teardown(removed_at_teardown=td.removed[n],
-                                            left_after_teardown=td.left[n]) for n in td.left}
-            runtime_record = (results.RuntimeRecord.model_validate(td.record) if td.record
-                              else None)
-            warnings.extend(td.problems)
+    target_ci = sw.until_ci
+
+    def until(sc: ScenarioConfig) -> sequential.UntilCI | None:  # --until-ci, per scenario
+        return None if target_ci is None else sequential.UntilCI(
+            target=target_ci, max_rounds=sw.max_rounds or 4 * sc.rounds, alpha=comp.alpha)
+
+    measured = session.measure(project, comp, chosen, built, workdir=workdir, layout=ws.layout,
+                               seed=seed, extra_files=extra_files, until=until)
     # the record is made once measuring is over (its models are built during the warmups)
     res = results.Results(
         tool=f"patchbench {__version__}", comparison=name, description=comp.description,
@@ -270,8 +241,9 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         aa=aa_build is not None, aa_build=aa_build, seed=seed,
         settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
         started_at=started, machine={**machine, **probed.result()},
-        builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=done,
-        warnings=warnings, teardown=teardown, runtime=runtime_record, stopping=stopping or None,
+        builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=measured.scenarios,
+        warnings=measured.warnings, teardown=measured.teardown, runtime=measured.runtime,
+        stopping=measured.stopping or None,
         gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=2)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact.tree(redact.paths(res.dump(), {

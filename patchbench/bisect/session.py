@@ -12,15 +12,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from patchbench import build, config, redact, runtimes, scenarios
+from patchbench import build, redact, scenarios
 from patchbench.config import Comparison, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import BuildError, ConfigError
+from patchbench.scenarios import session
 from patchbench.scenarios.command import CommandResult
 from patchbench.scenarios.soak import SoakResult
 from patchbench.source import cache as source
 from patchbench.source import history, patching
-from patchbench.util import cleanup, procguard
 from patchbench.util.progress import say
 from patchbench.util.workspace import Workspace
 
@@ -138,26 +138,11 @@ class Session:
         workdir.mkdir(parents=True)
         say(f"{label}: measuring {', '.join(s[:12] for s in shas)} interleaved "
             f"({chosen.runs} runs per commit" + (f", {chosen.rounds} rounds)" if rounds else ")"))
-        runtime = runtimes.get(config.runtime_of(self.project, self.comp))
-        if runtime is not None:
-            runtime.prepare(workdir, self.project, self.comp, dry_run=False, bin_dir=built[0].bin,
-                            variants=[runtimes.VariantBuild(b.variant.name, b.bin,
-                                                            b.manifest["artifacts"])
-                                      for b in built])
         extra: dict[str, Path] = {}
-        guard = procguard.activate(f"{workdir.name}-{cleanup.cgroup_tag()}")
-        warnings: list[str] = []
-        try:
-            ctx = scenarios.ScenarioContext(
-                scenario=chosen, built=built, runtime=runtime, workdir=workdir, seed=seed,
-                layout=self.ws.layout, project_root=self.project.root, alpha=self.comp.alpha,
-                min_effect=self.comp.min_effect, extra_files=extra)
-            out, warnings = scenarios.get(chosen.kind).run(ctx)
-        finally:
-            warnings += procguard.deactivate(guard)
-            if runtime is not None:
-                td = runtimes.tear_down(runtime, [(b.variant.name, b.bin) for b in built])
-                warnings += td.problems
+        measured = session.measure(self.project, self.comp, [chosen], built, workdir=workdir,
+                                   layout=self.ws.layout, seed=seed, extra_files=extra,
+                                   announce=False)
+        (out,), warnings = measured.scenarios, measured.warnings
         assert isinstance(out, CommandResult | SoakResult)  # KINDS
         prefix = f"m{len(self.measurements):02d}-"
         self.extra_files.update({prefix + k: v for k, v in extra.items()})
