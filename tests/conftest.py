@@ -170,9 +170,7 @@ def docker_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("docker-state")
 
 
-@pytest.fixture
-def project(tmp_path: Path, upstream: support.Upstream, go_version: str) -> support.Project:
-    """A fixture project: matrix.yaml pinning upstream.a as v1 and four patch series."""
+def _project(tmp_path: Path, upstream: support.Upstream, go_version: str) -> support.Project:
     proj = support.Project(tmp_path / "project", upstream, go_version, tmp_path / "builds",
                            tmp_path / "reports")
     proj.add_series("greet", ["greet"])
@@ -181,6 +179,40 @@ def project(tmp_path: Path, upstream: support.Upstream, go_version: str) -> supp
     proj.add_series("conflict", ["farewell", "conflict"])
     proj.write()
     return proj
+
+
+@pytest.fixture
+def project(tmp_path: Path, upstream: support.Upstream, go_version: str) -> support.Project:
+    """A fixture project: matrix.yaml pinning upstream.a as v1 and four patch series."""
+    return _project(tmp_path, upstream, go_version)
+
+
+@pytest.fixture(scope="session")
+def prebuilt_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The artifact cache (``artifacts/``) the ``prebuilt_project`` tests of a test process share."""
+    return tmp_path_factory.mktemp("prebuilt") / "artifacts"
+
+
+@pytest.fixture
+def prebuilt_project(tmp_path: Path, upstream_template: support.Upstream, go_version: str,
+                     prebuilt_store: Path) -> Iterator[support.Project]:
+    """The fixture project for a test that measures builds and asserts nothing about building
+    them (a file takes it as its ``project``): its builds directory is its own, but its
+    ``artifacts/`` starts with what earlier such tests in this process built, so the baseline
+    and greet builds (0.6-1.3 s a test) are found in the cache as in a user's second run (and
+    re-hashed before they are measured). It builds the session's upstream template itself, not
+    a private copy (it moves no tag), so that the cached manifests name this test's source."""
+    proj = _project(tmp_path, upstream_template, go_version)
+    if prebuilt_store.is_dir():
+        shutil.copytree(prebuilt_store, proj.builds / "artifacts", symlinks=True)
+    yield proj
+    mine = proj.builds / "artifacts"
+    for d in mine.glob("*/*"):  # what this test built, for the next (complete entries only)
+        dest = prebuilt_store / d.relative_to(mine)
+        if (d / "COMPLETE").is_file() and not dest.exists():
+            tmp = dest.with_name(f".{dest.name}.tmp")
+            shutil.copytree(d, tmp, symlinks=True)
+            os.replace(tmp, dest)
 
 
 TESTS = Path(__file__).resolve().parent

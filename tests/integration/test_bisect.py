@@ -6,6 +6,7 @@ history over 6 commits shows the step at the delay."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -45,8 +46,19 @@ def demo_history(tmp_path_factory: pytest.TempPathFactory) -> DemoHistory:
     return make_demo_history(tmp_path_factory.mktemp("demo-history") / "slowstart")
 
 
+@pytest.fixture(scope="module")
+def shared_builds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One builds directory for the tests on demo_history: a commit built by one (v1.0.0, v1.1.0
+    and the history points are built by three or four of them, about 0.3 s each) is found in the
+    artifact cache by the next, as a user's second bisect finds it; the fetched history too. No
+    test here asserts a fresh build (the dry run, which asserts that nothing is built, has a
+    builds directory of its own)."""
+    return tmp_path_factory.mktemp("bisect-builds")
+
+
 @pytest.fixture
-def ws(tmp_path: Path, demo_history: DemoHistory, go_version: str) -> Workspace:
+def ws(tmp_path: Path, demo_history: DemoHistory, go_version: str, shared_builds: Path
+       ) -> Workspace:
     root = tmp_path / "project"
     shutil.copytree(support.REPO_ROOT / "patches" / "demo-plus-5ms",
                     root / "patches" / "demo-plus-5ms")
@@ -65,7 +77,7 @@ def ws(tmp_path: Path, demo_history: DemoHistory, go_version: str) -> Workspace:
                           "scenarios": [SOAK]}},
     }
     support.write_matrix(root, data)
-    return Workspace(root=root, matrix=root / "matrix.yaml", builds=tmp_path / "builds",
+    return Workspace(root=root, matrix=root / "matrix.yaml", builds=shared_builds,
                      reports=tmp_path / "reports")
 
 
@@ -159,8 +171,9 @@ def test_history_over_six_commits_shows_the_step(ws: Workspace,
     assert record.parse_history(json.loads((folder / "history.json").read_text())) == rec
 
 
-def test_bisect_dry_run_prints_steps_builds_and_runs(ws: Workspace,
-                                                     demo_history: DemoHistory) -> None:
+def test_bisect_dry_run_prints_steps_builds_and_runs(ws: Workspace, demo_history: DemoHistory,
+                                                     tmp_path: Path) -> None:
+    ws = dataclasses.replace(ws, builds=tmp_path / "builds")  # not the shared one
     lines = run.plan_bisect(_project(ws), ws, "demo", "v1.0.0", "main", "demo-time:start", 4)
     text = "\n".join(lines)
     assert "34 commits" in text and "steps   6 " in text and "builds  8 variants" in text

@@ -23,6 +23,13 @@ KS = [1, 4, 8]
 RUNS, ROUNDS = 2, 2
 
 
+@pytest.fixture
+def project(prebuilt_project: Project) -> Project:
+    """The fixture project, its builds found cached after the first test (tests/conftest.py):
+    these tests measure the builds and assert nothing about building them."""
+    return prebuilt_project
+
+
 def test_the_schedule_of_burst_cells() -> None:
     cells = [Cell(v, (("k", str(k)),)) for v in ("baseline", "fix") for k in KS]
     one = bench.schedule(cells, 5, seed=42)

@@ -1,7 +1,8 @@
 """Docker builds of the fixture upstream against a real engine patchbench starts (root only):
 the fingerprint is taken inside the image and names it, the worktree's git works in the
 container, builds with cold Go caches are byte-identical to warm ones and to the host build, and
-a Go in the image that differs from the pin is refused."""
+a Go in the image that differs from the pin is refused, with the engine patchbench started for it
+stopped afterwards."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from patchbench import build, pipeline
 from patchbench.build import Variant
 from patchbench.build import docker as docker_backend
-from patchbench.docker import images
+from patchbench.docker import engine, images
 from patchbench.errors import ToolchainError
 from tests.support import TARGET, Project, assert_nothing_left, matrix_data, write_matrix
 
@@ -36,17 +37,42 @@ def state(docker_state: Path) -> Path:
     return docker_state  # shared with test_docker_engine.py (tests/conftest.py)
 
 
+def _backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
+             environ: dict[str, str] | None = None) -> docker_backend.DockerBackend:
+    be = docker_backend.DockerBackend(state, volume_prefix=f"pbtest-{request.node.name[:40]}",
+                                      environ=environ)
+    monkeypatch.setattr(build, "DOCKER", be)
+    monkeypatch.setitem(build.BACKENDS, "docker", be)
+    return be
+
+
 @pytest.fixture
 def backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
             ) -> Iterator[docker_backend.DockerBackend]:
     """The build's docker backend on a shared engine state (the image is made once), with Go
-    cache volumes of its own (cold)."""
-    be = docker_backend.DockerBackend(state, volume_prefix=f"pbtest-{request.node.name[:40]}")
-    monkeypatch.setattr(build, "DOCKER", be)
-    monkeypatch.setitem(build.BACKENDS, "docker", be)
+    cache volumes of its own (cold); it starts patchbench's own engine on each use."""
+    be = _backend(state, monkeypatch, request)
     yield be
     be.remove_volumes()
     be.close()
+
+
+@pytest.fixture
+def held_backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+                 ) -> Iterator[docker_backend.DockerBackend]:
+    """The same, on one engine of patchbench's own held for the whole test and named by
+    DOCKER_HOST (as a user's engine is): the builds connect to it instead of starting and
+    stopping one each (about 1.3 s a time, four times in the reproducibility test). That the
+    engine patchbench starts is stopped after building is checked where it is started
+    (test_a_go_in_the_image_other_than_the_pin_is_refused)."""
+    with engine.engine(state / "engine", own=True) as eng:
+        be = _backend(state, monkeypatch, request, {**os.environ, "DOCKER_HOST": eng.host})
+        try:
+            yield be
+            be.remove_volumes()
+        finally:
+            be.close()
+    assert engine.leftovers(state / "engine") == ([], [])
 
 
 def write_docker(project: Project, **kw: Any) -> None:
@@ -63,8 +89,9 @@ def build_all(project: Project, variants: list[Variant], builds: Path) -> list[b
 
 
 def test_docker_build_fingerprints_inside_and_is_reproducible(
-    project: Project, backend: docker_backend.DockerBackend, tmp_path: Path
+    project: Project, held_backend: docker_backend.DockerBackend, tmp_path: Path
 ) -> None:
+    backend = held_backend
     host_base, host_greet = build_all(project, [BASE, GREET], tmp_path / "host")
     write_docker(project)
     base, greet = build_all(project, [BASE, GREET], tmp_path / "docker-1")
@@ -79,8 +106,7 @@ def test_docker_build_fingerprints_inside_and_is_reproducible(
     assert base.manifest["built_in"] == {"backend": "docker", "image": "recipe:go-busybox",
                                          "image_id": image["id"], "engine": image["engine"]}
     assert str(tmp_path) not in repr(fp)
-    # the engine patchbench started is stopped after building
-    assert backend._engine is None
+    assert backend._engine is None  # the build let go of the engine (close_backends)
     # the first builds ran on cold caches (new volumes); again on the warm ones, in another
     # builds directory: the same bytes, and the host's (the cold builds took most of this test:
     # a second cold pair, after remove_volumes, added 20-30 s and showed nothing more)
@@ -99,7 +125,7 @@ def test_docker_build_fingerprints_inside_and_is_reproducible(
 
 
 def test_a_go_in_the_image_other_than_the_pin_is_refused(
-    project: Project, backend: docker_backend.DockerBackend, tmp_path: Path,
+    project: Project, backend: docker_backend.DockerBackend, state: Path, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     host_go = project.go_version
@@ -119,4 +145,6 @@ def test_a_go_in_the_image_other_than_the_pin_is_refused(
                                          "command (in image recipe:go-busybox (sha256:")
     assert f"'go version go{host_go} " in info.value.message
     assert not (tmp_path / "builds" / "artifacts").exists()
+    # the engine patchbench started for the build is stopped after it, and left nothing
     assert backend._engine is None
+    assert engine.leftovers(state / "engine") == ([], [])

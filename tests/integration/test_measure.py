@@ -18,6 +18,13 @@ from tests.support import Project, assert_nothing_left, processes_with
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def project(prebuilt_project: Project) -> Project:
+    """The fixture project, its builds found cached after the first test (tests/conftest.py):
+    these tests measure the builds and assert nothing about building them."""
+    return prebuilt_project
+
+
 def scenario(**kw: Any) -> dict[str, Any]:
     """bench.measure's keyword arguments for the scenario "s"."""
     data: dict[str, Any] = {"runs": 4, "rounds": 2, "warmup": 0, "timeout": 10}

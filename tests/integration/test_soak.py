@@ -22,6 +22,13 @@ from tests.support import Project, assert_nothing_left, processes_with
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture
+def project(prebuilt_project: Project) -> Project:
+    """The fixture project, its builds found cached after the first test (tests/conftest.py):
+    these tests measure the builds and assert nothing about building them."""
+    return prebuilt_project
+
 CAND = "cand"
 HANG_MARK = "31.5151"  # sleep durations no other process uses
 ESCAPE_MARK = "32.5151"

@@ -4,6 +4,7 @@ never exits is a hang (and is killed), and a well-behaved one reports neither.""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,13 @@ from tests import support
 from tests.support import Project, assert_nothing_left, processes_with
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def project(prebuilt_project: Project) -> Project:
+    """The fixture project, its builds found cached after the first test (tests/conftest.py):
+    these tests measure the builds and assert nothing about building them."""
+    return prebuilt_project
 
 CAND = "cand"
 HANG_MARK = "30.4242"  # a sleep duration no other process uses
@@ -147,8 +155,9 @@ def test_stress_rounds(stress_run: tuple[dict[str, Any], Path], project: Project
     assert_nothing_left(project.builds, project.cache)
 
 
-def test_a_stress_dry_run_shows_the_instance_names(project: Project,
+def test_a_stress_dry_run_shows_the_instance_names(project: Project, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    project = dataclasses.replace(project, builds=tmp_path / "dry-builds")  # not prebuilt
     project.write(candidates={CAND: ["greet"]}, scenarios=SCENARIOS[:1])
     _, lines, _ = pipeline.compare(project.load(), project.options(), "fx",
                                    Switches(dry_run=True))

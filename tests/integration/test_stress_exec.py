@@ -23,6 +23,13 @@ from tests.support import Project, assert_nothing_left
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture
+def project(prebuilt_project: Project) -> Project:
+    """The fixture project, its builds found cached after the first test (tests/conftest.py):
+    these tests measure the builds and assert nothing about building them."""
+    return prebuilt_project
+
 CAND = "cand"
 ROUNDS, INSTANCES = 2, 3
 RT = [sys.executable, str(Path(__file__).with_name("fake_runtime.py")), "{work}/rt"]

@@ -10,6 +10,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from patchbench import gate, report, results
 from tests import support
 from tests.support import Project, assert_nothing_left
@@ -21,6 +23,13 @@ DEADLINE = 0.5
 EVERY_THIRD = ("n=$(cat {work}/count-{variant} 2>/dev/null || echo 0); n=$((n+1)); "
                "echo $n > {work}/count-{variant}; "
                "if [ {variant} = %s ] && [ $((n %% 3)) = 0 ]; then sleep 30.%s; fi; exec {hello}")
+
+
+@pytest.fixture
+def project(prebuilt_project: Project) -> Project:
+    """The fixture project, its builds found cached after the first test (tests/conftest.py):
+    these tests measure the builds and assert nothing about building them."""
+    return prebuilt_project
 
 
 def scenario(who: str, marker: str, **kw: Any) -> dict[str, Any]:
