@@ -232,8 +232,14 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         return None if target_ci is None else sequential.UntilCI(
             target=target_ci, max_rounds=sw.max_rounds or 4 * sc.rounds, alpha=comp.alpha)
 
-    measured = session.measure(project, comp, chosen, built, workdir=workdir, layout=ws.layout,
-                               seed=seed, extra_files=extra_files, until=until)
+    try:
+        measured = session.measure(project, comp, chosen, built, workdir=workdir,
+                                   layout=ws.layout, seed=seed, extra_files=extra_files,
+                                   until=until)
+    except BaseException:
+        idle.clear()  # nothing of this run's pending work outlives it
+        raise
+    idle.run_pending()  # what no window took (a kind without warmups): needed from here on
     # the record is made once measuring is over (its models are built during the warmups)
     res = results.Results(
         tool=f"patchbench {__version__}", comparison=name, description=comp.description,

@@ -129,8 +129,12 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     from patchbench.util import idle
 
     project = pipeline.load(ws)
-    idle.later(_after_compare)
-    results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
+    if not sw.dry_run:
+        idle.later(_after_compare)
+    try:
+        results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
+    finally:
+        idle.clear()  # taken by a window or done by the pipeline; else (an error) not needed
     if results is None or run_dir is None:
         print("\n".join(plan_lines))
         return 0

@@ -410,12 +410,14 @@ def _shared_call(
             got = hyperfine_many(  # work started has ended, and is no escape
                 invs, runs=runs, warmup=warmup, per_run_timeout=timeout, export=export,
                 log=log, names=names, name=call)
+            returned = time.monotonic()
+        waited = time.monotonic() - returned  # for the window's work: not the cells' cost
     finally:
         variants = {c.variant for c in cells}
         one = next(iter(variants)) if len(variants) == 1 else None
         if procguard.check_active(call, one) is not None and one is None:
             share[0] = False  # from now on attributable: one call per cell
-    wall = time.monotonic() - t0
+    wall = time.monotonic() - t0 - waited  # the call and its check
     total = sum(sum(res["times"]) for res in got)
     for cell, res in zip(cells, got, strict=True):
         samples[cell].seconds += wall * (sum(res["times"]) / total if total > 0

@@ -9,6 +9,7 @@ import os
 import secrets
 import shlex
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -253,12 +254,15 @@ def noisy_warnings(name: str, cells: list[CellResult]) -> list[str]:
             for c in cells if c.summary.noisy]
 
 
-def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_template: list[str]
-               ) -> dict[str, Check]:
-    """Run a check once per variant; a failing or hanging check is a finding, kept and shown."""
+def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_template: list[str],
+               stop: threading.Event | None = None) -> dict[str, Check]:
+    """Run a check once per variant; a failing or hanging check is a finding, kept and shown.
+    A set ``stop`` starts no further check (the caller is leaving on an error)."""
     out: dict[str, Check] = {}
     sc = ctx.scenario
     for cell in cells:
+        if stop is not None and stop.is_set():
+            break
         argv = bench.fill_argv(argv_template, ctx.values(ctx.build_of(cell.variant), cell),
                                sc.name)
         try:

@@ -10,6 +10,7 @@ condition runs as its own set of interleaved cells, named by a ``condition`` par
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -159,8 +160,16 @@ class CommandKind:
         samples, order, applied = measure_conditions(ctx, plain, expand)
         cells = list(samples)
         # the checks (commands) run while this thread does the statistics: both after measuring
-        checks = idle.beside(lambda: run_verify(ctx, plain, sc.verify)) if sc.verify else None
-        cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
+        stop = threading.Event()
+        checks = idle.beside(lambda: run_verify(ctx, plain, sc.verify, stop)) if sc.verify else None
+        try:
+            cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
+        except BaseException:  # an error or Ctrl-C: no next check
+            stop.set()
+            raise
+        finally:  # nothing the checks started outlives this scenario
+            if checks is not None:
+                checks.join()
         verify = checks.result() if checks else None
         res = CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from patchbench import config, results, runtimes
 from patchbench.config import Comparison, Project
 from patchbench.config.scenarios import ScenarioConfig
@@ -75,7 +77,11 @@ def measure(project: Project, comp: Comparison, chosen: Sequence[ScenarioConfig]
             td = runtimes.tear_down(runtime, [(b.variant.name, b.bin) for b in built])
             out.teardown = {n: results.Teardown(removed_at_teardown=td.removed[n],
                                                 left_after_teardown=td.left[n]) for n in td.left}
-            out.runtime = (results.RuntimeRecord.model_validate(td.record) if td.record
-                           else None)
+            try:
+                out.runtime = (results.RuntimeRecord.model_validate(td.record) if td.record
+                               else None)
+            except ValidationError as exc:  # the teardown's finding, not the measurement's end
+                out.warnings.append("teardown: the runtime's record is not valid: "
+                                    f"{exc.errors()[0]['msg']}")
             out.warnings += td.problems
     return out

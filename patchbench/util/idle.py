@@ -110,6 +110,10 @@ class Beside(Generic[T]):
         except BaseException as exc:  # handed to the caller by result()
             self._error = exc
 
+    def join(self) -> None:
+        """Wait for it to end, whatever it returns or raises."""
+        self._thread.join()
+
     def result(self) -> T:
         self._thread.join()
         if self._error is not None:
@@ -119,6 +123,13 @@ class Beside(Generic[T]):
 
 def beside(fn: Callable[[], T]) -> Beside[T]:
     """Start ``fn`` in a thread now, for work that may overlap the caller's own unmeasured work
-    (never a measured run: call it after the last one). A daemon thread: on Ctrl-C the caller
-    does not wait for it; what it started is in the run's cgroup, which the run's end kills."""
+    (never a measured run: call it after the last one). What no window took is done first, so
+    that two threads never build the same deferred model. The caller joins it on every way out
+    (``join`` in a ``finally``): nothing it starts may outlive the step that started it."""
+    run_pending()
     return Beside(fn)
+
+
+def clear() -> None:
+    """Forget the pending work (a comparison that ended before any window took it)."""
+    _PENDING.clear()

@@ -234,9 +234,16 @@ def test_a_round_of_shareable_cells_is_one_call_in_the_rounds_order(
 
 def test_a_shared_calls_wall_time_is_split_in_proportion(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    FakeHyperfine().install(monkeypatch)
-    clock = iter(float(x) for x in range(0, 1000, 3))  # every call takes 3 s
-    monkeypatch.setattr(bench.time, "monotonic", lambda: next(clock))
+    fake = FakeHyperfine().install(monkeypatch)
+    now = [0.0]
+    many = fake.many
+
+    def three_seconds(*a: Any, **k: Any) -> list[dict[str, Any]]:  # every call takes 3 s
+        now[0] += 3.0
+        return many(*a, **k)
+
+    monkeypatch.setattr(bench, "hyperfine_many", three_seconds)
+    monkeypatch.setattr(bench.time, "monotonic", lambda: now[0])
     cells = [Cell("baseline"), Cell("fix")]
     samples, _ = bench.measure("s", cells, expand, seed=11, workdir=tmp_path,
                                **{**SCENARIO, "rounds": 1, "runs": 2})
@@ -326,6 +333,17 @@ def test_the_windows_work_ends_before_the_warmups_escape_check(
     bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
                   **SCENARIO)
     assert checks[0][0].startswith("s warmups") and all(done for _, done in checks)
+
+
+def test_the_wait_for_the_windows_work_is_not_the_cells_cost(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Samples.seconds is what each cell cost; waiting for the tool's own work at the end of
+    the warmups' window is not part of it."""
+    FakeHyperfine().install(monkeypatch)
+    idle.later(lambda: time.sleep(0.5))
+    got, _ = bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11,
+                           workdir=tmp_path, **SCENARIO)
+    assert all(s.seconds < 0.25 for s in got.values())
 
 
 def test_without_warmups_no_window_opens_and_the_work_waits(
