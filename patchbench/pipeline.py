@@ -14,7 +14,6 @@ from patchbench.config import Comparison, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
 from patchbench.measure import machine as measure_machine
-from patchbench.measure.machine import machine_info
 from patchbench.runs import store as runstore
 from patchbench.scenarios import session
 from patchbench.source import cache as source
@@ -222,7 +221,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     built, aa_build = aa.pair(built, layout, sw.aa)
     workdir = ws.layout.new_run(name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
-    machine = machine_info(probe=False)  # the rest (its commands) during the warmups
+    machine = measure_machine.machine_info(probe=False)  # the rest (its commands) during the warmups
     probed = idle.soon(measure_machine.probed)
     extra_files: dict[str, Path] = {}
     idle.later(runstore.after_measuring)  # done during the warmups, if a kind has them
