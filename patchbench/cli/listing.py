@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from patchbench.util import files, ownership
-from patchbench.util.facts import holds
+from patchbench.util.facts import code_key, holds
 from patchbench.util.workspace import Workspace
 
 CACHE_VERSION = 1
@@ -34,25 +32,6 @@ TARGET_HEADERS = ["target", "url", "ref", "commit", "toolchain", "requires"]
 COMPARISON_HEADERS = ["comparison", "target", "candidates", "scenarios", "description"]
 
 Rows = list[list[str]]
-
-
-def code_key(h: Any) -> None:
-    """Feed ``h`` what validation depends on besides the matrix: every module of patchbench (its
-    path, size and mtime), pydantic's installed files and the Python version."""
-    package = Path(__file__).resolve().parent.parent
-    for dirpath, dirnames, filenames in os.walk(package):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(dirpath, name))
-                h.update(f"{os.path.join(dirpath, name)}\0{st.st_size}\0{st.st_mtime_ns}\n"
-                         .encode())
-    spec = importlib.util.find_spec("pydantic")
-    origin = spec.origin if spec is not None else None
-    if origin:
-        st = os.stat(origin)
-        h.update(f"{origin}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    h.update(sys.version.encode())
 
 
 def key(matrix: Path, raw: bytes) -> str:

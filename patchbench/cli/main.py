@@ -63,7 +63,16 @@ def _compare(v: Values, project: str | None) -> int:
                   rounds=v["rounds"], warmup=v["warmup"], only=tuple(v["scenario"]),
                   gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"],
                   until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"])
-    return commands.do_compare(_ws(v, project), v["name"], sw, v["summary"])
+    ws = _ws(v, project)
+    if sw.dry_run:
+        return commands.do_compare(ws, v["name"], sw, v["summary"])
+    from patchbench.measure import headstart
+
+    headstart.begin(ws.layout, ws.matrix, v["name"], v)  # the last run's warmups, started now
+    try:
+        return commands.do_compare(ws, v["name"], sw, v["summary"])
+    finally:
+        headstart.end()
 
 
 def _build(v: Values, project: str | None) -> int:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import BenchmarkError, ConfigError
-from patchbench.measure import hangs
+from patchbench.measure import hangs, headstart
 from patchbench.util import command, idle, procguard
 from patchbench.util.progress import RoundProgress, estimate_left, round_text, step
 
@@ -190,14 +190,13 @@ def hyperfine(
                           export=export, log=log, names=[name], name=name)[0]
 
 
-def hyperfine_many(
+def hyperfine_call(
     invs: Sequence[Invocation], *, runs: int, warmup: int, per_run_timeout: float, export: Path,
-    log: Path, names: Sequence[str], name: str,
-) -> list[dict[str, Any]]:
-    """One hyperfine call running every one of ``invs`` (``runs`` runs each, in this order, after
-    ``warmup`` warmup runs each) under ``names``: their results, in the same order. ``invs``
-    share ``wrap``, ``env`` and ``cleanup`` (:func:`shareable`); a ``prepare`` is given per
-    command. ``name`` names the call in errors."""
+    names: Sequence[str],
+) -> tuple[list[str], float]:
+    """The argv of one hyperfine call running every one of ``invs`` (``runs`` runs each, in this
+    order, after ``warmup`` warmup runs each) under ``names``, and its timeout. ``invs`` share
+    ``wrap``, ``env`` and ``cleanup`` (:func:`shareable`); a ``prepare`` is given per command."""
     first = invs[0]
     argv = [*first.wrap,
         "hyperfine", "-N", "-i", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
@@ -213,23 +212,47 @@ def hyperfine_many(
     argv += ["--", *(shlex.join(inv.command) for inv in invs)]  # never read as an option
     per_run = [per_run_timeout if inv.deadline is None else inv.deadline + hangs.KILL_SLACK
                for inv in invs]
-    timeout = sum((runs + warmup) * p for p in per_run) + TIMEOUT_SLACK  # the commands in turn
+    return argv, sum((runs + warmup) * p for p in per_run) + TIMEOUT_SLACK  # the commands in turn
+
+
+def hyperfine_many(
+    invs: Sequence[Invocation], *, runs: int, warmup: int, per_run_timeout: float, export: Path,
+    log: Path, names: Sequence[str], name: str,
+) -> list[dict[str, Any]]:
+    """One hyperfine call (:func:`hyperfine_call`): the results of ``invs``, in their order.
+    ``name`` names the call in errors."""
+    argv, timeout = hyperfine_call(invs, runs=runs, warmup=warmup,
+                                   per_run_timeout=per_run_timeout, export=export, names=names)
     try:
-        command.run(argv, log=log, timeout=timeout, env=first.env, error=BenchmarkError,
+        command.run(argv, log=log, timeout=timeout, env=invs[0].env, error=BenchmarkError,
                     what=name)
     except BenchmarkError as exc:
-        if "timed out" in exc.message:
-            seen = _seen_so_far(log)
-            if all(inv.deadline is not None for inv in invs):
-                each = ", ".join(f"{inv.deadline:g}" for inv in invs if inv.deadline is not None)
-                what = (f"hyperfine did not finish {(runs + warmup) * len(invs)} runs in "
-                        f"{timeout:g} s although each run has a deadline of {each} s: the "
-                        "launcher itself or hyperfine's prepare/cleanup hung")
-            else:
-                what = (f"the benchmark command hung (this command runs without a per-run "
-                        f"deadline); stopped after {timeout:g} s")
-            raise BenchmarkError(f"{name}: {what}. Seen: {seen}", detail=exc.detail) from None
-        raise
+        raise explained(exc, invs, runs=runs + warmup, timeout=timeout, log=log,
+                        name=name) from None
+    return exported(export, invs, name)
+
+
+def explained(exc: BenchmarkError, invs: Sequence[Invocation], *, runs: int, timeout: float,
+              log: Path, name: str) -> BenchmarkError:
+    """A hyperfine call's failure said as what it means: a call that timed out although every
+    run has a deadline hung in the launcher or in hyperfine's prepare/cleanup; one without
+    deadlines hung in the command. ``runs``: each command's, warmups included."""
+    if "timed out" not in exc.message:
+        return exc
+    seen = _seen_so_far(log)
+    if all(inv.deadline is not None for inv in invs):
+        each = ", ".join(f"{inv.deadline:g}" for inv in invs if inv.deadline is not None)
+        what = (f"hyperfine did not finish {runs * len(invs)} runs in "
+                f"{timeout:g} s although each run has a deadline of {each} s: the "
+                "launcher itself or hyperfine's prepare/cleanup hung")
+    else:
+        what = (f"the benchmark command hung (this command runs without a per-run "
+                f"deadline); stopped after {timeout:g} s")
+    return BenchmarkError(f"{name}: {what}. Seen: {seen}", detail=exc.detail)
+
+
+def exported(export: Path, invs: Sequence[Invocation], name: str) -> list[dict[str, Any]]:
+    """The results hyperfine exported for ``invs``, one per command."""
     data = json.loads(export.read_text())
     results: list[dict[str, Any]] = data["results"]
     if len(results) != len(invs):
@@ -277,6 +300,7 @@ def measure(
     workdir: Path,
     on_round: Callable[[int, Cell, dict[str, Any]], None] | None = None,
     more: Callable[[dict[Cell, Samples], int], int] | None = None,
+    head_start: bool = False,
 ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
     ``runs // rounds`` runs per cell; ``timeout`` is seconds per run. Returns samples and the order
@@ -295,8 +319,10 @@ def measure(
     cost a hyperfine-sized share of the tool's wall time for no sample it keeps.
 
     When round 1's cells share one hyperfine call, their warmups are a call of their own before
-    it (``_warm_up``): a window (patchbench.util.idle) in which the tool's pending work (what it
-    needs after measuring) runs meanwhile, joined before the first measured run."""
+    it (``_warm_up``), the cells in their given order: a window (patchbench.util.idle) in which the tool's pending work (what it
+    needs after measuring) runs meanwhile, joined before the first measured run. With
+    ``head_start`` that call may have started before the run reached it (measure/headstart.py:
+    the same call, the same files, still unmeasured)."""
     workdir.mkdir(parents=True, exist_ok=True)
     order = schedule(cells, rounds, seed)
     per_round = runs // rounds
@@ -305,8 +331,10 @@ def measure(
     log = workdir / f"{scenario}.hyperfine.log"
     shown = RoundProgress(rounds, label=scenario)  # round r/R and the time left, on a terminal
     share = [True]  # False for the rest of the scenario once a shared call left a process
-    if order and _warm_up(scenario, order[0], expand, samples, share, warmup=warmup,
-                          timeout=timeout, workdir=workdir, log=log):
+    # the warmups in the cells' given order, not round 1's: the same call every run, so that
+    # the next run can start it early (head_start)
+    if order and _warm_up(scenario, list(cells), expand, samples, share, warmup=warmup,
+                          timeout=timeout, workdir=workdir, log=log, head_start=head_start):
         warmed.update(cells)
     r = 0
     while r < len(order):
@@ -400,22 +428,34 @@ def _shared_call(
     share: list[bool], *, runs: int, warmup: int, timeout: float, export: Path, log: Path,
     names: Sequence[str], call: str,
     around: contextlib.AbstractContextManager[None] | None = None,
+    early: headstart.Early | None = None,
 ) -> list[dict[str, Any]]:
     """One hyperfine call for ``cells`` (their ``invs``, in this order) inside ``around`` (a
     window), then the escape check; its wall time is added to the cells' ``seconds`` in
-    proportion to their recorded runs."""
-    t0 = time.monotonic()
+    proportion to their recorded runs. ``early``: that call, started before the run reached it
+    (measure/headstart.py): waited for, its files moved to the run's folder, its cgroup checked
+    too."""
+    t0 = time.monotonic() if early is None else early.started
     try:
         with around or contextlib.nullcontext():  # left before the check: what the window's
-            got = hyperfine_many(  # work started has ended, and is no escape
-                invs, runs=runs, warmup=warmup, per_run_timeout=timeout, export=export,
-                log=log, names=names, name=call)
+            if early is None:  # work started has ended, and is no escape
+                got = hyperfine_many(invs, runs=runs, warmup=warmup, per_run_timeout=timeout,
+                                     export=export, log=log, names=names, name=call)
+            else:
+                got = _early_results(early, invs, runs=runs + warmup, export=export, log=log,
+                                     name=call)
             returned = time.monotonic()
         waited = time.monotonic() - returned  # for the window's work: not the cells' cost
     finally:
         variants = {c.variant for c in cells}
         one = next(iter(variants)) if len(variants) == 1 else None
-        if procguard.check_active(call, one) is not None and one is None:
+        escaped = procguard.check_active(call, one) is not None
+        if early is not None:
+            try:
+                escaped = early.check(call, one) is not None or escaped
+            finally:
+                early.close()
+        if escaped and one is None:
             share[0] = False  # from now on attributable: one call per cell
     wall = time.monotonic() - t0 - waited  # the call and its check
     total = sum(sum(res["times"]) for res in got)
@@ -425,22 +465,41 @@ def _shared_call(
     return got
 
 
+def _early_results(early: headstart.Early, invs: Sequence[Invocation], *, runs: int,
+                   export: Path, log: Path, name: str) -> list[dict[str, Any]]:
+    """What ``hyperfine_many`` returns, from the call started early."""
+    try:
+        early.finish(export.parent, name, log)
+    except BenchmarkError as exc:
+        raise explained(exc, invs, runs=runs, timeout=early.call.timeout, log=log,
+                        name=name) from None
+    return exported(export, invs, name)
+
+
 def _warm_up(scenario: str, cells: Sequence[Cell], expand: Expander,
              samples: dict[Cell, Samples], share: list[bool], *, warmup: int, timeout: float,
-             workdir: Path, log: Path) -> bool:
+             workdir: Path, log: Path, head_start: bool = False) -> bool:
     """Round 1's warmups, ``warmup`` runs of each of ``cells`` in one hyperfine call of their
     own, when the cells can share one (else False: they stay in round 1's calls). Nothing of
     them is recorded (hyperfine does not record warmups either; their export is kept beside the
-    rounds'); the tool's pending work runs meanwhile (patchbench.util.idle.window)."""
+    rounds'); the tool's pending work runs meanwhile (patchbench.util.idle.window).
+    ``head_start``: the call may have been started early (measure/headstart.py), and is kept
+    for the next run, when it inherits the environment and has no wrap (no condition)."""
     invs = [expand(c) for c in cells]
     if warmup < 1 or not share[0] or not shareable(invs):
         return False
     labels = ", ".join(c.label for c in cells)
+    export = workdir / f"{scenario}.warmup.json"
+    names = [f"{scenario} {c.label} warmup" for c in cells]
+    early = None
+    if head_start and invs[0].env is None and not invs[0].wrap:
+        argv, limit = hyperfine_call(invs, runs=warmup, warmup=0, per_run_timeout=timeout,
+                                     export=export, names=names)
+        early = headstart.claim(argv, limit, workdir)
     _shared_call(cells, invs, samples, share, runs=warmup, warmup=0, timeout=timeout,
-                 export=workdir / f"{scenario}.warmup.json", log=log,
-                 names=[f"{scenario} {c.label} warmup" for c in cells],
+                 export=export, log=log, names=names,
                  call=f"{scenario} warmups (cells {labels} in one hyperfine call)",
-                 around=idle.window())
+                 around=idle.window(), early=early)
     return True
 
 

@@ -235,6 +235,7 @@ class Background:
         args = [str(a) for a in argv]
         args[0] = which(args[0])
         self.argv = tuple(args)
+        self.log = log
         LOG.debug("+ %s &", redact.text(quote(args)))
         self._logf: IO[bytes] | None = open(log, "ab") if log is not None else None  # noqa: SIM115
         try:
@@ -252,6 +253,7 @@ class Background:
                 self._logf.close()
             raise CommandError(f"{quote(args)}: could not start: "
                                f"{getattr(exc, 'strerror', None) or exc}") from None
+        self.started = time.monotonic()
 
     def wait(self, timeout: float) -> int | None:
         """The exit code, or None when it is still running after ``timeout`` seconds."""
@@ -259,6 +261,26 @@ class Background:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
+
+    def finish(self, timeout: float, *, what: str,
+               error: type[PatchbenchError] = CommandError) -> None:
+        """Wait for it to end as ``run`` waits for a command: ``timeout`` seconds from its start,
+        then killed with its group and ``error``; ``error`` too when it exits non-zero (with the
+        tail of its log). On any other way out (Ctrl-C) it is stopped."""
+        try:
+            _wait_exit(self.proc, max(0.0, timeout - (time.monotonic() - self.started)))
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise error(f"{what}: timed out after {timeout:g} s and was killed",
+                        hint="raise the timeout in matrix.yaml if this step is legitimately slow",
+                        detail=_log_detail(self.log, None)) from None
+        except BaseException:
+            self.stop()
+            raise
+        self.stop()  # ended: closes the log
+        if self.proc.returncode != 0:
+            raise error(f"{what}: exited with code {self.proc.returncode}",
+                        detail=_log_detail(self.log, ""))
 
     def signal(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):

@@ -5,7 +5,11 @@ same project again (cli/listing.py)."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
 from pathlib import Path
+from typing import Any
 
 
 def inside(root: str, relative: str) -> bool:
@@ -25,3 +29,22 @@ def holds(fact: object) -> bool:
         case ["inside", root, relative]:
             return inside(root, relative)
     return False
+
+
+def code_key(h: Any) -> None:
+    """Feed ``h`` what validation depends on besides the matrix: every module of patchbench (its
+    path, size and mtime), pydantic's installed files and the Python version."""
+    package = Path(__file__).resolve().parent.parent  # patchbench/
+    for dirpath, dirnames, filenames in os.walk(package):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(dirpath, name))
+                h.update(f"{os.path.join(dirpath, name)}\0{st.st_size}\0{st.st_mtime_ns}\n"
+                         .encode())
+    spec = importlib.util.find_spec("pydantic")
+    origin = spec.origin if spec is not None else None
+    if origin:
+        st = os.stat(origin)
+        h.update(f"{origin}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    h.update(sys.version.encode())
