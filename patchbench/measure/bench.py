@@ -319,8 +319,9 @@ def measure(
     cost a hyperfine-sized share of the tool's wall time for no sample it keeps.
 
     When round 1's cells share one hyperfine call, their warmups are a call of their own before
-    it (``_warm_up``), the cells in their given order: a window (patchbench.util.idle) in which the tool's pending work (what it
-    needs after measuring) runs meanwhile, joined before the first measured run. With
+    it (``_warm_up``), the cells in their given order: a window (patchbench.util.idle) in which
+    the tool's pending work (what it needs after measuring) runs meanwhile, joined before the
+    first measured run. With
     ``head_start`` that call may have started before the run reached it (measure/headstart.py:
     the same call, the same files, still unmeasured)."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -442,8 +443,8 @@ def _shared_call(
                 got = hyperfine_many(invs, runs=runs, warmup=warmup, per_run_timeout=timeout,
                                      export=export, log=log, names=names, name=call)
             else:
-                got = _early_results(early, invs, runs=runs + warmup, export=export, log=log,
-                                     name=call)
+                got = _early_results(early, invs, runs=runs + warmup, per_run_timeout=timeout,
+                                     export=export, log=log, names=names, name=call)
             returned = time.monotonic()
         waited = time.monotonic() - returned  # for the window's work: not the cells' cost
     finally:
@@ -466,13 +467,18 @@ def _shared_call(
 
 
 def _early_results(early: headstart.Early, invs: Sequence[Invocation], *, runs: int,
-                   export: Path, log: Path, name: str) -> list[dict[str, Any]]:
-    """What ``hyperfine_many`` returns, from the call started early."""
+                   per_run_timeout: float, export: Path, log: Path, names: Sequence[str],
+                   name: str) -> list[dict[str, Any]]:
+    """What ``hyperfine_many`` returns, from the call started early (or from the call made
+    again, when a file it ran no longer has its kept hash)."""
     try:
-        early.finish(export.parent, name, log)
+        taken = early.finish(export.parent, name, log)
     except BenchmarkError as exc:
         raise explained(exc, invs, runs=runs, timeout=early.call.timeout, log=log,
                         name=name) from None
+    if not taken:
+        return hyperfine_many(invs, runs=runs, warmup=0, per_run_timeout=per_run_timeout,
+                              export=export, log=log, names=names, name=name)
     return exported(export, invs, name)
 
 

@@ -32,6 +32,7 @@ import re
 import secrets
 import shlex
 import shutil
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,15 +58,26 @@ OFF = "PATCHBENCH_HEAD_START"
 
 @dataclass(frozen=True)
 class Call:
-    """A warmup call: its argv (the run's folder as ``RUN``), its timeout, and the sha256 of
-    every file it names."""
+    """A warmup call: its argv (the run's folder as ``RUN``), its timeout, and every file it
+    names with its sha256 and its identity (``identity``)."""
 
     argv: tuple[str, ...]
     timeout: float
-    files: tuple[tuple[str, str], ...]
+    files: tuple[tuple[str, str, tuple[int, ...]], ...]  # (path, sha256, identity)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"argv": list(self.argv), "timeout": self.timeout, "files": dict(self.files)}
+        return {"argv": list(self.argv), "timeout": self.timeout,
+                "files": {p: {"sha256": d, "identity": list(i)} for p, d, i in self.files}}
+
+    def unchanged(self) -> bool:
+        """Whether every file it names is the one it was hashed as: the same identity (a file
+        written since has another mtime, ctime or inode)."""
+        return all(identity(p) == i for p, _, i in self.files)
+
+    def same_content(self) -> bool:
+        """Whether every file it names still has the sha256 it was kept with."""
+        found = _hashes([p for p, _, _ in self.files])
+        return found is not None and [d for _, d in found] == [d for _, d, _ in self.files]
 
 
 def named_files(argv: list[str] | tuple[str, ...]) -> list[str]:
@@ -87,6 +99,18 @@ def named_files(argv: list[str] | tuple[str, ...]) -> list[str]:
                 if os.path.isfile(word) and not os.path.islink(word):
                     found.append(word)
     return found
+
+
+def identity(path: str) -> tuple[int, ...] | None:
+    """A regular file's device, inode, size, mtime and ctime (never through a link); None for
+    anything else."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _hashes(paths: list[str]) -> tuple[tuple[str, str], ...] | None:
@@ -154,10 +178,18 @@ def read(path: Path, want: str) -> Call | None:
             not math.isfinite(timeout) or not 0 < timeout <= 1e6:
         return None
     if not isinstance(kept, dict) or len(kept) > MAX_FILES or not all(
-            isinstance(p, str) and p.startswith("/") and isinstance(d, str) and HEX64.match(d)
-            for p, d in kept.items()):
+            isinstance(p, str) and p.startswith("/") and _is_kept_file(f) for p, f in kept.items()):
         return None
-    return Call(tuple(argv), float(timeout), tuple(sorted(kept.items())))
+    return Call(tuple(argv), float(timeout), tuple(sorted(
+        (p, f["sha256"], tuple(f["identity"])) for p, f in kept.items())))
+
+
+def _is_kept_file(value: object) -> bool:
+    if not isinstance(value, dict) or set(value) != {"sha256", "identity"}:
+        return False
+    digest, ident = value["sha256"], value["identity"]
+    return isinstance(digest, str) and bool(HEX64.match(digest)) and isinstance(ident, list) \
+        and len(ident) == 5 and all(type(x) is int and x >= 0 for x in ident)
 
 
 class Early:
@@ -195,14 +227,18 @@ class Early:
         """When it started (``time.monotonic``)."""
         return self.bg.started
 
-    def finish(self, workdir: Path, name: str, log: Path) -> None:
+    def finish(self, workdir: Path, name: str, log: Path) -> bool:
         """Wait for it (its timeout counted from its start; BenchmarkError as ``command.run``
-        raises it), its log appended to ``log`` either way; then move its files into
-        ``workdir``."""
+        raises it), its log appended to ``log`` either way; then hash every file it ran again:
+        False when one differs from the kept hash (its warmups ran another binary: the caller
+        runs them again); else move its files into ``workdir``, True."""
         try:
             self.bg.finish(self.call.timeout, what=name, error=BenchmarkError)
         finally:
             _append(self.log, log)
+        if not self.call.same_content():
+            command.LOG.debug("head start dropped: a file it ran differs from its kept hash")
+            return False
         for src in sorted(self.scratch.rglob("*")):
             if src == self.log or not src.is_file() or src.is_symlink():
                 continue
@@ -212,6 +248,7 @@ class Early:
                 _append(src, dest)
             else:
                 os.replace(src, dest)
+        return True
 
     def check(self, step: str, variant: str | None) -> procguard.Found | None:
         """What outlived the early call: found and killed, and recorded with the run's own
@@ -242,9 +279,9 @@ class Session:
         """Start the kept call, if there is one for this key and every file it names hashes as
         kept."""
         call = read(self.plan, self.want)
-        if call is None or not set(named_files(call.argv)) <= {p for p, _ in call.files} or \
-                _hashes([p for p, _ in call.files]) != call.files:
-            return  # none, or it runs a file not kept or changed since
+        if call is None or not set(named_files(call.argv)) <= {p for p, _, _ in call.files} or \
+                not call.unchanged():
+            return  # none, or it runs a file not kept, or one written since
         try:
             self.early = Early(call, self.layout)
         except (OSError, PatchbenchError):
@@ -264,7 +301,7 @@ class Session:
         early = self.early
         if early is not None:
             if early.call.argv == kept and early.call.timeout == timeout and \
-                    _hashes([p for p, _ in early.call.files]) == early.call.files:
+                    early.call.unchanged():  # hashed again once it has ended (Early.finish)
                 self.early = None  # the caller's now
                 say("  warmups: started early, as the last run's (builds/headstart)")
                 return early
@@ -279,10 +316,14 @@ class Session:
             command.LOG.debug("head start dropped: %s", why)
 
     def _keep(self, argv: tuple[str, ...], timeout: float) -> None:
-        found = _hashes(named_files(argv))
-        if found is None:
-            return
-        data = {"version": PLAN_VERSION, "key": self.want, **Call(argv, timeout, found).as_dict()}
+        paths = named_files(argv)
+        before = [identity(p) for p in paths]
+        found = _hashes(paths)
+        if found is None or any(i is None for i in before) or \
+                before != [identity(p) for p in paths]:
+            return  # a file that changed while it was hashed: kept next time
+        kept = tuple((p, d, i) for (p, d), i in zip(found, before, strict=True) if i is not None)
+        data = {"version": PLAN_VERSION, "key": self.want, **Call(argv, timeout, kept).as_dict()}
         with contextlib.suppress(OSError):  # a builds/ that cannot be written: no head start
             files.write_json_atomic(self.plan, data)
 
