@@ -229,14 +229,15 @@ class Early:
 
     def finish(self, workdir: Path, name: str, log: Path) -> bool:
         """Wait for it (its timeout counted from its start; BenchmarkError as ``command.run``
-        raises it), its log appended to ``log`` either way; then hash every file it ran again:
-        False when one differs from the kept hash (its warmups ran another binary: the caller
-        runs them again); else move its files into ``workdir``, True."""
+        raises it), its log appended to ``log`` either way. Every file it runs is hashed again
+        meanwhile: False when one differs from the kept hash (its warmups ran another binary:
+        the caller runs them again); else its files are moved into ``workdir``: True."""
+        same = self.call.same_content()  # while it runs: hashlib lets the GIL go
         try:
             self.bg.finish(self.call.timeout, what=name, error=BenchmarkError)
         finally:
             _append(self.log, log)
-        if not self.call.same_content():
+        if not same:
             command.LOG.debug("head start dropped: a file it ran differs from its kept hash")
             return False
         for src in sorted(self.scratch.rglob("*")):
