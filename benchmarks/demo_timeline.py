@@ -11,7 +11,8 @@ disk). Prints the median of each phase, in seconds from the interpreter's start:
 - imports and the matrix: up to the end of `pipeline.load` (patchbench's modules, pydantic, the
   kinds' config models, matrix.yaml validated);
 - fetch, build lookup, launcher, cgroup: up to the first hyperfine call (the warmups);
-- warmups: that call (the tool's pending work runs beside it: util/idle.py);
+- warmups: from the run reaching them to their end (the tool's pending work runs beside them:
+  util/idle.py; a head start, measure/headstart.py, began them before: its start is printed too);
 - measured rounds: the other hyperfine calls;
 - after measuring: the last call's end to the process's exit (statistics with the verify checks
   beside them, the results record, report.md and report.html).
@@ -22,6 +23,8 @@ The load averages at the start and the end are printed with the figures.
 from __future__ import annotations
 
 import argparse
+import importlib.abc
+import importlib.util
 import json
 import os
 import statistics
@@ -29,7 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,9 +42,35 @@ ROOT = Path(__file__).resolve().parent.parent
 PHASES = [("start-up (python, invoke)", "start", "invoke"),
           ("imports and the matrix (to the end of pipeline.load)", "invoke", "loaded"),
           ("fetch, build lookup, launcher, cgroup", "loaded", "warmups"),
-          ("warmups (one hyperfine call; pending work beside it)", "warmups", "measuring"),
+          ("warmups, from the run reaching them (pending work beside them)", "warmups",
+           "measuring"),
           ("measured rounds (the other hyperfine calls)", "measuring", "measured"),
           ("after measuring (statistics and verify, record, reports, exit)", "measured", "exit")]
+
+
+def on_import(name: str, patch: Callable[[ModuleType], None]) -> None:
+    """Call ``patch`` with the module ``name`` once it has been imported (by the tool, when
+    it needs it: importing it here would move its cost to another phase)."""
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+            if fullname != name:
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(fullname)
+            if spec is None or spec.loader is None:
+                return spec
+            loader = spec.loader
+            exec_module = loader.exec_module
+
+            def patched(module: ModuleType) -> None:
+                exec_module(module)
+                patch(module)
+
+            loader.exec_module = patched  # type: ignore[method-assign]
+            return spec
+
+    sys.meta_path.insert(0, Finder())
 
 
 def child(out: Path, argv: list[str]) -> None:
@@ -51,37 +82,52 @@ def child(out: Path, argv: list[str]) -> None:
         if last or name not in marks:
             marks[name] = time.time() - t0
 
+    def around(module: ModuleType, fn: str, before: str | None, after: str | None,
+               when: Callable[[], bool] = lambda: True) -> None:
+        real = getattr(module, fn)
+
+        def timed(*a: Any, **k: Any) -> Any:
+            if before:
+                mark(before)
+            try:
+                return real(*a, **k)
+            finally:
+                if after and when():
+                    mark(after)
+
+        setattr(module, fn, timed)
+
     sys.argv = ["invoke", *argv]
     from invoke.main import program
 
     mark("invoke")
     sys.path.insert(0, argv[argv.index("--search-root") + 1])  # that checkout's patchbench, as
-    # invoke does when it loads the tasks.py there (after this process has wrapped its functions)
-    from patchbench import pipeline
-    from patchbench.util import command
+    # invoke does when it loads the tasks.py there
 
-    load = pipeline.load
+    def command_module(command: ModuleType) -> None:
+        run = command.run
 
-    def timed_load(*a: Any, **k: Any) -> Any:
-        try:
-            return load(*a, **k)
-        finally:
-            mark("loaded")
+        def timed_run(args: Any, *a: Any, **k: Any) -> Any:
+            hyperfine = Path(str(args[0])).name == "hyperfine" and "--export-json" in args
+            if hyperfine and "warmups" not in marks:  # no warmup call of its own
+                mark("warmups")
+                mark("measuring")
+            try:
+                return run(args, *a, **k)
+            finally:
+                if hyperfine:
+                    mark("measured", last=True)
 
-    pipeline.load = timed_load  # type: ignore[assignment]
-    run = command.run
+        command.run = timed_run
 
-    def timed_run(args: Any, *a: Any, **k: Any) -> Any:
-        hyperfine = Path(str(args[0])).name == "hyperfine" and "--export-json" in args
-        if hyperfine:
-            mark("measuring" if "warmups" in marks else "warmups")
-        try:
-            return run(args, *a, **k)
-        finally:
-            if hyperfine:
-                mark("measured", last=True)
+    def headstart_module(headstart: ModuleType) -> None:
+        around(headstart, "begin", None, "head start",
+               lambda: headstart._SESSION is not None and headstart._SESSION.early is not None)
 
-    command.run = timed_run  # type: ignore[assignment]
+    on_import("patchbench.pipeline", lambda m: around(m, "load", None, "loaded"))
+    on_import("patchbench.util.command", command_module)
+    on_import("patchbench.measure.headstart", headstart_module)
+    on_import("patchbench.measure.bench", lambda m: around(m, "_warm_up", "warmups", "measuring"))
     exit_ = os._exit
 
     def timed_exit(code: int) -> None:
@@ -89,7 +135,7 @@ def child(out: Path, argv: list[str]) -> None:
         out.write_text(json.dumps(marks))
         exit_(code)
 
-    os._exit = timed_exit  # type: ignore[assignment]
+    os._exit = timed_exit
     program.run()
 
 
@@ -124,6 +170,10 @@ def main() -> None:
     for label, a, b in PHASES:
         xs = [r[b] - r[a] for r in rows]
         print(f"| {label} | {statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f}) |")
+    began = [r["head start"] for r in rows if "head start" in r]
+    if began:
+        print(f"| (the warmups' head start began at, {len(began)} of {len(rows)} runs) | "
+              f"{statistics.median(began):.3f} ({min(began):.3f}-{max(began):.3f}) |")
     walls = [r["wall"] for r in rows]
     print(f"| wall, as the parent saw it | {statistics.median(walls):.3f} "
           f"({min(walls):.3f}-{max(walls):.3f}) |")

@@ -15,7 +15,9 @@ Measures, in a fresh temporary builds/ and reports/ directory per repetition:
     time hyperfine recorded for the measured runs (per run, else its per-call means times the
     runs), and its share of the tree's CPU time;
 - fixed and per-round parts of that overhead (net of warmups): the warm demo again with 2 rounds
-  of 4 runs per cell instead of its 10 rounds of 4, and the line through the two points:
+  of 4 runs per cell instead of its 10 rounds of 4 (run twice, the second measured: like the warm
+  demo, it follows a run with the same options, whose warmup call it starts early,
+  measure/headstart.py), and the line through the two points:
   per round = (overhead(10) - overhead(2)) / 8, fixed = overhead(2) - 2 x per round (start-up,
   checks, statistics and reports; aim < 0.6 s);
 - no-op build: `invoke build --patch per-sandbox-lock` with both builds cached (aim < 1 s);
@@ -26,7 +28,9 @@ Measures, in a fresh temporary builds/ and reports/ directory per repetition:
   as the median of its paired difference above the bare python of the same repetition (aim
   < 0.3 s), in wall and CPU time.
 Records the load averages (1, 5, 15 min) at the start and the end: figures from a loaded machine
-say so. --project measures another checkout of patchbench (an older commit, for a before/after).
+say so. --project measures another checkout of patchbench (an older commit, for a before/after);
+--no-head-start runs every command with PATCHBENCH_HEAD_START=0 (the same code without the
+warmups' head start, for an A/B on one commit).
 """
 
 from __future__ import annotations
@@ -54,9 +58,12 @@ class Timed:
     cpu: float  # user + system of the process and every descendant it waited for
 
 
+ENV = dict(os.environ)
+
+
 def timed(argv: Sequence[str], *, cwd: Path) -> Timed:
     t0 = time.monotonic()
-    proc = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(list(argv), cwd=cwd, env=ENV, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - t0
@@ -131,7 +138,11 @@ def main() -> None:
     ap.add_argument("--project", type=Path, default=ROOT, help="the patchbench checkout to measure")
     ap.add_argument("--record", type=Path, help="append the figures as a markdown section here")
     ap.add_argument("--label", default="", help="what this run measures (before/after ...)")
+    ap.add_argument("--no-head-start", action="store_true",
+                    help="PATCHBENCH_HEAD_START=0 for every command (measure/headstart.py)")
     args = ap.parse_args()
+    if args.no_head_start:
+        ENV["PATCHBENCH_HEAD_START"] = "0"
     project = args.project.resolve()
     load_start = os.getloadavg()
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -152,6 +163,7 @@ def main() -> None:
             rows["overhead_net"].append((w.wall - ins.seconds - ins.warmup_estimate) / w.wall)
             rows["tool_cpu"].append(w.cpu - ins.cpu)
             rows["tool_cpu_share"].append((w.cpu - ins.cpu) / w.cpu)
+            tool.run("compare", "demo", "--rounds", "2", "--runs", "8")  # keeps its warmup call
             short = tool.run("compare", "demo", "--rounds", "2", "--runs", "8")
             ins2 = inside_measured_runs(newest_results(tool.reports))
             o10 = w.wall - ins.seconds - ins.warmup_estimate
@@ -187,7 +199,8 @@ def main() -> None:
     lines = [
         f"### {args.label or 'tool_cost'}: patchbench {git_head(project)}, {started}",
         "",
-        f"`python3 benchmarks/tool_cost.py --repeat {args.repeat} --startup {args.startup}` on "
+        f"`python3 benchmarks/tool_cost.py --repeat {args.repeat} --startup {args.startup}"
+        f"{' --no-head-start' if args.no_head_start else ''}` on "
         f"{os.cpu_count()} cores; load average (1/5/15 min) "
         f"{'/'.join(f'{x:.2f}' for x in load_start)} at the start, "
         f"{'/'.join(f'{x:.2f}' for x in load_end)} at the end. Medians (min–max).",

@@ -222,7 +222,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     workdir = ws.layout.new_run(name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
     machine = measure_machine.machine_info(probe=False)  # the rest (its commands) during the warmups
-    probed = idle.soon(measure_machine.probed)
+    probed = idle.soon(measure_machine.probed, waits=True)  # commands: a thread of its own
     extra_files: dict[str, Path] = {}
     idle.later(runstore.after_measuring)  # done during the warmups, if a kind has them
     target_ci = sw.until_ci

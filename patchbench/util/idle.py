@@ -25,12 +25,17 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 _PENDING: list[Callable[[], None]] = []
+_WAITING: set[Callable[[], None]] = set()  # of them, the work that mostly waits for commands
 
 
-def later(fn: Callable[[], None]) -> None:
-    """Do ``fn`` in the next window (or at ``run_pending``); once, however often it is given."""
+def later(fn: Callable[[], None], *, waits: bool = False) -> None:
+    """Do ``fn`` in the next window (or at ``run_pending``); once, however often it is given.
+    ``waits``: it spends its time waiting for commands (the machine's probes), so a window runs
+    it in a thread of its own, beside the work that needs the interpreter (imports, models)."""
     if fn not in _PENDING:
         _PENDING.append(fn)
+    if waits:
+        _WAITING.add(fn)
 
 
 def _take() -> list[Callable[[], None]]:
@@ -50,19 +55,23 @@ def window() -> Iterator[None]:
     """While the body runs only unmeasured work, the pending work runs in a thread; leaving the
     window waits for it (on an error or Ctrl-C too, so nothing of it outlives the window)."""
     work = _take()
-    if not work:
-        yield
-        return
-    thread = threading.Thread(target=_quietly, args=(work,), name="patchbench-idle", daemon=True)
-    thread.start()
+    waiting = [fn for fn in work if fn in _WAITING]
+    _WAITING.clear()
+    groups = [g for g in ([fn for fn in work if fn not in waiting], waiting) if g]
+    threads = [threading.Thread(target=_quietly, args=(g,), name="patchbench-idle", daemon=True)
+               for g in groups]
+    for thread in threads:
+        thread.start()
     try:
         yield
     finally:
-        thread.join()
+        for thread in threads:
+            thread.join()
 
 
 def run_pending() -> None:
     """Do what no window took, here and now."""
+    _WAITING.clear()
     _quietly(_take())
 
 
@@ -86,10 +95,11 @@ class Soon(Generic[T]):
         return self._value  # type: ignore[return-value]  # _done: set by _fn's return
 
 
-def soon(fn: Callable[[], T]) -> Soon[T]:
-    """``fn()``, computed in the next window if one comes before ``result`` is asked."""
+def soon(fn: Callable[[], T], *, waits: bool = False) -> Soon[T]:
+    """``fn()``, computed in the next window if one comes before ``result`` is asked
+    (``waits``: see ``later``)."""
     value = Soon(fn)
-    later(value._compute)
+    later(value._compute, waits=waits)
     return value
 
 
@@ -133,3 +143,4 @@ def beside(fn: Callable[[], T]) -> Beside[T]:
 def clear() -> None:
     """Forget the pending work (a comparison that ended before any window took it)."""
     _PENDING.clear()
+    _WAITING.clear()

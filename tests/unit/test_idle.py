@@ -135,3 +135,17 @@ def test_beside_runs_in_a_thread_and_hands_back_its_value_or_its_error() -> None
 
     with pytest.raises(RuntimeError, match="verify could not start"):
         idle.beside(failing).result()
+
+
+def test_work_that_waits_for_commands_runs_beside_the_rest_in_a_window() -> None:
+    other_ran = threading.Event()
+    seen: list[bool] = []
+
+    def probe() -> None:  # given first, it would hold up the rest in one thread
+        seen.append(other_ran.wait(5))
+
+    idle.later(probe, waits=True)
+    idle.later(other_ran.set)
+    with idle.window():
+        pass
+    assert seen == [True]
