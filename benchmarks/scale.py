@@ -18,8 +18,10 @@ every command reads a saved run. Each step runs in this process, as the command 
 - merge: merge_runs + render_markdown + to_json of M machines' runs (the HTML page is left out:
   its one chart is a point per machine and comparison, a cost that does not grow with the
   machines' samples).
-Time is the median of --repeat wall-clock timings; memory is the peak traced by tracemalloc in a
-separate pass (numpy's buffers included). The exponent is log(cost ratio) / log(size ratio)
+Time is the fastest of --repeat wall-clock timings (on a shared machine other processes only
+add time, so the fastest is the one least disturbed: timeit's rule; the median of 3 moved the top
+step's exponent by +-0.12 from run to run); memory is the peak traced by tracemalloc in a separate
+pass (numpy's buffers included). The exponent is log(cost ratio) / log(size ratio)
 between the two largest sizes, where a fixed cost weighs least (a fixed cost makes a slope over
 small sizes look flatter than the growth); the least-squares slope of log(cost) on log(size)
 over every size is given in brackets. Linear growth has an exponent near 1, n log n slightly
@@ -94,7 +96,7 @@ def write_run(base: Path, name: str, data: dict[str, Any]) -> Path:
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
-    """(median seconds, peak MiB traced)."""
+    """(fastest seconds, peak MiB traced)."""
     walls = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -106,7 +108,7 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return statistics.median(walls), peak / 2**20
+    return min(walls), peak / 2**20
 
 
 def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -135,7 +137,7 @@ def main() -> None:
                     help="diff's sizes (its bootstrap takes seconds per 1000 samples)")
     ap.add_argument("--machines", default="2,4,8,16,32,64")
     ap.add_argument("--merge-samples", type=int, default=10000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--record", type=Path)
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -196,7 +198,7 @@ def main() -> None:
              f"--merge-samples {args.merge_samples} --repeat {args.repeat}` on {os.cpu_count()} "
              f"cores; load average (1/5/15 min) {'/'.join(f'{x:.2f}' for x in load_start)} at the "
              f"start, {'/'.join(f'{x:.2f}' for x in load_end)} at the end. Samples per cell (2 "
-             "cells per run); time: median wall seconds; memory: peak MiB traced.", "",
+             "cells per run); time: the fastest of the repeats, wall seconds; memory: peak MiB traced.", "",
              "| step | sizes (samples per cell): median time, peak memory | exponent, time (all) "
              "| exponent, memory (all) |", "|---|---|---|---|"]
     for step, rows in table.items():

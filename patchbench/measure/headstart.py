@@ -16,9 +16,10 @@ killed and the warmups run as before. Nothing of a warmup is recorded, so a head
 no sample; the measured runs start after the warmups, as always.
 
 The kept file is untrusted input: a regular file, never through a link, bounded, of a known
-shape, and as root owned by root and writable by no one else (the rule builds/ is held to);
-anything else is ignored. It holds no environment (the early call inherits the environment the
-run's own call would) and no secret. ``PATCHBENCH_HEAD_START=0`` turns it off.
+shape, and as root owned by root and writable by no one else, as is every file it runs and every
+parent folder of these up to / (the rule builds/ is held to); anything else is ignored. It holds
+no environment (the early call inherits the environment the run's own call would) and no
+secret. ``PATCHBENCH_HEAD_START=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchbench.errors import BenchmarkError, PatchbenchError
+from patchbench.errors import BenchmarkError, ConfigError, PatchbenchError
 from patchbench.util import cleanup, command, files, idle, ownership, procguard
 from patchbench.util.facts import code_key
 from patchbench.util.layout import Layout
@@ -159,11 +160,6 @@ def read(path: Path, want: str) -> Call | None:
     """The call kept at ``path`` under the key ``want``, if the file is sound (see the module's
     doc); None otherwise."""
     try:
-        if os.geteuid() == 0:
-            trust = ownership.Trust.from_environment()
-            if any(ownership.problem(p, os.lstat(p), trust) is not None
-                   for p in (path.parent, path)):
-                return None  # another user could have written it
         data = json.loads(files.read_regular(path, MAX_PLAN_BYTES).decode("utf-8"))
     except (OSError, ValueError):  # missing, a link, too large, not UTF-8 JSON
         return None
@@ -180,6 +176,12 @@ def read(path: Path, want: str) -> Call | None:
     if not isinstance(kept, dict) or len(kept) > MAX_FILES or not all(
             isinstance(p, str) and p.startswith("/") and _is_kept_file(f) for p, f in kept.items()):
         return None
+    if os.geteuid() == 0:  # the file, every file it runs, and all their parents up to /
+        try:
+            ownership.check_paths([(path, False), *((Path(p), False) for p in kept)],
+                                  ownership.Trust.from_environment())
+        except ConfigError:
+            return None  # another user could have written one of them
     return Call(tuple(argv), float(timeout), tuple(sorted(
         (p, f["sha256"], tuple(f["identity"])) for p, f in kept.items())))
 

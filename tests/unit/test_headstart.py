@@ -255,6 +255,19 @@ def test_as_root_a_kept_file_others_may_write_is_ignored(box: Box) -> None:
     assert headstart.read(path, str(data["key"])) is None
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="ownership is checked as root")
+def test_as_root_a_kept_call_whose_binary_others_may_replace_is_ignored(box: Box) -> None:
+    path, data = _kept(box)
+    folder = box.script.parent
+    mode = folder.stat().st_mode
+    folder.chmod(mode | stat.S_IWOTH)  # anyone may now put another file in its place
+    try:
+        assert headstart.read(path, str(data["key"])) is None
+    finally:
+        folder.chmod(mode)
+    assert headstart.read(path, str(data["key"])) is not None
+
+
 def test_a_kept_call_naming_a_file_it_did_not_hash_does_not_start(box: Box) -> None:
     path, data = _kept(box)
     other = box.script.with_name("other.sh")
