@@ -199,7 +199,7 @@ def main() -> None:
              f"cores; load average (1/5/15 min) {'/'.join(f'{x:.2f}' for x in load_start)} at the "
              f"start, {'/'.join(f'{x:.2f}' for x in load_end)} at the end. Samples per cell (2 "
              "cells per run); time: the fastest of the repeats, wall seconds; memory: peak MiB traced.", "",
-             "| step | sizes (samples per cell): median time, peak memory | exponent, time (all) "
+             "| step | sizes (samples per cell): fastest time, peak memory | exponent, time (all) "
              "| exponent, memory (all) |", "|---|---|---|---|"]
     for step, rows in table.items():
         ns = diff_sizes if step == "diff" else sizes
