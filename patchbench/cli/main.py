@@ -68,8 +68,8 @@ def _compare(v: Values, project: str | None) -> int:
         return commands.do_compare(ws, v["name"], sw, v["summary"])
     from patchbench.measure import headstart
 
-    headstart.begin(ws.layout, ws.matrix, v["name"], v)  # the last run's warmups, started now
     try:
+        headstart.begin(ws.layout, ws.matrix, v["name"], v)  # the last run's warmups, started now
         return commands.do_compare(ws, v["name"], sw, v["summary"])
     finally:
         headstart.end()

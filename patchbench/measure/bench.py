@@ -334,9 +334,12 @@ def measure(
     share = [True]  # False for the rest of the scenario once a shared call left a process
     # the warmups in the cells' given order, not round 1's: the same call every run, so that
     # the next run can start it early (head_start)
-    if order and _warm_up(scenario, list(cells), expand, samples, share, warmup=warmup,
-                          timeout=timeout, workdir=workdir, log=log, head_start=head_start):
-        warmed.update(cells)
+    try:
+        if order and _warm_up(scenario, list(cells), expand, samples, share, warmup=warmup,
+                              timeout=timeout, workdir=workdir, log=log, head_start=head_start):
+            warmed.update(cells)
+    finally:  # taken by now or never: no early call (this scenario's or another's) runs beside
+        headstart.close()  # a measured run
     r = 0
     while r < len(order):
         r += 1
@@ -434,9 +437,9 @@ def _shared_call(
     """One hyperfine call for ``cells`` (their ``invs``, in this order) inside ``around`` (a
     window), then the escape check; its wall time is added to the cells' ``seconds`` in
     proportion to their recorded runs. ``early``: that call, started before the run reached it
-    (measure/headstart.py): waited for, its files moved to the run's folder, its cgroup checked
-    too."""
-    t0 = time.monotonic() if early is None else early.started
+    (measure/headstart.py): waited for (its ``seconds`` count from here), its files moved to the
+    run's folder, its cgroup checked too, and ended on every way out."""
+    t0 = time.monotonic()  # an early call counts from here: the time the run waited for it
     try:
         with around or contextlib.nullcontext():  # left before the check: what the window's
             if early is None:  # work started has ended, and is no escape
@@ -451,11 +454,8 @@ def _shared_call(
         variants = {c.variant for c in cells}
         one = next(iter(variants)) if len(variants) == 1 else None
         escaped = procguard.check_active(call, one) is not None
-        if early is not None:
-            try:
-                escaped = early.check(call, one) is not None or escaped
-            finally:
-                early.close()
+        if early is not None:  # killed if it still runs (an error), checked, gone
+            escaped = early.end(call, one) is not None or escaped
         if escaped and one is None:
             share[0] = False  # from now on attributable: one call per cell
     wall = time.monotonic() - t0 - waited  # the call and its check
@@ -476,7 +476,8 @@ def _early_results(early: headstart.Early, invs: Sequence[Invocation], *, runs: 
     except BenchmarkError as exc:
         raise explained(exc, invs, runs=runs, timeout=early.call.timeout, log=log,
                         name=name) from None
-    if not taken:
+    if not taken:  # a file it ran has another hash now: the warmups again, over the new one
+        early.end(name)
         return hyperfine_many(invs, runs=runs, warmup=0, per_run_timeout=per_run_timeout,
                               export=export, log=log, names=names, name=name)
     return exported(export, invs, name)

@@ -65,8 +65,16 @@ def window() -> Iterator[None]:
     try:
         yield
     finally:
-        for thread in threads:
-            thread.join()
+        _join(threads)
+
+
+def _join(threads: list[threading.Thread]) -> None:
+    """Join every one of ``threads``, each even when joining one before it was interrupted."""
+    if threads:
+        try:
+            threads[0].join()
+        finally:
+            _join(threads[1:])
 
 
 def run_pending() -> None:
