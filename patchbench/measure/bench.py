@@ -476,8 +476,8 @@ def _early_results(early: headstart.Early, invs: Sequence[Invocation], *, runs: 
     except BenchmarkError as exc:
         raise explained(exc, invs, runs=runs, timeout=early.call.timeout, log=log,
                         name=name) from None
-    if not taken:  # a file it ran has another hash now: the warmups again, over the new one
-        early.end(name)
+    if not taken:  # a file it ran has another hash now (it was stopped): the warmups again,
+        # over the new file; its cgroup is checked after them (_shared_call)
         return hyperfine_many(invs, runs=runs, warmup=0, per_run_timeout=per_run_timeout,
                               export=export, log=log, names=names, name=name)
     return exported(export, invs, name)
