@@ -453,9 +453,12 @@ def _shared_call(
     finally:
         variants = {c.variant for c in cells}
         one = next(iter(variants)) if len(variants) == 1 else None
-        escaped = procguard.check_active(call, one) is not None
-        if early is not None:  # killed if it still runs (an error), checked, gone
-            escaped = early.end(call, one) is not None or escaped
+        escaped = False
+        try:
+            escaped = procguard.check_active(call, one) is not None
+        finally:
+            if early is not None:  # killed if it still runs (an error), checked, gone
+                escaped = early.end(call, one) is not None or escaped
         if escaped and one is None:
             share[0] = False  # from now on attributable: one call per cell
     wall = time.monotonic() - t0 - waited  # the call and its check

@@ -106,9 +106,16 @@ def named_files(argv: list[str] | tuple[str, ...]) -> list[str] | None:
             return None
         if not words or not words[0].startswith("/"):
             return None
+        if RUN in words[0]:
+            return None  # a program in the run's folder: nothing to hash it against
         for i, word in enumerate(words):
             for part in {word, word.partition("=")[2]} - {""}:
-                if RUN in part or not (i == 0 or os.path.lexists(part)):
+                if RUN in part:
+                    if not part.startswith(RUN + "/") or RUN in part[len(RUN):] or \
+                            ".." in part.split("/"):
+                        return None  # only a path inside the run's folder
+                    continue
+                if not (i == 0 or os.path.lexists(part)):
                     continue
                 if not part.startswith("/") or os.path.islink(part) or \
                         not os.path.isfile(part):
@@ -145,7 +152,7 @@ def identity(path: str) -> tuple[int, ...] | None:
     anything else."""
     try:
         st = os.lstat(path)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in it
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
@@ -200,10 +207,12 @@ def read(path: Path, want: str) -> tuple[Call, int] | None:
     root = os.geteuid() == 0
     trust = ownership.Trust.from_environment()
     try:
-        if root:  # the file and its parents up to / (links resolved) before it is read
+        if not _real(str(path)):
+            return None  # a link somewhere on its path: a swap could hide another file
+        if root:  # the file and its parents up to / before it is read
             ownership.check_paths([(path, False)], trust)
         data = json.loads(files.read_regular(path, MAX_PLAN_BYTES).decode("utf-8"))
-    except (OSError, ValueError, ConfigError):  # missing, unsafe, a link, too large, not JSON
+    except (OSError, ValueError, RuntimeError, ConfigError):  # missing, unsafe, too large, ...
         return None
     if not isinstance(data, dict) or \
             set(data) != {"version", "key", "argv", "timeout", "files", "misses"}:
@@ -218,18 +227,29 @@ def read(path: Path, want: str) -> tuple[Call, int] | None:
     if type(misses) is not int or not 0 <= misses <= 1 << 30:
         return None
     if not isinstance(kept, dict) or len(kept) > MAX_FILES or not all(
-            isinstance(p, str) and p.startswith("/") and _is_kept_file(f) for p, f in kept.items()):
-        return None
+            isinstance(p, str) and _real(p) and _is_kept_file(f) for p, f in kept.items()):
+        return None  # each an absolute, normal path with no link on it
     named = named_files(argv)
     if named is None or not set(named) <= set(kept):
         return None  # it runs a file it did not keep
     if root:  # every file it runs, and their parents, as builds/ is held to
         try:
             ownership.check_paths([(Path(p), False) for p in kept], trust)
-        except ConfigError:
+        except (OSError, ValueError, RuntimeError, ConfigError):
             return None
     return Call(tuple(argv), float(timeout), tuple(sorted(
         (p, f["sha256"], tuple(f["identity"])) for p, f in kept.items()))), misses
+
+
+def _real(path: str) -> bool:
+    """Whether ``path`` is absolute, normal (no ``.``, ``..`` or ``//``), without a NUL, and
+    has no link on it (itself or a folder on its way): what it names is what its parents'
+    ownership check saw."""
+    try:
+        return path.startswith("/") and "\0" not in path and os.path.normpath(path) == path \
+            and os.path.realpath(path) == path
+    except (OSError, ValueError):
+        return False
 
 
 def _is_kept_file(value: object) -> bool:
@@ -266,7 +286,8 @@ class Early:
         self.guard.close()  # what is left in it is killed
         shutil.rmtree(self.scratch, ignore_errors=True)
 
-    def end(self, step: str, variant: str | None = None) -> procguard.Found | None:
+    def end(self, step: str, variant: str | None = None, *, gated: bool = True
+            ) -> procguard.Found | None:
         """However it is left (taken, dropped, an error, Ctrl-C): killed if it still runs,
         what outlived it found, killed and recorded with the run's findings when the run is
         guarding (so the run reports it and the gate counts it), its folder and cgroup gone.
@@ -280,6 +301,7 @@ class Early:
             found = self.guard.check(step, variant)
             run = procguard.active()
             if found is not None and run is not None:
+                found.gated = gated
                 run.found.append(found)
             return found
         finally:
@@ -337,6 +359,7 @@ class Session:
         self.kept: Call | None = None
         self.misses = 0
         self.early: Early | None = None
+        self.taken: Early | None = None
         self.closed = False
 
     def start(self) -> None:
@@ -370,9 +393,10 @@ class Session:
         early, self.early = self.early, None
         if early is not None and same and early.call.unchanged():
             say("  warmups: started early, as the last run's (builds/headstart)")
-            return early  # the caller's now
+            self.taken = early  # the caller ends it; close() too, if the caller never got it
+            return early
         if early is not None:
-            early.end("warmups started early from builds/headstart, then not taken")
+            early.end("warmups started early from builds/headstart, then not taken", gated=False)
         misses = 0 if same or self.kept is None else self.misses + 1
         idle.later(lambda: self._keep(kept, timeout, misses))  # while the warmups run
         return None
@@ -382,7 +406,10 @@ class Session:
         self.closed = True
         early, self.early = self.early, None
         if early is not None:
-            early.end("warmups started early from builds/headstart, then not taken")
+            early.end("warmups started early from builds/headstart, then not taken", gated=False)
+        taken, self.taken = self.taken, None
+        if taken is not None:  # ended by its caller by now (Early.end acts once)
+            taken.end("warmups started early from builds/headstart")
 
     def _keep(self, argv: tuple[str, ...], timeout: float, misses: int) -> None:
         if not shaped(argv) or any(redact.text(a) != a for a in argv):

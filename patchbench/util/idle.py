@@ -69,12 +69,17 @@ def window() -> Iterator[None]:
 
 
 def _join(threads: list[threading.Thread]) -> None:
-    """Join every one of ``threads``, each even when joining one before it was interrupted."""
-    if threads:
-        try:
-            threads[0].join()
-        finally:
-            _join(threads[1:])
+    """Join every one of ``threads`` until it has ended, even when a join is interrupted (Ctrl-C:
+    raised once they all have ended, so nothing of the window outlives it)."""
+    interrupted: BaseException | None = None
+    for thread in threads:
+        while thread.is_alive():
+            try:
+                thread.join()
+            except BaseException as exc:  # joined again: it is short work
+                interrupted = interrupted or exc
+    if interrupted is not None:
+        raise interrupted
 
 
 def run_pending() -> None:

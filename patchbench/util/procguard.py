@@ -66,6 +66,7 @@ class Found:
     survivors: list[Survivor] = field(default_factory=list)
     killed: bool = False
     variant: str | None = None  # the variant whose command it was, when it was one variant's
+    gated: bool = True  # False: of no measured command (warmups started early, not taken)
 
     def as_dict(self) -> dict[str, object]:
         return {"step": self.step, "count": len(self.survivors), "killed": self.killed,
@@ -277,6 +278,9 @@ _ACTIVE: ProcGuard | None = None
 ESCAPED = "escaped process"  # the prefix of the warnings the gate fails on
 # the baseline's own escapes are reported but fail no candidate (as in stress and soak)
 ESCAPED_BASELINE = "escaped process of the baseline (reported, not gated)"
+# warmups started early from the last run's call and not taken (measure/headstart.py): maybe
+# another build's, killed midway; what they left is killed and said, but fails no candidate
+ESCAPED_UNUSED = "escaped process of warmups started early and not used (reported, not gated)"
 
 
 def activate(run_id: str) -> ProcGuard:
@@ -371,6 +375,12 @@ def check_active(step: str, variant: str | None = None) -> Found | None:
     return _ACTIVE.check(step, variant) if _ACTIVE is not None else None
 
 
+def _prefix(found: Found) -> str:
+    if not found.gated:
+        return ESCAPED_UNUSED
+    return ESCAPED_BASELINE if found.variant == "baseline" else ESCAPED
+
+
 def deactivate(guard: ProcGuard) -> list[str]:
     """Stop guarding: what is still in the cgroup is found and killed; returns the run's
     warnings, one per step that left something behind (or one saying escapes were not
@@ -379,7 +389,7 @@ def deactivate(guard: ProcGuard) -> list[str]:
     try:
         guard.check("after the last scenario") if guard.available else None
         warnings = [
-            f"{ESCAPED_BASELINE if f.variant == 'baseline' else ESCAPED}: {f.step}: "
+            f"{_prefix(f)}: {f.step}: "
             f"{len(f.survivors)} process{'es' if len(f.survivors) > 1 else ''}"
             f" outlived the command{' and were killed' if f.killed else ' (could not be killed)'}: "
             + "; ".join(f"{s.cmdline} (pid {s.pid})" for s in f.survivors[:5])

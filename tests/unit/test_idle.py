@@ -149,3 +149,28 @@ def test_work_that_waits_for_commands_runs_beside_the_rest_in_a_window() -> None
     with idle.window():
         pass
     assert seen == [True]
+
+
+def test_an_interrupted_window_still_waits_for_all_its_work(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    done: list[str] = []
+
+    def slow(name: str) -> None:
+        time.sleep(0.05)
+        done.append(name)
+
+    real = threading.Thread.join
+    calls: list[int] = []
+
+    def join(self: threading.Thread, timeout: float | None = None) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # Ctrl-C while waiting for the first thread
+        real(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", join)
+    idle.later(lambda: slow("imports"))
+    idle.later(lambda: slow("probes"), waits=True)
+    with pytest.raises(KeyboardInterrupt), idle.window():
+        pass
+    assert sorted(done) == ["imports", "probes"]  # both ended before the window was left
