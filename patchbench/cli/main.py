@@ -64,12 +64,11 @@ def _compare(v: Values, project: str | None) -> int:
                   gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"],
                   until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"])
     ws = _ws(v, project)
-    if sw.dry_run:
-        return commands.do_compare(ws, v["name"], sw, v["summary"])
     from patchbench.measure import headstart
 
     try:
-        headstart.begin(ws.layout, ws.matrix, v["name"], v)  # the last run's warmups, started now
+        if not sw.dry_run:  # the last run's warmups, started now
+            headstart.begin(ws.layout, ws.matrix, v["name"], v)
         return commands.do_compare(ws, v["name"], sw, v["summary"])
     finally:
         headstart.end()

@@ -160,23 +160,11 @@ def identity(path: str) -> tuple[int, ...] | None:
 
 
 def _hashes(paths: list[str]) -> tuple[tuple[str, str], ...] | None:
-    """(path, sha256) of each of ``paths``: regular files, never through a link; None if any
-    is not one."""
-    out = []
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            return None
-        try:
-            h = hashlib.sha256()
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                for block in iter(lambda f=f: f.read(1 << 20), b""):  # type: ignore[misc]
-                    h.update(block)
-        finally:
-            os.close(fd)
-        out.append((path, h.hexdigest()))
-    return tuple(out)
+    """(path, sha256) of each of ``paths``, never through a link; None if any cannot be read."""
+    try:
+        return tuple((p, files.sha256_file(Path(p), follow=False)) for p in paths)
+    except (OSError, ValueError):
+        return None
 
 
 def key(matrix: Path, comparison: str, options: Mapping[str, Any]) -> str | None:
@@ -336,11 +324,6 @@ class Early:
             raise BenchmarkError(f"{name}: the warmups started early ran, but their files could "
                                  f"not be moved into {workdir}: {exc.strerror or exc}") from None
         return True
-
-    @property
-    def started(self) -> float:
-        assert self.bg is not None
-        return self.bg.started
 
 
 def _append(src: Path, dest: Path) -> None:

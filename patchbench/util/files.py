@@ -68,9 +68,11 @@ def read_regular(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: Path, *, follow: bool = True) -> str:
+    """The file's sha256; ``follow=False``: never through a link (OSError, ELOOP)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    flags = os.O_RDONLY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    with os.fdopen(os.open(path, flags), "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
