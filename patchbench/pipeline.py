@@ -18,16 +18,26 @@ from patchbench.runs import store as runstore
 from patchbench.scenarios import session
 from patchbench.source import cache as source
 from patchbench.source import patching, submodules
-from patchbench.util import cleanup, idle, ownership
+from patchbench.util import cleanup, idle, ownership, validated
 from patchbench.util.progress import say
 from patchbench.util.workspace import Switches, Workspace
 
 
-def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Project:
+def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset(),
+         only: str | None = None) -> Project:
+    """The matrix, validated whole and kept (util/validated.py); ``only`` (a comparison's name):
+    that comparison and the targets alone when these bytes were validated whole before with this
+    code and their facts still hold."""
     ownership.check_project(ws.matrix, ws.root, ws.builds)  # as root: StrictModes-style
     for what in cleanup.sweep_all(ws.builds):  # what runs killed with SIGKILL left behind
         say(what)
-    project = config.load(ws.matrix, pending_series=pending_series).with_backend(ws.backend)
+    raw, want = validated.matrix_key(ws.matrix)
+    whole = pending_series or validated.cached(ws.layout.listing_cache, want) is None
+    project = config.load(ws.matrix, pending_series=pending_series, raw=raw,
+                          only=None if whole else only)
+    if whole and not pending_series:
+        validated.keep(ws.layout.listing_cache, want, project)
+    project = project.with_backend(ws.backend)
     for warning in config.check_source_names(project, ws.sources, ws.source_flags):
         say(warning)
     return project

@@ -78,6 +78,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from patchbench.errors import ReportError
+from patchbench.util import kinds
 from patchbench.util.models import NAME_RE
 
 SCHEMA_VERSION = 5
@@ -382,10 +383,12 @@ class _Registry:
 _REGISTRY = _Registry()
 
 
-def register(kind: str, model: type[ScenarioResult], *, default: bool = False) -> None:
+def register(kind: str, model: type[ScenarioResult], *, default: bool = False,
+             rebuild: bool = True) -> None:
     """Read scenario entries whose ``kind`` is ``kind`` as ``model`` (which must say so: its
     ``kind`` field defaults to ``kind``); ``default``: also entries without ``kind``. A wrong
-    registration is a bug (exit 3), not a user's error."""
+    registration is a bug (exit 3), not a user's error. ``rebuild=False``: the caller registers
+    more and calls :func:`kinds_changed` once after the last."""
     declared = model.model_fields.get("kind")
     if declared is None or declared.default != kind:
         raise RuntimeError(f"bug: the result model {model.__name__} is registered for the kind "
@@ -394,9 +397,11 @@ def register(kind: str, model: type[ScenarioResult], *, default: bool = False) -
         raise RuntimeError(f"bug: two result models for the kind {kind!r}: "
                            f"{_REGISTRY.models[kind].__name__} and {model.__name__}")
     _REGISTRY.models[kind] = model
+    _REGISTRY.models = kinds.ranked(_REGISTRY.models)  # the kinds' order, whichever came first
     if default:
         _REGISTRY.default = kind
-    _kinds_changed()
+    if rebuild:
+        kinds_changed()
 
 
 def unregister(kind: str) -> None:
@@ -404,17 +409,19 @@ def unregister(kind: str) -> None:
     _REGISTRY.models.pop(kind, None)
     if _REGISTRY.default == kind:
         _REGISTRY.default = None
-    _kinds_changed()
+    kinds_changed()
 
 
 def result_models() -> dict[str, type[ScenarioResult]]:
-    """Every registered kind's result model, in the order the kinds were registered."""
+    """Every kind's result model, in the kinds' order: the kinds not imported yet are imported
+    (util/kinds.py)."""
+    kinds.ensure(None)
     return dict(_REGISTRY.models)
 
 
-def _kinds_changed() -> None:
-    # Results' schema is built on its first use (defer_build), when every kind has registered;
-    # a kind registered later (a test's) needs it built again
+def kinds_changed() -> None:
+    """Results' schema is built on its first use (defer_build) from the kinds registered by
+    then; a kind registered later needs it built again."""
     if Results.__pydantic_complete__:
         Results.model_rebuild(force=True)
 
@@ -694,6 +701,8 @@ def parse(data: Any, where: str, *, untrusted: bool = False) -> Results:
     :func:`problems` refused too."""
     if not isinstance(data, dict):
         raise ReportError(f"{where}: not a results document (the top level is not an object)")
+    # the kinds its entries name, imported before its upgrade steps and its schema need them
+    kinds.ensure(kinds.used_in(data.get("scenarios"), _REGISTRY.default or ""))
     version = data.get("schema_version")
     while isinstance(version, int) and version in UPGRADES:
         try:  # an old file of the wrong shape is a damaged file, not a bug (issue 10, class 6)

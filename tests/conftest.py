@@ -15,14 +15,17 @@ from typing import Any
 
 import pytest
 
-# every scenario kind registers its config and result models (a matrix is loaded and results are
-# read only with the kinds registered: patchbench.config and patchbench.results import none)
-from patchbench import scenarios  # noqa: F401
+# every scenario kind registers its config and result models, so that what a test sees does not
+# depend on the tests before it (patchbench imports a kind when it is first needed:
+# patchbench/scenarios/__init__.py; tests/unit/test_kind_loading.py checks that)
+from patchbench import scenarios
 from patchbench.measure import launcher
 from patchbench.runs import store as runstore
 from patchbench.source import cache as source
 from patchbench.util import cleanup, layout, locks
 from tests import support
+
+scenarios.load(None)
 
 REAL_BUILDS = (support.REPO_ROOT / "builds").resolve()
 REAL_REPORTS = (support.REPO_ROOT / "reports").resolve()

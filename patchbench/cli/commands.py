@@ -128,7 +128,7 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     from patchbench import pipeline
     from patchbench.util import idle
 
-    project = pipeline.load(ws)
+    project = pipeline.load(ws, only=name)
     if not sw.dry_run:
         idle.later(_after_compare)
     try:
@@ -216,16 +216,31 @@ def do_fetch(ws: Workspace, target: str) -> int:
     return 0
 
 
+def list_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
+    """``list``'s rows: those kept by the last validation of these bytes with this code
+    (util/validated.py), else of the matrix validated whole (and kept)."""
+    from patchbench.util import validated
+
+    raw, want = validated.matrix_key(ws.matrix)
+    found = validated.cached(ws.layout.listing_cache, want)
+    if found is not None:
+        return found
+    from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
+
+    return validated.keep(ws.layout.listing_cache, want, config.load(ws.matrix, raw=raw))
+
+
 def do_list(ws: Workspace) -> int:
     from tabulate import tabulate
 
-    from patchbench.cli import listing
+    from patchbench.util import validated
 
-    targets, comparisons = listing.rows(ws)  # the matrix validated whole, or kept rows of it
+    targets, comparisons = list_rows(ws)
     # at most about 100 columns: long cells wrap inside their column
-    print(tabulate(targets, headers=listing.TARGET_HEADERS, maxcolwidths=[16, 30, 12, 12, 14, 12]))
+    print(tabulate(targets, headers=validated.TARGET_HEADERS,
+                   maxcolwidths=[16, 30, 12, 12, 14, 12]))
     print()
-    print(tabulate(comparisons, headers=listing.COMPARISON_HEADERS,
+    print(tabulate(comparisons, headers=validated.COMPARISON_HEADERS,
                    maxcolwidths=[22, 14, 22, 16, 34]))
     return 0
 

@@ -16,14 +16,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from patchbench.config.scenarios import (
+    DEFAULT_KIND,
     AnyScenario,
     ScenarioConfig,
     config_models,
     no_kind_registered,
     rebuild_on_registration,
+    registered_models,
 )
 from patchbench.errors import ConfigError
-from patchbench.util import safeargs, yamlsafe
+from patchbench.util import kinds, safeargs, yamlsafe
 from patchbench.util.facts import inside
 from patchbench.util.models import NAME_RE, Name
 from patchbench.util.models import StrictModel as _Model
@@ -523,10 +525,12 @@ def _format_validation(
 
 
 def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
-         raw: bytes | None = None) -> Project:
+         raw: bytes | None = None, only: str | None = None) -> Project:
     """Load and validate ``path`` (``raw``: its bytes, already read); also check that every
     named patch series and overlay exists (except ``pending_series``: the series a ``series
-    add`` is about to make)."""
+    add`` is about to make). ``only``: validate the comparison of that name alone, with the
+    targets (the caller knows the rest valid: config/proof.py); a matrix without it is
+    validated whole. Only the kinds the validated comparisons name are imported."""
     try:
         raw = path.read_bytes() if raw is None else raw
     except OSError as exc:
@@ -554,7 +558,14 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
     lines = _line_index(text, path)  # also refuses duplicate keys
-    if not config_models():
+    comps = data.get("comparisons")
+    if only is not None and isinstance(comps, dict) and only in comps:
+        data = {**data, "comparisons": {only: comps[only]}}
+        comps = data["comparisons"]
+    kinds.ensure({DEFAULT_KIND}.union(*(
+        kinds.used_in(c.get("scenarios"), DEFAULT_KIND) for c in comps.values()
+        if isinstance(c, dict))) if isinstance(comps, dict) else None)
+    if not registered_models():
         raise no_kind_registered()
     try:
         matrix = Matrix.model_validate(data)

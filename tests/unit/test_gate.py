@@ -79,7 +79,7 @@ def test_what_fails_the_gate(kw: dict[str, Any], words: str) -> None:
 
 def test_the_gate_exit_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                             capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(pipeline, "load", lambda ws: None)
+    monkeypatch.setattr(pipeline, "load", lambda ws, **kw: None)
     monkeypatch.setattr(pipeline, "compare",
                         lambda project, ws, name, sw: (make("slower"), [], tmp_path))
     ws = Workspace(root=tmp_path, matrix=tmp_path / "m.yaml", builds=tmp_path / "b",
@@ -186,7 +186,7 @@ def test_the_closed_gate_uses_the_one_sided_p_under_holm() -> None:
 def test_the_switch_reaches_the_gate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     res = make(comparisons=[verdict5("fix", "withheld", 0.8, 0.001, rounds=4)])
-    monkeypatch.setattr(pipeline, "load", lambda ws: None)
+    monkeypatch.setattr(pipeline, "load", lambda ws, **kw: None)
     monkeypatch.setattr(pipeline, "compare", lambda project, ws, name, sw: (res, [], tmp_path))
     ws = Workspace(root=tmp_path, matrix=tmp_path / "m.yaml", builds=tmp_path / "b",
                    reports=tmp_path / "r")

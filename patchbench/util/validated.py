@@ -1,16 +1,19 @@
-"""``list``: the targets and comparisons of a matrix, validated whole, without the validation's
-cost when nothing it read has changed.
+"""A matrix validated whole, kept: ``list``'s rows without the validation's cost, and the proof
+that lets ``compare`` validate only the comparison it measures.
 
-Validating matrix.yaml builds the config model of every scenario kind it names (pydantic, and with
-the kinds their measuring code: about 0.25 s). ``list`` prints only names and a few fields, so it
-keeps what it printed in ``builds/matrix-listing.json`` with everything the validation read: the
-matrix's path and bytes, patchbench's code (the path, size and mtime of every module), pydantic's
-and Python's versions, and the file-system facts ``config.load`` relied on (util/facts.py). When
-all of these are unchanged the rows are printed from there; otherwise the matrix is validated as
-always (an error is an error, and nothing is kept) and the rows are kept again. The file is read
-as untrusted input: a regular file, never through a link, bounded, of a known shape, and as root
-owned by root and writable by no one else (the rule builds/ is held to); anything else is
-ignored and the matrix is validated.
+Validating matrix.yaml whole imports and builds the config model of every scenario kind it names
+(pydantic, and with the kinds their measuring code). Every validation of the whole matrix
+(``list``, ``compare``, ``build``: pipeline.load) keeps, in ``builds/matrix-listing.json``,
+``list``'s rows with everything the validation read: the matrix's path and bytes, patchbench's
+code (the path, size and mtime of every module), pydantic's and Python's versions, and the
+file-system facts ``config.load`` relied on (util/facts.py). While all of these are unchanged:
+- ``list`` prints the kept rows;
+- ``compare NAME`` validates the targets and comparison NAME alone (config.load's ``only``),
+  importing only the kinds NAME's scenarios name: the rest of the file is what was validated.
+Otherwise the matrix is validated whole as always (an error is an error, and nothing is kept)
+and kept again. The file is read as untrusted input: a regular file, never through a link,
+bounded, of a known shape, and as root owned by root and writable by no one else (the rule
+builds/ is held to); anything else is ignored and the matrix is validated whole.
 """
 
 from __future__ import annotations
@@ -20,14 +23,14 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from patchbench.util import files, ownership
 from patchbench.util.facts import code_key, holds
-from patchbench.util.workspace import Workspace
 
 CACHE_VERSION = 1
 MAX_CACHE_BYTES = 1 << 20
+MAX_MATRIX_BYTES = MAX_CACHE_BYTES * 4
 TARGET_HEADERS = ["target", "url", "ref", "commit", "toolchain", "requires"]
 COMPARISON_HEADERS = ["comparison", "target", "candidates", "scenarios", "description"]
 
@@ -40,6 +43,15 @@ def key(matrix: Path, raw: bytes) -> str:
     h.update(raw)
     code_key(h)
     return h.hexdigest()
+
+
+def matrix_key(matrix: Path) -> tuple[bytes | None, str]:
+    """The matrix's bytes (None: unreadable, a link, too large: then nothing is kept) and key."""
+    try:
+        raw = files.read_regular(matrix, MAX_MATRIX_BYTES)
+        return raw, key(matrix, raw)
+    except (OSError, ValueError):
+        return None, ""
 
 
 def _is_rows(value: object, width: int) -> TypeGuard[Rows]:
@@ -56,7 +68,10 @@ def _trusted(path: Path) -> bool:
 
 
 def cached(path: Path, want: str) -> tuple[Rows, Rows] | None:
-    """The rows kept under ``want`` (the key), if the file is sound and its facts still hold."""
+    """The rows kept under ``want`` (the key), if the file is sound and its facts still hold:
+    then the matrix of that key is one validated whole."""
+    if not want:
+        return None
     try:
         if os.geteuid() == 0 and not _trusted(path):
             return None  # another user could have written it: validate
@@ -75,29 +90,25 @@ def cached(path: Path, want: str) -> tuple[Rows, Rows] | None:
     return targets, comparisons
 
 
-def rows(ws: Workspace) -> tuple[Rows, Rows]:
-    """The rows of the two tables: kept ones, or from the matrix validated whole."""
-    try:
-        raw = files.read_regular(ws.matrix, MAX_CACHE_BYTES * 4)
-        want = key(ws.matrix, raw)
-    except (OSError, ValueError):
-        raw, want = None, ""
-    store = ws.layout.listing_cache
-    found = cached(store, want) if raw is not None else None
-    if found is not None:
-        return found
-    from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
-
-    project = config.load(ws.matrix, raw=raw)
+def rows_of(project: Any) -> tuple[Rows, Rows]:
+    """``list``'s two tables of a matrix validated whole (a config.Project: this module sits
+    below the config, so that ``list`` with its rows kept imports neither pydantic nor the
+    config)."""
     m = project.matrix
     targets = [[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
                 ", ".join(t.requires) or "-"] for n, t in m.targets.items()]
     comparisons = [[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
                     " ".join(c.description.split())] for n, c in m.comparisons.items()]
-    if raw is not None:
-        # the bytes validated, kept; a builds/ that cannot be written: validated next time
+    return targets, comparisons
+
+
+def keep(path: Path, want: str, project: Any) -> tuple[Rows, Rows]:
+    """Keep ``project`` (the matrix of key ``want``, validated whole) and return its rows; a
+    builds/ that cannot be written: validated whole next time."""
+    targets, comparisons = rows_of(project)
+    if want:
         with contextlib.suppress(OSError):
-            files.write_json_atomic(store, {
+            files.write_json_atomic(path, {
                 "version": CACHE_VERSION, "key": want, "facts": project.facts,
                 "targets": targets, "comparisons": comparisons})
     return targets, comparisons

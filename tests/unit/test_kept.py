@@ -1,4 +1,4 @@
-"""`list` keeps its rows with everything validating the matrix read (cli/listing.py): the same
+"""`list` keeps its rows with everything validating the matrix read (cli/validated.py): the same
 bytes, code and file-system facts print the kept rows without validating; any change validates
 the matrix again (and its error is the error); the kept file is untrusted input."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from patchbench import config
-from patchbench.cli import commands, listing
+from patchbench.cli import commands
 from patchbench.errors import ConfigError
+from patchbench.util import validated
 from patchbench.util.workspace import Workspace
 
 MATRIX = """\
@@ -48,7 +49,7 @@ def ws(tmp_path: Path) -> Workspace:
 
 
 class Loads:
-    """Counts the validations (config.load) behind ``listing.rows``."""
+    """Counts the validations (config.load) behind ``commands.list_rows``."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.n = 0
@@ -64,7 +65,7 @@ class Loads:
 def test_the_kept_rows_are_the_validated_ones_and_need_no_validation(
         ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     loads = Loads(monkeypatch)
-    first = listing.rows(ws)
+    first = commands.list_rows(ws)
     assert loads.n == 1
     assert first == ([["t", "https://example.com/t.git", "v1", "0123456789ab", "go 1.22", "-"]],
                      [["c", "t", "fix", "start", "a test"]])
@@ -72,25 +73,25 @@ def test_the_kept_rows_are_the_validated_ones_and_need_no_validation(
     root = str(ws.root)
     assert kept["facts"] == [["file", f"{root}/patches/fix/series"],
                              ["dir", f"{root}/overlays/extra"], ["inside", root, "rootfs"]]
-    assert listing.rows(ws) == first
+    assert commands.list_rows(ws) == first
     assert loads.n == 1  # printed from what was kept
 
 
 def test_a_changed_matrix_is_validated_again_and_its_error_is_the_error(
         ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    listing.rows(ws)
+    commands.list_rows(ws)
     ws.matrix.write_text(MATRIX.replace("description: a   test", "descripton: a test"))
     with pytest.raises(ConfigError, match="descripton"):
-        listing.rows(ws)
+        commands.list_rows(ws)
     ws.matrix.write_text(MATRIX.replace("a   test", "another"))
     loads = Loads(monkeypatch)
-    assert listing.rows(ws)[1] == [["c", "t", "fix", "start", "another"]]
+    assert commands.list_rows(ws)[1] == [["c", "t", "fix", "start", "another"]]
     assert loads.n == 1
 
 
 @pytest.mark.parametrize("change", ["series", "overlay", "rootfs"])
 def test_a_fact_that_no_longer_holds_validates_again(ws: Workspace, change: str) -> None:
-    listing.rows(ws)
+    commands.list_rows(ws)
     if change == "series":
         (ws.root / "patches" / "fix" / "series").unlink()
         message = "patch series 'fix' has no file"
@@ -102,14 +103,14 @@ def test_a_fact_that_no_longer_holds_validates_again(ws: Workspace, change: str)
         (ws.root / "rootfs").symlink_to("/")  # now leaves the repository
         message = "leaves the repository"
     with pytest.raises(ConfigError, match=message):
-        listing.rows(ws)
+        commands.list_rows(ws)
 
 
 @pytest.mark.parametrize("damage", ["link", "not json", "wrong shape", "too large", "a dir",
                                     "unknown fact", "world-writable", "another owner"])
 def test_a_damaged_kept_file_is_ignored_never_followed(
         ws: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, damage: str) -> None:
-    first = listing.rows(ws)
+    first = commands.list_rows(ws)
     store = ws.layout.listing_cache
     kept = json.loads(store.read_text())
     if damage == "link":  # a link to a file that would say something else
@@ -122,7 +123,7 @@ def test_a_damaged_kept_file_is_ignored_never_followed(
     elif damage == "wrong shape":
         store.write_text(json.dumps({**kept, "targets": [["x", 1, "a", "b", "c", "d"]]}))
     elif damage == "too large":
-        store.write_text(json.dumps({**kept, "pad": "x" * listing.MAX_CACHE_BYTES}))
+        store.write_text(json.dumps({**kept, "pad": "x" * validated.MAX_CACHE_BYTES}))
     elif damage == "a dir":
         store.unlink()
         store.mkdir()
@@ -138,7 +139,7 @@ def test_a_damaged_kept_file_is_ignored_never_followed(
         else:
             os.chown(store, 4242, 4242)
     loads = Loads(monkeypatch)
-    assert listing.rows(ws) == first
+    assert commands.list_rows(ws) == first
     assert loads.n == 1  # validated, not read from the damaged file
 
 
@@ -147,13 +148,13 @@ def test_an_unwritable_kept_file_is_not_an_error(ws: Workspace,
     def refuse(path: Path, data: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(listing.files, "write_json_atomic", refuse)
-    assert listing.rows(ws)[1] == [["c", "t", "fix", "start", "a test"]]
+    monkeypatch.setattr(validated.files, "write_json_atomic", refuse)
+    assert commands.list_rows(ws)[1] == [["c", "t", "fix", "start", "a test"]]
     assert not ws.layout.listing_cache.exists()
 
 
 def test_the_key_follows_the_matrix_bytes_and_path(tmp_path: Path) -> None:
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
-    assert listing.key(a, b"x") == listing.key(a, b"x")
-    assert listing.key(a, b"x") != listing.key(a, b"y")
-    assert listing.key(a, b"x") != listing.key(b, b"x")
+    assert validated.key(a, b"x") == validated.key(a, b"x")
+    assert validated.key(a, b"x") != validated.key(a, b"y")
+    assert validated.key(a, b"x") != validated.key(b, b"x")

@@ -1,0 +1,223 @@
+"""A scenario kind is imported when it is first needed (patchbench/scenarios/__init__.py), and
+``compare NAME`` validates comparison NAME alone once the same matrix bytes were validated whole
+with the same code (util/validated.py, pipeline.load).
+
+The import checks run in a fresh interpreter: this test process has every kind registered
+(tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from patchbench import config, pipeline
+from patchbench.cli import commands
+from patchbench.errors import ConfigError
+from patchbench.util.workspace import Workspace
+from tests.support import REPO_ROOT
+
+MATRIX = """\
+version: 1
+targets:
+  t:
+    url: https://example.com/t.git
+    ref: v1
+    commit: 0123456789abcdef0123456789abcdef01234567
+    toolchain: {kind: go, version: "1.22"}
+    build: {commands: [[go, build, -o, t, .]], artifacts: [t]}
+comparisons:
+  timed:
+    target: t
+    candidates: {fix: [fix]}
+    scenarios:
+      - name: start
+        command: ["{bin}/t"]
+  soaked:
+    target: t
+    candidates: {other: [other]}
+    scenarios:
+      - name: many
+        kind: soak
+        command: ["{bin}/t"]
+        runs: 100
+        block: 10
+        timeout: 1
+"""
+
+
+def _fresh(code: str, cwd: Path) -> list[str]:
+    """Run KINDS_IMPORTED, then ``code``, in a fresh interpreter; what it prints, line by line."""
+    res = subprocess.run([sys.executable, "-c", KINDS_IMPORTED + textwrap.dedent(code)], cwd=cwd,
+                         capture_output=True, text=True, timeout=120, check=False,
+                         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin",
+                              "HOME": str(cwd)})
+    assert res.returncode == 0, res.stderr
+    return res.stdout.splitlines()
+
+
+KINDS_IMPORTED = """
+import sys
+def kinds():
+    from patchbench.scenarios import MODULES
+    return ",".join(k for k, m in MODULES.items() if m in sys.modules) or "-"
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    for series in ("fix", "other"):
+        (tmp_path / "patches" / series).mkdir(parents=True)
+        (tmp_path / "patches" / series / "series").write_text("0001-x.patch\n")
+    (tmp_path / "matrix.yaml").write_text(MATRIX)
+    return tmp_path
+
+
+def test_importing_the_registry_imports_no_kind_and_a_matrix_imports_the_kinds_it_names(
+        project: Path) -> None:
+    out = _fresh("""
+        from pathlib import Path
+        import patchbench.scenarios
+        from patchbench import config
+        print(kinds())
+        p = config.load(Path("matrix.yaml"), only="timed")
+        print(kinds(), ",".join(p.matrix.comparisons))
+        p = config.load(Path("matrix.yaml"), only="soaked")
+        print(kinds(), ",".join(p.matrix.comparisons))
+        p = config.load(Path("matrix.yaml"))
+        print(kinds(), ",".join(p.matrix.comparisons))
+        """, project)
+    assert out == ["-", "command timed", "command,soak soaked", "command,soak timed,soaked"]
+
+
+@pytest.mark.parametrize("run", ["demo-soak/20261130T023834Z", "youki-run-reap/20261201T121958Z"])
+def test_a_results_file_imports_the_kinds_it_holds(project: Path, run: str) -> None:
+    """A committed soak run (results versions 2 and 5: read through the upgrade steps too)."""
+    path = REPO_ROOT / "reports" / run / "results.json"
+    out = _fresh(f"""
+        from pathlib import Path
+        import patchbench.scenarios
+        from patchbench import results
+        res = results.load(Path({str(path)!r}))
+        print(kinds(), ",".join(sorted({{sc.kind for sc in res.scenarios}})))
+        """, project)
+    assert out == ["soak soak"]
+
+
+def test_the_kinds_keep_their_order_whichever_is_imported_first(project: Path) -> None:
+    out = _fresh("""
+        import patchbench.scenarios as s
+        from patchbench import results
+        from patchbench.config.scenarios import config_models
+        s.load({"mounts"})
+        s.load({"soak"})
+        print(kinds())
+        print(",".join(s.KINDS), ",".join(config_models()), ",".join(results.result_models()))
+        """, project)
+    from patchbench.scenarios import MODULES
+
+    order = ",".join(MODULES)
+    assert out == ["soak,mounts", f"{order} {order} {order}"]
+
+
+def test_an_unknown_kind_is_refused_with_every_kind_listed(project: Path) -> None:
+    (project / "matrix.yaml").write_text(MATRIX.replace("kind: soak", "kind: sok"))
+    out = _fresh("""
+        from pathlib import Path
+        import patchbench.scenarios
+        from patchbench import config
+        from patchbench.errors import ConfigError
+        try:
+            config.load(Path("matrix.yaml"), only="timed")  # only: the proof is the caller's
+            print("timed alone: loaded")
+            config.load(Path("matrix.yaml"))
+        except ConfigError as exc:
+            print(exc.message)
+        """, project)
+    assert out[0] == "timed alone: loaded"
+    assert "soaked.scenarios.0" in out[1] and "unknown scenario kind (known: command, burst, " \
+        "stress, layers, soak, ctrstress, mounts)" in out[1]
+
+
+# --- compare validates its comparison alone once the bytes were validated whole -----------
+
+
+@pytest.fixture
+def ws(project: Path) -> Workspace:
+    return commands.workspace(project=str(project), builds=str(project / "builds"))
+
+
+class Loads:
+    """Records the ``only`` of every config.load."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.only: list[str | None] = []
+        real = config.load
+
+        def load(*a: object, **kw: object) -> config.Project:
+            self.only.append(kw.get("only"))  # type: ignore[arg-type]
+            return real(*a, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(config, "load", load)
+
+
+def test_compare_validates_the_whole_matrix_once_then_its_comparison_alone(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    loads = Loads(monkeypatch)
+    first = pipeline.load(ws, only="timed")
+    assert list(first.matrix.comparisons) == ["timed", "soaked"] and loads.only == [None]
+    kept = json.loads(ws.layout.listing_cache.read_text())
+    assert [row[0] for row in kept["comparisons"]] == ["timed", "soaked"]  # list's rows too
+    again = pipeline.load(ws, only="timed")
+    assert list(again.matrix.comparisons) == ["timed"] and loads.only == [None, "timed"]
+    assert again.matrix.comparisons["timed"] == first.matrix.comparisons["timed"]
+    assert again.matrix.targets == first.matrix.targets
+    # a command other than compare validates whole; so does a name the matrix does not have
+    assert list(pipeline.load(ws).matrix.comparisons) == ["timed", "soaked"]
+    assert list(pipeline.load(ws, only="timd").matrix.comparisons) == ["timed", "soaked"]
+    assert loads.only[2:] == [None, "timd"]  # (compare then says there is no comparison timd)
+
+
+def test_a_list_keeps_the_proof_for_compare(ws: Workspace, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    commands.list_rows(ws)
+    loads = Loads(monkeypatch)
+    assert list(pipeline.load(ws, only="soaked").matrix.comparisons) == ["soaked"]
+    assert loads.only == ["soaked"]
+
+
+@pytest.mark.parametrize("change", ["another comparison", "its series", "another's series",
+                                    "no proof", "a damaged proof"])
+def test_anything_changed_since_validates_whole_and_its_error_is_the_error(
+        ws: Workspace, change: str) -> None:
+    pipeline.load(ws, only="timed")
+    store = ws.layout.listing_cache
+    if change == "another comparison":  # other bytes: another key
+        ws.matrix.write_text(MATRIX.replace("block: 10", "blocks: 10"))
+        message = "blocks"
+    elif change in ("its series", "another's series"):  # a fact the proof relied on
+        series = "fix" if change == "its series" else "other"
+        (ws.root / "patches" / series / "series").unlink()
+        message = f"patch series '{series}' has no file"
+    else:
+        if change == "no proof":
+            store.unlink()
+        else:
+            store.write_text("{")
+        assert list(pipeline.load(ws, only="timed").matrix.comparisons) == ["timed", "soaked"]
+        assert json.loads(store.read_text())["comparisons"]  # kept again
+        return
+    with pytest.raises(ConfigError, match=message):
+        pipeline.load(ws, only="timed")
+
+
+def test_a_load_for_a_series_about_to_be_made_is_no_proof(ws: Workspace) -> None:
+    (ws.root / "patches" / "other" / "series").unlink()
+    pipeline.load(ws, pending_series=frozenset({"other"}))
+    assert not ws.layout.listing_cache.exists()
+    with pytest.raises(ConfigError, match="patch series 'other' has no file"):
+        pipeline.load(ws, only="timed")
