@@ -23,7 +23,7 @@ Measures, in a fresh temporary builds/ and reports/ directory per repetition:
 - no-op build: `invoke build --patch per-sandbox-lock` with both builds cached (aim < 1 s);
 - no-op dry run: `invoke compare demo --dry-run` with both builds cached;
 - start-up: `python3 -c pass`, `python3 -m invoke --list`, `python3 -m invoke list` (its rows kept
-  in builds/ by an earlier list: cli/listing.py) and `invoke list` with an empty builds/ (so it
+  in builds/ by an earlier list: util/validated.py) and `invoke list` with an empty builds/ (so it
   validates the matrix), interleaved (one of each per repetition, the order rotating), each given
   as the median of its paired difference above the bare python of the same repetition (aim
   < 0.3 s), in wall and CPU time.
@@ -180,7 +180,7 @@ def main() -> None:
     start: dict[str, list[Timed]] = {"bare": [], "--list": [], "list": [], "list-validating": []}
     with tempfile.TemporaryDirectory() as tmp:
         tool = Tool(project, Path(tmp) / "builds", Path(tmp) / "reports")
-        timed(tool.argv("list"), cwd=Path(tmp))  # its rows kept in builds/ (cli/listing.py)
+        timed(tool.argv("list"), cwd=Path(tmp))  # its rows kept in builds/ (util/validated.py)
         for i in range(args.startup):
             runs = {"bare": [sys.executable, "-c", "pass"], "--list": tool.argv("--list", dirs=False),
                     "list": tool.argv("list"),

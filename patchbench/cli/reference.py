@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from patchbench import scenarios  # noqa: F401  (registers every kind's config model)
+from patchbench import scenarios  # noqa: F401  (every kind's config model: config_models)
 from patchbench.config.reference import DEFAULT_OUT, MissingDescription, render
 
 PROG = "python3 -m patchbench.cli.reference"

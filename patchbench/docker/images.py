@@ -29,12 +29,14 @@ An image given as ``name@sha256:...`` is used when the engine holds it, and pull
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import io
 import json
 import os
 import platform
+import re
 import shutil
 import stat
 import tarfile
@@ -46,8 +48,8 @@ from typing import Any
 
 from patchbench.docker import engine as engines
 from patchbench.errors import RequirementError, ToolchainError
-from patchbench.util import command, progress
-from patchbench.util.files import sha256_file
+from patchbench.util import command, ownership, progress
+from patchbench.util.files import sha256_file, write_json_atomic
 
 FORMAT = 2  # bump when the way images are assembled changes (invalidates cached records)
 EPOCH = "1970-01-01T00:00:00Z"
@@ -233,7 +235,8 @@ def go_tree(version: str, cache: Path, environ: Mapping[str, str] | None = None,
     for modcache in (cache / "gomod", Path(env.get("GOMODCACHE") or Path.home() / "go/pkg/mod")):
         candidate = modcache / f"{path}@{ver}"
         if _is_go(candidate, version):
-            return GoTree(candidate, "module cache", module, tree_sha256(candidate))
+            return GoTree(candidate, "module cache", module,
+                          tree_sha256(candidate, kept_tree_path(cache, candidate)))
     host = _host_goroot(env)
     host_ok = host is not None and _is_go(host, version)
     proxy = env.get("GOPROXY") or "https://proxy.golang.org,direct"
@@ -245,7 +248,7 @@ def go_tree(version: str, cache: Path, environ: Mapping[str, str] | None = None,
                 raise
             progress.say(f"warning: {exc.message}; using the host's GOROOT instead")
     if host is not None and host_ok:
-        return GoTree(host, "host GOROOT", module, tree_sha256(host))
+        return GoTree(host, "host GOROOT", module, tree_sha256(host, kept_tree_path(cache, host)))
     raise ToolchainError(f"Go {version} is neither in a module cache nor the host's GOROOT, and "
                          "GOPROXY is off", hint=f"go mod download {module}")
 
@@ -266,7 +269,8 @@ def _download(version: str, module: str, cache: Path, env: Mapping[str, str], pr
     root = Path(info["Dir"])
     if not _is_go(root, version):
         raise ToolchainError(f"the module {module} does not hold Go {version} (in {root})")
-    return GoTree(root, "downloaded from the Go module proxy", module, tree_sha256(root))
+    return GoTree(root, "downloaded from the Go module proxy", module,
+                  tree_sha256(root, kept_tree_path(cache, root)))
 
 
 def _host_goroot(env: Mapping[str, str]) -> Path | None:
@@ -335,18 +339,66 @@ def goroot_mode(rel: str) -> int:
     return 0o755 if rel.startswith(("bin/", "pkg/tool/")) or exec_lib else 0o644
 
 
-def tree_sha256(root: Path) -> str:
-    """sha256 over the GOROOT as it goes into the image (paths, normalised modes, contents)."""
+KEPT_TREE_VERSION = 1
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _tree_identity(root: Path, entries: list[tuple[str, Path, os.stat_result]]) -> str:
+    """A digest of every entry's path and identity (device, inode, mode, size, mtime, ctime):
+    any file replaced, rewritten or touched, added or removed changes it."""
+    h = hashlib.sha256(f"{KEPT_TREE_VERSION}\0{root}\0".encode())
+    for rel, _, st in entries:
+        h.update(f"{rel}\0{st.st_dev} {st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns} "
+                 f"{st.st_ctime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _kept_tree(path: Path, identity: str) -> str | None:
+    """The tree hash kept under ``identity``: read as untrusted input (a regular file, never
+    through a link, bounded, of a known shape; as root owned by root and writable by no one
+    else), else None (the tree is hashed again)."""
+    try:
+        data = json.loads(ownership.read_kept(path, 4096).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("identity") != identity:
+        return None
+    digest = data.get("sha256")
+    return digest if isinstance(digest, str) and _HEX64.match(digest) else None
+
+
+def tree_sha256(root: Path, kept: Path | None = None) -> str:
+    """sha256 over the GOROOT as it goes into the image (paths, normalised modes, contents).
+    ``kept``: a file keeping the hash with the identity of every entry (``_tree_identity``); the
+    tree (about 270 MB for a host GOROOT: 1.7 s) is hashed again only when an entry changed,
+    as a toolchain binary's hash is (build/toolchains/runner.py)."""
+    entries = [(rel, p, p.lstat()) for rel, p in sorted(goroot_paths(root))]
+    identity = _tree_identity(root, entries)
+    if kept is not None:
+        found = _kept_tree(kept, identity)
+        if found is not None:
+            return found
     h = hashlib.sha256()
-    for rel, p in sorted(goroot_paths(root)):
-        st = p.lstat()
+    for rel, p, st in entries:
         if stat.S_ISLNK(st.st_mode):
             h.update(f"L {rel} {os.readlink(p)}\n".encode())
         elif stat.S_ISDIR(st.st_mode):
             h.update(f"D {rel}\n".encode())
         else:
             h.update(f"F {rel} {goroot_mode(rel):o} {sha256_file(p)}\n".encode())
-    return h.hexdigest()
+    digest = h.hexdigest()
+    if kept is not None:
+        after = [(rel, p, p.lstat()) for rel, p in sorted(goroot_paths(root))]
+        if _tree_identity(root, after) == identity:  # nothing changed while it was read
+            with contextlib.suppress(OSError):
+                write_json_atomic(kept, {"version": KEPT_TREE_VERSION, "root": str(root),
+                                         "identity": identity, "sha256": digest})
+    return digest
+
+
+def kept_tree_path(state: Path, root: Path) -> Path:
+    """Where the hash of the GOROOT at ``root`` is kept in the image state ``state``."""
+    return state / "trees" / f"goroot-{hashlib.sha256(str(root).encode()).hexdigest()[:16]}.json"
 
 
 # --- deterministic layers ------------------------------------------------------------------

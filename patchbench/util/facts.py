@@ -1,7 +1,7 @@
 """Facts about the file system that loading a matrix relied on (config.load records them in
 ``Project.facts``): a patch series' file exists, an overlay's directory exists, a path stays
 inside the repository. The same matrix bytes, the same code and facts that still hold load the
-same project again (cli/listing.py)."""
+same project again (util/validated.py)."""
 
 from __future__ import annotations
 

@@ -52,7 +52,8 @@ class Layout:
 
     @property
     def listing_cache(self) -> Path:
-        """What `list` printed, with everything validating the matrix read (cli/listing.py)."""
+        """The last validation of the whole matrix: list's rows and everything it read
+        (util/validated.py)."""
         return self.builds / "matrix-listing.json"
 
     def head_start(self, comparison: str) -> Path:

@@ -58,6 +58,23 @@ def problem(path: Path, st: os.stat_result, trust: Trust, *, parent: bool = Fals
     return None
 
 
+def read_kept(path: Path, limit: int) -> bytes:
+    """The bytes of a file patchbench kept for itself under builds/ (a hash, a list's rows),
+    read back as untrusted input: a regular file, never through a link, of at most ``limit``
+    bytes (files.read_regular), and as root only when it and its folder are owned by root (or
+    $SUDO_UID) and writable by no one else. OSError or ValueError otherwise: the caller then
+    computes what the file would have said."""
+    from patchbench.util.files import read_regular
+
+    if os.geteuid() == 0:
+        trust = Trust.from_environment()
+        for p in (path.parent, path):
+            why = problem(p, os.lstat(p), trust)
+            if why is not None:
+                raise ValueError(f"{p} {why}")
+    return read_regular(path, limit)
+
+
 def _fix(path: Path, why: str) -> str:
     if "owned" in why:
         return f"chown root:root {path} (or run patchbench as the user who owns it, without root)"

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -60,22 +59,13 @@ def _is_rows(value: object, width: int) -> TypeGuard[Rows]:
         for row in value)
 
 
-def _trusted(path: Path) -> bool:
-    """As root: the kept file and its folder are owned by root (or $SUDO_UID) and writable by no
-    one else (util/ownership.py, the rule builds/ is held to)."""
-    trust = ownership.Trust.from_environment()
-    return all(ownership.problem(p, os.lstat(p), trust) is None for p in (path.parent, path))
-
-
 def cached(path: Path, want: str) -> tuple[Rows, Rows] | None:
     """The rows kept under ``want`` (the key), if the file is sound and its facts still hold:
     then the matrix of that key is one validated whole."""
     if not want:
         return None
-    try:
-        if os.geteuid() == 0 and not _trusted(path):
-            return None  # another user could have written it: validate
-        data = json.loads(files.read_regular(path, MAX_CACHE_BYTES).decode("utf-8"))
+    try:  # as root, one another user could have written is not read either
+        data = json.loads(ownership.read_kept(path, MAX_CACHE_BYTES).decode("utf-8"))
     except (OSError, ValueError):  # missing, a link, too large, not UTF-8 JSON: validate
         return None
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or \

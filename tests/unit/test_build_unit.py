@@ -236,6 +236,25 @@ def test_a_toolchain_binary_is_hashed_again_only_when_its_stat_changes(tmp_path:
     assert replaced.hashed == [str(tool)]
 
 
+def test_a_hash_cache_reached_through_a_link_is_not_read(tmp_path: Path) -> None:
+    """The kept hashes are untrusted input: a link in their place (to a file that would claim
+    another hash) is never followed."""
+    builds = tmp_path / "builds"
+    builds.mkdir()
+    tool = tmp_path / "go"
+    tool.write_bytes(b"go 1")
+    real = builds / "real.json"
+    toolchain.StatCachedRunner(CountingRunner(), real).sha256(str(tool))
+    forged = {str(tool): {**json.loads(real.read_text())[str(tool)], "sha256": "0" * 64}}
+    real.write_text(json.dumps(forged))
+    cache = builds / "toolchain-hashes.json"
+    cache.symlink_to(real)
+    runner = CountingRunner()
+    assert toolchain.StatCachedRunner(runner, cache).sha256(str(tool)) == \
+        hashlib.sha256(b"go 1").hexdigest()
+    assert runner.hashed == [str(tool)]
+
+
 def test_a_damaged_hash_cache_is_ignored_and_no_builds_dir_is_made(tmp_path: Path) -> None:
     tool = tmp_path / "link"
     tool.write_bytes(b"link")

@@ -4,6 +4,8 @@ directory, and a digest-pinned image that is present and therefore never pulled.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +171,61 @@ def test_go_tree_is_found_in_a_module_cache_without_the_network(tmp_path: Path) 
     assert images.tree_sha256(root) == tree.sha256
     (root / "bin" / "gofmt").write_text("x")
     assert images.tree_sha256(root) != tree.sha256
+
+
+def _goroot(tmp_path: Path) -> Path:
+    root = tmp_path / "goroot"
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "go").write_text("#!/bin/sh\n")
+    (root / "src").mkdir()
+    (root / "src" / "a.go").write_text("package a\n")
+    (root / "VERSION").write_text("go1.99.1\n")
+    return root
+
+
+def test_the_tree_hash_is_kept_and_taken_again_only_when_an_entry_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _goroot(tmp_path)
+    kept = images.kept_tree_path(tmp_path / "state", root)
+    hashed: list[Path] = []
+    real = images.sha256_file
+    monkeypatch.setattr(images, "sha256_file", lambda p: hashed.append(p) or real(p))
+    first = images.tree_sha256(root, kept)
+    assert first == images.tree_sha256(root) and len(hashed) == 6  # 3 files, twice
+    hashed.clear()
+    assert images.tree_sha256(root, kept) == first and hashed == []  # kept: nothing read
+    (root / "src" / "a.go").write_text("package b\n")  # rewritten: another size and mtime
+    changed = images.tree_sha256(root, kept)
+    assert changed != first and len(hashed) == 3
+    os.utime(root / "VERSION", ns=(1, 1))  # touched: the contents are the same, hashed again
+    hashed.clear()
+    assert images.tree_sha256(root, kept) == changed and len(hashed) == 3
+    (root / "src" / "b.go").write_text("package a\n")  # added
+    assert images.tree_sha256(root, kept) not in (first, changed)
+
+
+@pytest.mark.parametrize("damage", ["link", "not json", "wrong hash", "foreign owner"])
+def test_a_damaged_kept_tree_hash_is_ignored(tmp_path: Path, damage: str) -> None:
+    root = _goroot(tmp_path)
+    kept = images.kept_tree_path(tmp_path / "state", root)
+    digest = images.tree_sha256(root, kept)
+    data = json.loads(kept.read_text())
+    forged = {**data, "sha256": "0" * 64}
+    if damage == "link":
+        elsewhere = tmp_path / "elsewhere.json"
+        elsewhere.write_text(json.dumps(forged))
+        kept.unlink()
+        kept.symlink_to(elsewhere)
+    elif damage == "not json":
+        kept.write_text("{")
+    elif damage == "wrong hash":
+        kept.write_text(json.dumps({**data, "sha256": "not a hash"}))
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("the ownership rule applies as root")
+        kept.write_text(json.dumps(forged))
+        os.chown(kept, 4242, 4242)
+    assert images.tree_sha256(root, kept) == digest
 
 
 def test_dry_run_lines_name_engine_image_and_every_docker_step(tmp_path: Path) -> None:

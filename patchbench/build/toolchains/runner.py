@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from patchbench.errors import PatchbenchError, ToolchainError
-from patchbench.util import command
+from patchbench.util import command, ownership
 from patchbench.util.files import sha256_file, write_json_atomic
 
 
@@ -72,8 +72,8 @@ class StatCachedRunner:
     def _load(self) -> dict[str, Any]:
         if self._entries is None:
             self._entries = {}
-            with contextlib.suppress(OSError, ValueError):
-                data = json.loads(self.cache.read_text())
+            with contextlib.suppress(OSError, ValueError):  # untrusted: no link, bounded
+                data = json.loads(ownership.read_kept(self.cache, 4 << 20).decode("utf-8"))
                 if isinstance(data, dict):
                     self._entries = data
         return self._entries
