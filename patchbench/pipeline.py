@@ -35,7 +35,7 @@ def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset(),
     whole = pending_series or validated.cached(ws.layout.listing_cache, want) is None
     project = config.load(ws.matrix, pending_series=pending_series, raw=raw,
                           only=None if whole else only)
-    if whole and not pending_series:
+    if whole and not pending_series and ws.builds.is_dir():  # a dry run makes no builds/
         validated.keep(ws.layout.listing_cache, want, project)
     project = project.with_backend(ws.backend)
     for warning in config.check_source_names(project, ws.sources, ws.source_flags):

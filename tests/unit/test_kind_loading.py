@@ -148,6 +148,7 @@ def test_an_unknown_kind_is_refused_with_every_kind_listed(project: Path) -> Non
 
 @pytest.fixture
 def ws(project: Path) -> Workspace:
+    (project / "builds").mkdir()
     return commands.workspace(project=str(project), builds=str(project / "builds"))
 
 
@@ -221,3 +222,10 @@ def test_a_load_for_a_series_about_to_be_made_is_no_proof(ws: Workspace) -> None
     assert not ws.layout.listing_cache.exists()
     with pytest.raises(ConfigError, match="patch series 'other' has no file"):
         pipeline.load(ws, only="timed")
+
+
+def test_a_load_makes_no_builds_directory(project: Path) -> None:
+    """(a dry run builds nothing and makes no builds/: then nothing is kept either)"""
+    ws = commands.workspace(project=str(project), builds=str(project / "builds"))
+    pipeline.load(ws, only="timed")
+    assert not (project / "builds").exists()
