@@ -32,11 +32,16 @@ def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset(),
     for what in cleanup.sweep_all(ws.builds):  # what runs killed with SIGKILL left behind
         say(what)
     raw, want = validated.matrix_key(ws.matrix)
-    whole = pending_series or validated.cached(ws.layout.listing_cache, want) is None
+    kept = None if pending_series else validated.cached(ws.layout.listing_cache, want)
     project = config.load(ws.matrix, pending_series=pending_series, raw=raw,
-                          only=None if whole else only)
-    if whole and not pending_series and ws.builds.is_dir():  # a dry run makes no builds/
-        validated.keep(ws.layout.listing_cache, want, project)
+                          only=None if kept is None else only)
+    if kept is None:
+        if not pending_series and ws.builds.is_dir():  # a dry run makes no builds/
+            validated.keep(ws.layout.listing_cache, want, project)
+    elif only is not None:  # the other comparisons' series, as their whole validation found them
+        project.uses = [config.SeriesUse(u["target"], tuple(u["baseline"]),
+                                         {k: tuple(v) for k, v in u["candidates"].items()})
+                        for u in kept.uses]
     project = project.with_backend(ws.backend)
     for warning in config.check_source_names(project, ws.sources, ws.source_flags):
         say(warning)
@@ -55,7 +60,7 @@ def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
     say(f"{target_name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
     from patchbench.source import series_ref  # upstream commits that series name by reference
 
-    used = series_ref.series_of_target(project.matrix.comparisons.values(), target_name)
+    used = series_ref.series_of_target(project.uses, target_name)
     series_ref.ensure_commits(checkout, series_ref.commits_for_series(project.root, used),
                               ws.builds)
     return checkout
@@ -97,9 +102,9 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
     """Apply each series to a throwaway worktree of its target's pinned commit.
     Returns (series, target, result) rows; raises PatchError listing every failure."""
     targets: dict[str, set[str]] = {}
-    for comp in project.matrix.comparisons.values():
-        for s in set(comp.baseline) | {s for ss in comp.candidates.values() for s in ss}:
-            targets.setdefault(s, set()).add(comp.target)
+    for use in project.uses:
+        for s in set(use.baseline) | {s for ss in use.candidates.values() for s in ss}:
+            targets.setdefault(s, set()).add(use.target)
     rows: list[tuple[str, str, str]] = []
     failures: list[str] = []
     unreadable: list[str] = []  # series that could not be read (form, DEP-3): never "did not apply"

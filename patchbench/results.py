@@ -4,8 +4,9 @@ recomputed later.
 
 This module holds what every kind shares (samples, cells, verdicts, the run's own fields), the
 loader with its bounds, and a registry of the kinds' result models: each kind's model and records
-live in its module in patchbench/scenarios/ and are registered when that package is imported
-(:func:`register`); a scenario entry is read as the model its ``kind`` names there.
+live in its module in patchbench/scenarios/ and are registered when the kind is first needed
+(:func:`register`; :func:`parse` asks for the kinds a document names, util/kinds.py); a scenario
+entry is read as the model its ``kind`` names there.
 
 Format history (every change gets a new version and a line here; ``load`` upgrades old files):
 
@@ -368,10 +369,12 @@ Record = _Rec  # a record of results.json: an unknown key is refused
 # --- the kinds' result models: a registry below the kinds -----------------------------------
 #
 # Each kind's result model (and its records) lives in its module in patchbench/scenarios/, which
-# registers it through patchbench.scenarios.register when that package is imported; results.json
-# is read by dispatching every scenario entry on its ``kind`` through this registry. This module
-# imports nothing above it, so whoever reads results imports patchbench.scenarios first (the
-# layers that load do: runs, report, bisect, cli; the tests through tests/conftest.py).
+# registers it through patchbench.scenarios.register when the kind is first needed; results.json
+# is read by dispatching every scenario entry on its ``kind`` through this registry, once
+# ``parse`` has had the kinds it names imported (util/kinds.py: the loader patchbench.scenarios
+# installs). This module imports nothing above it, so whoever reads results imports
+# patchbench.scenarios first (the layers that load do: runs, report, bisect, cli; the tests
+# through tests/conftest.py).
 
 
 @dataclass
@@ -396,8 +399,8 @@ def register(kind: str, model: type[ScenarioResult], *, default: bool = False,
     if _REGISTRY.models.get(kind, model) is not model:
         raise RuntimeError(f"bug: two result models for the kind {kind!r}: "
                            f"{_REGISTRY.models[kind].__name__} and {model.__name__}")
-    _REGISTRY.models[kind] = model
-    _REGISTRY.models = kinds.ranked(_REGISTRY.models)  # the kinds' order, whichever came first
+    # rebound whole (never seen half-made), in the kinds' order whichever came first
+    _REGISTRY.models = kinds.ranked({**_REGISTRY.models, kind: model})
     if default:
         _REGISTRY.default = kind
     if rebuild:
@@ -406,7 +409,7 @@ def register(kind: str, model: type[ScenarioResult], *, default: bool = False,
 
 def unregister(kind: str) -> None:
     """Forget a kind (a test's own kind, registered for that test)."""
-    _REGISTRY.models.pop(kind, None)
+    _REGISTRY.models = {k: m for k, m in _REGISTRY.models.items() if k != kind}
     if _REGISTRY.default == kind:
         _REGISTRY.default = None
     kinds_changed()

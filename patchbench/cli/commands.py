@@ -222,12 +222,12 @@ def list_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
     from patchbench.util import validated
 
     raw, want = validated.matrix_key(ws.matrix)
-    found = validated.cached(ws.layout.listing_cache, want)
-    if found is not None:
-        return found
-    from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
+    kept = validated.cached(ws.layout.listing_cache, want)
+    if kept is None:
+        from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
 
-    return validated.keep(ws.layout.listing_cache, want, config.load(ws.matrix, raw=raw))
+        kept = validated.keep(ws.layout.listing_cache, want, config.load(ws.matrix, raw=raw))
+    return kept.targets, kept.comparisons
 
 
 def do_list(ws: Workspace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -356,16 +357,39 @@ def suggest(word: str, choices: Any) -> str:
 # --- loading -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SeriesUse:
+    """Which patch series a comparison applies to which target: what fetching a target and
+    checking series read of every comparison, also when one comparison alone was validated
+    (``load``'s ``only``; the others' come from the kept validation, util/validated.py)."""
+
+    target: str
+    baseline: tuple[str, ...]
+    candidates: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, comp: Comparison) -> SeriesUse:
+        return cls(comp.target, tuple(comp.baseline),
+                   {k: tuple(v) for k, v in comp.candidates.items()})
+
+    def kept(self) -> dict[str, Any]:
+        return {"target": self.target, "baseline": list(self.baseline),
+                "candidates": {k: list(v) for k, v in self.candidates.items()}}
+
+
 class Project:
     """The loaded matrix plus where it came from (the repository root holds patches/, overlays/)."""
 
-    def __init__(self, matrix: Matrix, path: Path):
+    def __init__(self, matrix: Matrix, path: Path, uses: list[SeriesUse] | None = None):
         self.matrix = matrix
         self.path = path
         self.root = path.parent
         # what ``load`` found true of the file system (a fact: ["file", path], ["dir", path] or
         # ["inside", root, relative]); the same bytes and these facts load the same again
         self.facts: list[list[str]] = []
+        # every comparison's series by target (the matrix's, or the kept ones: pipeline.load)
+        self.uses = uses if uses is not None else [SeriesUse.of(c)
+                                                   for c in matrix.comparisons.values()]
 
     def with_backend(self, backend: str | None) -> Project:
         """This project with every Go, C and Rust target built by ``backend`` (``--backend``):
@@ -381,7 +405,7 @@ class Project:
                 t = t.model_copy(update={"build": t.build.model_copy(
                     update={"backend": backend, "image": image})})
             targets[name] = t
-        return Project(self.matrix.model_copy(update={"targets": targets}), self.path)
+        return Project(self.matrix.model_copy(update={"targets": targets}), self.path, self.uses)
 
     def target(self, name: str) -> Target:
         if name not in self.matrix.targets:
@@ -529,7 +553,7 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     """Load and validate ``path`` (``raw``: its bytes, already read); also check that every
     named patch series and overlay exists (except ``pending_series``: the series a ``series
     add`` is about to make). ``only``: validate the comparison of that name alone, with the
-    targets (the caller knows the rest valid: config/proof.py); a matrix without it is
+    targets (the caller knows the rest valid: util/validated.py); a matrix without it is
     validated whole. Only the kinds the validated comparisons name are imported."""
     try:
         raw = path.read_bytes() if raw is None else raw

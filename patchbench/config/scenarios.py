@@ -143,6 +143,7 @@ def register_config(kind: str, model: type[ScenarioConfig], *, rebuild: bool = T
     ``model``, whose ``kind`` field must default to ``kind``. A wrong registration is a bug
     (exit 3), not a user's error. ``rebuild=False``: the caller registers more and calls
     :func:`kinds_changed` once after the last."""
+    global _MODELS
     declared = model.model_fields.get("kind")
     if declared is None or declared.default != kind:
         raise RuntimeError(f"bug: the config model {model.__name__} is registered for the kind "
@@ -150,17 +151,16 @@ def register_config(kind: str, model: type[ScenarioConfig], *, rebuild: bool = T
     if _MODELS.get(kind, model) is not model:
         raise RuntimeError(f"bug: two config models for the kind {kind!r}: "
                            f"{_MODELS[kind].__name__} and {model.__name__}")
-    _MODELS[kind] = model
-    ordered = kinds.ranked(_MODELS)  # the kinds' order, whichever was imported first
-    _MODELS.clear()
-    _MODELS.update(ordered)
+    _MODELS = kinds.ranked({**_MODELS, kind: model})  # rebound whole: never seen half-made
     if rebuild:
         kinds_changed()
 
 
 def unregister_config(kind: str) -> None:
     """Forget a kind's config model (a test's own kind, registered for that test)."""
-    if _MODELS.pop(kind, None) is not None:
+    global _MODELS
+    if kind in _MODELS:
+        _MODELS = {k: m for k, m in _MODELS.items() if k != kind}
         kinds_changed()
 
 

@@ -344,9 +344,12 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _tree_identity(root: Path, entries: list[tuple[str, Path, os.stat_result]]) -> str:
-    """A digest of every entry's path and identity (device, inode, mode, size, mtime, ctime):
-    any file replaced, rewritten or touched, added or removed changes it."""
-    h = hashlib.sha256(f"{KEPT_TREE_VERSION}\0{root}\0".encode())
+    """A digest of every entry's path and identity (device, inode, mode, size, mtime, ctime),
+    and of this module's: any file replaced, rewritten or touched, added or removed, or a change
+    to how a tree is hashed, changes it."""
+    code = os.stat(__file__)  # how a tree is hashed (goroot_mode, the lines) is this module
+    h = hashlib.sha256(f"{KEPT_TREE_VERSION}\0{FORMAT}\0{code.st_size} {code.st_mtime_ns}\0"
+                       f"{root}\0".encode())
     for rel, _, st in entries:
         h.update(f"{rel}\0{st.st_dev} {st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns} "
                  f"{st.st_ctime_ns}\n".encode())
@@ -560,6 +563,29 @@ def recipe_key(recipe: Recipe, go: GoTree | None, extra: Mapping[str, str]) -> s
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
+_IMAGE_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                           for k, v in value.items())
+
+
+def _kept_record(path: Path) -> dict[str, Any] | None:
+    """An image's kept record (written below), read as untrusted input: a regular file, never
+    through a link, bounded, of the shape written; else None (the image is built again)."""
+    try:
+        rec = json.loads(ownership.read_kept(path, 1 << 20).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or \
+            not _IMAGE_ID.match(rec["id"]) or not isinstance(rec.get("packages"), list) or \
+            not all(isinstance(x, str) for x in rec["packages"]) or \
+            not _strings(rec.get("go")) or not _strings(rec.setdefault("rust", {})):
+        return None
+    return rec
+
+
 def ensure_recipe(eng: engines.Engine, name: str, go_version: str | None, state: Path,
                   environ: Mapping[str, str] | None = None, *,
                   rust: tuple[str, str | None] | None = None) -> Image:
@@ -586,11 +612,10 @@ def ensure_recipe(eng: engines.Engine, name: str, go_version: str | None, state:
         extra["busybox"] = sha256_file(Path(command.which("busybox")).resolve())
     key = recipe_key(recipe, go, extra)
     record_path = state / f"{name}-{key[:16]}.json"
-    if record_path.is_file():
-        rec = json.loads(record_path.read_text())
-        if _present(eng, rec["id"]):
-            return Image(f"recipe:{name}", rec["id"], rec["packages"], rec["go"], eng.describe(),
-                         rec.get("rust", {}), recipe.path)
+    rec = _kept_record(record_path)
+    if rec is not None and _present(eng, rec["id"]):
+        return Image(f"recipe:{name}", rec["id"], rec["packages"], rec["go"], eng.describe(),
+                     rec["rust"], recipe.path)
     what = (f"Go {go_version}: {go.origin}" if go is not None else
             f"Rust {rtree.release}: {rtree.origin}" if rtree is not None else "no toolchain layer")
     progress.say(f"building image {name} ({what})")

@@ -33,7 +33,7 @@ def holds(fact: object) -> bool:
 
 def code_key(h: Any) -> None:
     """Feed ``h`` what validation depends on besides the matrix: every module of patchbench (its
-    path, size and mtime), pydantic's installed files and the Python version."""
+    path, size and mtime), pydantic's and PyYAML's installed files and the Python version."""
     package = Path(__file__).resolve().parent.parent  # patchbench/
     for dirpath, dirnames, filenames in os.walk(package):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -42,9 +42,14 @@ def code_key(h: Any) -> None:
                 st = os.stat(os.path.join(dirpath, name))
                 h.update(f"{os.path.join(dirpath, name)}\0{st.st_size}\0{st.st_mtime_ns}\n"
                          .encode())
-    spec = importlib.util.find_spec("pydantic")
-    origin = spec.origin if spec is not None else None
-    if origin:
-        st = os.stat(origin)
-        h.update(f"{origin}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for name in ("pydantic", "yaml"):  # found, not imported
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        if not origin:
+            continue
+        # PyYAML: its package and the libyaml binding it parses with when built (_yaml*.so)
+        extra = sorted(Path(origin).parent.glob("_yaml*")) if name == "yaml" else []
+        for path in (origin, *map(str, extra)):
+            st = os.stat(path)
+            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     h.update(sys.version.encode())

@@ -6,7 +6,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-NAME_RE = r"^[a-z0-9][a-z0-9._-]*$"
+from patchbench.util.names import NAME_RE as NAME_RE  # re-exported: the models' rule
+
 Name = Annotated[str, Field(pattern=NAME_RE)]
 
 

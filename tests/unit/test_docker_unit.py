@@ -204,6 +204,47 @@ def test_the_tree_hash_is_kept_and_taken_again_only_when_an_entry_changed(
     assert images.tree_sha256(root, kept) not in (first, changed)
 
 
+def test_a_tree_changed_while_it_is_hashed_is_not_kept(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _goroot(tmp_path)
+    kept = images.kept_tree_path(tmp_path / "state", root)
+    real = images.sha256_file
+
+    def touching(p: Path) -> str:
+        (root / "VERSION").write_text("go1.99.2\n")  # rewritten while the tree is read
+        return real(p)
+
+    monkeypatch.setattr(images, "sha256_file", touching)
+    images.tree_sha256(root, kept)
+    assert not kept.exists()
+    monkeypatch.setattr(images, "sha256_file", real)
+    digest = images.tree_sha256(root, kept)
+    assert json.loads(kept.read_text())["sha256"] == digest
+
+
+@pytest.mark.parametrize("damage", ["link", "not json", "no id", "an id of another shape",
+                                    "packages not strings", "go not strings"])
+def test_a_damaged_image_record_is_not_used(tmp_path: Path, damage: str) -> None:
+    record = {"recipe": "go-busybox", "key": "k", "id": "sha256:" + "1" * 64, "tag": "t",
+              "go": {"version": "go1.99.1"}, "packages": ["BusyBox v1"], "engine": {}}
+    path = tmp_path / "go-busybox-0123456789abcdef.json"
+    path.write_text(json.dumps(record))
+    assert images._kept_record(path) == {**record, "rust": {}}
+    if damage == "link":
+        other = tmp_path / "other.json"
+        other.write_text(json.dumps(record))
+        path.unlink()
+        path.symlink_to(other)
+    elif damage == "not json":
+        path.write_text("{")
+    else:
+        key, value = {"no id": ("id", None), "an id of another shape": ("id", "sha256:x; rm"),
+                      "packages not strings": ("packages", [1]),
+                      "go not strings": ("go", {"version": 1})}[damage]
+        path.write_text(json.dumps({**record, key: value}))
+    assert images._kept_record(path) is None
+
+
 @pytest.mark.parametrize("damage", ["link", "not json", "wrong hash", "foreign owner"])
 def test_a_damaged_kept_tree_hash_is_ignored(tmp_path: Path, damage: str) -> None:
     root = _goroot(tmp_path)

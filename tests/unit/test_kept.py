@@ -1,4 +1,4 @@
-"""`list` keeps its rows with everything validating the matrix read (cli/validated.py): the same
+"""`list` keeps its rows with everything validating the matrix read (util/validated.py): the same
 bytes, code and file-system facts print the kept rows without validating; any change validates
 the matrix again (and its error is the error); the kept file is untrusted input."""
 

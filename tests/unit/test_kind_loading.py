@@ -183,6 +183,31 @@ def test_compare_validates_the_whole_matrix_once_then_its_comparison_alone(
     assert loads.only[2:] == [None, "timd"]  # (compare then says there is no comparison timd)
 
 
+def test_a_partial_load_reads_the_other_comparisons_series_from_the_kept_validation(
+        ws: Workspace) -> None:
+    """What a run reads of every comparison (fetch ensures the upstream commits the target's
+    series name; patch-check applies each series to every target using it) is the same after a
+    partial load as after a whole one."""
+    from patchbench.source import series_ref
+
+    whole = pipeline.load(ws)
+    part = pipeline.load(ws, only="timed")
+    assert list(part.matrix.comparisons) == ["timed"]
+    assert part.uses == whole.uses == [
+        config.SeriesUse("t", (), {"fix": ("fix",)}), config.SeriesUse("t", (), {"other": ("other",)})]
+    assert series_ref.series_of_target(part.uses, "t") == ["fix", "other"]
+    assert part.with_backend("host").uses == part.uses
+
+
+@pytest.mark.parametrize("uses", [[], [{"target": "t"}], [{"target": "T!", "baseline": [],
+                                                          "candidates": {}}] * 2, "x"])
+def test_kept_series_of_the_wrong_shape_validate_whole(ws: Workspace, uses: object) -> None:
+    pipeline.load(ws)
+    store = ws.layout.listing_cache
+    store.write_text(json.dumps({**json.loads(store.read_text()), "uses": uses}))
+    assert list(pipeline.load(ws, only="timed").matrix.comparisons) == ["timed", "soaked"]
+
+
 def test_a_list_keeps_the_proof_for_compare(ws: Workspace, monkeypatch: pytest.MonkeyPatch
                                             ) -> None:
     commands.list_rows(ws)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -85,7 +86,8 @@ class StatCachedRunner:
             return self.runner.sha256(path)  # its own error, as without a cache
         entries = self._load()
         hit = entries.get(path)
-        if isinstance(hit, dict) and hit.get("stat") == before and isinstance(hit.get("sha256"), str):
+        if isinstance(hit, dict) and hit.get("stat") == before and \
+                isinstance(hit.get("sha256"), str) and re.fullmatch(r"[0-9a-f]{64}", hit["sha256"]):
             return str(hit["sha256"])
         digest = self.runner.sha256(path)
         try:
