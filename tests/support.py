@@ -198,6 +198,19 @@ def patch_file(n: int, name: str) -> str:
     return f"{n:04d}-{name}.patch"
 
 
+# a matrix's first lines with one target ``t`` (for tests that only load the matrix)
+ONE_TARGET = """\
+version: 1
+targets:
+  t:
+    url: https://example.com/t.git
+    ref: v1
+    commit: 0123456789abcdef0123456789abcdef01234567
+    toolchain: {kind: go, version: "1.22"}
+    build: {commands: [[go, build, -o, t, .]], artifacts: [t]}
+"""
+
+
 def matrix_data(
     upstream: Upstream, go_version: str, *, url: str | None = None, ref: str = "v1",
     commit: str | None = None, candidates: dict[str, list[str]] | None = None,

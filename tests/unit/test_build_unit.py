@@ -236,34 +236,25 @@ def test_a_toolchain_binary_is_hashed_again_only_when_its_stat_changes(tmp_path:
     assert replaced.hashed == [str(tool)]
 
 
-def test_a_kept_toolchain_hash_that_is_no_hash_is_taken_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", ["no hash", "a link"])
+def test_a_kept_toolchain_hash_that_is_no_hash_or_a_link_is_taken_again(
+        tmp_path: Path, damage: str) -> None:
+    """The kept hashes are untrusted input: an entry whose hash is not one, or a link in the
+    file's place (to a file that would claim another hash), is not believed."""
     builds = tmp_path / "builds"
     builds.mkdir()
     tool = tmp_path / "go"
     tool.write_bytes(b"go 1")
     cache = builds / "toolchain-hashes.json"
     toolchain.StatCachedRunner(CountingRunner(), cache).sha256(str(tool))
-    kept = json.loads(cache.read_text())
-    cache.write_text(json.dumps({str(tool): {**kept[str(tool)], "sha256": "not a hash; rm -rf"}}))
-    runner = CountingRunner()
-    assert toolchain.StatCachedRunner(runner, cache).sha256(str(tool)) == \
-        hashlib.sha256(b"go 1").hexdigest()
-    assert runner.hashed == [str(tool)]
-
-
-def test_a_hash_cache_reached_through_a_link_is_not_read(tmp_path: Path) -> None:
-    """The kept hashes are untrusted input: a link in their place (to a file that would claim
-    another hash) is never followed."""
-    builds = tmp_path / "builds"
-    builds.mkdir()
-    tool = tmp_path / "go"
-    tool.write_bytes(b"go 1")
-    real = builds / "real.json"
-    toolchain.StatCachedRunner(CountingRunner(), real).sha256(str(tool))
-    forged = {str(tool): {**json.loads(real.read_text())[str(tool)], "sha256": "0" * 64}}
-    real.write_text(json.dumps(forged))
-    cache = builds / "toolchain-hashes.json"
-    cache.symlink_to(real)
+    entry = json.loads(cache.read_text())[str(tool)]
+    if damage == "no hash":
+        cache.write_text(json.dumps({str(tool): {**entry, "sha256": "not a hash; rm -rf"}}))
+    else:
+        real = builds / "real.json"
+        real.write_text(json.dumps({str(tool): {**entry, "sha256": "0" * 64}}))
+        cache.unlink()
+        cache.symlink_to(real)
     runner = CountingRunner()
     assert toolchain.StatCachedRunner(runner, cache).sha256(str(tool)) == \
         hashlib.sha256(b"go 1").hexdigest()

@@ -173,6 +173,13 @@ def test_go_tree_is_found_in_a_module_cache_without_the_network(tmp_path: Path) 
     assert images.tree_sha256(root) != tree.sha256
 
 
+def _linked(path: Path, elsewhere: Path, text: str) -> None:
+    """``path`` replaced by a link to ``elsewhere``, which holds ``text``."""
+    elsewhere.write_text(text)
+    path.unlink()
+    path.symlink_to(elsewhere)
+
+
 def _goroot(tmp_path: Path) -> Path:
     root = tmp_path / "goroot"
     (root / "bin").mkdir(parents=True)
@@ -231,10 +238,7 @@ def test_a_damaged_image_record_is_not_used(tmp_path: Path, damage: str) -> None
     path.write_text(json.dumps(record))
     assert images._kept_record(path) == {**record, "rust": {}}
     if damage == "link":
-        other = tmp_path / "other.json"
-        other.write_text(json.dumps(record))
-        path.unlink()
-        path.symlink_to(other)
+        _linked(path, tmp_path / "other.json", json.dumps(record))
     elif damage == "not json":
         path.write_text("{")
     else:
@@ -253,10 +257,7 @@ def test_a_damaged_kept_tree_hash_is_ignored(tmp_path: Path, damage: str) -> Non
     data = json.loads(kept.read_text())
     forged = {**data, "sha256": "0" * 64}
     if damage == "link":
-        elsewhere = tmp_path / "elsewhere.json"
-        elsewhere.write_text(json.dumps(forged))
-        kept.unlink()
-        kept.symlink_to(elsewhere)
+        _linked(kept, tmp_path / "elsewhere.json", json.dumps(forged))
     elif damage == "not json":
         kept.write_text("{")
     elif damage == "wrong hash":

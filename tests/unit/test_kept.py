@@ -15,16 +15,9 @@ from patchbench.cli import commands
 from patchbench.errors import ConfigError
 from patchbench.util import validated
 from patchbench.util.workspace import Workspace
+from tests.support import ONE_TARGET
 
-MATRIX = """\
-version: 1
-targets:
-  t:
-    url: https://example.com/t.git
-    ref: v1
-    commit: 0123456789abcdef0123456789abcdef01234567
-    toolchain: {kind: go, version: "1.22"}
-    build: {commands: [[go, build, -o, t, .]], artifacts: [t]}
+MATRIX = ONE_TARGET + """\
 comparisons:
   c:
     description: a   test
