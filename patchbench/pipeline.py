@@ -33,19 +33,31 @@ def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset(),
         say(what)
     raw, want = validated.matrix_key(ws.matrix)
     kept = None if pending_series else validated.cached(ws.layout.listing_cache, want)
+    uses = _kept_uses(kept, only)
     project = config.load(ws.matrix, pending_series=pending_series, raw=raw,
-                          only=None if kept is None else only)
-    if kept is None:
-        if not pending_series and ws.builds.is_dir():  # a dry run makes no builds/
-            validated.keep(ws.layout.listing_cache, want, project)
-    elif only is not None:  # the other comparisons' series, as their whole validation found them
-        project.uses = [config.SeriesUse(u["target"], tuple(u["baseline"]),
-                                         {k: tuple(v) for k, v in u["candidates"].items()})
-                        for u in kept.uses]
+                          only=None if uses is None else only)
+    if uses is not None and only in project.matrix.comparisons:
+        if uses.get(only) == config.SeriesUse.of(project.comparison(only)):
+            project.uses = list(uses.values())  # the others' series, as found when validated
+        else:  # a kept file that disagrees with what it claims was validated: believe none of it
+            kept, project = None, config.load(ws.matrix, raw=raw)
+    if kept is None and not pending_series and ws.builds.is_dir():  # a dry run makes no builds/
+        validated.keep(ws.layout.listing_cache, want, project)
     project = project.with_backend(ws.backend)
     for warning in config.check_source_names(project, ws.sources, ws.source_flags):
         say(warning)
     return project
+
+
+def _kept_uses(kept: validated.Kept | None, only: str | None
+               ) -> dict[str, config.SeriesUse] | None:
+    """Every comparison's series by target, by name, from a kept whole validation (None: none
+    kept, or no ``only``: the matrix is then validated whole)."""
+    if kept is None or only is None:
+        return None
+    return {row[0]: config.SeriesUse(u["target"], tuple(u["baseline"]),
+                                     {k: tuple(v) for k, v in u["candidates"].items()})
+            for row, u in zip(kept.comparisons, kept.uses, strict=True)}
 
 
 def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:

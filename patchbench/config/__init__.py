@@ -509,15 +509,19 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
 def _plain_loc(raw: tuple[Any, ...]) -> tuple[str, ...]:
     """An error location without pydantic's union tags (toolchain kinds, scenario kinds)."""
     loc = [str(p) for p in raw if not str(p).startswith("function-")]
-    loc = [p for p in loc if p not in ("GoToolchain", "SwiftToolchain", "CToolchain",
-                                       "RustToolchain", "go", "swift", "c", "rust")]
     out: list[str] = []
     kinds = config_models()
     for i, part in enumerate(loc):
+        if i >= 1 and loc[i - 1] == "toolchain" and part in TOOLCHAIN_TAGS:
+            continue  # the toolchain's kind tag, right after ``toolchain`` (not a name: "go")
         if i >= 2 and loc[i - 2] == "scenarios" and part in kinds:
             continue  # the scenario's kind tag, right after its index
         out.append(part)
     return tuple(out)
+
+
+TOOLCHAIN_TAGS = ("GoToolchain", "SwiftToolchain", "CToolchain", "RustToolchain", "go", "swift",
+                  "c", "rust")
 
 
 def _format_validation(

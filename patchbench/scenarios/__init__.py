@@ -100,8 +100,12 @@ def unregister(name: str) -> None:
 
 
 def load(names: set[str] | frozenset[str] | None) -> None:
-    """Import and register the kinds ``names`` (None: every kind) not registered yet; the
-    models whose schema holds the kinds' union are rebuilt once, after the last."""
+    """Import and register the kinds ``names`` (None: every kind) not registered yet; a name
+    that is neither one of MODULES nor registered (a typo in a matrix) loads every kind, so
+    that the message refusing it lists them all. The models whose schema holds the kinds'
+    union are rebuilt once, after the last."""
+    if names is not None and not names <= MODULES.keys() | _KINDS.keys():
+        names = None
     todo = [n for n in MODULES if (names is None or n in names) and n not in _KINDS]
     for name in todo:
         register(importlib.import_module(MODULES[name]).KIND, rebuild=False)

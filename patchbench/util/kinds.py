@@ -26,12 +26,10 @@ def install(loader: Callable[[frozenset[str] | None], None], order: Iterable[str
 
 
 def ensure(names: Iterable[str] | None) -> None:
-    """Have the kinds ``names`` registered (None: every kind). A name that is no kind of
-    patchbench's loads them all, so that the message refusing it lists every kind."""
-    if not _LOADER:
-        return
-    want = None if names is None else frozenset(names)
-    _LOADER[0](want if want is not None and want <= ORDER.keys() else None)
+    """Have the kinds ``names`` registered (None: every kind; the loader loads every kind for
+    a name it does not know, so that the message refusing it lists them all)."""
+    if _LOADER:
+        _LOADER[0](None if names is None else frozenset(names))
 
 
 def ranked(models: dict[str, Any]) -> dict[str, Any]:

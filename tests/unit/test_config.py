@@ -151,6 +151,19 @@ def test_wrong_type_names_line_and_key_path(
     assert words in err.message
 
 
+@pytest.mark.parametrize("name", ["go", "rust", "c", "swift"])
+def test_a_target_or_comparison_named_like_a_toolchain_keeps_its_name_in_the_key_path(
+        root: Path, name: str) -> None:
+    """A toolchain's kind is a tag in pydantic's error location, dropped only right after
+    ``toolchain``: a target or comparison of that name is named in the error."""
+    text = BASE.replace("  hello:\n", f"  {name}:\n").replace("target: hello", f"target: {name}")
+    err = load_error(root, text.replace("  fx:\n", f"  {name}:\n").replace(
+        'command: ["{hello}"]', "command: x"))
+    assert f"comparisons.{name}.scenarios.0.command: Input should be a valid list" in err.message
+    err = load_error(root, text.replace('version: "1.22.1"', "version: 122"))
+    assert f"targets.{name}.toolchain.version: Input should be a valid string" in err.message
+
+
 def test_runs_must_be_a_multiple_of_rounds(root: Path) -> None:
     err = load_error(root, BASE.replace("runs: 4", "runs: 5"))
     assert "comparisons.fx.scenarios.0" in err.message

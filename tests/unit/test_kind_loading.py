@@ -100,6 +100,36 @@ def test_a_results_file_imports_the_kinds_it_holds(project: Path, run: str) -> N
     assert out == ["soak soak"]
 
 
+def test_results_of_two_kinds_read_one_after_the_other(project: Path) -> None:
+    """The results' union is rebuilt when a second kind is imported (a soak run, then a
+    command run), and the registry imports a kind it is asked for."""
+    soak = REPO_ROOT / "reports" / "demo-soak" / "20261130T023834Z" / "results.json"
+    timed = next(p for p in sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json")))
+    out = _fresh(f"""
+        from pathlib import Path
+        import patchbench.scenarios as s
+        from patchbench import results
+        for path in ({str(soak)!r}, {str(timed)!r}):
+            print(",".join(sc.kind for sc in results.load(Path(path)).scenarios), kinds())
+        print(s.KINDS["mounts"].name, kinds())
+        """, project)
+    assert out == ["soak soak", "command command,soak", "mounts command,soak,mounts"]
+
+
+def test_a_kind_registered_from_outside_is_known_without_loading_the_others(
+        project: Path) -> None:
+    out = _fresh("""
+        import patchbench.scenarios as s
+        from tests.unit.test_kind_isolation import ToyKind
+        s.register(ToyKind())
+        s.load({"toy"})
+        print(kinds())
+        s.load({"toy", "nonesuch"})
+        print(kinds())
+        """, project)
+    assert out == ["-", ",".join(__import__("patchbench.scenarios").scenarios.MODULES)]
+
+
 def test_the_kinds_keep_their_order_whichever_is_imported_first(project: Path) -> None:
     out = _fresh("""
         import patchbench.scenarios as s
@@ -191,13 +221,29 @@ def test_a_partial_load_reads_the_other_comparisons_series_from_the_kept_validat
     assert part.with_backend("host").uses == part.uses
 
 
-@pytest.mark.parametrize("uses", [[], [{"target": "t"}], [{"target": "T!", "baseline": [],
-                                                          "candidates": {}}] * 2, "x"])
+@pytest.mark.parametrize("uses", [[], [{"target": "t"}] * 2, [{"target": "T!", "baseline": [],
+                                                              "candidates": {}}] * 2, "x",
+                                  [{"target": "t", "baseline": [], "candidates": {}, "x": 1}] * 2])
 def test_kept_series_of_the_wrong_shape_validate_whole(ws: Workspace, uses: object) -> None:
     pipeline.load(ws)
     store = ws.layout.listing_cache
     store.write_text(json.dumps({**json.loads(store.read_text()), "uses": uses}))
     assert list(pipeline.load(ws, only="timed").matrix.comparisons) == ["timed", "soaked"]
+
+
+def test_kept_series_that_disagree_with_the_validated_comparison_are_not_believed(
+        ws: Workspace) -> None:
+    """The compared comparison's own series, as just validated, must be what the kept file
+    says of it; if not, none of the file is believed and the matrix is validated whole."""
+    pipeline.load(ws)
+    store = ws.layout.listing_cache
+    forged = [{"target": "t", "baseline": [], "candidates": {}}] * 2  # the right shape
+    store.write_text(json.dumps({**json.loads(store.read_text()), "uses": forged}))
+    project = pipeline.load(ws, only="timed")
+    assert list(project.matrix.comparisons) == ["timed", "soaked"]
+    assert project.uses == [config.SeriesUse("t", (), {"fix": ("fix",)}),
+                            config.SeriesUse("t", (), {"other": ("other",)})]
+    assert json.loads(store.read_text())["uses"] != forged  # kept again, as validated
 
 
 def test_a_list_keeps_the_proof_for_compare(ws: Workspace, monkeypatch: pytest.MonkeyPatch
