@@ -10,7 +10,7 @@ from pathlib import Path
 from patchbench import __version__, build, config, redact, results, runtimes, scenarios
 from patchbench.analysis import sequential
 from patchbench.build import aa
-from patchbench.config import Comparison, Project
+from patchbench.config import Comparison, Project, kept
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
 from patchbench.measure import machine as measure_machine
@@ -18,46 +18,25 @@ from patchbench.runs import store as runstore
 from patchbench.scenarios import session
 from patchbench.source import cache as source
 from patchbench.source import patching, submodules
-from patchbench.util import cleanup, idle, ownership, validated
+from patchbench.util import cleanup, idle, ownership
 from patchbench.util.progress import say
 from patchbench.util.workspace import Switches, Workspace
 
 
 def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset(),
          only: str | None = None) -> Project:
-    """The matrix, validated whole and kept (util/validated.py); ``only`` (a comparison's name):
-    that comparison and the targets alone when these bytes were validated whole before with this
-    code and their facts still hold."""
+    """The matrix, validated whole and kept; ``only`` (a comparison's name): that comparison and
+    the targets alone when these bytes were validated whole before with this code and their
+    facts still hold (config/kept.py)."""
     ownership.check_project(ws.matrix, ws.root, ws.builds)  # as root: StrictModes-style
     for what in cleanup.sweep_all(ws.builds):  # what runs killed with SIGKILL left behind
         say(what)
-    raw, want = validated.matrix_key(ws.matrix)
-    kept = None if pending_series else validated.cached(ws.layout.listing_cache, want)
-    uses = _kept_uses(kept, only)
-    project = config.load(ws.matrix, pending_series=pending_series, raw=raw,
-                          only=None if uses is None else only)
-    if uses is not None and only in project.matrix.comparisons:
-        if uses.get(only) == config.SeriesUse.of(project.comparison(only)):
-            project.uses = list(uses.values())  # the others' series, as found when validated
-        else:  # a kept file that disagrees with what it claims was validated: believe none of it
-            kept, project = None, config.load(ws.matrix, raw=raw)
-    if kept is None and not pending_series and ws.builds.is_dir():  # a dry run makes no builds/
-        validated.keep(ws.layout.listing_cache, want, project)
+    project = kept.load(ws.matrix, ws.layout.listing_cache, pending_series=pending_series,
+                        only=only, keep=ws.builds.is_dir())  # a dry run makes no builds/
     project = project.with_backend(ws.backend)
     for warning in config.check_source_names(project, ws.sources, ws.source_flags):
         say(warning)
     return project
-
-
-def _kept_uses(kept: validated.Kept | None, only: str | None
-               ) -> dict[str, config.SeriesUse] | None:
-    """Every comparison's series by target, by name, from a kept whole validation (None: none
-    kept, or no ``only``: the matrix is then validated whole)."""
-    if kept is None or only is None:
-        return None
-    return {row[0]: config.SeriesUse(u["target"], tuple(u["baseline"]),
-                                     {k: tuple(v) for k, v in u["candidates"].items()})
-            for row, u in zip(kept.comparisons, kept.uses, strict=True)}
 
 
 def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
