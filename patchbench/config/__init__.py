@@ -387,7 +387,7 @@ class Project:
         # what ``load`` found true of the file system (a fact: ["file", path], ["dir", path] or
         # ["inside", root, relative]); the same bytes and these facts load the same again
         self.facts: list[list[str]] = []
-        # every comparison's series by target (the matrix's, or the kept ones: pipeline.load)
+        # every comparison's series by target (the matrix's, or the kept ones: config/kept.py)
         self.uses = uses if uses is not None else [SeriesUse.of(c)
                                                    for c in matrix.comparisons.values()]
 
@@ -557,7 +557,7 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     """Load and validate ``path`` (``raw``: its bytes, already read); also check that every
     named patch series and overlay exists (except ``pending_series``: the series a ``series
     add`` is about to make). ``only``: validate the comparison of that name alone, with the
-    targets (the caller knows the rest valid: util/validated.py); a matrix without it is
+    targets (the caller knows the rest valid: config/kept.py); a matrix without it is
     validated whole. Only the kinds the validated comparisons name are imported."""
     try:
         raw = path.read_bytes() if raw is None else raw

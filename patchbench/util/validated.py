@@ -3,7 +3,7 @@ that lets ``compare`` validate only the comparison it measures.
 
 Validating matrix.yaml whole imports and builds the config model of every scenario kind it names
 (pydantic, and with the kinds their measuring code). Every validation of the whole matrix
-(``list``, ``compare``, ``build``: pipeline.load) keeps, in ``builds/matrix-listing.json``,
+(``list``, and ``compare``, ``build``: config/kept.py) keeps, in ``builds/matrix-listing.json``,
 ``list``'s rows and every comparison's series by target with everything the validation read: the
 matrix's path and bytes, patchbench's code (the path, size and mtime of every module), pydantic's,
 PyYAML's and Python's versions, and the file-system facts ``config.load`` relied on
