@@ -61,7 +61,6 @@ import errno
 import json
 import math
 import os
-import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -80,6 +79,7 @@ from pydantic_core import core_schema
 
 from patchbench.errors import ReportError
 from patchbench.util import kinds
+from patchbench.util.files import is_sha256
 from patchbench.util.models import NAME_RE
 
 SCHEMA_VERSION = 5
@@ -648,7 +648,6 @@ def upgrade(data: dict[str, Any], version: int) -> dict[str, Any]:
     return out
 
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _number(value: Any, *, integer: bool = False, low: float = 0.0) -> bool:
@@ -681,7 +680,7 @@ def problems(res: Results) -> list[str]:
             continue
         for name, art in arts.items():
             if not isinstance(art, dict) or not isinstance(art.get("sha256"), str) \
-                    or not _SHA256.match(art["sha256"]):
+                    or not is_sha256(art["sha256"]):
                 out.append(f"builds.{variant}.artifacts.{name}.sha256: missing or not a sha256")
     if res.aa_build is not None and (not res.aa or res.aa_build.twin not in res.builds):
         out.append("aa_build: an A/A record in a run that is not an A/A, or whose twin "

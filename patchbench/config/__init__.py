@@ -376,6 +376,12 @@ class SeriesUse:
         return {"target": self.target, "baseline": list(self.baseline),
                 "candidates": {k: list(v) for k, v in self.candidates.items()}}
 
+    @classmethod
+    def from_kept(cls, kept: dict[str, Any]) -> SeriesUse:
+        """The inverse of :meth:`kept` (of a shape util/validated.py has checked)."""
+        return cls(kept["target"], tuple(kept["baseline"]),
+                   {k: tuple(v) for k, v in kept["candidates"].items()})
+
 
 class Project:
     """The loaded matrix plus where it came from (the repository root holds patches/, overlays/)."""
@@ -590,9 +596,14 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     if only is not None and isinstance(comps, dict) and only in comps:
         data = {**data, "comparisons": {only: comps[only]}}
         comps = data["comparisons"]
-    kinds.ensure({DEFAULT_KIND}.union(*(
-        kinds.used_in(c.get("scenarios"), DEFAULT_KIND) for c in comps.values()
-        if isinstance(c, dict))) if isinstance(comps, dict) else None)
+    if isinstance(comps, dict):  # the kinds the validated comparisons name (else: every kind)
+        used = {DEFAULT_KIND}
+        for comp in comps.values():
+            if isinstance(comp, dict):
+                used |= kinds.used_in(comp.get("scenarios"), DEFAULT_KIND)
+        kinds.ensure(used)
+    else:
+        kinds.ensure(None)
     if not registered_models():
         raise no_kind_registered()
     try:

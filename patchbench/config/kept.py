@@ -40,6 +40,5 @@ def _uses(kept: validated.Kept | None, only: str | None) -> dict[str, SeriesUse]
     kept, or no ``only``: the matrix is then validated whole)."""
     if kept is None or only is None:
         return None
-    return {row[0]: SeriesUse(u["target"], tuple(u["baseline"]),
-                              {k: tuple(v) for k, v in u["candidates"].items()})
+    return {row[0]: SeriesUse.from_kept(u)
             for row, u in zip(kept.comparisons, kept.uses, strict=True)}

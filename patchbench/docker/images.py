@@ -49,7 +49,7 @@ from typing import Any
 from patchbench.docker import engine as engines
 from patchbench.errors import RequirementError, ToolchainError
 from patchbench.util import command, ownership, progress
-from patchbench.util.files import sha256_file, write_json_atomic
+from patchbench.util.files import is_sha256, sha256_file, write_json_atomic
 
 FORMAT = 2  # bump when the way images are assembled changes (invalidates cached records)
 EPOCH = "1970-01-01T00:00:00Z"
@@ -340,7 +340,6 @@ def goroot_mode(rel: str) -> int:
 
 
 KEPT_TREE_VERSION = 1
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _tree_identity(root: Path, entries: list[tuple[str, Path, os.stat_result]]) -> str:
@@ -367,7 +366,7 @@ def _kept_tree(path: Path, identity: str) -> str | None:
     if not isinstance(data, dict) or data.get("identity") != identity:
         return None
     digest = data.get("sha256")
-    return digest if isinstance(digest, str) and _HEX64.match(digest) else None
+    return digest if is_sha256(digest) else None
 
 
 def tree_sha256(root: Path, kept: Path | None = None) -> str:

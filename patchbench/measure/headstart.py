@@ -54,6 +54,7 @@ from patchbench.errors import BenchmarkError, ConfigError, PatchbenchError
 from patchbench.util import cleanup, command, files, idle, ownership, procguard
 from patchbench.util.facts import code_key
 from patchbench.util.layout import Layout
+from patchbench.util.names import NAME_RE
 from patchbench.util.progress import say
 
 PLAN_VERSION = 1
@@ -63,8 +64,7 @@ MAX_ARG_CHARS = 1 << 14
 MAX_FILES = 64
 MAX_MATRIX_BYTES = 1 << 22
 RUN = "{run}"  # the run's folder in a kept call
-NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
+NAME = re.compile(NAME_RE)  # the matrix's rule for names
 OFF = "PATCHBENCH_HEAD_START"
 
 
@@ -244,7 +244,7 @@ def _is_kept_file(value: object) -> bool:
     if not isinstance(value, dict) or set(value) != {"sha256", "identity"}:
         return False
     digest, ident = value["sha256"], value["identity"]
-    return isinstance(digest, str) and bool(HEX64.match(digest)) and isinstance(ident, list) \
+    return files.is_sha256(digest) and isinstance(ident, list) \
         and len(ident) == 5 and all(type(x) is int and x >= 0 for x in ident)
 
 

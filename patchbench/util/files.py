@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -66,6 +67,12 @@ def read_regular(path: Path, limit: int) -> bytes:
         return raw
     finally:
         os.close(fd)
+
+
+def is_sha256(value: object) -> bool:
+    """Whether ``value`` is a sha256 as patchbench writes one (64 lowercase hex digits, nothing
+    else): the check of every hash read back from a file."""
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) is not None
 
 
 def sha256_file(path: Path, *, follow: bool = True) -> str:

@@ -7,14 +7,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from patchbench.errors import PatchbenchError, ToolchainError
 from patchbench.util import command, ownership
-from patchbench.util.files import sha256_file, write_json_atomic
+from patchbench.util.files import is_sha256, sha256_file, write_json_atomic
 
 
 class Runner(Protocol):
@@ -86,8 +85,7 @@ class StatCachedRunner:
             return self.runner.sha256(path)  # its own error, as without a cache
         entries = self._load()
         hit = entries.get(path)
-        if isinstance(hit, dict) and hit.get("stat") == before and \
-                isinstance(hit.get("sha256"), str) and re.fullmatch(r"[0-9a-f]{64}", hit["sha256"]):
+        if isinstance(hit, dict) and hit.get("stat") == before and is_sha256(hit.get("sha256")):
             return str(hit["sha256"])
         digest = self.runner.sha256(path)
         try:
