@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import pwd
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,11 @@ from tests.conftest import GO_ENV, REAL_BUILDS, REAL_REPORTS
 from tests.support import REPO_ROOT
 
 
-def test_environment_is_isolated() -> None:
+def test_environment_is_isolated(tmp_path_factory: pytest.TempPathFactory) -> None:
     home = Path(os.environ["HOME"])
     assert home != Path(pwd.getpwuid(os.getuid()).pw_dir)
-    assert home.is_relative_to(Path(tempfile.gettempdir()).resolve())
+    # in the session's temporary directory: /dev/shm or the system's (tests/conftest.py)
+    assert home.is_relative_to(tmp_path_factory.getbasetemp().resolve())
     for key in ("PATCHBENCH_BUILDS", "PATCHBENCH_REPORTS"):
         assert not Path(os.environ[key]).resolve().is_relative_to(REPO_ROOT)
     for key, value in GO_ENV.items():
