@@ -250,17 +250,18 @@ def prebuilt_project(tmp_path: Path, upstream_template: support.Upstream, go_ver
 
 TESTS = Path(__file__).resolve().parent
 
-# --- scheduling: two workers (pytest-xdist) when a folder of tests runs ------------------------
+# --- scheduling: three pytest-xdist workers when a folder of tests runs -------------------------
 # The integration tests spend most of their time waiting (deadlines, sleeps, dockerd, hyperfine's
-# runs): two workers keep about one of the two cores busy. `python3 -m pytest` runs them in two
-# worker processes (`-n auto` in pyproject.toml, resolved below; `-n 0` runs everything in one),
-# a whole file per worker at a time, the longest files first. With `-n 3` or more, the third
-# worker (SIDE_WORKER) is a side worker: it takes only the files that mostly wait and time nothing
-# (SIDE), then the unit and fault files, and runs niced (NICE), while the others take any file at
-# the run's own priority. That ran the suite in 133-167 s, but one run of five lost the bisect
-# history test (the first commit's rounds slowed 10x for a few seconds, docs/cost.md), so it is
-# not the default. Three workers taking any file lost the A/A demo test's 0.9-1.1 bound, and the
-# timed files in one worker beside two niced ones lost the history test too.
+# runs): two workers kept about one of the two cores busy. `python3 -m pytest` runs them in three
+# worker processes (`-n auto` in pyproject.toml, resolved below; `-n 0` runs everything in one,
+# `-n 2` in two), a whole file per worker at a time, the longest files first. The third worker
+# (SIDE_WORKER) is a side worker: it takes only the files that mostly wait and time nothing
+# (SIDE), niced (NICE), and stops when none is left; the other two take any file at the run's own
+# priority. Until 2026-12-02 this lost a timed test in about one run of five (the bisect history
+# test, the planted delay: a commit's rounds slowed 10x for a few seconds, docs/cost.md), when the
+# tests' files were on the disk and the side worker took the unit and fault files too (CPU it
+# spent beside the timed tests). With the temporary directories in memory (above) and the side
+# worker on SIDE alone, three workers ran the suite in 148-169 s, two in 175-189 s.
 
 # Seconds each file took (2026-12-01 19:22 UTC, a fresh clone, two workers, load 1.2-2.3: 170.5 s;
 # less the later cuts of planted, stress_exec, workflow, stress, measure, ctrstress_apply and
@@ -305,7 +306,7 @@ SIDE = ("integration/test_stress_exec.py", "integration/test_mounts_runc.py",
         "integration/test_deadline.py")
 SIDE_WORKER = "gw2"  # with -n 3 or more
 NICE = 10  # the side worker's niceness, above the run's own
-WORKERS = 2
+WORKERS = 3
 
 
 def _rel(path: Path | str) -> str:
@@ -331,30 +332,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: two workers when a folder of tests is among the arguments (or the arguments
-    are the default, tests/), none for files: a unit file starts faster without. tests/unit
-    alone took 36.6 s in one process and 19.5 s in two (load 1, 2026-12-01)."""
+    """``-n auto``: three workers when a folder holding integration tests is among the arguments
+    (or the arguments are the default, tests/), two for another folder (the side worker would
+    find nothing to take), none for files: a unit file starts faster without. tests/unit alone
+    took 36.6 s in one process and 19.5 s in two (load 1, 2026-12-01)."""
     args = [a.split("::", 1)[0] for a in config.args] or [str(TESTS)]
-    for a in args:
-        if Path(config.invocation_params.dir, a).resolve().is_dir():
-            return WORKERS
-    return 0
+    folders = [p for a in args if (p := Path(config.invocation_params.dir, a).resolve()).is_dir()]
+    here = TESTS / "integration"
+    if any(here.is_relative_to(p) or p.is_relative_to(here) for p in folders):
+        return WORKERS
+    return 2 if folders else 0
 
 
-def _side_scope(scope: str) -> int | None:
-    """Which the side worker takes first (0: a SIDE file, 1: a unit or fault file), or None."""
-    rel = scope.removeprefix("tests/")
-    if rel in SIDE:
-        return 0
-    return 1 if scope == "scipy" or rel.startswith(("unit/", "faults/")) else None
+def _for_side(scope: str) -> bool:
+    """Whether the side worker takes this file (a SIDE file)."""
+    return scope.removeprefix("tests/") in SIDE
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Whole files per worker (module fixtures are built once), in the order of the collection
     (the longest first, below), with the Docker files as one unit and the scipy files as one.
-    With a side worker (-n 3 or more), it takes SIDE files, then unit and fault files, and stops
-    when only others are left (unless it is the only worker left); the other workers take the
-    first file not in SIDE, else a SIDE one."""
+    With a side worker (-n 3 or more), it takes SIDE files and stops when only others are left
+    (unless it is the only worker left); the other workers take the first file not in SIDE, else
+    a SIDE one."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByFile(LoadScopeScheduling):  # type: ignore[misc]
@@ -365,11 +365,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _next_for(self, node: Any) -> str | None:
             alone = all(n is node or n.shutting_down for n in self.nodes)  # e.g. one file to run
             if node.gateway.id == SIDE_WORKER and not alone:
-                ranked = [(k, n) for n, s in enumerate(self.workqueue)
-                          if (k := _side_scope(s)) is not None]
-                return list(self.workqueue)[min(ranked)[1]] if ranked else None
+                return next((s for s in self.workqueue if _for_side(s)), None)
             side = any(n.gateway.id == SIDE_WORKER and not n.shutting_down for n in self.nodes)
-            return next((s for s in self.workqueue if not side or _side_scope(s) != 0),
+            return next((s for s in self.workqueue if not side or not _for_side(s)),
                         next(iter(self.workqueue), None))
 
         def _assign_work_unit(self, node: Any) -> None:
