@@ -72,9 +72,27 @@ def _tmpfs_usable(path: Path) -> bool:
     return free >= TMPFS_FREE or (there and free >= TMPFS_FREE // 4)
 
 
+def _in_memory(path: Path) -> bool:
+    """Whether ``path`` is on a tmpfs (the mount in effect with the longest prefix)."""
+    try:
+        where = path.resolve()
+        mounts = [f for line in Path("/proc/self/mounts").read_text().splitlines()
+                  if len(f := line.split()) >= 3]
+    except OSError:
+        return False
+    best: tuple[int, str] = (-1, "")
+    for _, point, kind, *_ in mounts:
+        if where.is_relative_to(point) and len(point) >= best[0]:
+            best = (len(point), kind)
+    return best[1] == "tmpfs"
+
+
 if (not os.environ.get("PYTEST_DEBUG_TEMPROOT") and not os.environ.get("TMPDIR")
         and _tmpfs_usable(TMPFS)):
     os.environ["PYTEST_DEBUG_TEMPROOT"] = str(TMPFS)  # the workers inherit it
+# three workers only with the temporary directories in memory (scheduling, below)
+IN_MEMORY = _in_memory(Path(os.environ.get("PYTEST_DEBUG_TEMPROOT")
+                            or os.environ.get("TMPDIR") or "/tmp"))
 
 REAL_BUILDS = (support.REPO_ROOT / "builds").resolve()
 REAL_REPORTS = (support.REPO_ROOT / "reports").resolve()
@@ -352,14 +370,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: three workers when a folder holding integration tests is among the arguments
-    (or the arguments are the default, tests/), two for another folder (the side worker would
-    find nothing to take), none for files: a unit file starts faster without. tests/unit alone
+    (or the arguments are the default, tests/) and the temporary directories are in memory (on
+    the disk, two: three lost a timed test in about one run of five there), two for another
+    folder (the side worker would find nothing to take), none for files: a unit file starts
+    faster without. tests/unit alone
     took 36.6 s in one process and 19.5 s in two (load 1, 2026-12-01)."""
     args = [a.split("::", 1)[0] for a in config.args] or [str(TESTS)]
     folders = [p for a in args if (p := Path(config.invocation_params.dir, a).resolve()).is_dir()]
     here = TESTS / "integration"
     if any(here.is_relative_to(p) or p.is_relative_to(here) for p in folders):
-        return WORKERS
+        return WORKERS if IN_MEMORY else 2
     return 2 if folders else 0
 
 
