@@ -648,8 +648,6 @@ def upgrade(data: dict[str, Any], version: int) -> dict[str, Any]:
     return out
 
 
-
-
 def _number(value: Any, *, integer: bool = False, low: float = 0.0) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False

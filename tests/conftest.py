@@ -52,28 +52,9 @@ def _mem_available() -> int:
     return 0
 
 
-def _tmpfs_usable(path: Path) -> bool:
-    try:
-        mounts = [f for line in Path("/proc/self/mounts").read_text().splitlines()
-                  if len(f := line.split()) >= 3 and f[1] == str(path)]
-        st = os.statvfs(path)
-        free = min(st.f_bavail * st.f_frsize, _mem_available())
-    except (OSError, ValueError):
-        return False
-    if not mounts or mounts[-1][2] != "tmpfs" or st.f_flag & os.ST_NOEXEC:  # the last one counts
-        return False
-    if not os.access(path, os.W_OK | os.X_OK):
-        return False
-    try:
-        ours = path / f"pytest-of-{getpass.getuser()}"
-    except (KeyError, OSError):  # no user name: pytest says "unknown"
-        ours = path / "pytest-of-unknown"
-    there = ours.is_dir() and not ours.is_symlink()
-    return free >= TMPFS_FREE or (there and free >= TMPFS_FREE // 4)
-
-
 def _in_memory(path: Path) -> bool:
-    """Whether ``path`` is on a tmpfs (the mount in effect with the longest prefix)."""
+    """Whether ``path`` is on a tmpfs: the mount with the longest prefix, the last of equal ones
+    (the one in effect)."""
     try:
         where = path.resolve()
         mounts = [f for line in Path("/proc/self/mounts").read_text().splitlines()
@@ -85,6 +66,24 @@ def _in_memory(path: Path) -> bool:
         if where.is_relative_to(point) and len(point) >= best[0]:
             best = (len(point), kind)
     return best[1] == "tmpfs"
+
+
+def _tmpfs_usable(path: Path) -> bool:
+    try:
+        st = os.statvfs(path)
+        free = min(st.f_bavail * st.f_frsize, _mem_available())
+    except (OSError, ValueError):
+        return False
+    if not _in_memory(path) or st.f_flag & os.ST_NOEXEC:
+        return False
+    if not os.access(path, os.W_OK | os.X_OK):
+        return False
+    try:
+        ours = path / f"pytest-of-{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name: pytest says "unknown"
+        ours = path / "pytest-of-unknown"
+    there = ours.is_dir() and not ours.is_symlink()
+    return free >= TMPFS_FREE or (there and free >= TMPFS_FREE // 4)
 
 
 if (not os.environ.get("PYTEST_DEBUG_TEMPROOT") and not os.environ.get("TMPDIR")

@@ -36,7 +36,6 @@ import io
 import json
 import os
 import platform
-import re
 import shutil
 import stat
 import tarfile
@@ -360,7 +359,7 @@ def _kept_tree(path: Path, identity: str) -> str | None:
     through a link, bounded, of a known shape; as root owned by root and writable by no one
     else), else None (the tree is hashed again)."""
     try:
-        data = json.loads(ownership.read_kept(path, 4096).decode("utf-8"))
+        data = ownership.read_kept(path, 4096)
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("identity") != identity:
@@ -562,9 +561,6 @@ def recipe_key(recipe: Recipe, go: GoTree | None, extra: Mapping[str, str]) -> s
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-_IMAGE_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
 def _strings(value: object) -> bool:
     return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
                                            for k, v in value.items())
@@ -574,11 +570,12 @@ def _kept_record(path: Path) -> dict[str, Any] | None:
     """An image's kept record (written below), read as untrusted input: a regular file, never
     through a link, bounded, of the shape written; else None (the image is built again)."""
     try:
-        rec = json.loads(ownership.read_kept(path, 1 << 20).decode("utf-8"))
+        rec = ownership.read_kept(path, 1 << 20)
     except (OSError, ValueError):
         return None
     if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or \
-            not _IMAGE_ID.match(rec["id"]) or not isinstance(rec.get("packages"), list) or \
+            not rec["id"].startswith("sha256:") or not is_sha256(rec["id"][len("sha256:"):]) or \
+            not isinstance(rec.get("packages"), list) or \
             not all(isinstance(x, str) for x in rec["packages"]) or \
             not _strings(rec.get("go")) or not _strings(rec.setdefault("rust", {})):
         return None

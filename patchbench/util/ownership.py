@@ -16,11 +16,13 @@ Nothing is checked when patchbench does not run as root.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchbench.errors import ConfigError
 
@@ -58,12 +60,12 @@ def problem(path: Path, st: os.stat_result, trust: Trust, *, parent: bool = Fals
     return None
 
 
-def read_kept(path: Path, limit: int) -> bytes:
-    """The bytes of a file patchbench kept for itself under builds/ (a hash, a list's rows),
-    read back as untrusted input: a regular file, never through a link, of at most ``limit``
-    bytes (files.read_regular), and as root only when it and its folder are owned by root (or
-    $SUDO_UID) and writable by no one else. OSError or ValueError otherwise: the caller then
-    computes what the file would have said."""
+def read_kept(path: Path, limit: int) -> Any:
+    """The JSON document of a file patchbench kept for itself under builds/ (a hash, a list's
+    rows), read back as untrusted input: a regular file, never through a link, of at most
+    ``limit`` bytes (files.read_regular), UTF-8, and as root only when it and its folder are
+    owned by root (or $SUDO_UID) and writable by no one else. OSError or ValueError otherwise:
+    the caller then computes what the file would have said. Its shape is the caller's to check."""
     from patchbench.util.files import read_regular
 
     if os.geteuid() == 0:
@@ -72,7 +74,7 @@ def read_kept(path: Path, limit: int) -> bytes:
             why = problem(p, os.lstat(p), trust)
             if why is not None:
                 raise ValueError(f"{p} {why}")
-    return read_regular(path, limit)
+    return json.loads(read_regular(path, limit).decode("utf-8"))
 
 
 def _fix(path: Path, why: str) -> str:

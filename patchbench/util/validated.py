@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +97,7 @@ def cached(path: Path, want: str) -> Kept | None:
     if not want:
         return None
     try:  # as root, one another user could have written is not read either
-        data = json.loads(ownership.read_kept(path, MAX_CACHE_BYTES).decode("utf-8"))
+        data = ownership.read_kept(path, MAX_CACHE_BYTES)
     except (OSError, ValueError):  # missing, a link, too large, not UTF-8 JSON: validate
         return None
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or \

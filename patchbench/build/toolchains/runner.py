@@ -5,7 +5,6 @@ build image, so a build records the compiler it was really built with."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -73,7 +72,7 @@ class StatCachedRunner:
         if self._entries is None:
             self._entries = {}
             with contextlib.suppress(OSError, ValueError):  # untrusted: no link, bounded
-                data = json.loads(ownership.read_kept(self.cache, 4 << 20).decode("utf-8"))
+                data = ownership.read_kept(self.cache, 4 << 20)
                 if isinstance(data, dict):
                     self._entries = data
         return self._entries
