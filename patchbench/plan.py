@@ -33,7 +33,9 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
                        + ", ".join(f"{k} += {f}" for k, f in v.layout.append)
                        + f"): {v.layout.why}; cached apart from the baseline, never gated")
     if target.build.backend == "docker":
-        out += build.docker_backend.plan_lines(target, ws.layout.builds)
+        from patchbench.build import docker as docker_backend
+
+        out += docker_backend.plan_lines(target, ws.layout.builds)
     runtime = runtimes.get(config.runtime_of(project, comp))
     fake = ws.layout.dry_run(name)
     fake_built = [build.Built(v, ws.layout.artifacts(comp.target) / f"<{v.name}>",

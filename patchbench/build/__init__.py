@@ -3,14 +3,16 @@
 
 A build happens in a temporary directory and is renamed into place, then stamped; an entry without
 its stamp is an interrupted build and is removed, never used. Backends (where the recipe runs) are
-modules behind the small ``Backend`` protocol, registered in ``BACKENDS``; a backend owns the place
-the build runs, so the toolchain fingerprint is taken through its ``Runner``.
+modules behind the small ``Backend`` protocol, named in ``BACKEND_CLASSES`` and made on first use
+(``backend``: a host build does not import the docker backend and its engine and image code); a
+backend owns the place the build runs, so the toolchain fingerprint is taken through its ``Runner``.
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -18,12 +20,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from patchbench import redact
 from patchbench.build import cache_verify, toolchains
-from patchbench.build import docker as docker_backend
-from patchbench.build import host as host_backend
 from patchbench.build.manifest import Manifest
 from patchbench.build.toolchains import LayoutChange, Runner
 from patchbench.config import BuildRecipe, Project, Target
@@ -35,6 +35,9 @@ from patchbench.source.patching import Overlay, Series
 from patchbench.util import cleanup, command, locks, progress
 from patchbench.util.files import sha256_file, tree_digest, write_json_atomic
 from patchbench.util.layout import Layout
+
+if TYPE_CHECKING:
+    from patchbench.build.docker import DockerBackend
 
 MANIFEST_SCHEMA = 1
 STAMP = "COMPLETE"
@@ -55,16 +58,36 @@ class Backend(Protocol):
         """What the manifest records about where the build ran."""
 
 
-DOCKER = docker_backend.DockerBackend()
-BACKENDS: dict[str, Backend] = {
-    "host": host_backend.HostBackend(),
-    "docker": DOCKER,
+# every backend: its name (a target's build.backend) and its class, as module:class
+BACKEND_CLASSES = {
+    "host": "patchbench.build.host:HostBackend",
+    "docker": "patchbench.build.docker:DockerBackend",
 }
+BACKENDS: dict[str, Backend] = {}  # the ones made in this process, by name
+
+
+def backend(name: str) -> Backend:
+    """The backend ``name`` (one of BACKEND_CLASSES: the config validated it), made once."""
+    made = BACKENDS.get(name)
+    if made is None:
+        module, _, cls = BACKEND_CLASSES[name].partition(":")
+        made = BACKENDS[name] = getattr(importlib.import_module(module), cls)()
+    return made
+
+
+def _docker(name: str) -> DockerBackend | None:
+    """The docker backend when ``name`` is it (imported only then), else None."""
+    if name != "docker":
+        return None
+    return cast("DockerBackend", backend(name))
 
 
 def close_backends() -> None:
-    """Stop what the backends started (patchbench's own dockerd)."""
-    DOCKER.close()
+    """Stop what the backends made in this process started (patchbench's own dockerd)."""
+    for made in list(BACKENDS.values()):
+        close = getattr(made, "close", None)
+        if close is not None:
+            close()
 
 
 @dataclass(frozen=True)
@@ -118,16 +141,19 @@ class BuildPlan:
     ) -> BuildPlan:
         target = project.target(target_name)
         env = toolchains.build_env(target, checkout.commit_epoch())
-        backend = BACKENDS[target.build.backend]
-        if isinstance(backend, docker_backend.DockerBackend):  # its image, state under builds/
-            image = backend.bind(target, layout.builds)
-            env = docker_backend.container_env(env, image.path)  # what the container gets
-        runner = backend.runner(target.build)
+        where = backend(target.build.backend)
+        docker = _docker(target.build.backend)
+        if docker is not None:  # its image, state under builds/
+            from patchbench.build.docker import container_env
+
+            image = docker.bind(target, layout.builds)
+            env = container_env(env, image.path)  # what the container gets
+        runner = where.runner(target.build)
         if isinstance(runner, toolchains.HostRunner):  # hashes of unchanged binaries, kept
             runner = toolchains.StatCachedRunner(runner, layout.toolchain_hashes)
         fp = toolchains.fingerprint(target, env, runner)
-        if isinstance(backend, docker_backend.DockerBackend):
-            fp.update(backend.fingerprint_extra(target))  # the image ID: same for all variants
+        if docker is not None:
+            fp.update(docker.fingerprint_extra(target))  # the image ID: same for all variants
         return cls(project, target_name, target, checkout, layout, overlays, env, fp,
                    list(submodules or []))
 
@@ -219,7 +245,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             hashes = toolchains.source_hashes(tree)
             if hashes:
                 fp["sources"] = hashes
-            backend = BACKENDS[plan.target.build.backend]
+            where = backend(plan.target.build.backend)
             with progress.BuildTicker(label, log):  # elapsed time and the log's last line
                 env, tree_fp = plan.env, plan.fingerprint
                 if variant.layout is not None:  # its flags; a cargo target dir of its own
@@ -227,7 +253,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                     tree_fp = {**tree_fp, "layout": variant.layout.key()}
                 env = toolchains.tree_env(plan.target, env, tree, plan.layout.builds, tree_fp)
                 with toolchains.shared_cache(plan.target, env, tree, plan.layout.builds):
-                    backend.run_recipe(tree, plan.target.build, env, log, f"build {label}")
+                    where.run_recipe(tree, plan.target.build, env, log, f"build {label}")
             (out / "bin").mkdir(parents=True)
             artifacts: dict[str, dict[str, Any]] = {}
             for rel in plan.target.build.artifacts:
@@ -290,7 +316,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
                 "commands": plan.target.build.commands,
                 "env": plan.target.build.env,
             },
-            "built_in": BACKENDS[plan.target.build.backend].describe(plan.target.build),
+            "built_in": backend(plan.target.build.backend).describe(plan.target.build),
             **({"layout": variant.layout.record()} if variant.layout is not None else {}),
             "cache_key": key,
             "duration_s": round(time.monotonic() - started, 3),

@@ -41,7 +41,6 @@ def _backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.Fixtu
              environ: dict[str, str] | None = None) -> docker_backend.DockerBackend:
     be = docker_backend.DockerBackend(state, volume_prefix=f"pbtest-{request.node.name[:40]}",
                                       environ=environ)
-    monkeypatch.setattr(build, "DOCKER", be)
     monkeypatch.setitem(build.BACKENDS, "docker", be)
     return be
 

@@ -46,7 +46,6 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
             ) -> Iterator[docker_backend.DockerBackend]:
     be = docker_backend.DockerBackend(state, volume_prefix=f"pbtest-{request.node.name[:40]}")
-    monkeypatch.setattr(build, "DOCKER", be)
     monkeypatch.setitem(build.BACKENDS, "docker", be)
     yield be
     be.close()

@@ -279,3 +279,23 @@ def test_a_damaged_hash_cache_is_ignored_and_no_builds_dir_is_made(tmp_path: Pat
     # a missing binary is the inner runner's error, as without a cache
     with pytest.raises(FileNotFoundError):
         toolchain.StatCachedRunner(CountingRunner(), cache).sha256(str(tmp_path / "gone"))
+
+
+def test_the_docker_backend_is_imported_only_when_a_target_builds_with_it() -> None:
+    """A host build (every comparison of the demo) does not import the docker backend, its
+    engine and image code; asking for the backend by name makes it once."""
+    import subprocess
+    import sys
+
+    from tests.support import REPO_ROOT
+
+    code = ("import sys\nfrom patchbench import build\n"
+            "print('patchbench.build.docker' in sys.modules, 'patchbench.docker.images' in "
+            "sys.modules)\n"
+            "host = build.backend('host')\nprint(host is build.backend('host'), host.name)\n"
+            "docker = build.backend('docker')\n"
+            "print('patchbench.build.docker' in sys.modules, docker.name, sorted(build.BACKENDS))\n"
+            "build.close_backends()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60, cwd=REPO_ROOT).stdout.splitlines()
+    assert out == ["False False", "True host", "True docker ['docker', 'host']"]
