@@ -187,7 +187,7 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
     else:
         for name in [target] if target else list(project.matrix.targets):
             built += pipeline.build_variants(project, ws, name, [Variant("baseline", ())], [])
-    from tabulate import tabulate
+    from patchbench.util.tables import tabulate
 
     rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
              "cached" if b.cached else f"built in {b.manifest['duration_s']:.1f} s",
@@ -198,9 +198,8 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
 
 
 def do_patch_check(ws: Workspace, series: list[str]) -> int:
-    from tabulate import tabulate
-
     from patchbench import pipeline
+    from patchbench.util.tables import tabulate
 
     rows = pipeline.patch_check(pipeline.load(ws), ws, series)
     print(tabulate(rows, headers=["series", "target", "result"]))
@@ -231,9 +230,8 @@ def list_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
 
 
 def do_list(ws: Workspace) -> int:
-    from tabulate import tabulate
-
     from patchbench.util import validated
+    from patchbench.util.tables import tabulate
 
     targets, comparisons = list_rows(ws)
     # at most about 100 columns: long cells wrap inside their column
