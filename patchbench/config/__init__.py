@@ -12,9 +12,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from patchbench.config.scenarios import (
@@ -27,14 +26,17 @@ from patchbench.config.scenarios import (
     registered_models,
 )
 from patchbench.errors import ConfigError
-from patchbench.util import kinds, safeargs, yamlsafe
+from patchbench.util import kinds, safeargs
 from patchbench.util.facts import inside
 from patchbench.util.models import NAME_RE, Name
 from patchbench.util.models import StrictModel as _Model
 
+if TYPE_CHECKING:
+    import yaml
+
+# PyYAML (util/yamlsafe.py: the safe loader only, libyaml's when built) is imported when a matrix
+# is parsed: a compare of bytes validated before takes their kept data (util/validated.py)
 SCHEMA_VERSION = 1
-# yaml.safe_load's loader, in C when PyYAML was built with libyaml; both refuse !!python tags
-SAFE_LOADER: Any = yamlsafe.SAFE_LOADER
 REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
 
 
@@ -451,6 +453,10 @@ class Project:
 def _line_index(text: str, path: Path | None = None) -> dict[tuple[str, ...], int]:
     """Map each key path of the YAML document to its 1-based line, for error messages; with
     ``path``, a key given twice in one mapping is an error."""
+    import yaml
+
+    from patchbench.util.yamlsafe import SAFE_LOADER
+
     index: dict[tuple[str, ...], int] = {}
     duplicates: list[tuple[tuple[str, ...], int, int]] = []
     try:
@@ -615,6 +621,10 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
         _top_level(data, path)
         lines: Mapping[tuple[str, ...], int] = _Lines(text)
     else:
+        import yaml
+
+        from patchbench.util import yamlsafe
+
         try:
             # the safe loader only (libyaml's when built), after bounds on size, depth and aliases
             data = yamlsafe.load(text)
