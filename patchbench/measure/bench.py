@@ -15,7 +15,11 @@ One hyperfine call per round (issue 21): when the round's cells can share one (n
 teardown lists, the same environment, wrap and cleanup, and a prepare for all or none), the round
 runs as one hyperfine call with one command per cell in the round's order, each read back from the
 one export JSON; otherwise (and once an escaped process was found after a shared call, see
-:func:`_run_round`) each cell gets its own call as before.
+:func:`_run_round`) each cell gets its own call as before. After the first measured round, the
+rounds that follow run several to a call (:func:`_run_rounds`): as many as take about
+BATCH_SECONDS by the last call's time, each round's cells its commands in the round's order, so
+the order of the runs is the same and hyperfine's start-up and export are paid once a batch, not
+once a round; the progress lines follow each call.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from patchbench.util.progress import RoundProgress, estimate_left, round_text, s
 
 # Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
 TIMEOUT_SLACK = 10.0
+# The rounds one hyperfine call may take, by the time the last call took per round: the progress
+# lines come at least this often (a run of short rounds is one or two calls).
+BATCH_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -341,16 +348,30 @@ def measure(
     finally:  # taken by now or never: no early call (this scenario's or another's) runs beside
         headstart.close()  # a measured run
     r = 0
+    per_call: float | None = None  # seconds per round of the last call
+    batchable: bool | None = None  # whether the cells share a call (asked once, when it matters)
     while r < len(order):
-        r += 1
-        round_cells = order[r - 1]
-        shown.start(r)
-        medians = _run_round(scenario, r, rounds, round_cells, expand, samples, warmed, share,
-                             per_round=per_round, warmup=warmup, timeout=timeout,
-                             workdir=workdir, log=log, on_round=on_round)
-        # one line per round, the cells in their given order whatever order they ran in
-        step(scenario, round_line(r, rounds, shown, [(c.label, medians[c]) for c in cells
-                                                      if c in medians]))
+        first = r + 1
+        batch = _batch(order, first, per_call, share, warmed, cells, warmup, on_round)
+        if len(batch) > 1 and batchable is None:
+            batchable = shareable([expand(c) for c in cells])
+        if not batchable:
+            batch = batch[:1]
+        shown.start(first)
+        began = time.monotonic()
+        if len(batch) > 1:
+            done = _run_rounds(scenario, first, rounds, batch, expand, samples, share,
+                               per_round=per_round, timeout=timeout, workdir=workdir, log=log)
+            shown.spread(len(batch))
+        else:
+            done = [_run_round(scenario, first, rounds, order[r], expand, samples, warmed, share,
+                               per_round=per_round, warmup=warmup, timeout=timeout,
+                               workdir=workdir, log=log, on_round=on_round)]
+        per_call = (time.monotonic() - began) / len(done)
+        for medians in done:  # one line per round, the cells in their given order
+            r += 1
+            step(scenario, round_line(r, rounds, shown, [(c.label, medians[c]) for c in cells
+                                                          if c in medians]))
         if r == len(order) and more is not None:
             add = more(samples, r)
             if add > 0:
@@ -359,6 +380,48 @@ def measure(
                 shown.total = rounds
     shown.finish()
     return samples, [[c.label for c in rc] for rc in order]
+
+
+def _batch(order: Sequence[Sequence[Cell]], first: int, per_call: float | None,
+           share: list[bool], warmed: set[Cell], cells: Sequence[Cell], warmup: int,
+           on_round: Callable[[int, Cell, dict[str, Any]], None] | None,
+           ) -> list[Sequence[Cell]]:
+    """The rounds from ``first`` that the next call runs: that one alone for the first measured
+    round (its time decides the batches), without a shared call or with a per-round callback;
+    else as many as take about BATCH_SECONDS at the last call's time per round."""
+    left = len(order) - first + 1
+    if per_call is None or not share[0] or on_round is not None or left < 2 or \
+            (warmup > 0 and not warmed.issuperset(cells)):
+        return [order[first - 1]]
+    n = max(1, min(left, int(BATCH_SECONDS / max(per_call, 1e-6))))
+    return list(order[first - 1:first - 1 + n])
+
+
+def _run_rounds(
+    scenario: str, first: int, rounds: int, batch: Sequence[Sequence[Cell]], expand: Expander,
+    samples: dict[Cell, Samples], share: list[bool], *, per_round: int, timeout: float,
+    workdir: Path, log: Path,
+) -> list[dict[Cell, float]]:
+    """Rounds ``first``.. (``batch``: each one's cells in its order) as one hyperfine call, every
+    cell warmed: each round's cells its commands in that round's order, so the runs come in the
+    order one call per round runs them. Returns each round's medians. A failed run is raised
+    after the call, naming its round, as :func:`_run_round` raises it; an escape after the
+    call ends the sharing as there."""
+    last = first + len(batch) - 1
+    plan = [(first + i, cell) for i, rc in enumerate(batch) for cell in rc]
+    invs = [expand(cell) for _, cell in plan]
+    names = [f"{scenario} {cell.label} round {r}/{rounds}" for r, cell in plan]
+    labels = ", ".join(c.label for c in batch[0])
+    export = workdir / f"{scenario}.r{first}-{last}.json"
+    got = _shared_call([cell for _, cell in plan], invs, samples, share, runs=per_round,
+                       warmup=0, timeout=timeout, export=export, log=log, names=names,
+                       call=f"{scenario} rounds {first}-{last}/{rounds} (cells {labels} in one "
+                            "hyperfine call)")
+    done: list[dict[Cell, float]] = [{} for _ in batch]
+    for (r, cell), inv, name, res in zip(plan, invs, names, got, strict=True):
+        _take(samples[cell], res, r, inv, name, export)  # the first failed round: raised
+        done[r - first][cell] = float(res.get("median") or 0.0)
+    return done
 
 
 def _run_round(

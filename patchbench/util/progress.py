@@ -191,6 +191,16 @@ class RoundProgress:
         self.status.update(text)
         return text
 
+    def spread(self, rounds: int) -> None:
+        """The round started last was ``rounds`` rounds run as one call: its time so far is
+        split evenly between them (the last one's ends at the next ``start`` or ``finish``)."""
+        if self._round_started is None or rounds < 2:
+            return
+        now = self.clock()
+        each = (now - self._round_started) / rounds
+        self.durations += [each] * (rounds - 1)
+        self._round_started = now - each
+
     def finish(self) -> None:
         if self._round_started is not None:
             self.durations.append(self.clock() - self._round_started)

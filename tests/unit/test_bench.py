@@ -206,30 +206,78 @@ def test_one_progress_line_per_round_with_its_total_and_the_cells_in_order(
 
 # --- one hyperfine call per round (issue 21) -----------------------------------------------------
 
+@pytest.mark.parametrize("batch", [False, True])
 def test_a_round_of_shareable_cells_is_one_call_in_the_rounds_order(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: bool) -> None:
+    """One call per round (``batch`` off: BATCH_SECONDS 0), or, after round 1, the rounds
+    that fit in BATCH_SECONDS as one call: the same commands in the same order either way."""
+    if not batch:
+        monkeypatch.setattr(bench, "BATCH_SECONDS", 0.0)
     fake = FakeHyperfine().install(monkeypatch)
     cells = [Cell("baseline"), Cell("fix")]
     samples, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path, **SCENARIO)
-    assert fake.n_calls == 1 + 3  # the warmups, then one per round, not one per cell per round
+    # the warmups, then one per round (not one per cell per round), or round 1 and rounds 2-3
+    assert fake.n_calls == (1 + 2 if batch else 1 + 3)
     # warmups once per cell: a call of their own before round 1, in round 1's order
     warm = [c for c in fake.calls if c["call"] == 1]
     assert [c["cmd"][0] for c in warm] == order[0]
     assert [(c["name"], c["runs"], c["warmup"]) for c in warm] == \
         [(f"s {label} warmup", 2, 0) for label in order[0]]
     assert {c["export"] for c in warm} == {tmp_path / "s.warmup.json"}
-    for r, labels in enumerate(order, 1):
-        in_call = [c for c in fake.calls if c["call"] == r + 1]
-        assert [c["cmd"][0] for c in in_call] == labels  # the round's (balanced) order
-        assert [c["name"] for c in in_call] == [f"s {label} round {r}/3" for label in labels]
-        assert {c["export"] for c in in_call} == {tmp_path / f"s.r{r}.json"}
-        assert {c["warmup"] for c in in_call} == {0}
+    measured = [c for c in fake.calls if c["call"] > 1]
+    assert [(c["cmd"][0], c["name"]) for c in measured] == \
+        [(label, f"s {label} round {r}/3") for r, labels in enumerate(order, 1)
+         for label in labels]  # every round's (balanced) order, round after round
+    assert {c["warmup"] for c in measured} == {0}
+    for r in (1, 2, 3):
+        in_round = [c for c in measured if c["name"].endswith(f" round {r}/3")]
+        call = 2 if r == 1 else 3 if batch else r + 1
+        assert {(c["call"], c["export"]) for c in in_round} == {
+            (call, tmp_path / ("s.r2-3.json" if batch and r > 1 else f"s.r{r}.json"))}
     # every cell gets its own command's results, one hyperfine dict per round
     assert samples[Cell("baseline")].times == pytest.approx([0.2, 0.201] * 3)
     assert samples[Cell("fix")].times == pytest.approx([0.1, 0.101] * 3)
     assert [h["command"] for h in samples[Cell("fix")].hyperfine] == \
         [f"s fix round {r}/3" for r in (1, 2, 3)]
     assert samples[Cell("fix")].rounds == [1, 1, 2, 2, 3, 3]
+
+
+def test_the_batches_follow_the_last_calls_time_per_round(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 1 alone; then as many rounds as take BATCH_SECONDS at the last call's time per
+    round (here 4 s a round: 10 s takes two)."""
+    fake = FakeHyperfine().install(monkeypatch)
+    now = [0.0]
+    many = fake.many
+
+    def timed(invs: list[Invocation], **kw: Any) -> list[dict[str, Any]]:
+        now[0] += 2.0 * len(invs)  # 2 s a command: 4 s a round of two cells
+        return many(invs, **kw)
+
+    monkeypatch.setattr(bench, "hyperfine_many", timed)
+    monkeypatch.setattr(bench.time, "monotonic", lambda: now[0])
+    bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
+                  **{**SCENARIO, "runs": 14, "rounds": 7})
+    rounds_per_call = Counter(c["call"] for c in fake.calls if c["call"] > 1)
+    assert [n // 2 for n in rounds_per_call.values()] == [1, 2, 2, 2]
+
+
+def test_a_failed_run_in_a_batch_names_its_round(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeHyperfine(fail_at=("fix", 3), code=3).install(monkeypatch)
+    with pytest.raises(BenchmarkError) as info:
+        bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
+                      **SCENARIO)
+    assert info.value.message == "s fix round 3/3: 1 of 2 runs failed (exit codes [3])"
+    assert fake.n_calls == 3  # the warmups, round 1, rounds 2-3
+
+
+def test_cells_that_cannot_share_a_call_are_never_batched(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeHyperfine().install(monkeypatch)
+    bench.measure("s", [Cell("baseline"), Cell("fix")], expand_apart, seed=11, workdir=tmp_path,
+                  **SCENARIO)
+    assert fake.n_calls == 6 and {c["runs"] for c in fake.calls} == {2}  # one per cell per round
 
 
 def test_a_shared_calls_wall_time_is_split_in_proportion(tmp_path: Path,
@@ -354,7 +402,7 @@ def test_without_warmups_no_window_opens_and_the_work_waits(
     try:
         bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
                       **{**SCENARIO, "warmup": 0})
-        assert fake.n_calls == 3 and ran == []  # nothing ran beside a measured run
+        assert fake.n_calls == 2 and ran == []  # round 1, rounds 2-3: nothing ran beside
     finally:
         idle.run_pending()
     assert ran == ["work"]
