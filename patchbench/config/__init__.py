@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     import yaml
 
 # PyYAML (util/yamlsafe.py: the safe loader only, libyaml's when built) is imported when a matrix
-# is parsed: a compare of bytes validated before takes their kept data (util/validated.py)
+# is parsed, not by whatever imports the models
 SCHEMA_VERSION = 1
 REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
 
@@ -399,9 +398,6 @@ class Project:
         # every comparison's series by target (the matrix's, or the kept ones: config/kept.py)
         self.uses = uses if uses is not None else [SeriesUse.of(c)
                                                    for c in matrix.comparisons.values()]
-        # the whole file's data as parsed (``load`` sets it): what a kept validation keeps, so
-        # that a ``compare`` of the same bytes does not parse them again (util/validated.py)
-        self.document: Any = None
 
     def with_backend(self, backend: str | None) -> Project:
         """This project with every Go, C and Rust target built by ``backend`` (``--backend``):
@@ -540,31 +536,8 @@ TOOLCHAIN_TAGS = ("GoToolchain", "SwiftToolchain", "CToolchain", "RustToolchain"
                   "c", "rust")
 
 
-class _Lines(Mapping[tuple[str, ...], int]):
-    """``_line_index`` of a text whose duplicate keys were refused before (the same bytes,
-    validated whole: config/kept.py), made only when an error message asks for a line."""
-
-    def __init__(self, text: str) -> None:
-        self._text = text
-        self._index: dict[tuple[str, ...], int] | None = None
-
-    def _made(self) -> dict[tuple[str, ...], int]:
-        if self._index is None:
-            self._index = _line_index(self._text)
-        return self._index
-
-    def __getitem__(self, key: tuple[str, ...]) -> int:
-        return self._made()[key]
-
-    def __iter__(self) -> Iterator[tuple[str, ...]]:
-        return iter(self._made())
-
-    def __len__(self) -> int:
-        return len(self._made())
-
-
 def _format_validation(
-    err: ValidationError, path: Path, text: str, lines: Mapping[tuple[str, ...], int]
+    err: ValidationError, path: Path, text: str, lines: dict[tuple[str, ...], int]
 ) -> ConfigError:
     messages = []
     for item in err.errors():
@@ -591,21 +564,13 @@ def _format_validation(
     )
 
 
-def _top_level(data: Any, path: Path) -> None:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
-
-
 def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
-         raw: bytes | None = None, only: str | None = None, document: Any = None) -> Project:
+         raw: bytes | None = None, only: str | None = None) -> Project:
     """Load and validate ``path`` (``raw``: its bytes, already read); also check that every
     named patch series and overlay exists (except ``pending_series``: the series a ``series
     add`` is about to make). ``only``: validate the comparison of that name alone, with the
     targets (the caller knows the rest valid: config/kept.py); a matrix without it is
-    validated whole. ``document``: ``raw`` as parsed by an earlier load that validated it whole
-    (its duplicate keys refused then; kept, config/kept.py): not parsed again, and the line
-    index made only for an error. Only the kinds the validated comparisons name are
-    imported."""
+    validated whole. Only the kinds the validated comparisons name are imported."""
     try:
         raw = path.read_bytes() if raw is None else raw
     except OSError as exc:
@@ -616,32 +581,27 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
         at = raw[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{at}: not UTF-8 text (byte {exc.start})",
                           hint="save the matrix as UTF-8") from None
-    if document is not None:
-        data: Any = document
-        _top_level(data, path)
-        lines: Mapping[tuple[str, ...], int] = _Lines(text)
-    else:
-        import yaml
+    import yaml
 
-        from patchbench.util import yamlsafe
+    from patchbench.util import yamlsafe
 
-        try:
-            # the safe loader only (libyaml's when built), after bounds on size, depth and aliases
-            data = yamlsafe.load(text)
-        except yamlsafe.YamlLimitError as exc:
-            raise ConfigError(f"{path}:{exc.line or '?'}: refused: {exc.message}",
-                              hint="a matrix is plain, small YAML") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"{mark.line + 1}" if mark is not None else "?"
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise ConfigError(
-                f"{path}:{where}: not valid YAML: {problem}",
-                hint="only plain YAML is accepted (no !!python tags or other custom types)",
-            ) from None
-        _top_level(data, path)
-        lines = _line_index(text, path)  # also refuses duplicate keys
-    whole = data
+    try:
+        # the safe loader only (libyaml's when built), after bounds on size, depth and aliases
+        data = yamlsafe.load(text)
+    except yamlsafe.YamlLimitError as exc:
+        raise ConfigError(f"{path}:{exc.line or '?'}: refused: {exc.message}",
+                          hint="a matrix is plain, small YAML") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.line + 1}" if mark is not None else "?"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(
+            f"{path}:{where}: not valid YAML: {problem}",
+            hint="only plain YAML is accepted (no !!python tags or other custom types)",
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
+    lines = _line_index(text, path)  # also refuses duplicate keys
     comps = data.get("comparisons")
     if only is not None and isinstance(comps, dict) and only in comps:
         data = {**data, "comparisons": {only: comps[only]}}
@@ -661,7 +621,6 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     except ValidationError as exc:
         raise _format_validation(exc, path, text, lines) from None
     project = Project(matrix, path)
-    project.document = whole
     existing = [s for s in project.all_series() if (project.series_dir(s) / "series").is_file()]
     for cname, comp in matrix.comparisons.items():
         if comp.target not in matrix.targets:
@@ -720,7 +679,7 @@ def shown(path: Path) -> str:
 
 
 def _check_repo_path(
-    project: Project, value: str, key: str, lines: Mapping[tuple[str, ...], int]
+    project: Project, value: str, key: str, lines: dict[tuple[str, ...], int]
 ) -> None:
     p = Path(value)
     if p.is_absolute():

@@ -7,8 +7,7 @@ the targets and comparison NAME alone when ``store`` holds a whole validation of
 with this code whose facts still hold; every other comparison's series by target
 (``Project.uses``, what fetching a target and checking a series read) then come from ``store``,
 and NAME's own, as just validated, must be what ``store`` says of it, or none of ``store`` is
-believed and the matrix is validated whole. With ``only``, the matrix's data as parsed comes
-from ``store`` too, when NAME's was kept (the same bytes are not parsed again)."""
+believed and the matrix is validated whole."""
 
 from __future__ import annotations
 
@@ -25,9 +24,7 @@ def load(matrix: Path, store: Path, *, pending_series: frozenset[str] = frozense
     kept = None if pending_series else validated.cached(store, want)
     uses = _uses(kept, only)
     project = config.load(matrix, pending_series=pending_series, raw=raw,
-                          only=None if uses is None else only,
-                          document=None if uses is None or kept is None or only is None
-                          else kept.data_of(only))
+                          only=None if uses is None else only)
     if uses is not None and only in project.matrix.comparisons:
         if uses.get(only) == SeriesUse.of(project.comparison(only)):
             project.uses = list(uses.values())  # the others' series, as found when validated

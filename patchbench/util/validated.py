@@ -12,10 +12,7 @@ PyYAML's and Python's versions, and the file-system facts ``config.load`` relied
 - ``compare NAME`` validates the targets and comparison NAME alone (config.load's ``only``),
   importing only the kinds NAME's scenarios name: the rest of the file is what was validated,
   and what the run reads of the other comparisons (their series, when it fetches their target
-  or checks a series: config.SeriesUse) comes from the kept file. So does the matrix's data as
-  parsed (``document``: the targets and every comparison that is plain JSON data, a comparison
-  with integer keys such as ``exit_labels`` left out; at most MAX_DOCUMENT_BYTES): the bytes
-  are not parsed again (about 20 ms of YAML per run) when NAME's data was kept.
+  or checks a series: config.SeriesUse) comes from the kept file.
 Otherwise the matrix is validated whole as always (an error is an error, and nothing is kept)
 and kept again. The file is read as untrusted input: a regular file, never through a link,
 bounded, of a known shape, and as root owned by root and writable by no one else (the rule
@@ -26,8 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +32,8 @@ from patchbench.util import files, ownership
 from patchbench.util.facts import code_key, holds
 from patchbench.util.names import NAME_RE
 
-CACHE_VERSION = 3  # 2: every comparison's series by target (uses); 3: the parsed document
+CACHE_VERSION = 2  # 2: every comparison's series by target (uses)
 MAX_CACHE_BYTES = 1 << 20
-MAX_DOCUMENT_BYTES = MAX_CACHE_BYTES // 4  # a larger matrix's data is not kept (parsed each run)
-MAX_DOCUMENT_DEPTH = 64  # yamlsafe's own bound on a matrix's nesting
 MAX_MATRIX_BYTES = MAX_CACHE_BYTES * 4
 TARGET_HEADERS = ["target", "url", "ref", "commit", "toolchain", "requires"]
 COMPARISON_HEADERS = ["comparison", "target", "candidates", "scenarios", "description"]
@@ -79,42 +72,6 @@ class Kept:
     targets: Rows
     comparisons: Rows
     uses: list[dict[str, Any]]
-    document: dict[str, Any] | None = None  # the matrix's data as parsed (keepable), if kept
-
-    def data_of(self, name: str) -> dict[str, Any] | None:
-        """The kept data, if it holds comparison ``name``'s (else the bytes are parsed)."""
-        comps = (self.document or {}).get("comparisons")
-        return self.document if isinstance(comps, dict) and name in comps else None
-
-
-def keepable(document: object) -> dict[str, Any] | None:
-    """The part of a matrix's data that JSON keeps exactly: everything but the comparisons
-    that are not plain (None: that part is not plain, or too large)."""
-    if not isinstance(document, dict):
-        return None
-    rest = {k: v for k, v in document.items() if k != "comparisons"}
-    comps = document.get("comparisons")
-    if not plain(rest) or not isinstance(comps, dict):
-        return None
-    kept = {**rest, "comparisons": {n: c for n, c in comps.items()
-                                    if isinstance(n, str) and plain(c, 2)}}
-    return kept if len(json.dumps(kept, allow_nan=False)) <= MAX_DOCUMENT_BYTES else None
-
-
-def plain(value: object, depth: int = 0) -> bool:
-    """Whether ``value`` is data that JSON keeps exactly: mappings with string keys, lists,
-    strings, booleans, integers, finite floats and null, nested at most MAX_DOCUMENT_DEPTH."""
-    if depth > MAX_DOCUMENT_DEPTH:
-        return False
-    if value is None or isinstance(value, str | bool | int):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(plain(x, depth + 1) for x in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and plain(v, depth + 1) for k, v in value.items())
-    return False
 
 
 def _is_name(value: object) -> bool:
@@ -152,12 +109,9 @@ def cached(path: Path, want: str) -> Kept | None:
             not isinstance(uses, list) or len(uses) != len(comparisons) or \
             not all(_is_use(u) for u in uses):
         return None
-    document = data.get("document")
-    if document is not None and not (isinstance(document, dict) and plain(document)):
-        return None
     if not all(holds(f) for f in data["facts"]):
         return None
-    return Kept(targets, comparisons, uses, document)
+    return Kept(targets, comparisons, uses)
 
 
 def rows_of(project: Any) -> tuple[Rows, Rows]:
@@ -176,12 +130,10 @@ def keep(path: Path, want: str, project: Any) -> Kept:
     """Keep ``project`` (the matrix of key ``want``, validated whole) and return what was kept;
     a builds/ that cannot be written: validated whole next time."""
     targets, comparisons = rows_of(project)
-    document = keepable(getattr(project, "document", None))
-    kept = Kept(targets, comparisons, [u.kept() for u in project.uses], document)
+    kept = Kept(targets, comparisons, [u.kept() for u in project.uses])
     if want:
         with contextlib.suppress(OSError):
             files.write_json_atomic(path, {
                 "version": CACHE_VERSION, "key": want, "facts": project.facts,
-                "targets": targets, "comparisons": comparisons, "uses": kept.uses,
-                "document": document})
+                "targets": targets, "comparisons": comparisons, "uses": kept.uses})
     return kept

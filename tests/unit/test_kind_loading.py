@@ -295,97 +295,21 @@ def test_a_load_makes_no_builds_directory(project: Path) -> None:
     assert not (project / "builds").exists()
 
 
-# --- the matrix's data as parsed is kept with the proof --------------------------------------
-
-
-def test_a_partial_load_takes_the_kept_data_and_parses_nothing(
-        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    from patchbench.util import yamlsafe
-
-    first = pipeline.load(ws)
-    kept = json.loads(ws.layout.listing_cache.read_text())
-    assert kept["document"] == yaml.safe_load(MATRIX)  # the whole file's data
-
-    def no_parse(*a: object, **kw: object) -> object:
-        raise AssertionError("the kept bytes were parsed again")
-
-    monkeypatch.setattr(yamlsafe, "load", no_parse)
-    monkeypatch.setattr(config, "_line_index", no_parse)  # made only for an error message
-    again = pipeline.load(ws, only="timed")
-    assert again.matrix.comparisons["timed"] == first.matrix.comparisons["timed"]
-    assert again.matrix.targets == first.matrix.targets
-
-
-@pytest.mark.parametrize("document", ["x", [1], {"version": float("inf")}, {"1": {2: 3}},
-                                      {"version": 1, "targets": {"t": {"x": {"y": "z"}}},
-                                       "comparisons": {"timed": {"target": "t"}}}])
-def test_kept_data_of_the_wrong_shape_is_not_believed(ws: Workspace, document: object) -> None:
-    """Not plain JSON data (a value JSON does not keep exactly, a key that is not a string):
-    the kept file is ignored and the matrix is parsed and validated whole. Plain data of
-    another matrix is refused by the validation, naming the key."""
-    pipeline.load(ws)
-    store = ws.layout.listing_cache
-    text = json.dumps({**json.loads(store.read_text()), "document": document})
-    store.write_text(text.replace('"2"', "2"))
-    if isinstance(document, dict) and "targets" in document:
-        with pytest.raises(ConfigError, match=r"targets\.t"):
-            pipeline.load(ws, only="timed")
-        return
-    assert list(pipeline.load(ws, only="timed").matrix.comparisons) == ["timed", "soaked"]
-
-
-def test_an_error_with_kept_data_names_its_line(ws: Workspace) -> None:
-    """The line index of kept data is made when a message needs it."""
-    pipeline.load(ws)
-    store = ws.layout.listing_cache
-    kept = json.loads(store.read_text())
-    kept["document"]["comparisons"]["timed"]["target"] = "nowhere"
-    store.write_text(json.dumps(kept))
-    line = next(n for n, text in enumerate(MATRIX.splitlines(), 1) if "target: t" in text)
-    with pytest.raises(ConfigError, match=rf"matrix.yaml:{line}: comparisons\.timed\.target"):
-        pipeline.load(ws, only="timed")
-
-
-def test_data_that_json_does_not_keep_is_parsed_each_time(tmp_path: Path) -> None:
-    from patchbench.util import validated
-
-    assert validated.plain({"a": [1, 2.5, None, True, "x"], "b": {}})
-    for value in ({1: "a"}, {"a": float("nan")}, {"a": (1,)}, {"a": {1, 2}}, b"x"):
-        assert not validated.plain(value)
-    deep: object = "x"
-    for _ in range(validated.MAX_DOCUMENT_DEPTH + 2):
-        deep = [deep]
-    assert not validated.plain(deep)
-
-
-def test_a_comparison_json_does_not_keep_is_parsed_the_others_are_not(
-        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A comparison whose data JSON does not keep exactly (the stress kind's ``exit_labels`` has
-    integer keys) is left out of the kept document, and a run of it parses the bytes; a run of
-    another takes the kept data."""
-    from patchbench.util import validated, yamlsafe
-
-    doc = {"version": 1, "targets": {"t": {"url": "u"}},
-           "comparisons": {"a": {"target": "t"}, "b": {"scenarios": [{"exit_labels": {137: "x"}}]}}}
-    kept = validated.keepable(doc)
-    assert kept == {"version": 1, "targets": {"t": {"url": "u"}},
-                    "comparisons": {"a": {"target": "t"}}}
-    assert validated.keepable({**doc, "targets": {1: "t"}}) is None  # the rest must be plain
-    assert validated.keepable({"version": 1}) is None
+def test_what_a_compare_validates_comes_from_the_bytes_never_from_the_kept_file(
+        ws: Workspace) -> None:
+    """The kept file is as writable as builds/ (a CI cache restores it): anyone can recompute
+    its key, so nothing in it may stand in for the matrix's bytes. A forged file with the
+    right key and data of its own changes nothing a partial load validates."""
     whole = pipeline.load(ws)
     store = ws.layout.listing_cache
-    on_disk = json.loads(store.read_text())
-    del on_disk["document"]["comparisons"]["soaked"]  # as if it had integer keys
-    store.write_text(json.dumps(on_disk))
-    parsed: list[str] = []
-    real = yamlsafe.load
-
-    def load(text: str) -> object:
-        parsed.append("parsed")
-        return real(text)
-
-    monkeypatch.setattr(yamlsafe, "load", load)
-    assert pipeline.load(ws, only="timed").matrix.comparisons["timed"] == \
-        whole.matrix.comparisons["timed"] and parsed == []
-    assert pipeline.load(ws, only="soaked").matrix.comparisons["soaked"] == \
-        whole.matrix.comparisons["soaked"] and parsed == ["parsed"]
+    forged = json.loads(store.read_text())
+    doc = yaml.safe_load(MATRIX)
+    doc["comparisons"]["timed"]["scenarios"][0]["command"] = ["/bin/sh", "-c", "echo forged"]
+    doc["targets"]["t"]["url"] = "https://forged.example/t.git"
+    forged["document"] = doc
+    forged["targets"] = [["t", "https://forged.example/t.git", "v1", "0123456789ab", "go 1.22",
+                          "-"]]
+    store.write_text(json.dumps(forged))
+    part = pipeline.load(ws, only="timed")
+    assert part.matrix.comparisons["timed"] == whole.matrix.comparisons["timed"]
+    assert part.matrix.targets == whole.matrix.targets
