@@ -42,8 +42,10 @@ from patchbench.util.progress import RoundProgress, estimate_left, round_text, s
 # Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
 TIMEOUT_SLACK = 10.0
 # The rounds one hyperfine call may take, by the time the last call took per round: the progress
-# lines come at least this often (a run of short rounds is one or two calls).
+# lines come about this often (a run of short rounds is one or two calls), and an escaped process
+# (gated) runs beside the rest of its call at most about this long before it is found and killed
 BATCH_SECONDS = 10.0
+MAX_BATCH_ROUNDS = 64  # and never more rounds than this in one call (one argv of every command)
 
 
 @dataclass(frozen=True)
@@ -393,7 +395,7 @@ def _batch(order: Sequence[Sequence[Cell]], first: int, per_call: float | None,
     if per_call is None or not share[0] or on_round is not None or left < 2 or \
             (warmup > 0 and not warmed.issuperset(cells)):
         return [order[first - 1]]
-    n = max(1, min(left, int(BATCH_SECONDS / max(per_call, 1e-6))))
+    n = max(1, min(left, MAX_BATCH_ROUNDS, int(BATCH_SECONDS / max(per_call, 1e-6))))
     return list(order[first - 1:first - 1 + n])
 
 
@@ -405,8 +407,9 @@ def _run_rounds(
     """Rounds ``first``.. (``batch``: each one's cells in its order) as one hyperfine call, every
     cell warmed: each round's cells its commands in that round's order, so the runs come in the
     order one call per round runs them. Returns each round's medians. A failed run is raised
-    after the call, naming its round, as :func:`_run_round` raises it; an escape after the
-    call ends the sharing as there."""
+    after the call, naming its round, as :func:`_run_round` raises it (the call's later rounds
+    have run); an escape is found after the call (it ran beside the call's later rounds; it is
+    gated) and ends the sharing, and with it the batches, as there."""
     last = first + len(batch) - 1
     plan = [(first + i, cell) for i, rc in enumerate(batch) for cell in rc]
     invs = [expand(cell) for _, cell in plan]

@@ -432,3 +432,58 @@ def test_hyperfine_many_gives_one_command_each_and_reads_each_result(
     # the backstop: the commands run in turn, each (runs + warmup) x its own per-run limit
     assert seen["timeout"] == pytest.approx(4 * 5.0 + 4 * (2.0 + bench.hangs.KILL_SLACK)
                                             + bench.TIMEOUT_SLACK)
+
+
+def test_an_escape_in_a_batch_ends_the_batches(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that escaped a batched call is found after it, recorded against no variant
+    (gated), and every later round runs one call per cell, each checked as its variant's."""
+    monkeypatch.setattr(bench, "BATCH_SECONDS", 1e9)  # everything after round 1 in one call
+    fake = FakeHyperfine().install(monkeypatch)
+    checks: list[tuple[str, str | None]] = []
+
+    def check(step: str, variant: str | None = None) -> object | None:
+        checks.append((step, variant))
+        return object() if step.startswith("s rounds 2-3/3") else None
+
+    monkeypatch.setattr(bench.procguard, "check_active", check)
+    first: dict[str, int] = {}
+
+    def more(samples: dict[Cell, bench.Samples], done: int) -> int:
+        first.setdefault("asked at", done)
+        return 2 if done == 3 else 0  # two rounds more, after the batch
+
+    _, order = bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11,
+                             workdir=tmp_path, more=more, **SCENARIO)
+    assert first == {"asked at": 3} and len(order) == 5
+    labels = ", ".join(order[1])
+    assert (f"s rounds 2-3/3 (cells {labels} in one hyperfine call)", None) in checks
+    # rounds 4 and 5 (added by `more`): one call per cell, each checked as its variant's
+    assert checks[-4:] == [(f"s {label} round {r}/5", label)
+                           for r in (4, 5) for label in order[r - 1]]
+    assert fake.n_calls == 1 + 1 + 1 + 4
+
+
+def test_a_per_round_callback_or_one_round_runs_no_batch(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "BATCH_SECONDS", 1e9)
+    fake = FakeHyperfine().install(monkeypatch)
+    seen: list[int] = []
+    bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
+                  on_round=lambda r, cell, result: seen.append(r), **SCENARIO)
+    assert fake.n_calls == 1 + 3 and seen == [1, 1, 2, 2, 3, 3]
+    fake = FakeHyperfine().install(monkeypatch)
+    bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path / "1",
+                  **{**SCENARIO, "rounds": 1, "runs": 2})
+    assert fake.n_calls == 2  # the warmups, round 1
+
+
+def test_a_batch_holds_at_most_max_batch_rounds(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "BATCH_SECONDS", 1e9)
+    monkeypatch.setattr(bench, "MAX_BATCH_ROUNDS", 3)
+    fake = FakeHyperfine().install(monkeypatch)
+    bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
+                  **{**SCENARIO, "rounds": 8, "runs": 16})
+    per_call = Counter(c["call"] for c in fake.calls if c["call"] > 1)
+    assert [n // 2 for n in per_call.values()] == [1, 3, 3, 1]

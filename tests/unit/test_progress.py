@@ -113,3 +113,19 @@ def test_build_ticker_prints_plain_lines_off_a_terminal(tmp_path: Path,
     assert pipe.getvalue() == ""  # nothing rewritten in place
     err = capsys.readouterr().err
     assert "patchbench: still building runc/baseline · 0s · compiling" in err
+
+
+def test_a_call_of_several_rounds_spreads_its_time_over_them() -> None:
+    tty, clock = Tty(), Clock()
+    rp = p.RoundProgress(6, p.StatusLine(tty, enabled=True), clock=clock)
+    rp.start(1)
+    clock.now += 4
+    rp.start(2)  # rounds 2-4 in one call of 12 s
+    clock.now += 12
+    rp.spread(3)
+    assert rp.durations == [4, 4, 4]  # the call's last round ends at the next start
+    assert rp.start(5) == "round 5/6 · 16s elapsed · ETA 8s"
+    rp.spread(1)  # one round: nothing to spread
+    clock.now += 2
+    rp.finish()
+    assert rp.durations == [4, 4, 4, 4, 2]
