@@ -3,14 +3,16 @@
 tabulate imports wcwidth, when installed, to measure East Asian wide characters, emoji and
 combining marks; wcwidth's import reads its Unicode tables (10-15 ms of every command that
 prints a table, and of every comparison's report; issue 21). patchbench's tables are ASCII and
-one-column symbols (± – × → ≥ …) whose width is their length, so tabulate is imported with
-wcwidth hidden, and wcwidth is handed to it on the first table holding a character that is not
-one column wide: every table is aligned exactly as tabulate with wcwidth aligns it."""
+one-column symbols (± – × → ≥ …, ``ONE_COLUMN``) whose width is their length, so tabulate is
+imported with wcwidth hidden, and wcwidth is handed to it on the first table holding any other
+character (a description in another script, an emoji, a control character): every table is
+aligned exactly as tabulate with wcwidth aligns it. While tabulate is imported here, another
+thread importing wcwidth would find none; patchbench imports tabulate only through this module
+and wcwidth nowhere else."""
 
 from __future__ import annotations
 
 import sys
-import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -24,13 +26,14 @@ finally:
         del sys.modules["wcwidth"]
 
 
+# the characters patchbench's own tables hold beyond printable ASCII, each one column wide in
+# every Unicode version wcwidth knows (a test checks them against wcwidth)
+ONE_COLUMN = frozenset("±–—×→←≥≤…·µ°Δσ√≈≠")
+
+
 def _narrow(ch: str) -> bool:
-    """Whether ``ch`` takes exactly one column (tabulate measures such text by its length)."""
-    if " " <= ch <= "~":
-        return True
-    return (unicodedata.east_asian_width(ch) not in ("W", "F")
-            and unicodedata.category(ch) not in ("Mn", "Me", "Cf", "Cc", "Cs")
-            and not ("\u1160" <= ch <= "\u11ff"))  # Hangul medial vowels and finals: width 0
+    """Whether tabulate measures ``ch`` by its length exactly as with wcwidth."""
+    return " " <= ch <= "~" or ch in ONE_COLUMN
 
 
 def _texts(rows: Sequence[Any] | Mapping[Any, Any], headers: Any) -> Iterator[str]:
@@ -51,9 +54,9 @@ def _texts(rows: Sequence[Any] | Mapping[Any, Any], headers: Any) -> Iterator[st
 
 
 def _wide(rows: Sequence[Any] | Mapping[Any, Any], headers: Any) -> bool:
-    """Whether a cell or header holds a character that is not one column wide."""
-    return any(not _narrow(ch) for text in _texts(rows, headers) if not text.isascii()
-               for ch in text)
+    """Whether a cell or header holds a character other than printable ASCII and ONE_COLUMN
+    (anything else, a control character too, is measured by wcwidth)."""
+    return any(not _narrow(ch) for text in _texts(rows, headers) for ch in text)
 
 
 def tabulate(rows: Any, headers: Any = (), **kwargs: Any) -> str:

@@ -18,6 +18,8 @@ TABLES = [
     ([["日本語の説明", "1"], ["b", "22"]], ["名前", "n"]),  # East Asian wide
     ([["e\u0301te\u0301", "1"], ["🚀 start", "2"]], ["x", "y"]),  # a combining mark, an emoji
     ({"col": ["a", "ｗｉｄｅ"], "n": [1, 2]}, "keys"),  # a dict of columns
+    ([["☰☰☰☰", "1"], ["b", "2"]], ["x", "y"]),  # wide in newer Unicode, narrow in older tables
+    ([["a\tb", "1"], ["b", "2"]], ["x", "y"]),  # a control character
 ]
 
 
@@ -47,3 +49,11 @@ def test_wcwidth_is_imported_only_for_a_table_that_needs_it() -> None:
                  "print('wcwidth' in sys.modules)\n")
     installed = importlib.util.find_spec("wcwidth") is not None
     assert out.split() == ["False", "False", str(installed)]
+
+
+def test_the_one_column_symbols_are_one_column_for_wcwidth() -> None:
+    wcwidth = pytest.importorskip("wcwidth")
+    from patchbench.util import tables
+
+    assert {ch: wcwidth.wcwidth(ch) for ch in tables.ONE_COLUMN} == \
+        dict.fromkeys(tables.ONE_COLUMN, 1)
