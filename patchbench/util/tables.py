@@ -28,7 +28,7 @@ finally:
 
 # the characters patchbench's own tables hold beyond printable ASCII, each one column wide in
 # every Unicode version wcwidth knows (a test checks them against wcwidth)
-ONE_COLUMN = frozenset("±–—×→←≥≤…·µ°Δσ√≈≠")
+ONE_COLUMN = frozenset("±–—−×→←≥≤…·µ°Δσ√≈≠")
 
 
 def _narrow(ch: str) -> bool:
