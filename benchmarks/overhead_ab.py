@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tool_cost import Tool, git_head, inside_measured_runs, newest_results  # noqa: E402
+from tool_cost import Tool, git_head, inside_measured_runs, newest_results
 
 
 def quartiles(xs: list[float]) -> tuple[float, float, float]:
