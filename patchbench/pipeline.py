@@ -1,5 +1,7 @@
 """The stages wired together: fetch -> patch -> build -> measure (a scenario kind) -> statistics ->
-report. Nothing here knows a scenario kind: each is a module of patchbench.scenarios."""
+report. Nothing here knows a scenario kind: each is a module of patchbench.scenarios. The fetch
+and patch stages of a project are patchbench.upstream (``fetch``, ``fetch_submodules`` and
+``patch_check`` are imported here, the names the pipeline's callers use)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ from patchbench.analysis import sequential
 from patchbench.build import aa
 from patchbench.config import Comparison, Project, kept
 from patchbench.config.scenarios import ScenarioConfig
-from patchbench.errors import ConfigError, PatchError, RequirementError, SourceError
+from patchbench.errors import ConfigError, PatchError, RequirementError
 from patchbench.measure import machine as measure_machine
 from patchbench.runs import store as runstore
 from patchbench.scenarios import session
 from patchbench.source import cache as source
-from patchbench.source import patching, submodules
+from patchbench.source import patching
+from patchbench.upstream import fetch, fetch_submodules, patch_check
 from patchbench.util import cleanup, idle, ownership
 from patchbench.util.progress import say
 from patchbench.util.workspace import Switches, Workspace
@@ -37,92 +40,6 @@ def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset(),
     for warning in config.check_source_names(project, ws.sources, ws.source_flags):
         say(warning)
     return project
-
-
-def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
-    target = project.target(target_name)
-    override = _source_override(ws, target_name)
-    url = override or target.url
-    if not override and not _looks_remote(url):
-        url = str((project.root / url).resolve())
-    say(f"fetching {target_name} {target.ref} ({target.commit[:12]})")
-    checkout = source.fetch(ws.builds, target_name, url, target.ref, target.commit,
-                            overridden=bool(override))
-    say(f"{target_name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
-    from patchbench.source import series_ref  # upstream commits that series name by reference
-
-    used = series_ref.series_of_target(project.uses, target_name)
-    series_ref.ensure_commits(checkout, series_ref.commits_for_series(project.root, used),
-                              ws.builds)
-    return checkout
-
-
-def fetch_submodules(project: Project, ws: Workspace, target_name: str,
-                     checkout: source.Checkout) -> list[submodules.Pinned]:
-    """The target's submodules at the gitlinks of its pinned tree, fetched (``--source NAME=DIR``
-    replaces a submodule's URL)."""
-    target = project.target(target_name)
-    if not target.submodules:
-        return []
-    overrides = {m.name: o for m in target.submodules if (o := _source_override(ws, m.name))}
-    pinned = submodules.resolve(target_name, target.submodules, checkout, ws.builds, overrides)
-    for p in pinned:
-        say(f"{target_name}: submodule {p.module.path} at {p.commit[:12]} "
-            + (f"omitted ({p.module.omit})" if p.checkout is None else
-               "cached" if p.checkout.from_cache else "fetched"))
-    return pinned
-
-
-def _looks_remote(url: str) -> bool:
-    return "://" in url or url.startswith("git@")
-
-
-def _source_override(ws: Workspace, name: str) -> str | None:
-    """``--source NAME=...``: a URL as given, a local directory resolved (it must exist)."""
-    override = ws.sources.get(name)
-    if not override or _looks_remote(override):
-        return override
-    path = Path(override).expanduser()
-    if not path.exists():
-        raise SourceError(f"--source {name}={override}: no such directory")
-    return str(path.resolve())
-
-
-def patch_check(project: Project, ws: Workspace, names: list[str],
-                checkout: source.Checkout | None = None) -> list[tuple[str, str, str]]:
-    """Apply each series to a throwaway worktree of its target's pinned commit.
-    Returns (series, target, result) rows; raises PatchError listing every failure."""
-    targets: dict[str, set[str]] = {}
-    for use in project.uses:
-        for s in set(use.baseline) | {s for ss in use.candidates.values() for s in ss}:
-            targets.setdefault(s, set()).add(use.target)
-    rows: list[tuple[str, str, str]] = []
-    failures: list[str] = []
-    unreadable: list[str] = []  # series that could not be read (form, DEP-3): never "did not apply"
-    for name in names or project.all_series():
-        try:
-            series = patching.load_series(project.root, name)
-        except PatchError as exc:
-            rows.append((name, "-", f"FAILED: {exc.message}"))
-            unreadable.append(exc.message)
-            continue
-        if not targets.get(name):
-            rows.append((name, "-", "not used by any comparison"))
-        for target_name in sorted(targets.get(name, set())):
-            if checkout is None or checkout.target != target_name:
-                checkout = fetch(project, ws, target_name)
-            try:
-                rows.append((name, target_name, patching.trial_apply(
-                    checkout, series, ws.layout.tmp / f"check-{name}", ws.builds)))
-            except PatchError as exc:
-                rows.append((name, target_name, f"FAILED: {exc.message}"))
-                failures.append(exc.message)
-    if failures or unreadable:
-        heads = ([unreadable[0] if len(unreadable) == 1 else f"{len(unreadable)} series could not "
-                  "be read"] if unreadable else []) + (
-            [f"{len(failures)} series did not apply"] if failures else [])
-        raise PatchError("; ".join(heads), detail="\n".join(f"{a}  {b}  {c}" for a, b, c in rows))
-    return rows
 
 
 def variants_of(comp: Comparison) -> list[build.Variant]:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from patchbench import __version__, pipeline, scenarios
+from patchbench import __version__, scenarios, upstream
 from patchbench.bisect import judge, render, search
 from patchbench.bisect.record import (
     Bisect,
@@ -66,7 +66,7 @@ def _check_target(project: Project, target: str, spec: str) -> None:
 
 def _chain(project: Project, ws: Workspace, target: str, good: str, bad: str
            ) -> tuple[list[history.Commit], Any]:
-    checkout = pipeline.fetch(project, ws, target)
+    checkout = upstream.fetch(project, ws, target)
     history.fetch_history(checkout, ws.builds)
     g, b = history.resolve(checkout, good), history.resolve(checkout, bad)
     return history.first_parent(checkout, g, b), checkout

@@ -86,11 +86,11 @@ class Session:
              runs: int | None = None, rounds: int | None = None) -> Session:
         """Fetch the target and its history; ``runs``/``rounds`` override the scenario's (as
         compare's --runs and --rounds do)."""
-        from patchbench import pipeline
+        from patchbench import pipeline, upstream
 
         name, comp, sc = scenario_of(project, spec)
         sc = scenarios.override(sc, runs, rounds, None)
-        checkout = pipeline.fetch(project, ws, comp.target)
+        checkout = upstream.fetch(project, ws, comp.target)
         pipeline.check_machine(project, ws, comp.target, [build.Variant("baseline",
                                tuple(comp.baseline))], checkout, comp)
         say(f"fetching the history of {comp.target} from {checkout.url}")

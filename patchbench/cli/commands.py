@@ -198,18 +198,18 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
 
 
 def do_patch_check(ws: Workspace, series: list[str]) -> int:
-    from patchbench import pipeline
+    from patchbench import pipeline, upstream
     from patchbench.util.tables import tabulate
 
-    rows = pipeline.patch_check(pipeline.load(ws), ws, series)
+    rows = upstream.patch_check(pipeline.load(ws), ws, series)
     print(tabulate(rows, headers=["series", "target", "result"]))
     return 0
 
 
 def do_fetch(ws: Workspace, target: str) -> int:
-    from patchbench import pipeline
+    from patchbench import pipeline, upstream
 
-    checkout = pipeline.fetch(pipeline.load(ws), ws, target)
+    checkout = upstream.fetch(pipeline.load(ws), ws, target)
     print(f"{target} {checkout.ref} {checkout.commit} "
           f"({'cached' if checkout.from_cache else 'fetched'})")
     return 0

@@ -141,14 +141,14 @@ def series_new(ws: Workspace, name: str, target: str, clone_dir: str | None, rev
 def series_add(ws: Workspace, name: str, target: str, commits: list[str]) -> int:
     """``series add NAME --target T SHA...``: upstream commits by reference; the matrix may
     already name the series (the order of the edits does not matter)."""
-    from patchbench import pipeline
+    from patchbench import pipeline, upstream
     from patchbench.source import series_ref
 
     _name("series", name)
     project = pipeline.load(ws, pending_series=frozenset({name}))
     if target not in project.matrix.targets:
         raise ConfigError(f"no target {target!r}" + config.suggest(target, project.matrix.targets))
-    checkout = pipeline.fetch(project, ws, target)
+    checkout = upstream.fetch(project, ws, target)
     shas = [s for c in commits for s in c.replace(",", " ").split() if s]
     for line in series_ref.add(project.root, checkout, name, shas, ws.builds):
         print(line)
