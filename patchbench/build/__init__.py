@@ -75,13 +75,6 @@ def backend(name: str) -> Backend:
     return made
 
 
-def _docker(name: str) -> DockerBackend | None:
-    """The docker backend when ``name`` is it (imported only then), else None."""
-    if name != "docker":
-        return None
-    return cast("DockerBackend", backend(name))
-
-
 def close_backends() -> None:
     """Stop what the backends made in this process started (patchbench's own dockerd)."""
     for made in list(BACKENDS.values()):
@@ -142,7 +135,7 @@ class BuildPlan:
         target = project.target(target_name)
         env = toolchains.build_env(target, checkout.commit_epoch())
         where = backend(target.build.backend)
-        docker = _docker(target.build.backend)
+        docker = cast("DockerBackend", where) if target.build.backend == "docker" else None
         if docker is not None:  # its image, state under builds/
             from patchbench.build.docker import container_env
 

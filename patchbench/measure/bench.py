@@ -399,6 +399,11 @@ def _batch(order: Sequence[Sequence[Cell]], first: int, per_call: float | None,
     return list(order[first - 1:first - 1 + n])
 
 
+def _run_name(scenario: str, cell: Cell, r: int, rounds: int) -> str:
+    """A cell's command name in round ``r`` (hyperfine's, and the errors')."""
+    return f"{scenario} {cell.label} round {r}/{rounds}"
+
+
 def _run_rounds(
     scenario: str, first: int, rounds: int, batch: Sequence[Sequence[Cell]], expand: Expander,
     samples: dict[Cell, Samples], share: list[bool], *, per_round: int, timeout: float,
@@ -413,7 +418,7 @@ def _run_rounds(
     last = first + len(batch) - 1
     plan = [(first + i, cell) for i, rc in enumerate(batch) for cell in rc]
     invs = [expand(cell) for _, cell in plan]
-    names = [f"{scenario} {cell.label} round {r}/{rounds}" for r, cell in plan]
+    names = [_run_name(scenario, cell, r, rounds) for r, cell in plan]
     labels = ", ".join(c.label for c in batch[0])
     export = workdir / f"{scenario}.r{first}-{last}.json"
     got = _shared_call([cell for _, cell in plan], invs, samples, share, runs=per_round,
@@ -446,7 +451,7 @@ def _run_round(
     and the rest of the scenario goes back to one call per cell, so that any further escape is
     attributed to its cell."""
     invs = {cell: expand(cell) for cell in round_cells}
-    names = {cell: f"{scenario} {cell.label} round {r}/{rounds}" for cell in round_cells}
+    names = {cell: _run_name(scenario, cell, r, rounds) for cell in round_cells}
     # warmups once per cell, before its first round (every round holds every cell: round 1)
     warmups = {cell: warmup if cell not in warmed else 0 for cell in round_cells}
     warmed.update(round_cells)
