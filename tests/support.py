@@ -4,6 +4,7 @@ failed step left nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -13,17 +14,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import filelock
 import yaml
 
 from patchbench import config, pipeline
+from patchbench.util import locks
 from patchbench.util.workspace import Switches, Workspace
+
 
 # Every patchbench run sweeps the cgroups that dead runs left (pipeline.load), on the whole
 # machine. A test that leaves a dead run's cgroup on purpose holds this lock until its own sweep,
 # and every other sweep in the test processes takes it first (tests/conftest.py), so that no
 # test process beside it sweeps that cgroup first.
-CGROUP_SWEEP = filelock.FileLock(Path(tempfile.gettempdir()) / "patchbench-tests-cgroup-sweep.lock")
+class _Reentrant:
+    """A lock file shared by the test processes, taken again within one (a sweep inside a test
+    that holds it) by counting."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.depth, self.stack = path, 0, contextlib.ExitStack()
+
+    def __enter__(self) -> None:
+        if self.depth == 0:
+            self.stack.enter_context(locks.held(self.path, 600))
+        self.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            self.stack.close()
+
+
+CGROUP_SWEEP = _Reentrant(Path(tempfile.gettempdir()) / "patchbench-tests-cgroup-sweep.lock")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXED_DATE = "2025-01-02T03:04:05+00:00"

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import BuildError, PatchbenchError, RequirementError
-from patchbench.util import command, progress
+from patchbench.util import command, locks, progress
 
 SYSTEM_SOCKET = "/var/run/docker.sock"
 SOCKET_MAX = 100  # bytes; the kernel's limit is 108 including the NUL
@@ -248,22 +248,16 @@ def _require_dockerd() -> str:
 def own_dockerd(
     state: Path, *, extra_args: Sequence[str] = (), ready_timeout: float = READY_TIMEOUT
 ) -> Iterator[Engine]:
-    from filelock import FileLock, Timeout  # here: a comparison without Docker never needs it
-
     dockerd = _require_dockerd()
     state = state.resolve()
     state.mkdir(parents=True, exist_ok=True)
-    try:
-        lock = FileLock(str(state / "engine.lock"), timeout=600)
-        lock.acquire()
-    except Timeout:
-        raise RequirementError(
-            f"another patchbench process has run its Docker engine under {state} for 10 minutes",
-            hint="wait for it to finish",
-        ) from None
-    run = run_dir_for(state)
-    data = state / "data"
-    try:
+    busy = RequirementError(
+        f"another patchbench process has run its Docker engine under {state} for 10 minutes",
+        hint="wait for it to finish",
+    )
+    with locks.held(state / "engine.lock", 600, on_timeout=lambda: busy):
+        run = run_dir_for(state)
+        data = state / "data"
         _clean_stale(run, data)
         run.mkdir(parents=True, exist_ok=True)
         data.mkdir(parents=True, exist_ok=True)
@@ -283,8 +277,6 @@ def own_dockerd(
         finally:
             _stop(bg)
             _clean_stale(run, data)
-    finally:
-        lock.release()
 
 
 def _wait_ready(bg: command.Background, host: str, log: Path, timeout: float) -> Any:
