@@ -81,7 +81,7 @@ from pydantic_core import core_schema
 from patchbench.errors import ReportError
 from patchbench.util import kinds
 from patchbench.util.files import is_sha256
-from patchbench.util.models import NAME_RE
+from patchbench.util.models import NAME_RE, new_dict, new_list
 
 SCHEMA_VERSION = 5
 SCHEMA_HISTORY = {
@@ -191,17 +191,17 @@ PlainName = Annotated[str, Field(pattern=NAME_RE)]  # may become part of a path:
 
 class Samples(_Rec):
     times: Times
-    user: Floats = Field(default_factory=list)
-    system: Floats = Field(default_factory=list)
-    exit_codes: Ints = Field(default_factory=list)
-    rounds: Ints = Field(default_factory=list)
+    user: Floats = Field(default_factory=new_list)
+    system: Floats = Field(default_factory=new_list)
+    exit_codes: Ints = Field(default_factory=new_list)
+    rounds: Ints = Field(default_factory=new_list)
     hyperfine: Annotated[list[dict[str, Any]], Field(max_length=MAX_SAMPLES)] = Field(
-        default_factory=list)  # hyperfine's own JSON
+        default_factory=new_list)  # hyperfine's own JSON
     seconds: float = 0.0  # wall time spent measuring this cell
     # runs that passed their deadline (version 4): their time (about the deadline) and round;
     # never in ``times``, so never in the timing statistics
-    hung_times: Floats = Field(default_factory=list)
-    hung_rounds: Ints = Field(default_factory=list)
+    hung_times: Floats = Field(default_factory=new_list)
+    hung_rounds: Ints = Field(default_factory=new_list)
 
 
 class Hangs(_Rec):
@@ -212,7 +212,7 @@ class Hangs(_Rec):
     hangs: int
     runs: int
     deadline_s: float
-    evidence: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=new_list)
     lost_sigchld: int = 0
     warmup_hangs: int = 0  # warmup runs that hung (not in runs: hyperfine keeps no warmup codes)
 
@@ -236,14 +236,14 @@ class HangTest(_Rec):
 class Instances(_Rec):
     """Per-instance latencies a burst launcher recorded for one cell."""
 
-    latencies: list[float] = Field(default_factory=list)
-    exit_codes: list[int] = Field(default_factory=list)
+    latencies: list[float] = Field(default_factory=new_list)
+    exit_codes: list[int] = Field(default_factory=new_list)
     median: float | None = None
 
 
 class Cell(_Rec):
     variant: PlainName
-    params: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, str] = Field(default_factory=new_dict)
     label: str
     summary: Summary
     samples: Samples
@@ -300,8 +300,8 @@ class Verdict(_Rec):
     method: str = POOLED_METHOD
     rounds: int | None = None  # rounds paired (both variants ran)
     min_rounds: int | None = None
-    round_ids: list[int] = Field(default_factory=list)
-    round_ratios: list[float] = Field(default_factory=list)
+    round_ids: list[int] = Field(default_factory=new_list)
+    round_ratios: list[float] = Field(default_factory=new_list)
     wilcoxon_p: float | None = None
     drift: Drift | None = None
     note: str = ""
@@ -360,7 +360,7 @@ class _Scenario(_Rec):
     rounds: int
     warmup: int
     rate: Rate | None = None
-    order: list[list[str]] = Field(default_factory=list)
+    order: list[list[str]] = Field(default_factory=new_list)
 
     if TYPE_CHECKING:  # for the type checker only: a field here would move it in results.json
         kind: str
@@ -374,14 +374,14 @@ class AppliedCondition(_Rec):
 
     name: str
     summary: str
-    applied: dict[str, Any] = Field(default_factory=dict)
+    applied: dict[str, Any] = Field(default_factory=new_dict)
 
 
 class _Timed(_Scenario):
     cells: Annotated[list[Cell], Field(max_length=MAX_CELLS)]
     comparisons: Annotated[list[Verdict], Field(max_length=MAX_CELLS)]
     deadline_s: float | None = None  # each run's deadline (version 4); null: none
-    conditions: list[AppliedCondition] = Field(default_factory=list)  # empty: the default only
+    conditions: list[AppliedCondition] = Field(default_factory=new_list)  # empty: the default only
     evidence_summary: str | None = None  # a readable account of every hang, in the run folder
 
 
@@ -501,9 +501,9 @@ class RuntimeRecord(_Rec):
     """What a runtime set up for the whole run (docker-run: the engine, image, runtimes)."""
 
     name: str
-    engine: dict[str, str] = Field(default_factory=dict)
-    image: dict[str, str] = Field(default_factory=dict)  # ref, id, packages
-    registered: dict[str, RegisteredRuntime] = Field(default_factory=dict)
+    engine: dict[str, str] = Field(default_factory=new_dict)
+    image: dict[str, str] = Field(default_factory=new_dict)  # ref, id, packages
+    registered: dict[str, RegisteredRuntime] = Field(default_factory=new_dict)
 
 
 class AABuild(_Rec):
@@ -565,8 +565,8 @@ class Results(_Rec):
     # build manifests, as written beside the build; the key names manifest-<variant>.json
     builds: dict[PlainName, dict[str, Any]]
     scenarios: Annotated[list[AnyScenarioResult], Field(max_length=MAX_SCENARIOS)] = Field(
-        default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+        default_factory=new_list)
+    warnings: list[str] = Field(default_factory=new_list)
     teardown: dict[str, Teardown] | None = None
     runtime: RuntimeRecord | None = None
     run_dir: str | None = None
