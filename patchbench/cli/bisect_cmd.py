@@ -3,6 +3,7 @@ turn an inconclusive bisect into its exit code (after its report is saved)."""
 
 from __future__ import annotations
 
+from patchbench.cli.commands import load_project
 from patchbench.errors import BisectInconclusive
 from patchbench.util.tables import tabulate
 from patchbench.util.workspace import Workspace
@@ -11,10 +12,9 @@ from patchbench.util.workspace import Workspace
 def do_bisect(ws: Workspace, target: str, good: str, bad: str, spec: str, *, seed: int | None,
               budget: int, dry_run: bool, runs: int | None = None,
               rounds: int | None = None) -> int:
-    from patchbench import pipeline
+    project = load_project(ws)
     from patchbench.bisect import render, run
 
-    project = pipeline.load(ws)
     if dry_run:
         print("\n".join(run.plan_bisect(project, ws, target, good, bad, spec, budget,
                                          runs=runs, rounds=rounds)))
@@ -37,10 +37,9 @@ def do_bisect(ws: Workspace, target: str, good: str, bad: str, spec: str, *, see
 def do_history(ws: Workspace, target: str, refs: list[str], spec: str, *, range_: str | None,
                every: int, seed: int | None, runs: int | None = None,
                rounds: int | None = None, tags: str | None = None, budget: int = 4) -> int:
-    from patchbench import pipeline
+    project = load_project(ws)
     from patchbench.bisect import render, run
 
-    project = pipeline.load(ws)
     rec, folder = run.history_run(project, ws, target, refs, spec, range_=range_, every=every,
                                   seed=seed, runs=runs, rounds=rounds, tags=tags, budget=budget)
     print()

@@ -13,17 +13,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
-from patchbench.util import command
+from patchbench.util import command, gcpause
 from patchbench.util.escape import terminal
 from patchbench.util.workspace import Switches, Workspace
 
 if TYPE_CHECKING:
     from patchbench import build
+    from patchbench.config import Project
 
 # The pipeline (numpy, GitPython, the build and scenario modules) is imported by the commands
 # that need it, so `invoke list` and `invoke --help` start fast.
 
 GATE_FAILED_EXIT_CODE = 4
+
+
+def load_project(ws: Workspace, *, only: str | None = None,
+                 pending_series: frozenset[str] = frozenset()) -> Project:
+    """``pipeline.load`` (the matrix validated) with the pipeline's imports, the garbage
+    collector held off meanwhile (util/gcpause.py)."""
+    with gcpause.starting():
+        from patchbench import pipeline
+
+        return pipeline.load(ws, only=only, pending_series=pending_series)
 
 
 def _source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[str, str]:
@@ -125,10 +136,11 @@ def _after_compare() -> None:
 
 
 def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
-    from patchbench import pipeline
     from patchbench.util import idle
 
-    project = pipeline.load(ws, only=name)
+    project = load_project(ws, only=name)
+    from patchbench import pipeline
+
     if not sw.dry_run:
         idle.later(_after_compare)
     try:
@@ -177,10 +189,10 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
 
 
 def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
+    project = load_project(ws)
     from patchbench import pipeline
     from patchbench.build import Variant
 
-    project = pipeline.load(ws)
     built: list[build.Built] = []
     if patch:
         built = pipeline.build_for_patch(project, ws, patch)
@@ -198,18 +210,20 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
 
 
 def do_patch_check(ws: Workspace, series: list[str]) -> int:
-    from patchbench import pipeline, upstream
+    project = load_project(ws)
+    from patchbench import upstream
     from patchbench.util.tables import tabulate
 
-    rows = upstream.patch_check(pipeline.load(ws), ws, series)
+    rows = upstream.patch_check(project, ws, series)
     print(tabulate(rows, headers=["series", "target", "result"]))
     return 0
 
 
 def do_fetch(ws: Workspace, target: str) -> int:
-    from patchbench import pipeline, upstream
+    project = load_project(ws)
+    from patchbench import upstream
 
-    checkout = upstream.fetch(pipeline.load(ws), ws, target)
+    checkout = upstream.fetch(project, ws, target)
     print(f"{target} {checkout.ref} {checkout.commit} "
           f"({'cached' if checkout.from_cache else 'fetched'})")
     return 0
@@ -223,9 +237,11 @@ def list_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
     raw, want = validated.matrix_key(ws.matrix)
     kept = validated.cached(ws.layout.listing_cache, want)
     if kept is None:
-        from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
+        with gcpause.starting():
+            from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
 
-        kept = validated.keep(ws.layout.listing_cache, want, config.load(ws.matrix, raw=raw))
+            project = config.load(ws.matrix, raw=raw)
+        kept = validated.keep(ws.layout.listing_cache, want, project)
     return kept.targets, kept.comparisons
 
 

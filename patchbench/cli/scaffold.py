@@ -141,11 +141,13 @@ def series_new(ws: Workspace, name: str, target: str, clone_dir: str | None, rev
 def series_add(ws: Workspace, name: str, target: str, commits: list[str]) -> int:
     """``series add NAME --target T SHA...``: upstream commits by reference; the matrix may
     already name the series (the order of the edits does not matter)."""
-    from patchbench import pipeline, upstream
-    from patchbench.source import series_ref
+    from patchbench.cli.commands import load_project
 
     _name("series", name)
-    project = pipeline.load(ws, pending_series=frozenset({name}))
+    project = load_project(ws, pending_series=frozenset({name}))
+    from patchbench import upstream
+    from patchbench.source import series_ref
+
     if target not in project.matrix.targets:
         raise ConfigError(f"no target {target!r}" + config.suggest(target, project.matrix.targets))
     checkout = upstream.fetch(project, ws, target)
