@@ -127,12 +127,21 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
     same parameters, the hang evidence summary's name, and the warnings."""
     sc = ctx.scenario
     summary: list[str] = []
-    cell_results = [cell_result(c, samples[c], ctx.seed,
-                                cell_hangs(ctx, c, samples[c], sc.timeout, summary))
-                    for c in cells]
     base = ctx.built[0].variant.name
-    comparisons = [compare_cells(Cell(base, c.params), c, samples, ctx, deadline=True)
-                   for c in cells if c.variant != base]
+    pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
+    # the comparisons in a thread beside the cells' summaries: numpy leaves the interpreter
+    # during their bootstraps, so the two use both cores (each has its own seed: same figures);
+    # the record models are built first, so that no two threads build one
+    results.build_models()
+    compared = idle.beside(lambda: [compare_cells(b, c, samples, ctx, deadline=True)
+                                    for b, c in pairs])
+    try:
+        cell_results = [cell_result(c, samples[c], ctx.seed,
+                                    cell_hangs(ctx, c, samples[c], sc.timeout, summary))
+                        for c in cells]
+    finally:  # on an error or Ctrl-C too: nothing it does outlives this step
+        compared.join()
+    comparisons = compared.result()
     warnings = (noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
                 + hang_warnings(sc.name, cell_results))
     return cell_results, comparisons, evidence_summary(ctx, summary), warnings
