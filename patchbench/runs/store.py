@@ -42,11 +42,10 @@ def after_measuring() -> None:
     comparison's last measured run: numpy and the first call of each statistic, the results'
     record models, report.md's and report.html's modules; a comparison has it done during its
     warmups (util/idle.py)."""
-    from patchbench.analysis import stats
     from patchbench.report import html, markdown  # noqa: F401
+    from patchbench.scenarios.base import statistics_ready
 
-    stats.warm_up()  # numpy, imported on first use (util/lazy.py), and its first calls
-    results_mod.build_models()
+    statistics_ready()  # numpy (util/lazy.py) and its first calls, the record models
 
 
 def save_complete(run_dir: Path, results: Results, extra_files: dict[str, Path]) -> Path:

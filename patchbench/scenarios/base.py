@@ -141,6 +141,21 @@ def header(sc: Any, command: str) -> dict[str, Any]:
             "rate": rate.model_dump() if rate is not None else None}
 
 
+_READY: list[bool] = []  # statistics_ready has run in this process
+
+
+def statistics_ready() -> None:
+    """numpy imported and the record models built, in the calling thread, before the statistics
+    and the verify checks start threads beside it: numpy is a lazy module (util/lazy.py), which
+    two threads must not load at once, and pydantic's ``model_rebuild`` is not thread-safe. A
+    comparison has both done during its warmups (runs/store.after_measuring); bisect and history
+    have not. Once per process."""
+    if not _READY:
+        stats.warm_up()
+        results.build_models()
+        _READY.append(True)
+
+
 def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None = None
                 ) -> CellResult:
     """A cell's summary and raw samples. Its timing statistics are of the runs that finished;

@@ -39,6 +39,7 @@ from patchbench.scenarios.base import (
     plan_invocation,
     precision_rule,
     run_verify,
+    statistics_ready,
     verdict_warnings,
 )
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
@@ -130,9 +131,8 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
     base = ctx.built[0].variant.name
     pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
     # the comparisons in a thread beside the cells' summaries: numpy leaves the interpreter
-    # during their bootstraps, so the two use both cores (each has its own seed: same figures);
-    # the record models are built first, so that no two threads build one
-    results.build_models()
+    # during their bootstraps, so the two use both cores (each has its own seed: same figures)
+    statistics_ready()
     compared = idle.beside(lambda: [compare_cells(b, c, samples, ctx, deadline=True)
                                     for b, c in pairs])
     try:
@@ -170,6 +170,7 @@ class CommandKind:
         samples, order, applied = measure_conditions(ctx, plain, expand)
         cells = list(samples)
         # the checks (commands) run while this thread does the statistics: both after measuring
+        statistics_ready()  # before any thread beside this one
         stop = threading.Event()
         checks = idle.beside(lambda: run_verify(ctx, plain, sc.verify, stop)) if sc.verify else None
         try:

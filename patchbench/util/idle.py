@@ -12,7 +12,9 @@ really used.
 ``soon`` is the same for work whose value is needed later (the machine's tool versions, recorded
 in results.json): the window computes it, and ``Soon.result`` returns it, computing it there and
 then when no window came (or the window's attempt failed). ``beside`` runs work in a thread while
-the caller does other unmeasured work after measuring (the verify checks during the statistics).
+the caller does other unmeasured work after measuring (the verify checks and each candidate's
+comparison during the cells' statistics; scenarios/base.statistics_ready first loads numpy and
+builds the record models in the caller's thread, which two threads must not do at once).
 """
 
 from __future__ import annotations
@@ -134,11 +136,12 @@ class Beside(Generic[T]):
             self._error = exc
 
     def join(self) -> None:
-        """Wait for it to end, whatever it returns or raises."""
-        self._thread.join()
+        """Wait for it to end, whatever it returns or raises; a Ctrl-C meanwhile is raised once
+        it has ended (``_join``), so it never outlives the step that started it."""
+        _join([self._thread])
 
     def result(self) -> T:
-        self._thread.join()
+        self.join()
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]  # no error: fn returned it
