@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import getpass
 import os
 import shutil
@@ -210,6 +211,15 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         yield
     finally:
         mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen() -> Iterator[None]:
+    """A test that loads a project in-process freezes what exists (util/gcpause.py), which is
+    the whole test process's: undone after each test, so that what one leaves in cycles is
+    collected as before."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ from patchbench.util.workspace import Switches, Workspace
 # test process beside it sweeps that cgroup first.
 class _Reentrant:
     """A lock file shared by the test processes, taken again within one (a sweep inside a test
-    that holds it) by counting."""
+    that holds it) by counting; for the main thread only (a count shared by threads)."""
 
     def __init__(self, path: Path) -> None:
         self.path, self.depth, self.stack = path, 0, contextlib.ExitStack()

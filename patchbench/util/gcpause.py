@@ -6,8 +6,10 @@ again and again as they pile up (about 145 young, 13 middle and one full collect
 a warm demo's 0.45 s). ``starting`` turns it off for that stretch and, at its end, moves every
 object made so far into the permanent generation (``gc.freeze``) before turning it on again, so
 the later collections never scan them. Reference counting still frees everything that is not in
-a cycle meanwhile; what the stretch leaves in cycles stays until the process ends (a few KiB:
-imports and validation make few cycles).
+a cycle meanwhile; what the stretch leaves in cycles stays until the process ends: about 2,000
+objects, 0.3 MB, for this repository's matrix (of 64,000 frozen), against the 10-25 ms a
+collection to find them would cost. The freeze is the whole process's: tests that load a
+project in-process undo it after each test (tests/conftest.py).
 """
 
 from __future__ import annotations

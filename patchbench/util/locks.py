@@ -21,7 +21,7 @@ from pathlib import Path
 from patchbench.errors import SourceError
 
 POLL_MIN = 0.01  # s: the first wait between two tries; doubled up to POLL_MAX
-POLL_MAX = 0.25
+POLL_MAX = 0.05  # filelock's interval: a released lock is taken within 50 ms
 
 _HELD: set[tuple[int, str]] = set()  # (thread, lock file): what each thread holds
 _HELD_GUARD = threading.Lock()
@@ -34,7 +34,10 @@ def _open(path: Path) -> int:
         if exc.errno == errno.ELOOP:
             raise SourceError(f"{path} is a symbolic link; a lock file must be a regular file",
                               hint="remove it: patchbench makes it again") from None
-        raise SourceError(f"cannot open the lock file {path}: {exc.strerror}") from None
+        raise SourceError(
+            f"cannot open the lock file {path}: {exc.strerror}",
+            hint="check the owner and permissions of it and its folder (a lock made by another "
+                 "user, by sudo for one, cannot be opened by this one)") from None
 
 
 def _try(fd: int) -> bool:
@@ -70,7 +73,7 @@ def held(path: Path, timeout: float, on_wait: Callable[[], None] | None = None,
     """Hold ``path`` (made if missing) for the body; ``on_timeout()`` is raised when another
     process (or thread) still holds it after ``timeout`` seconds. Taking again a lock this thread
     holds is a bug (it would wait for itself), said as one."""
-    key = (threading.get_ident(), os.path.abspath(path))
+    key = (threading.get_ident(), os.path.realpath(path.parent) + os.sep + path.name)
     with _HELD_GUARD:
         if key in _HELD:
             raise RuntimeError(f"{path} is already held by this thread")
@@ -89,8 +92,9 @@ def held(path: Path, timeout: float, on_wait: Callable[[], None] | None = None,
             _HELD.discard(key)
 
 
-def locked(locks: Path, name: str, timeout: float = 3600.0) -> contextlib.AbstractContextManager[None]:
-    """Hold ``locks/<name>.lock`` (``locks`` is a Layout's ``locks`` directory)."""
+@contextlib.contextmanager
+def locked(locks: Path, name: str, timeout: float = 3600.0) -> Iterator[None]:
+    """Hold ``locks/<name>.lock`` (``locks`` is a Layout's ``locks`` directory, made if missing)."""
     locks.mkdir(parents=True, exist_ok=True)
     path = locks / f"{name}.lock"
 
@@ -105,4 +109,5 @@ def locked(locks: Path, name: str, timeout: float = 3600.0) -> contextlib.Abstra
             hint="wait for it to finish; the lock goes with the process that holds it",
         )
 
-    return held(path, timeout, on_wait=waiting, on_timeout=too_long)
+    with held(path, timeout, on_wait=waiting, on_timeout=too_long):
+        yield

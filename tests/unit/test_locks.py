@@ -86,3 +86,12 @@ def test_taking_again_what_this_thread_holds_is_a_bug_not_a_wait(tmp_path: Path)
             pass
     with locks.locked(tmp_path / "locks", "build-x", timeout=0):  # and released after
         pass
+
+
+def test_the_same_lock_through_a_linked_folder_is_still_the_same_lock(tmp_path: Path) -> None:
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "locks")
+    with locks.locked(tmp_path / "locks", "build-x"), \
+            pytest.raises(RuntimeError, match="already held by this thread"), \
+            locks.locked(tmp_path / "via", "build-x", timeout=5):
+        pass
