@@ -43,8 +43,9 @@ class Summary:
 
 
 # np.median, np.percentile and np.unique import numpy.ma on their first call (14 ms of every
-# comparison: issue 21, the tool's own cost); these two give their very values without it
-# (tests/unit/test_stats.py holds them to numpy's, bit for bit).
+# comparison: issue 21, the tool's own cost); median and percentiles here, and
+# paired.resolution, give their very values without it (tests/unit/test_stats.py holds them to
+# numpy's, bit for bit).
 def median(a: np.ndarray) -> float:
     """``np.median`` of a non-empty 1-D float array: NaN when one is NaN; for an even size, the
     mean of the two middle values."""
