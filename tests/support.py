@@ -34,7 +34,8 @@ class _Reentrant:
 
     def __enter__(self) -> None:
         if self.depth == 0:
-            self.stack.enter_context(locks.held(self.path, 600))
+            self.stack.enter_context(locks.held(
+                self.path, 600, on_timeout=lambda: TimeoutError(f"{self.path} held for 600 s")))
         self.depth += 1
 
     def __exit__(self, *exc: object) -> None:

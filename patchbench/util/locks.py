@@ -48,7 +48,7 @@ def _try(fd: int) -> bool:
     return True
 
 
-def acquire(fd: int, timeout: float, on_wait: Callable[[], None] | None = None) -> bool:
+def _acquire(fd: int, timeout: float, on_wait: Callable[[], None] | None = None) -> bool:
     """Lock ``fd`` exclusively, trying again with growing pauses for up to ``timeout`` seconds;
     ``on_wait`` is called once if the first try finds it held. False: still held at the end."""
     if _try(fd):
@@ -68,8 +68,8 @@ def acquire(fd: int, timeout: float, on_wait: Callable[[], None] | None = None) 
 
 
 @contextlib.contextmanager
-def held(path: Path, timeout: float, on_wait: Callable[[], None] | None = None,
-         on_timeout: Callable[[], Exception] | None = None) -> Iterator[None]:
+def held(path: Path, timeout: float, *, on_timeout: Callable[[], Exception],
+         on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold ``path`` (made if missing) for the body; ``on_timeout()`` is raised when another
     process (or thread) still holds it after ``timeout`` seconds. Taking again a lock this thread
     holds is a bug (it would wait for itself), said as one."""
@@ -81,9 +81,8 @@ def held(path: Path, timeout: float, on_wait: Callable[[], None] | None = None,
     try:
         fd = _open(path)
         try:
-            if not acquire(fd, timeout, on_wait):
-                raise (on_timeout() if on_timeout is not None else
-                       SourceError(f"another process has held {path} for {timeout:g} s"))
+            if not _acquire(fd, timeout, on_wait):
+                raise on_timeout()
             yield  # closing the file (below) releases the lock
         finally:
             os.close(fd)
