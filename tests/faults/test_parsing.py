@@ -25,7 +25,7 @@ from patchbench.cli import commands as cli
 from patchbench.errors import ConfigError, ReportError
 from patchbench.runs import store as runstore
 from patchbench.util import yamlsafe
-from tests.support import REPO_ROOT, invoke_argv
+from tests.support import DEMO_RUN, REPO_ROOT, invoke_argv
 
 BOMB = "\n".join(
     ["a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]"]
@@ -106,7 +106,7 @@ def test_a_non_utf8_matrix_names_the_file(tmp_path: Path) -> None:
 # --- results.json ---------------------------------------------------------------------------
 
 def good_results() -> dict[str, object]:
-    saved = sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json"))[-1]
+    saved = DEMO_RUN / "results.json"
     data: dict[str, object] = json.loads(saved.read_text())
     return data
 

@@ -18,13 +18,13 @@ import pytest
 from patchbench import report, results
 from patchbench.errors import ReportError
 from patchbench.runs import store as runstore
-from tests.support import REPO_ROOT, Project, compare, invoke_argv
+from tests.support import DEMO_RUN, REPO_ROOT, Project, compare, invoke_argv
 
 STAMP = "20260101T000000Z"
 
 
 def demo_results() -> Path:
-    return sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json"))[-1]
+    return DEMO_RUN / "results.json"
 
 
 @pytest.fixture

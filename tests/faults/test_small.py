@@ -19,9 +19,9 @@ from patchbench.runs import store as runstore
 from patchbench.source import patching
 from patchbench.util import command
 from patchbench.util.workspace import Workspace
-from tests.support import REPO_ROOT, TARGET, Project, invoke_argv
+from tests.support import DEMO_RUN, REPO_ROOT, TARGET, Project, invoke_argv
 
-DEMO = sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json"))[-1]
+DEMO = DEMO_RUN / "results.json"
 
 
 def two_runs(tmp_path: Path) -> tuple[Path, Path]:

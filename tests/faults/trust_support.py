@@ -14,9 +14,9 @@ from typing import Any
 
 from patchbench.cli import runs as cli_runs
 from patchbench.cli.commands import guarded
-from tests.support import REPO_ROOT
+from tests.support import DEMO_RUN
 
-DEMO = sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json"))[-1]
+DEMO = DEMO_RUN / "results.json"
 _DEMO_DATA: dict[str, Any] = json.loads(DEMO.read_text())
 
 

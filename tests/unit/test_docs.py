@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import REPO_ROOT
+from tests.support import REPO_ROOT, committed_reports
 
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"
@@ -88,8 +88,8 @@ def test_every_relative_link_resolves(page: Path) -> None:
 
 def test_every_comparison_with_a_committed_report_has_a_findings_link() -> None:
     linked = {t for p in (DOCS / "findings").glob("*.md") for t in links(p)}
-    folders = {f"{p.parent.name}/{p.name}" for p in (REPO_ROOT / "reports").glob("*/*")
-               if (p / "results.json").is_file()}
+    folders = {f"{p.parent.parent.name}/{p.parent.name}"
+               for p in committed_reports("*/*/results.json")}
     named = {re.sub(r"^(\.\./)+reports/", "", t).rstrip("/") for t in linked}
     assert folders - named == set()
 

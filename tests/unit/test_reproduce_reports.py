@@ -16,9 +16,9 @@ from patchbench.scenarios.ctrstress import CtrStressResult
 from patchbench.scenarios.mounts import MountsResult
 from patchbench.scenarios.soak import SoakResult
 from patchbench.scenarios.stress import StressResult
-from tests.support import REPO_ROOT
+from tests.support import committed_reports
 
-REPORTS = sorted((REPO_ROOT / "reports").glob("*/*/results.json"))
+REPORTS = committed_reports("*/*/results.json")
 IDS = [f"{p.parent.parent.name}/{p.parent.name}" for p in REPORTS]
 
 
