@@ -234,11 +234,12 @@ def skewness_jackknife(base: dict[int, np.ndarray], cand: dict[int, np.ndarray],
                        common: list[int], d: np.ndarray) -> float:
     """:func:`skewness` with its bias removed by the jackknife over rounds: R g - (R-1) mean
     g_(-r), g_(-r) the estimate without round r. The ratio k3 / var^(3/2) of the same runs is
-    biased towards 0 when the runs are skewed (a long right tail raises both; the shape model of
-    issue 22: a true -0.98 is estimated at -0.68 on average at 10 rounds of 4, -0.76 at 20, -0.85
-    at 60) and so under-corrects; the jackknife takes out the bias of order 1/R. Without a
-    jackknife (fewer than 3 rounds, or a leave-one-out set without a block of 3 runs or more):
-    the estimate itself; with fewer than 3 runs in every block: the rounds' sample skewness."""
+    biased towards 0 when the runs are skewed (a long right tail raises both; under the shape
+    model of benchmarks/stats_calibration.py a true -0.98 is estimated at -0.68 on average at 10
+    rounds of 4, -0.76 at 20, -0.85 at 60) and so under-corrects; the jackknife takes out the
+    bias of order 1/R. Without a jackknife (fewer than 3 rounds, or a leave-one-out set without a
+    block of 3 runs or more): the estimate itself; with fewer than 3 runs in every block: the
+    rounds' sample skewness."""
     parts = [_cumulant_sums(g, common) for g in (base, cand)]
     if parts[0] is None or parts[1] is None:
         return _sample_skewness(d)
@@ -391,7 +392,7 @@ def paired_verdict(
 def drift_check(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int],
                 threshold: float) -> stats.DriftCheck | None:
     """The drift check of :class:`patchbench.analysis.stats.DriftCheck` without its assumption
-    that both variants have the same within-block variance (issue 22: it fired 1.8 % against a
+    that both variants have the same within-block variance (it fired 1.8 % against a
     nominal 1 % at CV 2 % vs 20 %): each variant's within-block variance is pooled over its own
     blocks, the variance of e_r they explain is mean(1/n_base) s_base^2 + mean(1/n_cand)
     s_cand^2, and the F test's second degrees of freedom are Satterthwaite's (``df_within``

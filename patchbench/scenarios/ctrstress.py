@@ -157,7 +157,7 @@ class CtrStressVariant(Record):
 
 
 class CtrStressResult(ScenarioResult):
-    """containerd containers killed mid-start, the daemon restarted mid-burst (issue 13)."""
+    """containerd containers killed mid-start, the daemon restarted mid-burst."""
 
     kind: Literal["ctrstress"] = "ctrstress"
     layers: list[int]

@@ -1,9 +1,9 @@
-"""Class 6 of issue 10: parsing is bounded. An alias bomb, a document nested past any sense or a
-recursive alias in matrix.yaml ends as a config error (exit 10) within a second, with bounded
-memory; non-UTF-8 bytes in the matrix name the file; a results.json that is not UTF-8, not JSON
-or of the wrong shape is a report error (exit 18), never "internal error (a bug)". Property
-tests: any bytes as matrix.yaml give a Project or a ConfigError; any bytes as results.json give
-a rendered report or a ReportError."""
+"""Safety class 6 (docs/safety.md): parsing is bounded. An alias bomb, a document nested past any
+sense or a recursive alias in matrix.yaml ends as a config error (exit 10) within a second, with
+bounded memory; non-UTF-8 bytes in the matrix name the file; a results.json that is not UTF-8, not
+JSON or of the wrong shape is a report error (exit 18), never "internal error (a bug)". Property
+tests: any bytes as matrix.yaml give a Project or a ConfigError; any bytes as results.json give a
+rendered report or a ReportError."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Helpers of the Trust II tests (issue 18): a saved run to tamper with, and the commands on
-saved runs run in-process through ``cli.guarded``, returning their exit code and output."""
+"""Helpers of the tests of saved runs and artifacts as untrusted input: a saved run to tamper with,
+and the commands on saved runs run in-process through ``cli.guarded``, returning their exit code
+and output."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``--until-ci PCT --max-rounds N`` (issue 22): the planned looks, alpha spent over them, the
+"""``--until-ci PCT --max-rounds N``: the planned looks, alpha spent over them, the
 ``more`` callback of ``bench.measure`` on synthetic samples, and what the saved run and report.md
 say about the stop."""
 
