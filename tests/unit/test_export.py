@@ -17,10 +17,10 @@ import pytest
 from patchbench import results as results_mod
 from patchbench.errors import ReportError
 from patchbench.runs import export
-from tests.support import REPO_ROOT
+from tests.support import committed_reports
 
 RUNS = {p.parent.parent.name + "/" + p.parent.name: p
-        for p in sorted((REPO_ROOT / "reports").glob("*/*/results.json"))}
+        for p in committed_reports("*/*/results.json")}
 TIMED = [k for k, p in RUNS.items()
          if any(sc.get("cells") for sc in json.loads(p.read_text())["scenarios"])]
 BURST = next(k for k in RUNS if k.startswith("runc-burst/"))
