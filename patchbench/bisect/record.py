@@ -39,8 +39,11 @@ def step_rule(kind: object) -> StepRule:
 
 def _judged(value: Any) -> Any:
     """A measurement's result, read as the result model of the kind it names."""
+    if isinstance(value, ScenarioResult):
+        step_rule(value.kind)
+        return value
     if not isinstance(value, dict):
-        return value  # a result model already (or not a result: refused as one)
+        return value  # not a result: refused as one
     step_rule(value.get("kind"))
     return scenarios.KINDS[value["kind"]].result.model_validate(value)
 

@@ -38,7 +38,7 @@ class Value:
     text: str
     median: float | None = None
     ci: tuple[float, float] | None = None
-    hangs: int | None = None
+    hangs: int | None = None  # the events a ByCount rule counts (history.json's name for them)
     runs: int | None = None
 
 
