@@ -43,6 +43,7 @@ from patchbench.scenarios.command import (
     timed_results,
     with_deadline,
 )
+from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.views import k_chart, k_tables, timed_blocks, timed_charts
 from patchbench.util import command, progress
 from patchbench.util.models import Name, StrictModel, new_list
@@ -128,6 +129,7 @@ class BurstKind:
     name = "burst"
     config: ClassVar[type[ScenarioConfig]] = BurstConfig
     result: ClassVar[type[ScenarioResult]] = BurstResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
 
     def plan(self, ctx: ScenarioContext[BurstConfig]) -> list[str]:
         sc: BurstConfig = ctx.scenario

@@ -40,6 +40,7 @@ from patchbench.scenarios.base import (
     report_evidence,
     wait_or_capture,
 )
+from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.views import images_line, round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
@@ -511,6 +512,7 @@ class CtrStressKind:
     name = "ctrstress"
     config: ClassVar[type[ScenarioConfig]] = CtrStressConfig
     result: ClassVar[type[ScenarioResult]] = CtrStressResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
 
     def plan(self, ctx: ScenarioContext[CtrStressConfig]) -> list[str]:
         sc: CtrStressConfig = ctx.scenario

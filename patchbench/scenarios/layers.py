@@ -35,6 +35,7 @@ from patchbench.scenarios.base import (
 )
 from patchbench.scenarios.burst import _instances
 from patchbench.scenarios.command import timed_results, with_deadline
+from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.views import (
     images_line,
     k_chart,
@@ -135,6 +136,7 @@ class LayersKind:
     name = "layers"
     config: ClassVar[type[ScenarioConfig]] = LayersConfig
     result: ClassVar[type[ScenarioResult]] = LayersResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
 
     def plan(self, ctx: ScenarioContext[LayersConfig]) -> list[str]:
         sc: LayersConfig = ctx.scenario

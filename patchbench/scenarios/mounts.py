@@ -21,6 +21,7 @@ from patchbench.report import blocks as rb
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import MAX_CELLS, Record, ScenarioResult
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
+from patchbench.scenarios.steps import StepRule
 from patchbench.util import command, progress
 from patchbench.util.models import new_dict, new_list
 
@@ -193,6 +194,7 @@ class MountsKind:
     name = "mounts"
     config: ClassVar[type[ScenarioConfig]] = MountsConfig
     result: ClassVar[type[ScenarioResult]] = MountsResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
 
     def plan(self, ctx: ScenarioContext[MountsConfig]) -> list[str]:
         sc: MountsConfig = ctx.scenario

@@ -45,6 +45,7 @@ from patchbench.scenarios.base import (
     header,
     report_evidence,
 )
+from patchbench.scenarios.steps import ByCount, StepRule
 from patchbench.scenarios.views import account, links, lost_sigchld
 from patchbench.util import command, progress
 
@@ -217,10 +218,18 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
     tally.leftovers += [f"block {block_no}: {x}" for x in left]
 
 
+def hangs_of(result: ScenarioResult, variant: str) -> tuple[int, int]:
+    """A variant's hangs and runs, summed over the conditions: what a bisect step compares."""
+    assert isinstance(result, SoakResult)
+    per = [c.per_variant[variant] for c in result.conditions]
+    return sum(v.hangs for v in per), sum(v.runs for v in per)
+
+
 class SoakKind:
     name = "soak"
     config: ClassVar[type[ScenarioConfig]] = SoakConfig
     result: ClassVar[type[ScenarioResult]] = SoakResult
+    step: ClassVar[StepRule | None] = ByCount(hangs_of)  # a bisect finds the commit that hangs
 
     def plan(self, ctx: ScenarioContext[SoakConfig]) -> list[str]:
         sc: SoakConfig = ctx.scenario

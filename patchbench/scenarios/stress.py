@@ -38,6 +38,7 @@ from patchbench.scenarios.base import (
     report_evidence,
     wait_or_capture,
 )
+from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
 from patchbench.scenarios.views import round_evidence
 from patchbench.util import command, progress
@@ -385,6 +386,7 @@ class StressKind:
     name = "stress"
     config: ClassVar[type[ScenarioConfig]] = StressConfig
     result: ClassVar[type[ScenarioResult]] = StressResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
 
     def plan(self, ctx: ScenarioContext[StressConfig]) -> list[str]:
         sc: StressConfig = ctx.scenario
