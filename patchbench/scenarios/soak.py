@@ -53,6 +53,7 @@ from patchbench.report.blocks import (
     Heading,
     Inline,
     Link,
+    Output,
     Table,
     bullets,
     table,
@@ -392,7 +393,7 @@ class SoakKind:
                     seen.append([Code(cond.name), f" / {v}: {len(pv.evidence)} hangs"
                                  f"{lost_sigchld(pv.lost_sigchld)}; evidence (saved before the "
                                  "kill): ", *links(pv.evidence, 5)])
-                seen += [[Code(cond.name), f" / {v}: {e}"]
+                seen += [[Code(cond.name), f" / {v}: ", Output(e)]  # a process's own words
                          for e in pv.escaped[:3] + pv.leftovers[:3]]
         if seen:
             return [*out, text("What was seen, by condition:", *account(sc.evidence_summary)),

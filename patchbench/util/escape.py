@@ -6,6 +6,10 @@ format, used where such a value enters the output.
   breaks and other control characters as spaces.
 - ``md_text``: a line of markdown prose: the same entities outside code spans, code spans as
   they are (they show their text literally).
+- ``md_code`` and ``md_fence``: a program's free text as a code span or a fenced block that the
+  text cannot close: delimited by more backticks than its longest run of them (CommonMark closes
+  a span or fence only with a run at least as long), so a backtick in a ``verify`` output never
+  lets a tag or a heading out.
 - ``csv_cell``: a CSV value that a spreadsheet would take for a formula (starting with ``=``,
   ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, OWASP's rule; a number
   (``-1.5``) stays as it is.
@@ -46,6 +50,35 @@ def md_text(value: Any) -> str:
         last = m.end()
     out.append(_entities(text[last:]))
     return "".join(out)
+
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def _fence_for(text: str, least: int) -> str:
+    return "`" * max(least, max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
+
+
+def md_code(value: Any) -> str:
+    """``value`` as an inline code span its text cannot close: delimited by one backtick more
+    than its longest run of them (padded with a space where it starts or ends with one, or with a
+    space at both ends, which CommonMark strips); line breaks and other control characters as
+    spaces, since a line break in a span could end the paragraph around it. Text without a
+    backtick or a control character gives exactly ```text```."""
+    text = _CONTROL.sub(" ", str(value))
+    fence = _fence_for(text, 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or (
+        text.startswith(" ") and text.endswith(" ") and text.strip()) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_fence(value: Any, info: str = "text") -> str:
+    """``value`` (several lines) as a fenced code block its text cannot close: a fence of at
+    least three backticks, longer than any run of backticks in it; control characters other than
+    the line break and tab as spaces."""
+    text = _CONTROL_NOT_NL.sub(" ", str(value)).rstrip("\n")
+    fence = _fence_for(text, 3)
+    return f"{fence}{info}\n{text}\n{fence}"
 
 
 def _entities(text: str) -> str:
