@@ -70,6 +70,7 @@ from patchbench.scenarios.base import (
 )
 from patchbench.scenarios.views import account, links, lost_sigchld
 from patchbench.util import command, progress
+from patchbench.util.limits import MAX_TIMEOUT_S
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
     from patchbench.build import Built
@@ -87,7 +88,7 @@ class SoakConfig(ScenarioConfig):
     warmup: int = Field(default=0, ge=0, le=0, description=(
         "Always 0: nothing to warm, the timing is incidental."))
     rounds: int = Field(default=1, description="Unused: a soak interleaves in blocks.")
-    timeout: float = Field(default=5.0, gt=0, description=(
+    timeout: float = Field(default=5.0, gt=0, le=MAX_TIMEOUT_S, description=(
         "Each run's deadline in seconds; a run past it is a hang, its evidence saved."))
     block: int = Field(default=20, ge=1, description=(
         "Runs of one variant in a row; `runs` must be a multiple of it."))
