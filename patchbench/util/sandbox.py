@@ -13,12 +13,14 @@ it.
 
 Where user namespaces are not available (a container that forbids them, a kernel that disables
 them for users), the command runs as before with its clean environment, and one warning says so.
+Other systems than Linux have no such namespaces: there the command runs as before, silently.
 """
 
 from __future__ import annotations
 
 import functools
 import shutil
+import sys
 
 from patchbench.util import command, progress
 
@@ -29,6 +31,8 @@ UNSHARE = ["unshare", "--user", "--map-current-user", "--pid", "--fork", "--moun
 @functools.cache
 def available() -> bool:
     """Whether ``UNSHARE`` works on this machine, for this user (tried once per process)."""
+    if not sys.platform.startswith("linux"):
+        return False
     if shutil.which("unshare") is None:
         progress.say("warning: builds run without namespaces of their own (no unshare on PATH): "
                      "a build can read patchbench's environment")
