@@ -75,6 +75,9 @@ class LayersConfig(ScenarioConfig):
     def plan_detail(self) -> str:
         return f", L = {self.layers}, k = {self.k}"
 
+    def cells_per_variant(self) -> int:
+        return len(self.layers) * len(self.k)  # one cell per (L, k)
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 

@@ -23,6 +23,7 @@ from patchbench.results import MAX_CELLS, Record, ScenarioResult
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
 from patchbench.scenarios.steps import StepRule
 from patchbench.util import command, progress
+from patchbench.util.limits import MAX_SAMPLES
 from patchbench.util.models import new_dict, new_list
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
@@ -46,11 +47,11 @@ class MountsConfig(ScenarioConfig):
         "mount", "umount2", "open_tree", "move_mount", "mount_setattr"], min_length=1,
                                 description=(
         "The syscalls counted: of " + ", ".join(f"`{s}`" for s in mounttrace.TRACEPOINTS) + "."))
-    warmup: int = Field(default=1, ge=0, description=(
+    warmup: int = Field(default=1, ge=0, le=MAX_SAMPLES, description=(
         "Untraced starts per build before the first round (their counts are not kept)."))
-    runs: int = Field(default=5, ge=1, description=(
+    runs: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
         "Traced starts per build in all, a multiple of `rounds`."))
-    rounds: int = Field(default=5, ge=1, description=(
+    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
         "Rounds; each traces runs/rounds starts of every build, the builds in a seeded random "
         "order."))
 
