@@ -683,3 +683,76 @@ def layers_mounts(path: Path, layers: list[int], counts: dict[str, dict[str, dic
     _lines_file(path, [float(n) for n in layers], lines, title=title, xlabel="image layers (L)",
                 ylabel=" + ".join(syscalls) + " per start", log2=False)
 
+
+
+def phases_chart(medians: dict[str, dict[str, float]], phases: list[str]) -> bytes | None:
+    """One stacked bar per cell (variant): the median of each phase of its start, in order."""
+    if not medians:
+        return None
+    cells = list(medians)
+    legend_h = LEGEND + 16
+    height = min(900.0, max(320.0, 200 + 70 * len(cells)))
+    title = "phases of the start under the tracer (medians)"
+    svg = Svg(WIDTH, height, title)
+    totals = [sum(medians[c].get(p, 0.0) for p in phases) for c in cells]
+    scale, unit = time_unit(totals)
+    left = _left_margin(cells, axis_label=False)
+    xs = Scale(0.0, max(totals) * scale * 1.15 if max(totals) > 0 else 1.0)
+    panel = Panel(svg, left, 56, WIDTH - left - 28, height - 56 - 62 - legend_h, xs,
+                  Scale(-0.6, len(cells) - 0.4), invert_y=True)
+    panel.axes(yticks=[(i, c) for i, c in enumerate(cells)], xlabel=f"time ({unit})",
+               title=title)
+    band = panel.h / (len(cells) + 0.2)
+    for y_i, c in enumerate(cells):
+        at = 0.0
+        y = panel.py(y_i)
+        for i, p in enumerate(phases):
+            v = medians[c].get(p, 0.0) * scale
+            if v > 0:
+                svg.rect(panel.px(at), y - 0.4 * band, panel.px(at + v) - panel.px(at),
+                         0.8 * band, fill=COLORS[i % len(COLORS)], cls="bar",
+                         tip=f"{c}: {p} {v:.3g} {unit}")
+            at += v
+        svg.text(panel.px(at) + 8, y, f"{at:.3g} {unit}", size=11)
+    legend(svg, [("bar", COLORS[i % len(COLORS)], p) for i, p in enumerate(phases)],
+           WIDTH / 2, height - legend_h - 4, ncols=len(phases), frame=False, anchor="middle")
+    return svg.done()
+
+
+def scan_chart(name: str, param: str, points: dict[str, list[tuple[float, float, float, float]]]
+               ) -> bytes | None:
+    """A scan: the metric (median seconds per run) against the scanned value, one line per
+    variant with its 95% CI as a band (``points``: variant -> (value, median, low, high)).
+    Log-log when every value is above 0 and they span a factor of 8 or more (a power law is
+    then a straight line), else linear."""
+    pts = {v: [p for p in ps if math.isfinite(p[1])] for v, ps in points.items()}
+    pts = {v: ps for v, ps in pts.items() if ps}
+    if not pts:
+        return None
+    xs_all = [p[0] for ps in pts.values() for p in ps]
+    log = min(xs_all) > 0 and max(xs_all) >= 8 * min(xs_all)
+    scale, unit = time_unit([p[3] for ps in pts.values() for p in ps])
+    title = f"{name}: time against {param}"
+    svg = Svg(WIDTH, HEIGHT, title)
+    ys = span([y * scale for ps in pts.values() for p in ps for y in p[1:] if y > 0], log=log)
+    xs = span(xs_all, log=log)
+    yt = nice_ticks(ys)
+    left = _left_margin([label for _, label in yt], axis_label=True, cap=120)
+    panel = Panel(svg, left, 60, WIDTH - left - 28, HEIGHT - 60 - 70, xs, ys)
+    xt = [(x, f"{x:g}") for x in sorted(set(xs_all))]
+    panel.axes(xticks=xt, yticks=yt, xlabel=param + (" (log)" if log else ""),
+               ylabel=f"median per run ({unit})" + (", log" if log else ""), title=title,
+               ylabel_gap=left - 22)
+    items = []
+    for i, (v, ps) in enumerate(pts.items()):
+        color = COLORS[i % len(COLORS)]
+        ps = sorted(ps)
+        upper = [(panel.px(x), panel.py(hi * scale)) for x, _, _, hi in ps]
+        lower = [(panel.px(x), panel.py(lo * scale)) for x, _, lo, _ in reversed(ps)]
+        outline = " ".join(f"{_n(x)},{_n(y)}" for x, y in [*upper, *lower])
+        svg.add(f'<polygon points="{outline}" fill="{color}" fill-opacity="0.18" '
+                'stroke="none" class="band"/>')
+        panel.series([(x, m * scale) for x, m, _, _ in ps], color)
+        items.append(("line", color, v))
+    legend(svg, items, panel.x + 10, panel.y + 8)
+    return svg.done()

@@ -4,7 +4,8 @@ For any command (meant for an OCI runtime CLI's ``run``: runc, crun, youki), eve
 ``warmup`` untraced starts, then ``runs`` traced starts in ``rounds`` rounds, the builds in a seeded
 random order in each round. Each traced start runs under the scenario's tracer with all its
 descendants (the CLI, the container's init, what they fork): ``bpftrace`` (exact kernel counts,
-patchbench.measure.mounttrace) or ``strace -f``. Per start, the calls of every listed syscall
+patchbench.measure.mounttrace) or ``strace -f`` (every syscall: the start's syscall profile,
+patchbench.scenarios.profile, kept whole; the mount counts are a view of it). Per start, the calls of every listed syscall
 (``mount``, ``umount2``, ``open_tree``, ``move_mount``, ``mount_setattr`` by default) and the calls
 that failed are kept; ``after`` runs after every start (e.g. ``delete -f``).
 
@@ -22,13 +23,15 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from patchbench.config.scenarios import Argv, ScenarioConfig
-from patchbench.measure import bench, mounttrace
+from patchbench.measure import bench, mounttrace, syscalls
 from patchbench.measure.bench import Cell
 from patchbench.measure.mounttrace import MountCounts
 from patchbench.report import blocks as rb
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import MAX_CELLS, Record, ScenarioResult
+from patchbench.scenarios import profile
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
+from patchbench.scenarios.profile import Profile, TracedRun
 from patchbench.util import command, progress
 from patchbench.util.models import new_dict, new_list
 
@@ -100,9 +103,9 @@ class MountsResult(ScenarioResult):
     syscalls: list[str]
     variants: list[str]  # the builds, the baseline first
     starts: Annotated[list[MountStart], Field(max_length=MAX_CELLS)]
-
-
-STRACE_SHOWN = "strace -f -qq -Y -e signal=none -e trace={syscalls} -o FILE --"
+    # strace: every syscall of each traced start (the counts above are a view of it); absent
+    # in runs before it and under bpftrace
+    profile: Profile | None = None
 
 
 def _fill(argv: list[str], values: dict[str, str], where: str, i: str, rnd: str) -> list[str]:
@@ -112,7 +115,7 @@ def _fill(argv: list[str], values: dict[str, str], where: str, i: str, rnd: str)
 
 def tracer_shown(sc: MountsConfig) -> str:
     if sc.tracer == "strace":
-        return STRACE_SHOWN.format(syscalls=",".join(sc.syscalls))
+        return syscalls.SHOWN + " (every syscall: the counts are a view of the profile)"
     return "bpftrace -c (patchbench.measure.mounttrace: the command and its descendants)"
 
 
@@ -239,12 +242,15 @@ class MountsKind:
                     warnings.append(f"{sc.name} {v}: `{shlex.join(argv)}` after start {i} "
                                     f"exited {res.returncode}")
 
+        traced: list[TracedRun] = []
+
         def trace(v: str, i: str, rnd: str) -> MountCounts:
             argv = _fill(sc.command, vals[v], sc.name, i, rnd)
             where = ctx.workdir / f"{sc.name}-trace" / f"{v}-{i}"
-            if sc.tracer == "strace":
-                return mounttrace.strace_trace(argv, where, syscalls=sc.syscalls,
-                                               timeout=sc.timeout)
+            if sc.tracer == "strace":  # the whole profile; the mount counts a view of it
+                t = syscalls.trace(argv, where, timeout=sc.timeout)
+                traced.append(profile.record(v, v, int(i), t, oci=True))
+                return mounttrace.from_trace(t, sc.syscalls)
             return mounttrace.trace(argv, where, syscalls=sc.syscalls, timeout=sc.timeout)
 
         for v in variants:
@@ -284,7 +290,9 @@ class MountsKind:
                                 log=log, check=False)
         res = MountsResult(**header(sc, sc.shown_command()), order=order,
                                    tracer=sc.tracer, syscalls=list(sc.syscalls),
-                                   variants=variants, starts=starts)
+                                   variants=variants, starts=starts,
+                                   profile=Profile(tracer=syscalls.SHOWN, runs=traced)
+                                   if sc.tracer == "strace" else None)
         warnings += exit_warnings(res)
         warnings += [f"{sc.name} {v}: the starts differ in {', '.join(names)}"
                      for v, names in differing(starts, res.syscalls, variants).items() if names]
@@ -314,12 +322,13 @@ class MountsKind:
                         "(least–most); `all` is their sum, `failed` the calls that returned an "
                         "error. The last rows are each candidate's change: exact, or (~) the "
                         "change of the medians when a build's starts differ."),
-                count_table(sc)]
+                count_table(sc), *profile.blocks(sc.profile, sc.variants[0])]
 
     def page(self, result: MountsResult) -> list[Block]:
         data = result.model_dump(mode="json")
         return [count_table(result, "mounts"),
-                rb.Data(f"{result.kind}: every traced start", data["starts"])]
+                rb.Data(f"{result.kind}: every traced start", data["starts"]),
+                *profile.page(result.profile, result.variants[0])]
 
     def summary(self, result: MountsResult) -> Table | None:
         """The job summary's row per build: all mount syscalls of one start, and failed ones."""
