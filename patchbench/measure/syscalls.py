@@ -8,6 +8,11 @@ with their timestamps (``-ttt``), from which ``phases`` splits an OCI runtime CL
 its steps. ptrace slows every syscall, so the counts are exact but the times are the traced
 run's, not the timed runs'; the traced runs are made apart from them (after measuring).
 
+``trace_bpftrace`` counts the same in the kernel (``raw_syscalls`` tracepoints, the names from
+the kernel headers' syscall table): no ptrace, so the traced run runs at nearly its own speed and
+what depends on its length (a Go runtime's ``nanosleep`` and ``futex`` calls) is not inflated by
+the tracer; it needs root and bpftrace, and names the execs by the file the kernel ran.
+
 A traced run that fails keeps its exit code; one past its ``timeout`` is killed with its group
 and kept too (``exit_code`` None) with what strace wrote until then, so that a hang under the
 tracer is reported, not hidden. The mount-syscall counts of the ``mounts`` kind under strace are
@@ -18,12 +23,13 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchbench.errors import BenchmarkError
+from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.util import command
 
 STRACE_FLAGS = ("-f", "-q", "-Y", "-ttt", "-T", "-e", "signal=none")
@@ -190,6 +196,7 @@ PHASE_TEXT = {
     "exit": "from its exit until the CLI exits (reaping, state removal)",
 }
 SELF_EXECS = ("/proc/self/exe",)  # a runtime re-executing itself (runc init) is not the process
+SELF_FDS = ("/proc/self/fd/", "/dev/fd/")  # nor an exec of its own cloned binary by descriptor
 
 
 def container_exec(t: Trace) -> Event | None:
@@ -199,7 +206,7 @@ def container_exec(t: Trace) -> Event | None:
     for e in t.events:
         if e.what != "exec" or e.pid == t.root:
             continue
-        if e.detail and e.detail not in SELF_EXECS and not e.detail.startswith("/proc/self/fd/"):
+        if e.detail and e.detail not in SELF_EXECS and not e.detail.startswith(SELF_FDS):
             return e
     return None
 
@@ -224,3 +231,186 @@ def phases(t: Trace) -> dict[str, float] | None:
         return None
     return {"cli": spawn.at - t.first, "create": exe.at - spawn.at, "process": gone.at - exe.at,
             "exit": end - gone.at}
+
+
+# --- the same counts in the kernel, with bpftrace ---------------------------------------------
+
+UNISTD = (Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"), Path("/usr/include/asm/unistd_64.h"),
+          Path("/usr/include/aarch64-linux-gnu/asm/unistd.h"), Path("/usr/include/asm-generic/unistd.h"))
+_NR = re.compile(r"^#define __NR_([a-z0-9_]+)\s+(\d+)\s*$")
+BPFTRACE_SHOWN = "bpftrace -c COMMAND (raw_syscalls tracepoints: every syscall of the tree, in the kernel)"
+TRACEFS_PATHS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
+CLONE_THREAD = 0x00010000
+KILLED = -1  # bpftrace: the command ended without exit_group (a signal); its code is unknown
+
+
+def syscall_names(headers: Sequence[Path] = UNISTD) -> dict[int, str]:
+    """syscall number -> name, from the kernel headers' table (linux-libc-dev)."""
+    for h in headers:
+        try:
+            text = h.read_text()
+        except OSError:
+            continue
+        names = {int(m.group(2)): m.group(1) for line in text.splitlines()
+                 if (m := _NR.match(line)) is not None}
+        if names:
+            return names
+    raise RequirementError("no kernel syscall table to name the syscalls bpftrace counts",
+                           hint="apt-get install linux-libc-dev (asm/unistd_64.h), or use "
+                           "the strace tracer")
+
+
+def bpftrace_script(nth: int) -> str:
+    """Follow ``cpid`` from its ``nth`` exec on (the wrapper's own execs and calls before the
+    command's are not counted), and its descendants; count every syscall by number and process
+    name, its failures and its time in the kernel; print the processes made (not threads), execs
+    and exits with their times, and the command's exit status."""
+    return (
+        'BEGIN { printf("root %d %llu\\n", cpid, nsecs); }\n'
+        "tracepoint:sched:sched_process_exec /pid == cpid/ "
+        f"{{ @execs = @execs + 1; if (@execs == {int(nth)}) {{ @tree[cpid] = 1; }} }}\n"
+        "tracepoint:sched:sched_process_fork /@tree[pid]/ { @tree[args->child_pid] = 1; }\n"
+        f"tracepoint:task:task_newtask /@tree[pid] && !(args->clone_flags & {CLONE_THREAD:#x})/ "
+        '{ printf("spawn %d %llu\\n", pid, nsecs); }\n'
+        "tracepoint:sched:sched_process_exec /@tree[pid]/ "
+        '{ printf("exec %d %llu %s\\n", pid, nsecs, str(args->filename)); }\n'
+        "tracepoint:sched:sched_process_exit /@tree[tid] && pid == tid/ "
+        '{ printf("exit %d %llu\\n", pid, nsecs); }\n'
+        "tracepoint:sched:sched_process_exit /@tree[tid]/ { delete(@tree[tid]); }\n"
+        "tracepoint:syscalls:sys_enter_exit_group /pid == cpid/ "
+        '{ printf("status %d %llu\\n", args->error_code, nsecs); }\n'
+        "tracepoint:raw_syscalls:sys_enter /@tree[pid]/ "
+        "{ @calls[args->id, comm] = count(); @t0[tid] = nsecs; }\n"
+        "tracepoint:raw_syscalls:sys_exit /@t0[tid]/ { @ns[args->id] = sum(nsecs - @t0[tid]); "
+        "delete(@t0[tid]); if (args->ret < 0) { @errors[args->id, comm] = count(); } }\n"
+        "END { clear(@tree); clear(@t0); clear(@execs); }\n"
+    )
+
+
+def parse_bpftrace(output: str, exit_code: int | None, names: Mapping[int, str]) -> Trace:
+    """bpftrace's ``-f json`` output of ``bpftrace_script`` -> a Trace (its times from the
+    root's last exec before it made a process, the command's own, to the root's exit)."""
+    import json
+
+    t = Trace(exit_code=exit_code)
+    execs: list[Event] = []
+    status_seen = False
+    for line in output.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if doc.get("type") == "printf":
+            words = str(doc.get("data", "")).split(maxsplit=3)
+            if len(words) < 3 or not words[1].lstrip("-").isdigit() or not words[2].isdigit():
+                continue
+            if words[0] == "status":
+                t.exit_code = int(words[1]) & 0xFF
+                status_seen = True
+                continue
+            pid, at = int(words[1]), int(words[2]) / 1e9
+            if words[0] == "root":
+                t.root = pid
+            elif words[0] in ("spawn", "exit"):
+                t.events.append(Event(pid, at, words[0]))
+            elif words[0] == "exec":
+                execs.append(Event(pid, at, "exec", words[3].strip() if len(words) > 3 else ""))
+            continue
+        if doc.get("type") != "map":
+            continue
+        for map_name, entries in (doc.get("data") or {}).items():
+            if not isinstance(entries, dict):
+                continue
+            for key, n in entries.items():
+                nr, _, comm = str(key).partition(",")
+                if not nr.lstrip("-").isdigit():
+                    continue
+                name = names.get(int(nr), f"syscall_{nr}")
+                if map_name == "@ns":
+                    t.seconds[name] = t.seconds.get(name, 0.0) + int(n) / 1e9
+                elif map_name in ("@calls", "@errors"):
+                    table = t.calls if map_name == "@calls" else t.errors
+                    per = table.setdefault(name, {})
+                    per[comm] = per.get(comm, 0) + int(n)
+    t.events = sorted([*t.events, *execs], key=lambda e: e.at)
+    first_spawn = next((e.at for e in t.events if e.what == "spawn"), None)
+    own = [e for e in execs if e.pid == t.root and (first_spawn is None or e.at <= first_spawn)]
+    exits = [e for e in t.events if e.what == "exit" and e.pid == t.root]
+    t.first = own[-1].at if own else (t.events[0].at if t.events else None)
+    t.last = exits[-1].at if exits else (t.events[-1].at if t.events else None)
+    if exit_code is not None and not status_seen:  # ended without exit_group: by a signal
+        t.exit_code = KILLED
+    return t
+
+
+def tracefs_mounted(mountinfo: Path = Path("/proc/self/mountinfo")) -> bool:
+    try:
+        text = mountinfo.read_text()
+    except OSError:
+        return False
+    return any(line.split(" - ", 1)[-1].startswith("tracefs ") for line in text.splitlines())
+
+
+def bpftrace_check() -> None:
+    """RequirementError unless bpftrace can run here (root, bpftrace, nsenter/unshare)."""
+    if os.geteuid() != 0:
+        raise RequirementError("counting syscalls with bpftrace needs root",
+                               hint="or use the strace tracer")
+    command.which("bpftrace")
+    if not tracefs_mounted():
+        command.which("unshare")
+        command.which("nsenter")
+
+
+def trace_bpftrace(
+    argv: Sequence[str | os.PathLike[str]],
+    workdir: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+) -> Trace:
+    """Run ``argv`` under bpftrace (``bpftrace_script``) and return its Trace; the command runs
+    as the script's ``cpid`` itself (a shell that execs it, into the caller's mount namespace
+    when tracefs had to be mounted in a private one). A run past ``timeout`` is killed with its
+    group (exit_code None)."""
+    bpftrace_check()
+    names = syscall_names()
+    workdir.mkdir(parents=True, exist_ok=True)
+    wd = workdir.resolve()
+    if any(c.isspace() for c in str(wd)):
+        raise BenchmarkError(f"the trace directory {wd} contains whitespace (bpftrace -c splits)")
+    program = command.which(str(argv[0]))
+    out = wd / "bpftrace.json"
+    out.unlink(missing_ok=True)
+    inner = shlex.join([program, *(str(a) for a in argv[1:])])
+    nth = 2  # the wrapper (sh), then the command
+    if not tracefs_mounted():  # back into the caller's mount namespace (nsenter execs, no fork)
+        inner = f"{command.which('nsenter')} --mount=/proc/{os.getpid()}/ns/mnt -- {inner}"
+        nth = 3
+    prog = wd / "syscalls.bt"
+    prog.write_text(bpftrace_script(nth))
+    wrapper = wd / "run.sh"
+    wrapper.write_text(f"#!/bin/sh\nexec {inner} >{shlex.quote(str(wd / 'command.log'))} 2>&1\n")
+    bt = ["bpftrace", "-f", "json", "-o", str(out), "-c", f"/bin/sh {wrapper}", str(prog)]
+    if not tracefs_mounted():
+        bt = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+              "mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"", "sh", *bt]
+    run_env = dict(env if env is not None else os.environ)
+    run_env.setdefault("BPFTRACE_MAP_KEYS_MAX", "65536")
+    with command.Background(bt, env=run_env, log=wd / "bpftrace.log") as bg:
+        code = bg.wait(timeout)
+        if code is None:
+            bg.stop()
+    try:
+        text = out.read_text(errors="replace")
+    except OSError:
+        raise BenchmarkError("bpftrace wrote no output", detail=f"(log: {wd / 'bpftrace.log'})"
+                             ) from None
+    if code is not None and '"root ' not in text:  # bpftrace failed before it ran the command
+        raise BenchmarkError("bpftrace did not run the traced command",
+                             detail=f"(log: {wd / 'bpftrace.log'})")
+    # the command's exit code is its exit_group's (bpftrace's own is bpftrace's)
+    return parse_bpftrace(text, code, names)

@@ -64,6 +64,11 @@ class CommandConfig(TimedConfig):
         "each candidate's syscall diff and, for an OCI runtime CLI, the phases of its start."))
     profile_runs: int = Field(default=3, ge=1, le=100, description=(
         "Traced runs per cell with `profile`."))
+    profile_tracer: Literal["strace", "bpftrace"] = Field(default="strace", description=(
+        "`strace` (`strace -f`: no root needed; ptrace slows the run, so what grows with its "
+        "length, such as a Go runtime's nanosleep and futex calls, grows too) or `bpftrace` "
+        "(counted in the kernel at nearly the run's own speed; root, and the kernel headers' "
+        "syscall table)."))
     scan: ScanConfig | None = Field(default=None, description=(
         "A placeholder scanned over values, each value its own set of interleaved cells, with "
         "a verdict per value and a fit per variant of how the time grows with it."))
@@ -192,7 +197,7 @@ class CommandKind:
         samples, order, applied = measure_conditions(ctx, plain, expand)
         cells = list(samples)
         traced, why_warnings = (profile.trace_cells(ctx, plain, ctx.expand, sc.profile_runs,
-                                                    oci=oci_cli(ctx))
+                                                    oci=oci_cli(ctx), tracer=sc.profile_tracer)
                                 if "syscalls" in sc.profile else (None, []))
         # the checks (commands) run while this thread does the statistics: both after measuring
         statistics_ready()  # before any thread beside this one
@@ -273,7 +278,7 @@ def plan_why(sc: CommandConfig, variants: int) -> list[str]:
         lines.append(f"  bundle: {{bundle}} is the scenario's own: {sc.bundle.summary()}")
     if "syscalls" in sc.profile:
         cells = variants * (len(sc.scan.scanned) if sc.scan else 1)
-        lines += profile.plan_lines(sc, sc.profile_runs, cells)
+        lines += profile.plan_lines(sc, sc.profile_runs, cells, sc.profile_tracer)
     return lines
 
 

@@ -5,9 +5,10 @@ For any command (meant for an OCI runtime CLI's ``run``: runc, crun, youki), eve
 random order in each round. Each traced start runs under the scenario's tracer with all its
 descendants (the CLI, the container's init, what they fork): ``bpftrace`` (exact kernel counts,
 patchbench.measure.mounttrace) or ``strace -f`` (every syscall: the start's syscall profile,
-patchbench.scenarios.profile, kept whole; the mount counts are a view of it). Per start, the calls of every listed syscall
-(``mount``, ``umount2``, ``open_tree``, ``move_mount``, ``mount_setattr`` by default) and the calls
-that failed are kept; ``after`` runs after every start (e.g. ``delete -f``).
+patchbench.scenarios.profile, kept whole; the mount counts are a view of it). Per start, the
+calls of every listed syscall (``mount``, ``umount2``, ``open_tree``, ``move_mount``,
+``mount_setattr`` by default) and the calls that failed are kept; ``after`` runs after every
+start (e.g. ``delete -f``).
 
 The report shows a table build × syscall: the count when every start of the build made the
 same, else the range; the candidate's change against the baseline; and warns when the starts of

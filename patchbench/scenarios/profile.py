@@ -70,12 +70,17 @@ def record(variant: str, cell: str, index: int, t: syscalls.Trace, *, oci: bool)
                      phases=syscalls.phases(t) if oci else None)
 
 
+TRACERS = {"strace": syscalls.SHOWN, "bpftrace": syscalls.BPFTRACE_SHOWN}
+
+
 def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
-                expand: Callable[[Cell], Invocation], runs: int, *, oci: bool
-                ) -> tuple[Profile, list[str]]:
+                expand: Callable[[Cell], Invocation], runs: int, *, oci: bool,
+                tracer: str = "strace") -> tuple[Profile, list[str]]:
     """``runs`` traced runs of every cell (its command as ``expand`` gives it, without the
-    launcher), the cells in a seeded order each time; the profile and the warnings (a run that
-    failed or hung)."""
+    launcher) under ``tracer`` (``strace`` or ``bpftrace``), the cells in a seeded order each
+    time; the profile and the warnings (a run that failed or hung)."""
+    if tracer == "bpftrace":
+        syscalls.bpftrace_check()
     sc = ctx.scenario
     timeout = sc.timeout * TRACE_SLOWDOWN
     log = ctx.workdir / f"{sc.name}.profile.log"
@@ -95,7 +100,8 @@ def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
                 if inv.prepare:
                     command.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout,
                                 log=log, check=False)
-                t = syscalls.trace(inv.command, where, env=inv.env, timeout=timeout)
+                t = (syscalls.trace_bpftrace if tracer == "bpftrace" else syscalls.trace)(
+                    inv.command, where, env=inv.env, timeout=timeout)
                 if inv.cleanup:
                     command.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout,
                                 log=log, check=False)
@@ -106,16 +112,16 @@ def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
             out.append(run)
             if run.exit_code is None:
                 warnings.append(f"{sc.name} {cell.label}: traced run {i} hung past {timeout:g} s "
-                                "under strace and was killed")
+                                f"under {tracer} and was killed")
             elif run.exit_code != 0:
                 warnings.append(f"{sc.name} {cell.label}: traced run {i} exited {run.exit_code}")
-        progress.step(sc.name, f"traced run {i + 1}/{runs} of {len(cells)} cells (strace)")
-    return Profile(tracer=syscalls.SHOWN, runs=out), warnings
+        progress.step(sc.name, f"traced run {i + 1}/{runs} of {len(cells)} cells ({tracer})")
+    return Profile(tracer=TRACERS[tracer], runs=out), warnings
 
 
-def plan_lines(sc: Any, runs: int, cells: int) -> list[str]:
+def plan_lines(sc: Any, runs: int, cells: int, tracer: str = "strace") -> list[str]:
     return [f"  profile: {runs} traced run(s) of each of {cells} cell(s) after measuring, apart "
-            f"from the timed runs: {syscalls.SHOWN} COMMAND (timeout "
+            f"from the timed runs: {TRACERS[tracer]} (timeout "
             f"{sc.timeout * TRACE_SLOWDOWN:g} s each)"]
 
 
@@ -223,13 +229,19 @@ def failed_runs(profile: Profile) -> list[str]:
 def intro(profile: Profile) -> Block:
     cells = by_cell(profile)
     per = max((len(r) for r in cells.values()), default=0)
-    return text(f"Syscalls per start, counted with strace over the whole process tree in {per} "
+    kernel = profile.tracer.startswith("bpftrace")
+    how = ("bpftrace, in the kernel (no ptrace: the runs keep nearly their own speed)" if kernel
+           else "strace")
+    times = ("the time from each call's entry to its return in the kernel" if kernel else
+             "strace -T; ptrace slows every call, so the counts are exact and the times only "
+             "relative, and what grows with a run's length (a Go runtime's nanosleep and futex) "
+             "grows with the tracer's slowdown too")
+    return text(f"Syscalls per start, counted with {how} over the whole process tree in {per} "
                 "traced run(s) per cell made after the timed runs (never among them): the mean "
                 "calls per start, the difference, whether every candidate run lies outside the "
                 "baseline runs' range (\"beyond the spread\"), the failed calls per start, and "
-                "each syscall's share of the wall time spent in syscalls (strace -T: blocking "
-                "calls such as futex and wait4 hold most of it; ptrace slows every call, so the "
-                "counts are exact and the times only relative). Biggest changes first.")
+                "each syscall's share of the wall time spent in syscalls (blocking calls such as "
+                f"futex and wait4 hold most of it; {times}). Biggest changes first.")
 
 
 def blocks(profile: Profile | None, baseline: str, *, rows: int | None = SHOWN_ROWS,
