@@ -382,7 +382,7 @@ def trace_bpftrace(
     wd = workdir.resolve()
     if any(c.isspace() for c in str(wd)):
         raise BenchmarkError(f"the trace directory {wd} contains whitespace (bpftrace -c splits)")
-    program = command.which(str(argv[0]))
+    program = os.path.abspath(command.which(str(argv[0])))
     out = wd / "bpftrace.json"
     out.unlink(missing_ok=True)
     inner = shlex.join([program, *(str(a) for a in argv[1:])])
