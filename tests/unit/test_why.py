@@ -151,7 +151,7 @@ def a_profile(code: int | None = 0) -> Profile:
 
 
 def test_the_syscall_diff_biggest_change_first() -> None:
-    rows = profile.diff_rows(*[r for _, _, *r in profile.pairs(a_profile(), "baseline")][0])
+    rows = profile.diff_rows(*next(r for _, _, *r in profile.pairs(a_profile(), "baseline")))
     assert rows[0][:5] == ["all", "15.3", "1,015.3", "+1,000", "yes"]
     assert rows[1][:5] == ["`newfstatat`", "0", "1,000", "+1,000", "yes"]
     assert rows[2][:5] == ["`futex`", "5.3", "5.3", "0", "no"]
