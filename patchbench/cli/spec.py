@@ -151,7 +151,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "HTML).",
         (Pos("run", "a saved run folder, or COMPARISON/TIME under the reports folder"),),
         (Opt("format", "the export format", kind="choice",
-             choices=("hyperfine", "csv", "benchstat", "bmf", "html"), default="csv"),
+             choices=("hyperfine", "csv", "benchstat", "bmf", "html", "syscalls"), default="csv"),
          Opt("out", "the output folder", metavar="DIR", default="RUN/export")),
         RUNS_SHARED,
         ("export demo/20261129T225457Z --format benchstat",

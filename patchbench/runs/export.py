@@ -7,7 +7,8 @@ hyperfine's ``src/export/``). Each takes the loaded results (``patchbench.result
 - ``benchstat``: Go's benchmark text format, one file per variant, so that
   ``benchstat baseline.txt CANDIDATE.txt`` compares them;
 - ``bmf``: Bencher Metric Format (latency in nanoseconds, the median with its 95% CI);
-- ``html``: the self-contained ``report.html`` (for runs saved before it existed).
+- ``html``: the self-contained ``report.html`` (for runs saved before it existed);
+- ``syscalls``: every traced run's syscalls, phases and each scan's fits (runs/export_profile.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from patchbench.errors import ReportError
 from patchbench.results import Cell, Results, RunInput, Samples, TimedResult, as_results
+from patchbench.runs import export_profile
 from patchbench.util.escape import csv_cell
 from patchbench.util.files import write_text_atomic
 
@@ -183,6 +185,7 @@ FORMATS: dict[str, Callable[[RunInput], Files]] = {
     "benchstat": to_benchstat,
     "bmf": to_bmf,
     "html": to_html,
+    "syscalls": export_profile.to_syscalls,
 }
 
 
@@ -193,7 +196,10 @@ def export(run: RunInput, fmt: str) -> Files:
         raise ReportError(f"unknown export format {fmt!r}",
                           hint=f"one of: {', '.join(FORMATS)}") from None
     results = as_results(run)
-    if fmt != "html" and not any(True for _ in _cells(results)):
+    if fmt == "syscalls" and not export_profile.has_profile(results):
+        raise ReportError(f"{results.run_dir or 'this run'}: no traced runs or scans to export "
+                          "(a scenario with profile: [syscalls] or scan: has them)")
+    if fmt not in ("html", "syscalls") and not any(True for _ in _cells(results)):
         raise ReportError(f"{results.run_dir or 'this run'}: no measured cells to export "
                           "(a stress-only run has no timing samples)")
     return fn(results)

@@ -24,7 +24,7 @@ from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import AppliedCondition, Check, ScenarioResult, TimedResult, Verdict
 from patchbench.results import Cell as CellResult
-from patchbench.scenarios import command_bundle, command_scan, profile
+from patchbench.scenarios import command_bundle, profile, scans
 from patchbench.scenarios.base import (
     ScenarioContext,
     ScenarioKind,
@@ -44,8 +44,8 @@ from patchbench.scenarios.base import (
     verdict_warnings,
 )
 from patchbench.scenarios.command_bundle import BundleConfig
-from patchbench.scenarios.command_scan import ScanConfig, ScanResult
 from patchbench.scenarios.profile import Profile
+from patchbench.scenarios.scans import ScanConfig, ScanResult
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.util import idle, progress
 from patchbench.util.models import new_list
@@ -231,13 +231,13 @@ class CommandKind:
     def report(self, result: CommandResult, *, details: bool = True) -> list[Block]:
         base = baseline_of(result)
         return ((timed_blocks(result, deadlines=True) if details else [])
-                + verify_blocks(result.verify) + command_scan.blocks(result.scan, base)
+                + verify_blocks(result.verify) + scans.blocks(result.scan, base)
                 + profile.blocks(result.profile, base, only=shown_cells(result)))
 
     def page(self, result: CommandResult) -> list[Block]:
         base = baseline_of(result)
         return (verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))
-                + command_scan.page(result.scan, result.name, result.cells, base)
+                + scans.page(result.scan, result.name, result.cells, base)
                 + profile.page(result.profile, base))
 
     def summary(self, result: CommandResult) -> Table | None:
@@ -251,7 +251,7 @@ class CommandKind:
         if result.scan is not None:
             rows += [((result.name, f"{f.variant} exponent"
                        + (f" ({f.condition})" if f.condition else "")),
-                      command_scan.fmt_exponent(f)) for f in result.scan.fits]
+                      scans.fmt_exponent(f)) for f in result.scan.fits]
         if not rows:
             return None
         return Across(self.name, "Why: syscalls per start and scans", ("scenario", "cell"),
@@ -259,7 +259,7 @@ class CommandKind:
                       "its 95% CI, per machine", tuple(rows))
 
 
-# --- what tells why: the profile, the scan (patchbench/scenarios/profile.py, command_scan.py) ---
+# --- what tells why: the profile, the scan (patchbench/scenarios/profile.py, scan.py) ---
 
 
 def first_cells(sc: CommandConfig, variants: list[str]) -> list[Cell]:
@@ -305,9 +305,9 @@ def scan_result(ctx: ScenarioContext[CommandConfig], sc: CommandConfig,
     if sc.scan is None:
         return None
     res = ScanResult(name=sc.scan.name, values=sc.scan.scanned,
-                     fits=command_scan.fits(sc.scan.name, cells))
+                     fits=scans.fits(sc.scan.name, cells))
     path = ctx.workdir / f"{sc.name}-scan.svg"
-    if command_scan.write_chart(path, res, sc.name, cells):
+    if scans.write_chart(path, res, sc.name, cells):
         res.chart = path.name
         ctx.extra_files[path.name] = path
     return res

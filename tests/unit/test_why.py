@@ -21,10 +21,10 @@ from patchbench.errors import ConfigError
 from patchbench.measure.bench import Cell
 from patchbench.report import html, markdown
 from patchbench.runtimes import runc
-from patchbench.scenarios import command_bundle, command_scan, profile
+from patchbench.scenarios import command_bundle, profile, scans
 from patchbench.scenarios.command import KIND, CommandConfig, CommandResult
-from patchbench.scenarios.command_scan import ScanConfig, ScanResult
 from patchbench.scenarios.profile import Profile, TracedRun
+from patchbench.scenarios.scans import ScanConfig, ScanResult
 
 # --- fits ------------------------------------------------------------------------------------
 
@@ -119,18 +119,18 @@ def scan_cells() -> list[results.Cell]:
 
 def test_fits_come_from_the_cells_samples_and_say_the_exponents_differ() -> None:
     cells = scan_cells()
-    fits = command_scan.fits("n", cells)
+    fits = scans.fits("n", cells)
     assert [f.variant for f in fits] == ["baseline", "fix"] and fits[0].rounds == 5
     assert 0.8 < fits[0].exponent < 1.0 and abs(fits[1].exponent) < 0.05  # type: ignore[operator]
     res = ScanResult(name="n", values=[1, 2, 4, 8, 16], fits=fits)
-    (line,) = command_scan.differ_lines(res, "baseline")
+    (line,) = scans.differ_lines(res, "baseline")
     assert line.startswith("baseline grows as n^0.9") and "fix as n^" in line
     assert line.endswith("the exponents differ (their 95% intervals do not overlap).")
     same = ScanResult(name="n", values=[1, 2], fits=[fits[0], fits[0].model_copy(
         update={"variant": "fix"})])
-    assert command_scan.differ_lines(same, "baseline")[0].endswith(
+    assert scans.differ_lines(same, "baseline")[0].endswith(
         "the exponents do not differ beyond their 95% intervals.")
-    svg = command_scan.chart(res, "scan", cells)
+    svg = scans.chart(res, "scan", cells)
     assert svg is not None and svg.count(b'class="band"') == 2 and b"n (log)" in svg
 
 
@@ -220,7 +220,7 @@ def a_result() -> CommandResult:
     res = CommandResult(name="scan", command="x", runs=10, rounds=5, warmup=0, cells=cells,
                         comparisons=comps, profile=prof,
                         scan=ScanResult(name="n", values=[1, 2, 4, 8, 16],
-                                        fits=command_scan.fits("n", cells)))
+                                        fits=scans.fits("n", cells)))
     return res
 
 
@@ -244,5 +244,5 @@ def test_the_result_round_trips_and_renders() -> None:
     page = html.render_html(run_)
     assert 'class="scan"' in page and 'class="syscalls"' in page and 'class="phases"' in page
     across = KIND.across(res)
-    assert across is not None and (("scan", "baseline exponent"), command_scan.fmt_exponent(
+    assert across is not None and (("scan", "baseline exponent"), scans.fmt_exponent(
         res.scan.fits[0])) in across.cells  # type: ignore[union-attr]

@@ -1,5 +1,5 @@
-"""Scans of a ``command`` scenario: one placeholder taken over a list or range of values, every
-value a cell parameter measured interleaved with the others (like a burst's k), a verdict per
+"""Scans (the ``command`` kind's ``scan:``): one placeholder taken over a list or range of values,
+every value a cell parameter measured interleaved with the others (like a burst's k), a verdict per
 value per candidate, and per variant how the time grows with the value
 (patchbench.analysis.scaling: a power-law exponent and a line, fitted per round, with t
 intervals over the rounds), with one chart per scan."""
