@@ -756,3 +756,75 @@ def scan_chart(name: str, param: str, points: dict[str, list[tuple[float, float,
         items.append(("line", color, v))
     legend(svg, items, panel.x + 10, panel.y + 8)
     return svg.done()
+
+
+@dataclass
+class _Node:
+    name: str
+    count: float = 0.0  # the candidate's samples through this frame
+    base: float = 0.0  # the baseline's share through the same path, scaled to the candidate's
+    kids: dict[str, _Node] = field(default_factory=dict)
+
+
+def flame_diff(base: dict[str, int], cand: dict[str, int], title: str) -> bytes | None:
+    """A differential flame graph (Brendan Gregg's): the candidate's stacks (``comm;outer;...;
+    inner`` -> samples) as a flame graph, each frame coloured by how its share of the samples
+    changed against the baseline's at the same path: red grew, blue shrank, white the same."""
+    tc, tb = sum(cand.values()), sum(base.values())
+    if not tc:
+        return None
+    root = _Node("all")
+    for stacks, total, attr in ((cand, tc, "count"), (base, tb, "base")):
+        if not total:
+            continue
+        for key, n in stacks.items():
+            node = root
+            setattr(node, attr, getattr(node, attr) + n * tc / total)
+            for frame in key.split(";"):
+                if frame not in node.kids:
+                    if attr == "base":
+                        break  # a path the candidate never took: nothing to draw
+                    node.kids[frame] = _Node(frame)
+                node = node.kids[frame]
+                setattr(node, attr, getattr(node, attr) + n * tc / total)
+    depth = 0
+
+    def deepest(n: _Node, d: int) -> None:
+        nonlocal depth
+        depth = max(depth, d)
+        for k in n.kids.values():
+            deepest(k, d + 1)
+
+    deepest(root, 0)
+    row = 17.0
+    depth = min(depth, 80)
+    height = 90 + row * (depth + 1)
+    svg = Svg(WIDTH, height, title)
+    svg.text(WIDTH / 2, 20, _fit(title, TITLE, WIDTH - 20), size=TITLE, anchor="middle",
+             full=title)
+    svg.text(WIDTH / 2, 44, "width: the candidate's samples; red: a larger share than the "
+             "baseline's, blue: smaller", size=LEGEND, anchor="middle")
+    scale = (WIDTH - 20) / tc
+
+    def draw(n: _Node, x: float, d: int) -> None:
+        w = n.count * scale
+        if w < 0.5 or d > depth:
+            return
+        y = height - 20 - row * (d + 1)
+        delta = (n.count - n.base) / tc  # the change of its share, -1 .. 1
+        mag = min(1.0, abs(delta) * 10)
+        shade = int(255 - 175 * mag)
+        color = (f"#ff{shade:02x}{shade:02x}" if delta > 0 else
+                 f"#{shade:02x}{shade:02x}ff" if delta < 0 else "#f2f2f2")
+        tip = (f"{n.name}: {n.count / tc * 100:.1f} % of the candidate's samples, "
+               f"{n.base / tc * 100:.1f} % of the baseline's")
+        svg.rect(10 + x, y, w - 0.5, row - 1, fill=color, stroke="#ffffff", cls="frame", tip=tip)
+        if w > 30:
+            svg.text(10 + x + 3, y + row / 2, _fit(n.name, 11, w - 6), size=11, full=n.name)
+        at = x
+        for k in sorted(n.kids.values(), key=lambda k: k.name):
+            draw(k, at, d + 1)
+            at += k.count * scale
+
+    draw(root, 0.0, 0)
+    return svg.done()

@@ -58,10 +58,12 @@ class CommandConfig(TimedConfig):
 
     kind: Literal["command"] = Field(default="command", description=(
         "`command` (the default when `kind` is left out)."))
-    profile: list[Literal["syscalls"]] = Field(default_factory=new_list, description=(
-        "`[syscalls]`: after measuring, `profile_runs` traced runs of every cell apart from the "
-        "timed ones, every syscall of the process tree counted (strace -f); the report shows "
-        "each candidate's syscall diff and, for an OCI runtime CLI, the phases of its start."))
+    profile: list[Literal["syscalls", "cpu"]] = Field(default_factory=new_list, description=(
+        "After measuring, `profile_runs` runs of every cell apart from the timed ones: "
+        "`syscalls`, every syscall of the process tree counted (`profile_tracer`), with each "
+        "candidate's syscall diff and, for an OCI runtime CLI, the phases of its start; `cpu`, "
+        "its call stacks sampled with perf (cpu-clock), with each candidate's functions by CPU "
+        "share and a differential flame graph."))
     profile_runs: int = Field(default=3, ge=1, le=100, description=(
         "Traced runs per cell with `profile`."))
     profile_tracer: Literal["strace", "bpftrace"] = Field(default="strace", description=(
@@ -196,9 +198,7 @@ class CommandKind:
 
         samples, order, applied = measure_conditions(ctx, plain, expand)
         cells = list(samples)
-        traced, why_warnings = (profile.trace_cells(ctx, plain, ctx.expand, sc.profile_runs,
-                                                    oci=oci_cli(ctx), tracer=sc.profile_tracer)
-                                if "syscalls" in sc.profile else (None, []))
+        traced, why_warnings = why(ctx, sc, plain)
         # the checks (commands) run while this thread does the statistics: both after measuring
         statistics_ready()  # before any thread beside this one
         stop = threading.Event()
@@ -269,6 +269,20 @@ def first_cells(sc: CommandConfig, variants: list[str]) -> list[Cell]:
     return [Cell(v, ((sc.scan.name, str(sc.scan.scanned[0])),)) for v in variants]
 
 
+def why(ctx: ScenarioContext[CommandConfig], sc: CommandConfig, cells: list[Cell]
+        ) -> tuple[Profile | None, list[str]]:
+    """The traced runs (``profile``), after the timed ones; the warnings of those that failed."""
+    if not sc.profile:
+        return None, []
+    traced, warnings = (profile.trace_cells(ctx, cells, ctx.expand, sc.profile_runs,
+                                            oci=oci_cli(ctx), tracer=sc.profile_tracer)
+                        if "syscalls" in sc.profile else (Profile(tracer="", runs=[]), []))
+    if "cpu" in sc.profile:
+        traced.cpu, more = profile.sample_cells(ctx, cells, ctx.expand, sc.profile_runs)
+        warnings += more
+    return traced, warnings
+
+
 def plan_why(sc: CommandConfig, variants: int) -> list[str]:
     lines = []
     if sc.scan is not None:
@@ -276,9 +290,11 @@ def plan_why(sc: CommandConfig, variants: int) -> list[str]:
                      "cells, interleaved; a fit per variant")
     if sc.bundle is not None:
         lines.append(f"  bundle: {{bundle}} is the scenario's own: {sc.bundle.summary()}")
+    cells = variants * (len(sc.scan.scanned) if sc.scan else 1)
     if "syscalls" in sc.profile:
-        cells = variants * (len(sc.scan.scanned) if sc.scan else 1)
         lines += profile.plan_lines(sc, sc.profile_runs, cells, sc.profile_tracer)
+    if "cpu" in sc.profile:
+        lines += profile.plan_cpu(sc.profile_runs, cells)
     return lines
 
 

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from patchbench.measure import syscalls
+from patchbench.measure import cpuprofile, syscalls
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
 from patchbench.report.blocks import Block, Chart, Heading, bullets, table, text
@@ -30,7 +30,7 @@ from patchbench.report.numbers import fmt_time
 from patchbench.results import MAX_CELLS, Record
 from patchbench.scenarios.base import ScenarioContext
 from patchbench.util import command, progress
-from patchbench.util.models import new_dict
+from patchbench.util.models import new_dict, new_list
 
 TRACE_SLOWDOWN = 5.0  # a traced run may take this many times the scenario's timeout (ptrace)
 SHOWN_ROWS = 15  # syscalls per table in report.md (report.html shows every one)
@@ -51,11 +51,25 @@ class TracedRun(Record):
     phases: dict[str, float] | None = None  # syscalls.PHASES -> seconds
 
 
+class CpuProfile(Record):
+    """Sampled CPU stacks per cell (``profile: [cpu]``), made in runs of their own after the
+    timed runs: ``comm;outermost;...;innermost`` -> samples over the cell's runs (the rarest
+    stacks beyond MAX_STACKS summed into one ``[other stacks]`` entry per cell)."""
+
+    command: str  # perf's command line, as shown
+    event: str
+    frequency: int
+    runs: dict[str, int]  # cell -> profiled runs
+    stacks: dict[str, dict[str, int]]  # cell -> folded stack -> samples
+    failed: list[str] = Field(default_factory=new_list)  # "cell run i: exited N"
+
+
 class Profile(Record):
     """The traced runs of a scenario, made after its timed runs."""
 
     tracer: str  # the tracer's command line, as shown
     runs: Annotated[list[TracedRun], Field(max_length=MAX_CELLS)]
+    cpu: CpuProfile | None = None  # profile: [cpu]
 
 
 # --- tracing ---------------------------------------------------------------------------------
@@ -117,6 +131,63 @@ def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
                 warnings.append(f"{sc.name} {cell.label}: traced run {i} exited {run.exit_code}")
         progress.step(sc.name, f"traced run {i + 1}/{runs} of {len(cells)} cells ({tracer})")
     return Profile(tracer=TRACERS[tracer], runs=out), warnings
+
+
+MAX_STACKS = 2000  # distinct stacks kept per cell
+
+
+def sample_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
+                 expand: Callable[[Cell], Invocation], runs: int,
+                 frequency: int = cpuprofile.FREQUENCY) -> tuple[CpuProfile, list[str]]:
+    """``runs`` runs of every cell under ``perf record`` (the cells in a seeded order each
+    time), their stacks summed per cell; the profile and the warnings."""
+    sc = ctx.scenario
+    timeout = sc.timeout * TRACE_SLOWDOWN
+    log = ctx.workdir / f"{sc.name}.profile.log"
+    rng = random.Random(ctx.seed + 130363)
+    stacks: dict[str, dict[str, int]] = {c.label: {} for c in cells}
+    failed: list[str] = []
+    for i in range(runs):
+        order = list(cells)
+        rng.shuffle(order)
+        for cell in order:
+            inv = expand(cell)
+            slug = cell.label.replace(" ", "_").replace("=", "")
+            for argv in inv.setup:
+                command.run(argv, env=inv.env, timeout=timeout, log=log)
+            try:
+                got = cpuprofile.record(inv.command, ctx.workdir / f"{sc.name}-cpu" / f"{slug}-{i}",
+                                        env=inv.env, timeout=timeout, frequency=frequency)
+            finally:
+                for argv in inv.teardown:
+                    command.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
+            per = stacks[cell.label]
+            for key, n in got.stacks.items():
+                per[key] = per.get(key, 0) + n
+            if got.exit_code != 0:
+                failed.append(f"{cell.label} run {i}: " + (
+                    "hung under perf (killed)" if got.exit_code is None
+                    else f"exited {got.exit_code}"))
+        progress.step(sc.name, f"sampled run {i + 1}/{runs} of {len(cells)} cells (perf)")
+    kept = {label: _capped(per) for label, per in stacks.items()}
+    return (CpuProfile(command=cpuprofile.SHOWN.format(freq=frequency), event=cpuprofile.EVENT,
+                       frequency=frequency, runs={c.label: runs for c in cells}, stacks=kept,
+                       failed=failed),
+            [f"{sc.name} {f}" for f in failed])
+
+
+def plan_cpu(runs: int, cells: int) -> list[str]:
+    return [f"  profile: {runs} sampled run(s) of each of {cells} cell(s) after measuring: "
+            + cpuprofile.SHOWN.format(freq=cpuprofile.FREQUENCY)]
+
+
+def _capped(per: dict[str, int]) -> dict[str, int]:
+    if len(per) <= MAX_STACKS:
+        return dict(sorted(per.items()))
+    ranked = sorted(per.items(), key=lambda kv: (-kv[1], kv[0]))
+    out = dict(sorted(ranked[:MAX_STACKS]))
+    out["[other stacks]"] = sum(n for _, n in ranked[MAX_STACKS:])
+    return out
 
 
 def plan_lines(sc: Any, runs: int, cells: int, tracer: str = "strace") -> list[str]:
@@ -248,9 +319,9 @@ def blocks(profile: Profile | None, baseline: str, *, rows: int | None = SHOWN_R
            only: Sequence[str] | None = None) -> list[Block]:
     """The syscall diff of each candidate cell against the baseline's (``only``: those
     candidate cells), the phases, and any traced run that failed."""
-    if profile is None or not profile.runs:
+    if profile is None:
         return []
-    out: list[Block] = [intro(profile)]
+    out: list[Block] = [intro(profile)] if profile.runs else []
     for base, cand, rb, rc in pairs(profile, baseline):
         if only is not None and cand not in only:
             continue
@@ -268,7 +339,68 @@ def blocks(profile: Profile | None, baseline: str, *, rows: int | None = SHOWN_R
     if bad:
         out += [text("Traced runs that did not exit 0 (their counts are kept above):"),
                 bullets([[b] for b in bad])]
+    return out + cpu_blocks(profile.cpu, baseline, rows=rows, only=only)
+
+
+# --- the CPU profile ---------------------------------------------------------------------------
+
+
+def cpu_pairs(cpu: CpuProfile, baseline: str) -> list[tuple[str, str]]:
+    """(baseline cell, candidate cell) of the same parameters."""
+    out = []
+    for label in cpu.stacks:
+        v = label.split(" ", 1)[0]
+        base = baseline + label[len(v):]
+        if v != baseline and base in cpu.stacks:
+            out.append((base, label))
     return out
+
+
+def cpu_rows(base: dict[str, int], cand: dict[str, int]) -> list[list[str]]:
+    """Per function: its share of the samples with what it calls (anywhere on the stack) in
+    each, the change in points, and its own share (the innermost frame) in the candidate; the
+    biggest change first."""
+    ib, ic = cpuprofile.total_share(base), cpuprofile.total_share(cand)
+    own = cpuprofile.self_share(cand)
+    names = sorted(set(ib) | set(ic), key=lambda n: (-abs(ic.get(n, 0.0) - ib.get(n, 0.0)), n))
+    return [[f"`{n}`", f"{ib.get(n, 0.0) * 100:.1f} %", f"{ic.get(n, 0.0) * 100:.1f} %",
+             f"{(ic.get(n, 0.0) - ib.get(n, 0.0)) * 100:+.1f}", f"{own.get(n, 0.0) * 100:.1f} %"]
+            for n in names]
+
+
+def cpu_blocks(cpu: CpuProfile | None, baseline: str, *, rows: int | None = SHOWN_ROWS,
+               only: Sequence[str] | None = None) -> list[Block]:
+    if cpu is None:
+        return []
+    out: list[Block] = [text(
+        f"Where the CPU time goes: {cpu.event} sampled at {cpu.frequency} Hz with the call "
+        f"stacks (perf, every process of the tree) in {max(cpu.runs.values(), default=0)} run(s) "
+        "per cell of their own after the timed runs; each function's share of the samples with "
+        "what it calls (anywhere on the stack) in each, the change in points, and its own share "
+        "(the innermost frame) in the candidate. Biggest changes first.")]
+    for base, cand in cpu_pairs(cpu, baseline):
+        if only is not None and cand not in only:
+            continue
+        all_rows = cpu_rows(cpu.stacks[base], cpu.stacks[cand])
+        shown = all_rows if rows is None else all_rows[:rows]
+        nb, nc = sum(cpu.stacks[base].values()), sum(cpu.stacks[cand].values())
+        out += [text(f"`{cand}` ({nc} samples) against `{base}` ({nb} samples):"),
+                table(["function", base, cand, "change (points)", "own, candidate"],
+                      shown, "cpu")]
+    if cpu.failed:
+        out += [text("Sampled runs that did not exit 0:"), bullets([[f] for f in cpu.failed])]
+    return out
+
+
+def cpu_charts(cpu: CpuProfile | None, baseline: str) -> list[Block]:
+    """report.html: a differential flame graph per candidate cell."""
+    if cpu is None:
+        return []
+    return [Chart("flame", partial(charts.flame_diff, cpu.stacks[base], cpu.stacks[cand],
+                                   f"{cand} against {base}: CPU samples"),
+                  f"Differential flame graph of {cand}: its sampled stacks, each frame red where "
+                  f"its share of the samples grew against {base}'s and blue where it shrank.")
+            for base, cand in cpu_pairs(cpu, baseline)]
 
 
 # --- phases ----------------------------------------------------------------------------------
@@ -297,11 +429,12 @@ def phase_blocks(profile: Profile) -> list[Block]:
 
 
 def page(profile: Profile | None, baseline: str) -> list[Block]:
-    """report.html: every syscall of every comparison, the phases with their stacked bars."""
-    if profile is None or not profile.runs:
+    """report.html: every syscall of every comparison, the phases with their stacked bars, the
+    differential flame graphs."""
+    if profile is None:
         return []
-    out: list[Block] = [Heading("Syscalls per start (traced runs)"),
-                        *blocks(profile, baseline, rows=None)]
+    out: list[Block] = [Heading("Why: traced runs"), *blocks(profile, baseline, rows=None),
+                        *cpu_charts(profile.cpu, baseline)]
     if phase_medians(profile):
         out.append(Chart("phases", partial(charts.phases_chart, phase_medians(profile),
                                            list(syscalls.PHASES)),

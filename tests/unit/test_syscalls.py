@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from patchbench.errors import RequirementError
-from patchbench.measure import mounttrace, syscalls
+from patchbench.measure import cpuprofile, mounttrace, syscalls
 
 DATA = Path(__file__).parent / "data"
 STRACE = (DATA / "runc-run.strace").read_text()
@@ -119,3 +119,26 @@ def test_syscall_names_from_the_kernel_headers(tmp_path: Path) -> None:
     with pytest.raises(RequirementError) as err:
         syscalls.syscall_names([tmp_path / "missing.h"])
     assert "linux-libc-dev" in (err.value.hint or "")
+
+
+# --- the CPU profile: perf script's samples folded into stacks --------------------------------
+
+PERF = (DATA / "slowstart.perf-script").read_text()  # perf record -e cpu-clock -g, the demo
+
+
+def test_perf_samples_fold_into_stacks_outermost_first() -> None:
+    stacks = cpuprofile.fold(PERF)
+    assert sum(stacks.values()) == 39 == PERF.count("cpu-clock:")
+    stat = [k for k in stacks if "os.Stat" in k]
+    assert len(stat) >= 2  # stats of the planted loop, through different kernel paths
+    frames = stat[0].split(";")
+    assert frames[:4] == ["ss", "runtime.goexit.abi0", "runtime.main", "main.main"]
+    assert frames.index("os.Stat") < frames.index("do_syscall_64")  # the kernel is innermost
+    assert all(not f.startswith("0x") and "+0x" not in f for k in stacks for f in k.split(";"))
+    share = cpuprofile.total_share(stacks)
+    assert share["runtime.main"] == pytest.approx(sum(
+        n for k, n in stacks.items() if "runtime.main" in k.split(";")) / 39)
+    assert sum(cpuprofile.self_share(stacks).values()) == pytest.approx(1.0)
+    # a frame perf could not name is named by its module
+    assert cpuprofile.fold("x 1/1 1.0: 1 cpu-clock:\n\t 1a [unknown] (/usr/lib/libc.so.6)\n") == {
+        "x;[libc.so.6]": 1}

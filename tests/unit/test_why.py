@@ -246,3 +246,22 @@ def test_the_result_round_trips_and_renders() -> None:
     across = KIND.across(res)
     assert across is not None and (("scan", "baseline exponent"), scans.fmt_exponent(
         res.scan.fits[0])) in across.cells  # type: ignore[union-attr]
+
+
+def test_the_cpu_profile_table_and_its_differential_flame_graph() -> None:
+    cpu = profile.CpuProfile(
+        command="perf", event="cpu-clock", frequency=4999, runs={"baseline": 2, "stat": 2},
+        stacks={"baseline": {"ss;main;run": 8, "ss;main;init": 2},
+                "stat": {"ss;main;run": 8, "ss;main;os.Stat;fstatat": 10, "ss;main;init": 2}},
+        failed=["stat run 1: exited 2"])
+    rows = profile.cpu_rows(cpu.stacks["baseline"], cpu.stacks["stat"])
+    assert rows[0] == ["`fstatat`", "0.0 %", "50.0 %", "+50.0", "50.0 %"]
+    assert rows[1][0] == "`os.Stat`" and rows[2] == ["`run`", "80.0 %", "40.0 %", "-40.0", "40.0 %"]
+    prof = Profile(tracer="", runs=[], cpu=cpu)
+    text = "\n".join(str(b) for b in profile.blocks(prof, "baseline"))
+    assert "`stat` (20 samples) against `baseline` (10 samples)" in text
+    assert "stat run 1: exited 2" in text
+    (chart,) = [b for b in profile.page(prof, "baseline") if getattr(b, "name", "") == "flame"]
+    svg = chart.draw()  # type: ignore[union-attr]
+    assert svg is not None and svg.count(b'class="frame"') == 7  # all ss main run os.Stat fstatat init
+    assert b"#ff" in svg and b"ff\"" in svg  # red (grew) and blue (shrank) frames
