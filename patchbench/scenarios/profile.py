@@ -15,6 +15,7 @@ syscalls (``-T``); the biggest changes first."""
 from __future__ import annotations
 
 import random
+import re
 import statistics
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -218,11 +219,12 @@ def time_share(runs: Sequence[TracedRun]) -> dict[str, float]:
     total = sum(v for r in runs for v in r.seconds.values())
     if total <= 0:
         return {}
-    names = {n for r in runs for n in r.seconds}
+    names = sorted({n for r in runs for n in r.seconds})
     return {n: sum(r.seconds.get(n, 0.0) for r in runs) / total for n in names}
 
 
 def fmt_count(x: float) -> str:
+    x = round(x, 6)  # a mean of whole counts: 1263.9999999 is 1,264
     return f"{x:,.0f}" if x == round(x) else f"{x:,.1f}"
 
 
@@ -266,7 +268,7 @@ def diff_rows(base: Sequence[TracedRun], cand: Sequence[TracedRun]) -> list[list
 
 
 def mean_errors(runs: Sequence[TracedRun]) -> dict[str, float]:
-    names = {n for r in runs for n in r.errors}
+    names = sorted({n for r in runs for n in r.errors})  # sorted: the sums' order is fixed
     return {n: sum(r.errors.get(n, 0) for r in runs) / len(runs) for n in names}
 
 
@@ -334,7 +336,7 @@ def blocks(profile: Profile | None, baseline: str, *, rows: int | None = SHOWN_R
             rest = all_rows[len(shown):]
             out.append(text(f"{len(rest)} more syscalls, each changed by at most "
                             f"{rest[0][3].lstrip('+−')} per start (report.html lists every one)."))
-    out += phase_blocks(profile)
+    out += phase_blocks(profile, baseline)
     bad = failed_runs(profile)
     if bad:
         out += [text("Traced runs that did not exit 0 (their counts are kept above):"),
@@ -406,18 +408,29 @@ def cpu_charts(cpu: CpuProfile | None, baseline: str) -> list[Block]:
 # --- phases ----------------------------------------------------------------------------------
 
 
-def phase_medians(profile: Profile) -> dict[str, dict[str, float]]:
+def ordered(cells: dict[str, list[TracedRun]], baseline: str) -> list[str]:
+    """The cells, the baseline's first, then by variant and by their parameters' numbers."""
+    def key(label: str) -> tuple[bool, str, list[tuple[int, str]]]:
+        v, _, params = label.partition(" ")
+        parts = [(int(p), "") if p.isdigit() else (0, p) for p in re.split(r"(\d+)", params) if p]
+        return (v != baseline, v, parts)
+    return sorted(cells, key=key)
+
+
+def phase_medians(profile: Profile, baseline: str = "") -> dict[str, dict[str, float]]:
     """cell -> phase -> the median over its traced runs that show the phases."""
     out: dict[str, dict[str, float]] = {}
-    for cell, runs in by_cell(profile).items():
+    cells = by_cell(profile)
+    for cell in ordered(cells, baseline):
+        runs = cells[cell]
         shown = [r.phases for r in runs if r.phases]
         if shown:
             out[cell] = {p: statistics.median(ph[p] for ph in shown) for p in syscalls.PHASES}
     return out
 
 
-def phase_blocks(profile: Profile) -> list[Block]:
-    med = phase_medians(profile)
+def phase_blocks(profile: Profile, baseline: str) -> list[Block]:
+    med = phase_medians(profile, baseline)
     if not med:
         return []
     rows = [[cell, *[fmt_time(per[p]) for p in syscalls.PHASES],
@@ -436,7 +449,7 @@ def page(profile: Profile | None, baseline: str) -> list[Block]:
     out: list[Block] = [Heading("Why: traced runs"), *blocks(profile, baseline, rows=None),
                         *cpu_charts(profile.cpu, baseline)]
     if phase_medians(profile):
-        out.append(Chart("phases", partial(charts.phases_chart, phase_medians(profile),
+        out.append(Chart("phases", partial(charts.phases_chart, phase_medians(profile, baseline),
                                            list(syscalls.PHASES)),
                          "Phases of the start per cell under the tracer (medians): the CLI "
                          "until it makes the init, the init until the container's process is "
