@@ -145,3 +145,14 @@ def test_a_bundle_of_its_own_on_a_real_runc(project: support.Project) -> None:
     assert "| cell " in report and "| baseline binds=0 " in report  # the phases
     assert res["teardown"] == {v: {"removed_at_teardown": [], "left_after_teardown": []}
                                for v in ("baseline", "greet")}
+
+
+def test_a_traced_run_that_hangs_or_fails_is_kept(tmp_path: Path) -> None:
+    from patchbench.measure import syscalls
+
+    if shutil.which("strace") is None:
+        pytest.fail("this test needs strace: apt-get install -y strace")
+    hung = syscalls.trace(["sh", "-c", "sleep 30"], tmp_path / "hung", timeout=1)
+    assert hung.exit_code is None and hung.by_syscall(["execve"])["execve"] >= 1
+    failed = syscalls.trace(["sh", "-c", "exit 3"], tmp_path / "failed", timeout=20)
+    assert failed.exit_code == 3 and failed.total() > 0
