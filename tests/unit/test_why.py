@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from patchbench import results
+from patchbench import errors, results
 from patchbench.analysis import scaling
 from patchbench.config.scenarios import AnyScenario
 from patchbench.errors import ConfigError
@@ -265,3 +265,25 @@ def test_the_cpu_profile_table_and_its_differential_flame_graph() -> None:
     svg = chart.draw()  # type: ignore[union-attr]
     assert svg is not None and svg.count(b'class="frame"') == 7  # all ss main run os.Stat fstatat init
     assert b"#ff" in svg and b"ff\"" in svg  # red (grew) and blue (shrank) frames
+
+
+def test_diff_merge_and_export_carry_the_profile_and_the_scan() -> None:
+    from patchbench.runs import diff, merge
+    from patchbench.runs import export as exports
+    from tests.support import REPO_ROOT
+
+    stat = results.load(next((REPO_ROOT / "reports/demo-stat").glob("*")))
+    d = diff.diff_runs(stat, stat)
+    assert any(w.startswith("start-8 demo-stat-1000: 1,313") for w in d.why), d.why
+    assert "why (traced runs and scans in both runs):" in diff.render_diff(d)
+    m = merge.merge_runs([("a", stat), ("b", stat)])
+    (sec,) = [s for s in merge.kind_sections(m) if s.title.startswith("Why")]
+    assert sec.rows[1][:2] == ["start-8", "demo-stat-1000"] and "newfstatat +1,000" in sec.rows[1][2]
+    files = exports.export(stat, "syscalls")
+    assert set(files) == {"syscalls.csv"}  # no OCI runtime: no phases; no scan
+    scan = results.load(next((REPO_ROOT / "reports/demo-scan").glob("*")))
+    d2 = diff.diff_runs(scan, scan)
+    assert "scan-n baseline: exponent of n 0.90 [0.83, 0.96] in A, 0.90 [0.83, 0.96] in B" in d2.why
+    assert "scans.csv" in exports.export(scan, "syscalls")
+    with pytest.raises(errors.ReportError, match="no traced runs or scans"):
+        exports.export(results.load(REPO_ROOT / "reports/demo/20261129T225457Z"), "syscalls")
