@@ -3,9 +3,10 @@
 For any command (meant for an OCI runtime CLI's ``run``: runc, crun, youki), every build makes
 ``warmup`` untraced starts, then ``runs`` traced starts in ``rounds`` rounds, the builds in a seeded
 random order in each round. Each traced start runs under the scenario's tracer with all its
-descendants (the CLI, the container's init, what they fork): ``bpftrace`` (exact kernel counts,
-patchbench.measure.mounttrace) or ``strace -f`` (every syscall: the start's syscall profile,
-patchbench.scenarios.profile, kept whole; the mount counts are a view of it). Per start, the
+descendants (the CLI, the container's init, what they fork): ``bpftrace`` (counted in the
+kernel) or ``strace -f``. Either way every syscall of the start is counted
+(patchbench.measure.syscalls: the start's syscall profile, patchbench.scenarios.profile, kept
+whole) and the mount counts are a view of it (patchbench.measure.mounttrace.from_trace). Per start, the
 calls of every listed syscall (``mount``, ``umount2``, ``open_tree``, ``move_mount``,
 ``mount_setattr`` by default) and the calls that failed are kept; ``after`` runs after every
 start (e.g. ``delete -f``).
@@ -51,7 +52,7 @@ class MountsConfig(ScenarioConfig):
         "Commands run after every start, traced or not (e.g. `{runtime} --root {root} delete "
         "-f {id}-m{i}`); one that fails is a warning."))
     tracer: Literal["bpftrace", "strace"] = Field(default="bpftrace", description=(
-        "`bpftrace` (exact kernel counts, needs root; patchbench.measure.mounttrace) or `strace` "
+        "`bpftrace` (exact kernel counts, needs root; patchbench.measure.syscalls) or `strace` "
         "(`strace -f`: no root or tracefs needed, but ptrace slows the start)."))
     syscalls: list[str] = Field(default_factory=lambda: [
         "mount", "umount2", "open_tree", "move_mount", "mount_setattr"], min_length=1,
@@ -104,8 +105,8 @@ class MountsResult(ScenarioResult):
     syscalls: list[str]
     variants: list[str]  # the builds, the baseline first
     starts: Annotated[list[MountStart], Field(max_length=MAX_CELLS)]
-    # strace: every syscall of each traced start (the counts above are a view of it); absent
-    # in runs before it and under bpftrace
+    # every syscall of each traced start (the counts above are a view of it); absent in runs
+    # before it
     profile: Profile | None = None
 
 
@@ -117,7 +118,7 @@ def _fill(argv: list[str], values: dict[str, str], where: str, i: str, rnd: str)
 def tracer_shown(sc: MountsConfig) -> str:
     if sc.tracer == "strace":
         return syscalls.SHOWN + " (every syscall: the counts are a view of the profile)"
-    return "bpftrace -c (patchbench.measure.mounttrace: the command and its descendants)"
+    return syscalls.BPFTRACE_SHOWN + " (the counts are a view of the profile)"
 
 
 # --- the counts a report shows, derived from the starts -------------------------------------
@@ -227,7 +228,7 @@ class MountsKind:
     def run(self, ctx: ScenarioContext[MountsConfig]) -> tuple[MountsResult, list[str]]:
         sc: MountsConfig = ctx.scenario
         if sc.tracer == "bpftrace":
-            mounttrace.check()
+            syscalls.bpftrace_check()
         else:
             command.which("strace")
         variants = [b.variant.name for b in ctx.built]
@@ -248,11 +249,11 @@ class MountsKind:
         def trace(v: str, i: str, rnd: str) -> MountCounts:
             argv = _fill(sc.command, vals[v], sc.name, i, rnd)
             where = ctx.workdir / f"{sc.name}-trace" / f"{v}-{i}"
-            if sc.tracer == "strace":  # the whole profile; the mount counts a view of it
-                t = syscalls.trace(argv, where, timeout=sc.timeout)
-                traced.append(profile.record(v, v, int(i), t, oci=True))
-                return mounttrace.from_trace(t, sc.syscalls)
-            return mounttrace.trace(argv, where, syscalls=sc.syscalls, timeout=sc.timeout)
+            # the whole profile; the mount counts are a view of it
+            tracer = syscalls.trace if sc.tracer == "strace" else syscalls.trace_bpftrace
+            t = tracer(argv, where, timeout=sc.timeout)
+            traced.append(profile.record(v, v, int(i), t, oci=True))
+            return mounttrace.from_trace(t, sc.syscalls)
 
         for v in variants:
             for a in sc.setup:
@@ -292,8 +293,8 @@ class MountsKind:
         res = MountsResult(**header(sc, sc.shown_command()), order=order,
                                    tracer=sc.tracer, syscalls=list(sc.syscalls),
                                    variants=variants, starts=starts,
-                                   profile=Profile(tracer=syscalls.SHOWN, runs=traced)
-                                   if sc.tracer == "strace" else None)
+                                   profile=Profile(tracer=profile.TRACERS[sc.tracer],
+                                                   runs=traced))
         warnings += exit_warnings(res)
         warnings += [f"{sc.name} {v}: the starts differ in {', '.join(names)}"
                      for v, names in differing(starts, res.syscalls, variants).items() if names]
