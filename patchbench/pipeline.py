@@ -126,8 +126,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
                           hint="run the A/A without --gate: its verdict is the noise floor")
     comp = project.comparison(name)
     target = project.target(comp.target)
-    chosen = [scenarios.override(s, sw.runs, sw.rounds, sw.warmup) for s in comp.scenarios
-              if not sw.only or s.name in sw.only]
+    chosen = [scenarios.override(s, sw.runs, sw.rounds, sw.warmup, profile=sw.profile)
+              for s in comp.scenarios if not sw.only or s.name in sw.only]
     unknown = sorted(set(sw.only) - {s.name for s in comp.scenarios})
     if unknown:
         raise ConfigError(f"--scenario {', '.join(unknown)}: no such scenario in {name}",

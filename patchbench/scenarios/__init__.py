@@ -121,12 +121,17 @@ def get(name: str) -> ScenarioKind[Any, Any]:
     return KINDS[name]
 
 
-def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: int | None
-             ) -> ScenarioConfig:
+def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: int | None,
+             *, profile: tuple[str, ...] = ()) -> ScenarioConfig:
     """The scenario with --runs/--rounds/--warmup applied, validated like the matrix (runs are
-    rounded down to a multiple of rounds)."""
+    rounded down to a multiple of rounds), and --profile added to its ``profile`` (a kind
+    without the key is left as it is, and said)."""
     changes: dict[str, Any] = {k: v for k, v in (("rounds", rounds), ("runs", runs),
                                                  ("warmup", warmup)) if v is not None}
+    if profile and "profile" in type(sc).model_fields:
+        changes["profile"] = list(dict.fromkeys([*getattr(sc, "profile", []), *profile]))
+    elif profile:
+        say(f"scenario {sc.name} ({sc.kind}): no profile for this kind; --profile is not applied")
     if not changes:
         return sc
     r, n = changes.get("rounds", sc.rounds), changes.get("runs", sc.runs)
@@ -142,7 +147,8 @@ def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: i
     try:  # --rounds 0 is refused, not a division by zero
         return type(sc).model_validate({**sc.model_dump(by_alias=True), **changes})
     except ValidationError as exc:
-        raise ConfigError(f"--runs/--rounds/--warmup: {exc.errors()[0]['msg']}") from None
+        raise ConfigError(f"--runs/--rounds/--warmup/--profile: {exc.errors()[0]['msg']}"
+                          ) from None
 
 
 __all__ = ["KINDS", "MODULES", "ScenarioContext", "ScenarioKind", "get", "load", "override",

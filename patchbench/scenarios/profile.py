@@ -196,7 +196,7 @@ def _capped(per: dict[str, int]) -> dict[str, int]:
 
 def plan_lines(sc: Any, runs: int, cells: int, tracer: str = "strace") -> list[str]:
     return [f"  profile: {runs} traced run(s) of each of {cells} cell(s) after measuring, apart "
-            f"from the timed runs: {TRACERS[tracer]} (timeout "
+            f"from the timed runs: {TRACERS[tracer]}{' COMMAND' if tracer == 'strace' else ''} (timeout "
             f"{sc.timeout * TRACE_SLOWDOWN:g} s each)"]
 
 

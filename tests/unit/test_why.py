@@ -287,3 +287,15 @@ def test_diff_merge_and_export_carry_the_profile_and_the_scan() -> None:
     assert "scans.csv" in exports.export(scan, "syscalls")
     with pytest.raises(errors.ReportError, match="no traced runs or scans"):
         exports.export(results.load(REPO_ROOT / "reports/demo/20261129T225457Z"), "syscalls")
+
+
+def test_compare_profile_adds_to_the_scenarios_own() -> None:
+    from patchbench import scenarios
+    from patchbench.cli import main
+
+    sc = CommandConfig(name="s", command=["x"], profile=["cpu"])
+    assert scenarios.override(sc, None, None, None, profile=("syscalls", "cpu")).profile == [
+        "cpu", "syscalls"]
+    assert scenarios.override(sc, None, None, None) is sc
+    assert main.PROFILES == tuple(CommandConfig.model_fields["profile"].annotation.__args__[0]
+                                  .__args__)  # type: ignore[union-attr]
