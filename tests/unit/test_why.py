@@ -297,5 +297,5 @@ def test_compare_profile_adds_to_the_scenarios_own() -> None:
     assert scenarios.override(sc, None, None, None, profile=("syscalls", "cpu")).profile == [
         "cpu", "syscalls"]
     assert scenarios.override(sc, None, None, None) is sc
-    assert main.PROFILES == tuple(CommandConfig.model_fields["profile"].annotation.__args__[0]
-                                  .__args__)  # type: ignore[union-attr]
+    kinds = CommandConfig.model_fields["profile"].annotation.__args__[0].__args__  # type: ignore[union-attr]
+    assert kinds == main.PROFILES
