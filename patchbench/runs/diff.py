@@ -192,7 +192,7 @@ def why_lines(a: Results, b: Results, top: int = 3) -> list[str]:
             ca, cb = profile.by_cell(pa), profile.by_cell(pb)
             for cell in (c for c in ca if c in cb):
                 rows = profile.diff_rows(ca[cell], cb[cell])
-                changed = [f"{r[0].strip('`')} {r[3]}" for r in rows[1:1 + top] if r[3] != "0"]
+                changed = [f"{r[0]} {r[3]}" for r in rows[1:1 + top] if r[3] != "0"]
                 out.append(f"{sa.name} {cell}: {rows[0][1]} → {rows[0][2]} syscalls per start"
                            + (f" (B − A: {', '.join(changed)})" if changed else ""))
         fa, fb = getattr(sa, "scan", None), getattr(sb, "scan", None)

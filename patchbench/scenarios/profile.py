@@ -29,7 +29,7 @@ from pydantic import Field
 from patchbench.measure import cpuprofile, syscalls
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
-from patchbench.report.blocks import Block, Chart, Heading, bullets, table, text
+from patchbench.report.blocks import Block, Chart, Code, Heading, bullets, table, text
 from patchbench.report.numbers import fmt_time
 from patchbench.results import MAX_CELLS, Record
 from patchbench.scenarios.base import ScenarioContext
@@ -263,7 +263,7 @@ def diff_rows(base: Sequence[TracedRun], cand: Sequence[TracedRun]) -> list[list
              f"{fmt_count(sum(eb.values()))} → {fmt_count(sum(ec.values()))}", "", ""]]
     for n in names:
         b, c = mb.get(n, 0.0), mc.get(n, 0.0)
-        rows.append([f"`{n}`", fmt_count(b), fmt_count(c), fmt_delta(c - b),
+        rows.append([n, fmt_count(b), fmt_count(c), fmt_delta(c - b),
                      "yes" if beyond(counts(base, n), counts(cand, n)) else "no",
                      f"{fmt_count(eb.get(n, 0.0))} → {fmt_count(ec.get(n, 0.0))}",
                      pct(sb.get(n)) if sb else "-", pct(sc.get(n)) if sc else "-"])
@@ -334,7 +334,7 @@ def blocks(profile: Profile | None, baseline: str, *, rows: int | None = SHOWN_R
         shown = all_rows if rows is None else all_rows[:rows + 1]
         headers = [*HEADERS]
         headers[1], headers[2] = base, cand
-        out += [text(f"`{cand}` against `{base}`:"), table(headers, shown, "syscalls")]
+        out += [text(Code(cand), " against ", Code(base), ":"), table(headers, shown, "syscalls")]
         if len(all_rows) > len(shown):
             rest = all_rows[len(shown):]
             out.append(text(f"{len(rest)} more syscalls, each changed by at most "
@@ -368,7 +368,7 @@ def cpu_rows(base: dict[str, int], cand: dict[str, int]) -> list[list[str]]:
     ib, ic = cpuprofile.total_share(base), cpuprofile.total_share(cand)
     own = cpuprofile.self_share(cand)
     names = sorted(set(ib) | set(ic), key=lambda n: (-abs(ic.get(n, 0.0) - ib.get(n, 0.0)), n))
-    return [[f"`{n}`", f"{ib.get(n, 0.0) * 100:.1f} %", f"{ic.get(n, 0.0) * 100:.1f} %",
+    return [[n, f"{ib.get(n, 0.0) * 100:.1f} %", f"{ic.get(n, 0.0) * 100:.1f} %",
              f"{(ic.get(n, 0.0) - ib.get(n, 0.0)) * 100:+.1f}", f"{own.get(n, 0.0) * 100:.1f} %"]
             for n in names]
 
@@ -389,7 +389,7 @@ def cpu_blocks(cpu: CpuProfile | None, baseline: str, *, rows: int | None = SHOW
         all_rows = cpu_rows(cpu.stacks[base], cpu.stacks[cand])
         shown = all_rows if rows is None else all_rows[:rows]
         nb, nc = sum(cpu.stacks[base].values()), sum(cpu.stacks[cand].values())
-        out += [text(f"`{cand}` ({nc} samples) against `{base}` ({nb} samples):"),
+        out += [text(Code(cand), f" ({nc} samples) against ", Code(base), f" ({nb} samples):"),
                 table(["function", base, cand, "change (points)", "own, candidate"],
                       shown, "cpu")]
     if cpu.failed:
@@ -438,9 +438,9 @@ def phase_blocks(profile: Profile, baseline: str) -> list[Block]:
         return []
     rows = [[cell, *[fmt_time(per[p]) for p in syscalls.PHASES],
              fmt_time(sum(per.values()))] for cell, per in med.items()]
-    what = "; ".join(f"`{p}`: {syscalls.PHASE_TEXT[p]}" for p in syscalls.PHASES)
+    what = "; ".join(f"{p}: {syscalls.PHASE_TEXT[p]}" for p in syscalls.PHASES)
     return [text("Phases of the start under the tracer (the median over the traced runs, from "
-                 f"the syscalls' timestamps; ptrace slows every call): {what}."),
+                 f"the syscalls' timestamps; the tracer slows every call): {what}."),
             table(["cell", *syscalls.PHASES, "total"], rows, "phases")]
 
 
@@ -472,6 +472,6 @@ def summary_text(profile: Profile | None, baseline: str) -> list[tuple[str, str]
         note = f"{fmt_count(total)} syscalls per start"
         rows = changes.get(cell)
         if rows and len(rows) > 1:
-            note += f"; biggest change {rows[1][0].strip('`')} {rows[1][3]}"
+            note += f"; biggest change {rows[1][0]} {rows[1][3]}"
         out.append((cell, note))
     return out

@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from patchbench.analysis import scaling
 from patchbench.measure.bench import Cell
 from patchbench.report import charts
-from patchbench.report.blocks import Block, Chart, Image, table, text
+from patchbench.report.blocks import Block, Chart, Code, Image, table, text
 from patchbench.report.numbers import fmt_time
 from patchbench.results import Cell as CellResult
 from patchbench.results import Record
@@ -178,7 +178,8 @@ def blocks(scan: ScanResult | None, baseline: str) -> list[Block]:
              _fmt_s(f.slope_s, f.slope_ci), _fmt_s(f.intercept_s, f.intercept_ci), str(f.rounds)]
             for f in scan.fits]
     out: list[Block] = [
-        text(f"Scan of `{{{scan.name}}}` over {', '.join(map(str, scan.values))}: how the time "
+        text("Scan of ", Code(f"{{{scan.name}}}"),
+             f" over {', '.join(map(str, scan.values))}: how the time "
              "grows with it, fitted in each round alone (a round measures every value, "
              "interleaved) from each round's geometric mean at each value; the means over the "
              "rounds with 95% t intervals. The exponent is the slope of log(time) against "

@@ -153,8 +153,8 @@ def a_profile(code: int | None = 0) -> Profile:
 def test_the_syscall_diff_biggest_change_first() -> None:
     rows = profile.diff_rows(*next(r for _, _, *r in profile.pairs(a_profile(), "baseline")))
     assert rows[0][:5] == ["all", "15.3", "1,015.3", "+1,000", "yes"]
-    assert rows[1][:5] == ["`newfstatat`", "0", "1,000", "+1,000", "yes"]
-    assert rows[2][:5] == ["`futex`", "5.3", "5.3", "0", "no"]
+    assert rows[1][:5] == ["newfstatat", "0", "1,000", "+1,000", "yes"]
+    assert rows[2][:5] == ["futex", "5.3", "5.3", "0", "no"]
     assert rows[2][5:] == ["1 → 1", "25.0 %", "25.0 %"]
 
 
@@ -239,7 +239,7 @@ def test_the_result_round_trips_and_renders() -> None:
     assert results.parse(run_.dump(), "test", untrusted=True) == run_
     md = markdown.render(run_)
     assert "Scan of `{n}` over 1, 2, 4, 8, 16" in md and "the exponents differ" in md
-    assert "`fix n=16` against `baseline n=16`" in md and "| `newfstatat` " in md
+    assert "`fix n=16` against `baseline n=16`" in md and "| newfstatat " in md
     assert "`fix n=1` against" not in md  # report.md: the scan's largest value; the page: all
     page = html.render_html(run_)
     assert 'class="scan"' in page and 'class="syscalls"' in page and 'class="phases"' in page
@@ -255,11 +255,11 @@ def test_the_cpu_profile_table_and_its_differential_flame_graph() -> None:
                 "stat": {"ss;main;run": 8, "ss;main;os.Stat;fstatat": 10, "ss;main;init": 2}},
         failed=["stat run 1: exited 2"])
     rows = profile.cpu_rows(cpu.stacks["baseline"], cpu.stacks["stat"])
-    assert rows[0] == ["`fstatat`", "0.0 %", "50.0 %", "+50.0", "50.0 %"]
-    assert rows[1][0] == "`os.Stat`" and rows[2] == ["`run`", "80.0 %", "40.0 %", "-40.0", "40.0 %"]
+    assert rows[0] == ["fstatat", "0.0 %", "50.0 %", "+50.0", "50.0 %"]
+    assert rows[1][0] == "os.Stat" and rows[2] == ["run", "80.0 %", "40.0 %", "-40.0", "40.0 %"]
     prof = Profile(tracer="", runs=[], cpu=cpu)
     text = "\n".join(str(b) for b in profile.blocks(prof, "baseline"))
-    assert "`stat` (20 samples) against `baseline` (10 samples)" in text
+    assert "Code(text='stat'), ' (20 samples) against ', Code(text='baseline')" in text
     assert "stat run 1: exited 2" in text
     (chart,) = [b for b in profile.page(prof, "baseline") if getattr(b, "name", "") == "flame"]
     svg = chart.draw()  # type: ignore[union-attr]
