@@ -289,7 +289,8 @@ def bpftrace_script(nth: int) -> str:
 
 def parse_bpftrace(output: str, exit_code: int | None, names: Mapping[int, str]) -> Trace:
     """bpftrace's ``-f json`` output of ``bpftrace_script`` -> a Trace (its times from the
-    root's last exec before it made a process, the command's own, to the root's exit)."""
+    command's exec, the first the script counted, to the root's exit; a runtime that re-executes
+    itself, as youki does, execs again after it)."""
     import json
 
     t = Trace(exit_code=exit_code)
@@ -336,10 +337,9 @@ def parse_bpftrace(output: str, exit_code: int | None, names: Mapping[int, str])
                     per = table.setdefault(name, {})
                     per[comm] = per.get(comm, 0) + int(n)
     t.events = sorted([*t.events, *execs], key=lambda e: e.at)
-    first_spawn = next((e.at for e in t.events if e.what == "spawn"), None)
-    own = [e for e in execs if e.pid == t.root and (first_spawn is None or e.at <= first_spawn)]
+    own = [e for e in execs if e.pid == t.root]  # the command's exec first (counting began there)
     exits = [e for e in t.events if e.what == "exit" and e.pid == t.root]
-    t.first = own[-1].at if own else (t.events[0].at if t.events else None)
+    t.first = own[0].at if own else (t.events[0].at if t.events else None)
     t.last = exits[-1].at if exits else (t.events[-1].at if t.events else None)
     if exit_code is not None and not status_seen:  # ended without exit_group: by a signal
         t.exit_code = KILLED
