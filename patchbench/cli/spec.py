@@ -119,10 +119,14 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "scenario is at most PCT %, or --max-rounds is spent; alpha is spent over the "
              "looks (docs/statistics.md)", metavar="PCT"),
          Opt("max_rounds", "with --until-ci: the budget of rounds per scenario", kind="int",
-             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="4x the scenario's rounds")),
+             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="4x the scenario's rounds"),
+         Opt("profile", "after measuring, traced runs of every command scenario's cells: "
+             "syscalls (every syscall, the diff, an OCI start's phases) or cpu (perf samples, a "
+             "differential flame graph); added to the scenario's own `profile`", kind="list",
+             metavar="KIND")),
         (*BUILD_SHARED, "backend"),
         ("compare demo --gate", "compare demo --aa-layout",
-         "compare demo --until-ci 3 --max-rounds 20",
+         "compare demo --until-ci 3 --max-rounds 20", "compare demo --profile syscalls",
          "compare runc-signal --source runc=$HOME/src/runc --runs 40 --rounds 10")),
     Command(
         "build", "Build the baseline and a patch series from one pinned commit (cached).", (),
@@ -153,7 +157,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "HTML).",
         (Pos("run", "a saved run folder, or COMPARISON/TIME under the reports folder"),),
         (Opt("format", "the export format", kind="choice",
-             choices=("hyperfine", "csv", "benchstat", "bmf", "html"), default="csv"),
+             choices=("hyperfine", "csv", "benchstat", "bmf", "html", "syscalls"), default="csv"),
          Opt("out", "the output folder", metavar="DIR", default="RUN/export")),
         RUNS_SHARED,
         ("export demo/20261129T225457Z --format benchstat",
