@@ -1,10 +1,10 @@
-"""The verdict rule of results schema 5: per round, the log ratio of the two blocks' geometric
-means; a t interval over rounds, skewness-corrected (Hall's transformation, the skewness
-jackknifed over rounds); the answers faster, slower, equivalent (TOST), inconclusive (with the
-minimum detectable effect) or withheld; the effect in seconds; a guard for zero spread. Means of
-logs, not medians, because a median of a few runs is biased by the distribution's shape. The rule,
-its reasons and its calibration: docs/statistics.md. Records judged by an earlier method
-(``PAIRED5_METHOD``, ``PAIRED5_SKEW_METHOD``) recompute with their own rule."""
+"""The verdict rule: per round, the log ratio of the two blocks' geometric means; a t interval
+over rounds, skewness-corrected (Hall's transformation, the skewness jackknifed over rounds), its
+standard error widened for noise that neighbouring rounds share; the answers faster, slower,
+equivalent (TOST), inconclusive (with the minimum detectable effect) or withheld; the effect in
+seconds from the ratio; the mean and 90th percentile beside it when the shapes differ; a guard for
+zero spread. The rule, its reasons and its calibration: docs/statistics.md. Records judged by an
+earlier method recompute with their own rule."""
 
 from __future__ import annotations
 
