@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from patchbench.errors import ReportError
-from patchbench.util import kinds
+from patchbench.util import kinds, limits
 from patchbench.util.files import is_sha256
 from patchbench.util.models import NAME_RE, new_dict, new_list
 
@@ -46,15 +46,16 @@ SCHEMA_HISTORY = {
     "equivalent (TOST) or inconclusive with the minimum detectable effect; the effect in seconds",
 }
 
-# What a saved run may hold (docs/security.md): a file past these is refused (exit 18), never
-# loaded; the file size is checked before a byte is parsed, so a file of 10 million samples is
-# refused at once, not read into a gigabyte of memory.
-MAX_FILE_BYTES = 16 * 2**20  # the largest committed run is 1.8 MB
-MAX_SAMPLES = 100_000  # per cell (times, and each other per-run list)
-MAX_CELLS = 10_000  # per scenario
-MAX_SCENARIOS = 1_000  # per run
-MAX_RUNS = 256  # runs in one merge
-MAX_DEPTH = 32  # nesting of objects and lists (a committed run nests at most 9 deep)
+# What a saved run may hold (docs/security.md) is util/limits.py's MAX_*: a file past them is
+# refused (exit 18), never loaded; the file size is checked before a byte is parsed, so a file of
+# 10 million samples is refused at once, not read into a gigabyte of memory. A run that would make
+# more is refused before it starts (patchbench.config, patchbench.cli.spec).
+MAX_FILE_BYTES = limits.MAX_FILE_BYTES
+MAX_SAMPLES = limits.MAX_SAMPLES
+MAX_CELLS = limits.MAX_CELLS
+MAX_SCENARIOS = limits.MAX_SCENARIOS
+MAX_RUNS = limits.MAX_RUNS
+MAX_DEPTH = limits.MAX_DEPTH
 
 POOLED_METHOD = "pooled: Mann-Whitney U and a bootstrap CI, every run taken as independent"
 PAIRED5_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means); "

@@ -18,6 +18,8 @@ from patchbench.report.blocks import (
     Image,
     Inline,
     Link,
+    Literal,
+    Output,
     Strong,
     Table,
     Text,
@@ -40,7 +42,7 @@ from patchbench.results import (
     TimedResult,
 )
 from patchbench.scenarios import KINDS
-from patchbench.util.escape import md_cell, md_text
+from patchbench.util.escape import md_cell, md_code, md_fence, md_text
 from patchbench.util.tables import tabulate
 
 __all__ = ["fmt_ci", "fmt_delta", "fmt_p", "fmt_ratio", "fmt_time", "fmt_verdict", "md_table",
@@ -58,7 +60,9 @@ def inline(parts: Sequence[Inline]) -> str:
     out = []
     for p in parts:
         if isinstance(p, Code):
-            out.append(f"`{p.text}`")
+            out.append(md_code(p.text))  # a backtick in it cannot close the span
+        elif isinstance(p, Output):
+            out.append(md_text(p.text))
         elif isinstance(p, Strong):
             out.append(f"**{p.text}**")
         elif isinstance(p, Link):
@@ -84,6 +88,8 @@ def block(b: Block) -> str | None:
         return f"{b.title}:\n\n```json\n{json.dumps(b.value, indent=2, ensure_ascii=False)}\n```"
     if isinstance(b, Chart):
         return None
+    if isinstance(b, Literal):
+        return md_fence(b.text)
     raise TypeError(f"not a report block: {b!r}")
 
 
@@ -244,7 +250,8 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
     lines = [
         f"# {results.comparison}: {free(results.description or '')}".rstrip(": "),
         "",
-        f"- target: `{results.target}` {results.url} at `{results.ref}` (`{results.commit}`)",
+        f"- target: {md_code(results.target)} {free(results.url)} at {md_code(results.ref)} "
+        f"({md_code(results.commit)})",
         f"- run: {results.started_at} → {results.finished_at}, seed {results.seed}"
         + (" — **A/A run** (baseline against itself: the noise floor)" if results.aa
            and results.aa_build is None else "") + aa_md(results),
@@ -276,7 +283,7 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         lines += [f"## Scenario `{sc.name}` ({sc.kind})", ""]
         if sc.description:
             lines += [free(sc.description), ""]
-        lines += [f"Command: `{sc.command}`", ""]
+        lines += [f"Command: {md_code(sc.command)}", ""]
         if isinstance(sc, TimedResult) and sc.cells:
             lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
                       f"{sc.warmup}.", "", *stopping_lines(results, sc.name), detail_table(sc),

@@ -11,7 +11,7 @@ import shlex
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
@@ -62,6 +62,8 @@ class ScenarioContext(Generic[ConfigT]):
     # --until-ci: the stopping rule, and how each set of rounds ended (see precision_rule)
     until: sequential.UntilCI | None = None
     stops: list[results.Stopping] = field(default_factory=list)
+    # a kind's own placeholders of a cell, over the others (a scenario's bundle names {bundle})
+    extra: Callable[[Cell], Mapping[str, str]] | None = None
 
     def build_of(self, variant: str) -> Built:
         return next(b for b in self.built if b.variant.name == variant)
@@ -77,6 +79,8 @@ class ScenarioContext(Generic[ConfigT]):
             v.update(self.runtime.placeholders(b.variant.name, b.bin))
         v.update({"i": "{i}", "round": "{round}"})  # filled per instance by burst and stress
         v.update(dict(cell.params))
+        if self.extra is not None:
+            v.update(self.extra(cell))
         return v
 
     def expand(self: ScenarioContext[TimedConfig], cell: Cell) -> Invocation:

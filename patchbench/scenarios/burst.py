@@ -87,6 +87,9 @@ class BurstConfig(TimedConfig):
     def plan_detail(self) -> str:
         return f", k = {self.k}"
 
+    def cells_per_variant(self) -> int:
+        return len(self.k)  # one cell per k (no conditions)
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from patchbench import results
+from patchbench.analysis import scaling
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import PatchbenchError
 from patchbench.measure import bench, launcher, mounttrace
@@ -75,6 +76,9 @@ class LayersConfig(ScenarioConfig):
     def plan_detail(self) -> str:
         return f", L = {self.layers}, k = {self.k}"
 
+    def cells_per_variant(self) -> int:
+        return len(self.layers) * len(self.k)  # one cell per (L, k)
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 
@@ -122,14 +126,9 @@ def _lat_file(ctx: ScenarioContext[LayersConfig], cell: Cell) -> Path:
 
 
 def fit(xs: list[int], ys: list[int]) -> tuple[float, float] | None:
-    """Least-squares slope and intercept of ys against xs (None with fewer than 2 distinct x)."""
-    if len(set(xs)) < 2:
-        return None
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    return slope, my - slope * mx
+    """Least-squares slope and intercept of ys against xs (None with fewer than 2 distinct x);
+    the fitting code every scan shares (patchbench.analysis.scaling)."""
+    return scaling.line(xs, ys)
 
 
 class LayersKind:

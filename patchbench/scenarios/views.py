@@ -18,6 +18,7 @@ from patchbench.report.blocks import (
     Heading,
     Inline,
     Link,
+    Literal,
     Strong,
     bullets,
     table,
@@ -162,10 +163,16 @@ def verify_blocks(checks: dict[str, Check] | None) -> list[Block]:
     if not checks:
         return []
     items: list[list[Inline]] = []
+    longer: list[Block] = []  # outputs of several lines, each in a fence of its own below
     for variant, v in checks.items():
         state = "passed" if v.passed else f"FAILED (exit {v.exit_code})"
-        items.append([f"{variant}: {state} — ", Code(v.output[:300])])
-    return [text("Check after measuring (", Code("verify"), "):"), bullets(items)]
+        output = v.output[:300]
+        if "\n" in output.strip("\n"):
+            items.append([f"{variant}: {state} — its output below"])
+            longer += [text(f"{variant}:"), Literal(output)]
+        else:  # a code span its text cannot close (report/markdown.py)
+            items.append([f"{variant}: {state} — ", Code(output.strip("\n"))])
+    return [text("Check after measuring (", Code("verify"), "):"), bullets(items), *longer]
 
 
 def verify_page(checks: dict[str, Check] | None) -> list[Block]:

@@ -12,6 +12,7 @@ import pytest
 from patchbench import report, results
 from patchbench.analysis import paired, stats, verdict
 from patchbench.measure import hangs
+from patchbench.scenarios import scans
 from patchbench.scenarios.ctrstress import CtrStressResult
 from patchbench.scenarios.mounts import MountsResult
 from patchbench.scenarios.soak import SoakResult
@@ -38,6 +39,9 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
         if isinstance(sc, MountsResult):
             checked += check_mounts(sc)
             continue
+        scan = getattr(sc, "scan", None)
+        if scan is not None:  # a scan's fits are its cells' samples fitted again
+            assert scans.fits(scan.name, sc.cells) == scan.fits
         cells = {c.label: c for c in sc.cells}
         for c in sc.comparisons:
             b, k = cells[c.baseline].samples, cells[c.candidate].samples
