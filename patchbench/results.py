@@ -67,7 +67,13 @@ PAIRED5_JACK_METHOD = ("round-paired t on per-round mean log times (ratio of geo
                        "skewness-corrected with a jackknifed skewness (t and Hall's transformation "
                        "must both reject); beyond min_effect by a one-sided test, equivalent by "
                        "TOST")
-SKEW_METHODS = (PAIRED5_SKEW_METHOD, PAIRED5_JACK_METHOD)  # the skewness-corrected rules
+PAIRED6_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means), "
+                  "skewness-corrected with a jackknifed skewness (t and Hall's transformation "
+                  "must both reject), the standard error widened for noise shared by "
+                  "neighbouring rounds; the effect in time from the ratio and the baseline's "
+                  "geometric mean; beyond min_effect by a one-sided test, equivalent by TOST")
+# the skewness-corrected rules
+SKEW_METHODS = (PAIRED5_SKEW_METHOD, PAIRED5_JACK_METHOD, PAIRED6_METHOD)
 RULE5_METHODS = (PAIRED5_METHOD, *SKEW_METHODS)
 
 
@@ -216,6 +222,21 @@ class Drift(_Rec):
     meaning: str
 
 
+class Also(_Rec):
+    """patchbench.analysis.paired.Also: when the variants' shapes differ, the ratios of means and
+    of 90th percentiles beside the geometric means', and whether they disagree."""
+
+    sd_ratio: float
+    shape_p: float
+    mean_ratio: float
+    mean_ci_low: float | None
+    mean_ci_high: float | None
+    p90_ratio: float
+    p90_ci_low: float | None
+    p90_ci_high: float | None
+    disagree: str
+
+
 class Pooled(_Rec):
     """The pooled rule's figures (patchbench.analysis.stats.compare), descriptive only since version 3."""
 
@@ -268,6 +289,7 @@ class Verdict(_Rec):
     effect_ci_low_s: float | None = None
     effect_ci_high_s: float | None = None
     resolution_s: float | None = None
+    also: Also | None = None  # PAIRED6_METHOD, when the variants' shapes differ
 
     @property
     def paired(self) -> bool:

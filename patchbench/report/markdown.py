@@ -34,7 +34,13 @@ from patchbench.report.numbers import (
     fmt_verdict,
     fmt_verdict_now,
 )
-from patchbench.results import SKEW_METHODS, Results, ScenarioResult, TimedResult
+from patchbench.results import (
+    PAIRED6_METHOD,
+    SKEW_METHODS,
+    Results,
+    ScenarioResult,
+    TimedResult,
+)
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell, md_code, md_fence, md_text
 from patchbench.util.tables import tabulate
@@ -172,8 +178,13 @@ def statistics_line(results: Results) -> str:
                 for c in sc.comparisons)
     if any(c.rule5 for sc in results.scenarios if isinstance(sc, TimedResult)
            for c in sc.comparisons):
-        skew = any(c.method in SKEW_METHODS for sc in results.scenarios
-                   if isinstance(sc, TimedResult) for c in sc.comparisons)
+        methods = {c.method for sc in results.scenarios if isinstance(sc, TimedResult)
+                   for c in sc.comparisons}
+        skew = bool(methods & set(SKEW_METHODS))
+        effect = ("the effect in time is the ratio applied to the baseline's geometric mean "
+                  "(candidate − baseline); the standard error allows for noise shared by "
+                  "neighbouring rounds" if PAIRED6_METHOD in methods else
+                  "the effect in time is the mean per-round difference (candidate − baseline)")
         interval = ("skewness-corrected t interval (the t and Hall's transformation of it must "
                     "both reject; " if skew else "t interval (")
         return (f"- statistics: round-paired (schema 5) — per round, the ratio of the geometric "
@@ -181,9 +192,8 @@ def statistics_line(results: Results) -> str:
                 f"R−1 degrees of freedom); faster/slower: significant and beyond "
                 f"±{st.min_effect:.0%} on the log scale (one-sided test at alpha {st.alpha}); "
                 f"equivalent: the {1 - 2 * st.alpha:.0%} interval within ±{st.min_effect:.0%} "
-                f"(TOST); otherwise inconclusive, with the change this run could detect; the "
-                f"effect in time is the mean per-round difference (candidate − baseline); no "
-                f"verdict with fewer than {least} rounds")
+                f"(TOST); otherwise inconclusive, with the change this run could detect; "
+                f"{effect}; no verdict with fewer than {least} rounds")
     return (f"- statistics: round-paired — per round, the ratio of the medians; speedup = their "
             f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
             f"degrees of freedom) and a two-sided t test; alpha {st.alpha}, minimum effect "

@@ -194,9 +194,10 @@ def hang_test(base: Samples, cand: Samples) -> HangTest:
 
 
 def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext[ScenarioConfig],
-                  *, deadline: bool = False) -> Verdict:
+                  *, deadline: bool = False, order: Sequence[Sequence[str]] = ()) -> Verdict:
     """The round-paired verdict (patchbench.analysis.verdict), the pooled figures kept as descriptive;
-    with ``deadline`` (runs had one each), the hang counts tested against the baseline."""
+    with ``deadline`` (runs had one each), the hang counts tested against the baseline; ``order``
+    (the cells' labels per round, as run) tells how neighbouring rounds share noise."""
     b, c = samples[base], samples[cand]
     params = " ".join(f"{k}={v}" for k, v in base.params)
     if not set(b.rounds) & set(c.rounds):  # every run of one of them hung (or no round shared)
@@ -208,8 +209,9 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
             min_rounds=stats.MIN_ROUNDS,
             note="verdict withheld: no round has finished runs of both variants",
             hangs=hang_test(b, c) if deadline else None)
+    signs = paired.neighbour_signs(order, base.label, cand.label) if order else None
     rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=ctx.alpha,
-                         min_effect=ctx.min_effect, seed=ctx.seed)
+                         min_effect=ctx.min_effect, seed=ctx.seed, signs=signs)
     return results.Verdict(baseline=base.label, candidate=cand.label,
                            candidate_variant=cand.variant, params=params,
                            hangs=hang_test(b, c) if deadline else None, **rec)

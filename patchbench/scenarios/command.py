@@ -11,6 +11,7 @@ condition runs as its own set of interleaved cells, named by a ``condition`` par
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -150,6 +151,7 @@ def measure_conditions(ctx: ScenarioContext[CommandConfig], cells: list[Cell], e
 
 
 def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], samples: dict[Cell, Samples],
+                  order: Sequence[Sequence[str]] = (),
                   ) -> tuple[list[CellResult], list[Verdict], str | None, list[str]]:
     """Cell results with their hangs, each candidate cell against the baseline cell with the
     same parameters, the hang evidence summary's name, and the warnings."""
@@ -160,7 +162,7 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
     # the comparisons in a thread beside the cells' summaries: numpy leaves the interpreter
     # during their bootstraps, so the two use both cores (each has its own seed: same figures)
     statistics_ready()
-    compared = idle.beside(lambda: [compare_cells(b, c, samples, ctx, deadline=True)
+    compared = idle.beside(lambda: [compare_cells(b, c, samples, ctx, deadline=True, order=order)
                                     for b, c in pairs])
     try:
         cell_results = [cell_result(c, samples[c], ctx.seed,
@@ -208,7 +210,7 @@ class CommandKind:
         checks = (idle.beside(lambda: run_verify(ctx, checked, sc.verify, stop))
                   if sc.verify else None)
         try:
-            cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
+            cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples, order)
         except BaseException:  # an error or Ctrl-C: no next check
             stop.set()
             raise

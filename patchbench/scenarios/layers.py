@@ -226,7 +226,8 @@ class LayersKind:
                                            workdir=ctx.workdir, on_round=on_round)
         finally:
             sampler.stop()
-        cell_results, comparisons, ev_summary, timed_warnings = timed_results(ctx, cells, samples)
+        cell_results, comparisons, ev_summary, timed_warnings = timed_results(ctx, cells, samples,
+                                                                                 order)
         warnings += timed_warnings
         for c, res in zip(cells, cell_results, strict=True):
             res.instances = _instances(_lat_file(ctx, c))

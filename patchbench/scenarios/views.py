@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, Protocol
 
+from patchbench.analysis import paired
 from patchbench.report import charts
 from patchbench.report.blocks import (
     Block,
@@ -74,10 +75,42 @@ def paired_blocks(comparisons: list[Verdict]) -> list[Block]:
             "the t interval on their logs, tested against ±min_effect" if all(c.rule5 for c in comps)
             else "median baseline / median candidate in each round; the verdict is the t "
             "interval on their logs")
-    return [text(f"Per-round ratios ({what}). Pooled figures assume independent runs: "
-                 "descriptive only."),
-            table(["candidate", "rounds", "per-round ratios", "drift between blocks",
-                   "Wilcoxon p", "pooled ratio [CI], p (MWU)"], rows)]
+    out: list[Block] = [text(f"Per-round ratios ({what}). Pooled figures assume independent "
+                             "runs: descriptive only."),
+                        table(["candidate", "rounds", "per-round ratios", "drift between blocks",
+                               "Wilcoxon p", "pooled ratio [CI], p (MWU)"], rows)]
+    return out + estimand_blocks(comps)
+
+
+def _ratio_ci(ratio: float, low: float | None, high: float | None) -> str:
+    ci = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+    return f"{ratio:.3f}×{ci}"
+
+
+def estimand_blocks(comparisons: list[Verdict]) -> list[Block]:
+    """What the rule compares (for comparisons judged by the current rule), and, where the
+    variants' shapes differ, the ratios of means and 90th percentiles beside it."""
+    current = [c for c in comparisons if c.method == paired.METHOD]
+    if not current:
+        return []
+    out: list[Block] = [text(f"Compared: {paired.ESTIMAND}; a ratio above 1 means the "
+                             "candidate is faster.")]
+    differ = [c for c in current if c.also is not None]
+    if not differ:
+        return out
+    rows = []
+    for c in differ:
+        a = c.also
+        assert a is not None
+        rows.append([c.candidate, f"{a.sd_ratio:.2f}× (p {fmt_p(a.shape_p)})",
+                     _ratio_ci(c.speedup, c.ci_low, c.ci_high),
+                     _ratio_ci(a.mean_ratio, a.mean_ci_low, a.mean_ci_high),
+                     _ratio_ci(a.p90_ratio, a.p90_ci_low, a.p90_ci_high), a.disagree or "-"])
+    return [*out, text("The variants' shapes differ (the candidate's spread within a round "
+                       "against the baseline's): the ratios of means and of 90th percentiles "
+                       "(baseline / candidate, with their intervals) beside the geometric means':"),
+            table(["candidate", "spread", "geometric mean", "mean", "90th percentile",
+                   "disagree"], rows)]
 
 
 def hang_blocks(sc: Any) -> list[Block]:
