@@ -438,7 +438,8 @@ class Project:
         return self.root / "overlays" / name
 
     def all_series(self) -> list[str]:
-        found = {p.parent.name for p in (self.root / "patches").glob("*/series")}
+        found = {p.parent.name for p in (self.root / "patches").glob("*/series")
+                 if not p.parent.name.startswith(".")}  # hidden: an editing command's temporary
         for comp in self.matrix.comparisons.values():
             found.update(comp.baseline)
             for series in comp.candidates.values():
@@ -574,7 +575,10 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     try:
         raw = path.read_bytes() if raw is None else raw
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read {path}: {exc.strerror}", hint=(
+            f"no project in {path.parent}: make one there with `patchbench --project "
+            f"{path.parent} init` (or give the --project that has one)")
+            if isinstance(exc, FileNotFoundError) else None) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
