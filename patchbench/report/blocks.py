@@ -89,7 +89,14 @@ class Data:
     value: Any
 
 
-Block = Text | Heading | Bullets | Table | Image | Chart | Data
+@dataclass(frozen=True)
+class Pre:
+    """A program's own output, shown as it is (a fence its content cannot close; <pre>)."""
+
+    text: str
+
+
+Block = Text | Heading | Bullets | Table | Image | Chart | Data | Pre
 
 
 @dataclass(frozen=True)

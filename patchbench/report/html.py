@@ -24,6 +24,7 @@ from patchbench.report.blocks import (
     Image,
     Inline,
     Link,
+    Pre,
     Strong,
     Table,
     Text,
@@ -205,6 +206,8 @@ def block(b: Block) -> str:
         return f'<img src="{esc(b.src)}" alt="{esc(b.alt)}">'
     if isinstance(b, Data):
         return details(b.title, json_block(b.value))
+    if isinstance(b, Pre):
+        return f"<pre>{esc(b.text)}</pre>"
     raise TypeError(f"not a report block: {b!r}")
 
 

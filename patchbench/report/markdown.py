@@ -5,6 +5,7 @@ nothing here measures or writes."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from patchbench.analysis import sequential
@@ -18,6 +19,7 @@ from patchbench.report.blocks import (
     Image,
     Inline,
     Link,
+    Pre,
     Strong,
     Table,
     Text,
@@ -78,6 +80,9 @@ def block(b: Block) -> str | None:
         return f"{b.title}:\n\n```json\n{json.dumps(b.value, indent=2, ensure_ascii=False)}\n```"
     if isinstance(b, Chart):
         return None
+    if isinstance(b, Pre):  # a fence longer than any run of backticks inside: it cannot close
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", b.text)), default=0))
+        return f"{fence}text\n{b.text}\n{fence}"
     raise TypeError(f"not a report block: {b!r}")
 
 

@@ -17,6 +17,7 @@ from patchbench.report.blocks import (
     Heading,
     Inline,
     Link,
+    Pre,
     Strong,
     bullets,
     table,
@@ -124,24 +125,36 @@ def timed_blocks(sc: Any, *, deadlines: bool) -> list[Block]:
     return paired_blocks(sc.comparisons) + (hang_blocks(sc) if deadlines else [])
 
 
+def _failed_output(checks: dict[str, Check]) -> list[Block]:
+    """The output a failed check ended with, whole (run_verify keeps its last lines)."""
+    return [b for v, c in checks.items() if not c.passed and c.output.strip()
+            for b in (text(f"{v}: the last lines of its output:"), Pre(c.output))]
+
+
 def verify_blocks(checks: dict[str, Check] | None) -> list[Block]:
-    """report.md: the ``verify`` check of every variant."""
+    """report.md (and the console): the ``verify`` check of every variant."""
     if not checks:
         return []
     items: list[list[Inline]] = []
     for variant, v in checks.items():
-        state = "passed" if v.passed else f"FAILED (exit {v.exit_code})"
-        items.append([f"{variant}: {state} — ", Code(v.output[:300])])
-    return [text("Check after measuring (", Code("verify"), "):"), bullets(items)]
+        passed: list[Inline] = [" — ", Code(v.output[:300])] if v.passed else []
+        items.append([f"{variant}: {'passed' if v.passed else f'FAILED (exit {v.exit_code})'}",
+                      *passed])
+    return [text("Check after measuring (", Code("verify"), "):"), bullets(items),
+            *_failed_output(checks)]
 
 
 def verify_page(checks: dict[str, Check] | None) -> list[Block]:
     """report.html: the ``verify`` check of every variant."""
     if not checks:
         return []
-    items: list[list[Inline]] = [[Strong(v), f": {'passed' if c.passed else 'FAILED'} (exit {c.exit_code}) ",
-              Code(c.output[:500])] for v, c in checks.items()]
-    return [Heading("Check after measuring (verify)"), bullets(items, "verify")]
+    items: list[list[Inline]] = []
+    for v, c in checks.items():
+        passed: list[Inline] = [" ", Code(c.output[:500])] if c.passed else []
+        items.append([Strong(v), f": {'passed' if c.passed else 'FAILED'} (exit {c.exit_code})",
+                      *passed])
+    return [Heading("Check after measuring (verify)"), bullets(items, "verify"),
+            *_failed_output(checks)]
 
 
 def timed_charts(data: dict[str, Any]) -> list[Block]:
