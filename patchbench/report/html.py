@@ -30,7 +30,7 @@ from patchbench.report.blocks import (
     Text,
 )
 from patchbench.report.markdown import statistics_line, summary_headers, summary_rows
-from patchbench.report.numbers import fmt_aa, fmt_time
+from patchbench.report.numbers import fmt_aa, fmt_series, fmt_time
 from patchbench.results import Results, RunInput, ScenarioResult, TimedResult, as_results
 from patchbench.scenarios import KINDS
 
@@ -142,7 +142,7 @@ def builds_section(results: Results) -> str:
     for name, man in results.builds.items():  # the manifests as the run recorded them
         fp = man["fingerprint"]
         rows.append([name, man["built_commit"][:12],
-                     ", ".join(s["name"] for s in man["series"]) or "(none)",
+                     fmt_series(man["series"], upstream=results.report_format >= 3),
                      fp.get("version") or fp.get("swift", ""),
                      ", ".join(f"{k} {v['sha256'][:12]}" for k, v in man["artifacts"].items())])
     manifests = "".join(details(f"manifest of {name}", json_block(man))

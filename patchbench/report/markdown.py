@@ -30,6 +30,7 @@ from patchbench.report.numbers import (
     fmt_delta,
     fmt_p,
     fmt_ratio,
+    fmt_series,
     fmt_time,
     fmt_verdict,
     fmt_verdict_now,
@@ -256,7 +257,7 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         fp = man["fingerprint"]
         arts = ", ".join(f"{k} {v['sha256'][:12]}" for k, v in man["artifacts"].items())
         brows.append([name, man["built_commit"][:12],
-                      ", ".join(s["name"] for s in man["series"]) or "(none)",
+                      fmt_series(man["series"], upstream=results.report_format >= 3),
                       (fp.get("version") or fp.get("swift", "")) + (  # docker: the build image
                           f" in {fp['image']['ref']} {fp['image']['id'][:19]}" if "image" in fp
                           else ""), arts])
