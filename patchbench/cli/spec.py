@@ -215,7 +215,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "template (`patchbench templates`)", metavar="COMPARISON_OR_TEMPLATE",
              default="the first comparison of the target, else the template it was made from"),
          Opt("description", "one line saying what it compares", metavar="TEXT")),
-        ("project", "matrix"),
+        ("project", "matrix", "builds"),
         ("comparison new my-fix --target runc --candidate my-fix --like runc-signal",
          "comparison new my-fix --target runc --candidate my-fix --like runc")),
     Command(
