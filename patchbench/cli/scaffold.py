@@ -78,14 +78,17 @@ def _field(name: str, value: str) -> str:
 
 
 def _message(subject: str, body: str, author: str, forwarded: str, origin: str | None) -> str:
-    """The commit message of a patch file: the DEP-3 fields (Description from the subject and
-    body, Author or Origin, Forwarded), each only if the body lacks it. Every line of the body
-    stays in the message: none ends it early or reads as a patch (a ``---`` line, a diff in
-    the body are indented)."""
+    """The commit message of a patch file, with the DEP-3 fields: a body that is a DEP-3 header
+    already (it has a Description) is kept, with the fields it lacks added; any other
+    is folded into a Description with the subject, then Origin or Author and Forwarded follow.
+    No line of the body ends the message early or reads as a patch: a ``---`` line or a diff in
+    it is indented."""
     body = body.replace("\r", "").strip("\n")
     present = {m.group(1) for m in re.finditer(r"^([A-Z][A-Za-z-]+): ", body, re.M)}
+    if "Description" not in present:  # what patch --check asks for (DEP-3's Subject is not)
+        present = set()  # the body becomes the Description's text, its field lines with it
     fields = ""
-    if not present & {"Description", "Subject"}:
+    if not present:
         fields += _field("Description", subject + ("\n\n" + body if body.strip() else ""))
     if origin and "Origin" not in present:
         fields += _field("Origin", origin)
@@ -93,11 +96,11 @@ def _message(subject: str, body: str, author: str, forwarded: str, origin: str |
         fields += _field("Author", author)
     if "Forwarded" not in present:
         fields += _field("Forwarded", forwarded)
-    if "Description" in fields:
+    if not present:
         return fields
     kept = "\n".join(f" {line}" if patchform.breaks_message(line) else line
                      for line in body.splitlines())
-    return kept.rstrip("\n") + "\n\n" + fields
+    return kept.rstrip("\n") + ("\n\n" + fields if fields else "\n")
 
 
 def _patch_text(clone: Path, sha: str, number: int, *, forwarded: str, origin: str | None
