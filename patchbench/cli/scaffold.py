@@ -15,7 +15,7 @@ from typing import Any
 
 from patchbench import config
 from patchbench.cli import editing, templates
-from patchbench.errors import ConfigError, PatchError, SourceError
+from patchbench.errors import ConfigError, PatchbenchError, PatchError, SourceError
 from patchbench.source import patchform
 from patchbench.util import files, safeargs
 from patchbench.util.git import run_git
@@ -127,26 +127,25 @@ def _patch_text(clone: Path, sha: str, number: int, *, forwarded: str, origin: s
 
 def _origins(ws: Workspace, project: config.Project, target: str, clone: Path,
              shas: list[str]) -> dict[str, str]:
-    """Your commit -> the upstream commit it is (source/provenance.py); empty, with a note,
-    when upstream's history cannot be read."""
-    from patchbench.source import provenance
+    """Your commit -> the upstream commit it is (source/provenance.py), with upstream's history
+    fetched into the source cache as bisect fetches it; empty, with a note, when it cannot be
+    read."""
+    from patchbench import upstream
+    from patchbench.source import history, provenance
 
     t = project.target(target)
     url = ws.sources.get(target) or t.url
-    local = Path(url) if "://" not in url and not url.startswith("git@") else None
-    if local is not None:
-        local = local if local.is_absolute() else project.root / local
+    if "://" not in url and not url.startswith("git@"):
+        local = Path(url) if Path(url).is_absolute() else project.root / url
         if not (local / ".git").exists() and not (local / "objects").is_dir():
-            return {}  # a plain folder (a snapshot) has no history to recognise commits in
-        url = str(local.resolve())
+            return {}  # a plain folder (snapshotted) has no history to recognise commits in
     try:
-        epoch = int(run_git(["show", "-s", "--format=%ct", shas[0] + "^"], cwd=clone,
-                            check=False).stdout.strip() or "0")
-        history = provenance.fetch_history(ws.builds, target, url, epoch)
-        return provenance.recognise(history, clone, shas)
-    except (SourceError, ConfigError, safeargs.UnsafeValue) as exc:
-        say(f"note: upstream's history of {target} could not be read "
-            f"({getattr(exc, 'message', exc)}); every commit is recorded as yours")
+        checkout = upstream.fetch(project, ws, target)
+        history.fetch_history(checkout, ws.builds)
+        return provenance.recognise(checkout, clone, shas)
+    except PatchbenchError as exc:
+        say(f"note: upstream's history of {target} could not be read ({exc.message}); every "
+            "commit is recorded as yours")
         return {}
 
 

@@ -1,18 +1,15 @@
 """Where the commits of a series come from, so that a report can name them.
 
 - ``series new`` copies commits from a clone of yours. Some of them may be upstream's already (a
-  clone that holds upstream's branches, a cherry-pick of an upstream fix): upstream's history
-  since the pinned commit is fetched into ``builds/sources/<target>+upstream.git`` (its branches,
-  commits since the pinned commit's date), and a commit is upstream's when that history has it
-  (the same SHA) or a commit with the same change (``git patch-id --stable``: whitespace and line
-  numbers ignored, so a cherry-pick onto another base matches).
+  clone that holds upstream's branches, a cherry-pick of an upstream fix). With upstream's
+  history in the source cache (``source/history.py``, as bisect fetches it), a commit is
+  upstream's when a branch or tag of upstream reaches it (the same SHA), or when a commit of
+  upstream after the pinned one makes the same change (``git patch-id --stable``: whitespace and
+  line numbers ignored, so a cherry-pick onto another base matches).
 - ``series add --pr N`` names the commits of a pull request: its head (``refs/pull/N/head``, as
   GitHub and its mirrors publish it) is fetched into the target's cache, and its commits are those
   between the pinned commit and that head, so the pinned commit must be the pull request's base
   (or below it).
-
-Reading upstream is a help, never a condition: when upstream cannot be reached, ``series new``
-says so and records the commits as yours.
 """
 
 from __future__ import annotations
@@ -23,14 +20,13 @@ from pathlib import Path
 
 from patchbench.errors import CommandError, ConfigError, PatchbenchError, SourceError
 from patchbench.source.cache import Checkout, locked
+from patchbench.source.history import HISTORY_PREFIX
 from patchbench.util import safeargs
 from patchbench.util.git import run_git
 
-HISTORY_SUFFIX = "+upstream.git"  # never a target's cache: '+' is not in a name
 PR_REF = "refs/patchbench/pr/"
 MAX_CANDIDATES = 5000  # upstream commits whose patch-id is computed (those touching your files)
 PR_DEPTH = 500  # commits fetched below a pull request's head
-MARGIN = 86400  # s: upstream's history is read from a day before the pinned commit's date
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _PR_URL = re.compile(r"^https://[^/\s]+/[^/\s]+/[^/\s]+/pulls?/(\d+)/?$")
 
@@ -38,27 +34,6 @@ _PR_URL = re.compile(r"^https://[^/\s]+/[^/\s]+/[^/\s]+/pulls?/(\d+)/?$")
 def _url(url: str) -> str:
     p = Path(url)
     return p.resolve().as_uri() if p.exists() else url
-
-
-def history_repo(builds: Path, target: str) -> Path:
-    return builds / "sources" / f"{target}{HISTORY_SUFFIX}"
-
-
-def fetch_history(builds: Path, target: str, url: str, since: int) -> Path:
-    """Upstream's branches (their commits after ``since``, a Unix time) in the target's history
-    repository; SourceError when upstream cannot be read."""
-    safeargs.check_url(url, f"the source of {target}")
-    repo = history_repo(builds, target)
-    with locked(builds, f"source-{target}"):
-        if not (repo / "HEAD").is_file():
-            repo.parent.mkdir(parents=True, exist_ok=True)
-            run_git(["init", "-q", "--bare", "--", str(repo)], error=SourceError)
-        run_git([*safeargs.GIT_TRANSPORTS, "fetch", "-q", "--no-tags", "--prune",
-                 f"--shallow-since={max(since - MARGIN, 0)}", "--", _url(url),
-                 "+refs/heads/*:refs/heads/*"],
-                cwd=repo, timeout=1800, error=SourceError,
-                what=f"read {target}'s upstream history from {url}")
-    return repo
 
 
 def _patch_ids(repo: Path, commits: Sequence[str]) -> dict[str, str]:
@@ -78,9 +53,14 @@ def _patch_ids(repo: Path, commits: Sequence[str]) -> dict[str, str]:
     return ids
 
 
-def _has(repo: Path, commit: str) -> bool:
-    return run_git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=repo,
-                   check=False).returncode == 0
+def _upstream_has(repo: Path, commit: str) -> bool:
+    """A branch or tag of upstream's history reaches ``commit`` (not merely an object in the
+    cache: the variants' patched commits are there too)."""
+    if run_git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=repo, check=False).returncode:
+        return False
+    out = run_git(["for-each-ref", "--count=1", "--contains", commit, "--format=%(refname)",
+                   HISTORY_PREFIX], cwd=repo, check=False)
+    return out.returncode == 0 and bool(out.stdout.strip())
 
 
 def _paths(clone: Path, commits: Iterable[str]) -> list[str]:
@@ -92,21 +72,22 @@ def _paths(clone: Path, commits: Iterable[str]) -> list[str]:
     return sorted(names)
 
 
-def recognise(history: Path, clone: Path, commits: Sequence[str]) -> dict[str, str]:
+def recognise(checkout: Checkout, clone: Path, commits: Sequence[str]) -> dict[str, str]:
     """Your commit -> the upstream commit that is it (the same SHA) or makes the same change
-    (the same patch-id), for those that upstream's history has."""
-    found = {c: c for c in commits if _has(history, c)}
+    (the same patch-id, among upstream's commits after the pinned one that touch the same
+    files), for those upstream has; upstream's history is in the cache already."""
+    repo = checkout.repo
+    found = {c: c for c in commits if _upstream_has(repo, c)}
     rest = [c for c in commits if c not in found]
-    if not rest:
-        return found
     mine = _patch_ids(clone, rest)
-    paths = _paths(clone, rest)
-    if not paths or not mine:
+    paths = _paths(clone, rest) if mine else []
+    if not paths:
         return found
-    candidates = run_git(["rev-list", "--no-merges", "--all", "--", *paths], cwd=history,
-                         timeout=600, error=SourceError).stdout.split()[:MAX_CANDIDATES]
+    candidates = run_git(["rev-list", "--no-merges", f"--glob={HISTORY_PREFIX}*",
+                          f"^{checkout.commit}", "--", *paths], cwd=repo, timeout=600,
+                         error=SourceError).stdout.split()[:MAX_CANDIDATES]
     theirs: dict[str, str] = {}
-    for commit, pid in _patch_ids(history, candidates).items():
+    for commit, pid in _patch_ids(repo, candidates).items():
         theirs.setdefault(pid, commit)  # the newest upstream commit with that change
     for c, pid in mine.items():
         if pid in theirs:
