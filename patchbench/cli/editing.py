@@ -65,7 +65,7 @@ def yaml() -> Any:
 
     y = YAML(typ="rt")
     y.preserve_quotes = True
-    y.width = 100
+    y.width = 4096  # no line of the file is folded anew
     y.indent(mapping=2, sequence=4, offset=2)
     return y
 

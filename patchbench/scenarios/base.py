@@ -302,8 +302,9 @@ def output_tail(stdout: str, stderr: str) -> str:
     tail = lines[-VERIFY_LINES:]
     while tail and len("\n".join(tail)) > VERIFY_CHARS:
         tail = tail[1:]
-    text = "\n".join(tail) if tail else lines[-1][-VERIFY_CHARS:] if lines else ""
-    return ("…\n" if len(tail) < len(lines) else "") + text
+    if not tail and lines:  # one line longer than the limit: its end
+        return "…" + lines[-1][-VERIFY_CHARS:]
+    return ("…\n" if len(tail) < len(lines) else "") + "\n".join(tail)
 
 
 def plan_invocation(ctx: ScenarioContext[TimedConfig], cell: Cell, verify: list[str] | None = None
