@@ -284,6 +284,14 @@ def _like(project: config.Project, target: str, like: str | None) -> tuple[str, 
                            f"{', '.join(templates.names())} (patchbench templates)")
 
 
+def _flow(items: list[str]) -> Any:
+    from ruamel.yaml.comments import CommentedSeq
+
+    seq = CommentedSeq(items)
+    seq.fa.set_flow_style()
+    return seq
+
+
 def comparison_new(ws: Workspace, name: str, target: str, candidates: list[str], *,
                    like: str | None, description: str | None) -> int:
     """``comparison new NAME --target T --candidate SERIES``: a comparison in matrix.yaml with
@@ -313,7 +321,7 @@ def comparison_new(ws: Workspace, name: str, target: str, candidates: list[str],
         entry["description"] = description or (
             f"{', '.join(candidates)} vs the unchanged {target} (scenarios of {what})")
         entry["target"] = target
-        entry["candidates"] = CommentedMap((c, [c]) for c in candidates)
+        entry["candidates"] = CommentedMap((c, _flow([c])) for c in candidates)
         source_comp = copied if is_template else doc["comparisons"][source]
         for key in ("runtime", "scenarios"):
             if key in source_comp:
