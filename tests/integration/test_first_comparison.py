@@ -262,5 +262,9 @@ def test_runc_a_planted_5ms_busy_wait_is_found_slower_by_about_5ms(
           f"in {time.monotonic() - started:.0f} s; load {os.getloadavg()[0]:.1f}\n{res.stdout}")
     assert v["verdict"] == "slower"
     assert results["builds"]["baseline"]["fingerprint"]["version"] == "go1.22.4"
-    assert 0.6 * PLANTED_MS <= effect_ms <= 1.6 * PLANTED_MS
-    assert low <= PLANTED_MS <= high or abs(effect_ms - PLANTED_MS) < 1.5
+    load, cores = results["machine"]["load_avg"][0], results["machine"]["cpu_count"]
+    if load < cores:  # quiet: the busy-wait costs its 5 ms of wall time
+        assert low <= PLANTED_MS <= high, (effect_ms, low, high)
+        assert 0.6 * PLANTED_MS <= effect_ms <= 1.6 * PLANTED_MS
+    else:  # loaded: its 5 ms of CPU also wait behind the other runnable work, up to load/cores
+        assert 0.6 * PLANTED_MS <= effect_ms <= PLANTED_MS * max(1.6, 1.6 * load / cores)
