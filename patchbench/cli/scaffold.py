@@ -1,8 +1,10 @@
 """Scaffolding, so that no one writes patchbench's files by hand: ``series new`` turns your own
-commits in a local clone into a patch series (``git format-patch``, three lines of context, the
-DEP-3 fields filled from each commit), ``series add`` names upstream commits by reference, and
-``comparison new`` writes a comparison into matrix.yaml with a round-trip YAML parser, so its
-comments and layout stay as they were."""
+commits in a local clone into a patch series (format-patch files, three lines of context, the
+DEP-3 fields filled from each commit, each checked as ``patch --check`` will check it; a commit
+upstream has recorded as upstream's), ``series add`` names upstream commits (or a pull
+request's) by reference, and ``comparison new`` writes a comparison into matrix.yaml with the
+scenarios of another or of a template, its comments and layout kept. Each writes as
+cli/editing.py says: ownership checked, the project locked, nothing half-written."""
 
 from __future__ import annotations
 
