@@ -419,7 +419,8 @@ class Project:
         if name not in self.matrix.targets:
             raise ConfigError(
                 f"no target {name!r} in {self.path}" + suggest(name, self.matrix.targets),
-                hint="invoke list shows the targets and comparisons",
+                hint="`patchbench list` shows the targets; add one: patchbench target new NAME "
+                     "--runtime R --source DIR_OR_URL --ref REF",
             )
         return self.matrix.targets[name]
 
@@ -427,7 +428,8 @@ class Project:
         if name not in self.matrix.comparisons:
             raise ConfigError(
                 f"no comparison {name!r} in {self.path}" + suggest(name, self.matrix.comparisons),
-                hint="invoke list shows the comparisons",
+                hint="`patchbench list` shows the comparisons; add one: patchbench comparison "
+                     "new NAME --target T --candidate SERIES",
             )
         return self.matrix.comparisons[name]
 
