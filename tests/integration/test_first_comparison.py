@@ -268,3 +268,74 @@ def test_runc_a_planted_5ms_busy_wait_is_found_slower_by_about_5ms(
         assert 0.6 * PLANTED_MS <= effect_ms <= 1.6 * PLANTED_MS
     else:  # loaded: its 5 ms of CPU also wait behind the other runnable work, up to load/cores
         assert 0.6 * PLANTED_MS <= effect_ms <= PLANTED_MS * max(1.6, 1.6 * load / cores)
+
+
+# --- crun (C, submodules) and youki (Rust) from their templates, opt-in ---------------------------
+
+MIRRORS = {name: os.environ.get(f"PATCHBENCH_TEST_{var}_GIT", "")  # read before conftest drops them
+           for name, var in (("crun", "CRUN"), ("libocispec", "LIBOCISPEC"),
+                             ("runtime-spec", "RUNTIME_SPEC"), ("image-spec", "IMAGE_SPEC"),
+                             ("youki", "YOUKI"))}
+CRUN_BASE = "d655ea642246ca606c3486e052d4d8a37afe8c92"  # the crun target's pin in matrix.yaml
+RUSTUP_HOME = Path(os.environ.get("RUSTUP_HOME") or Path.home() / ".rustup")  # before HOME moves
+
+
+@pytest.mark.skipif(not all(MIRRORS[m] for m in ("crun", "libocispec", "runtime-spec",
+                                                  "image-spec")),
+                    reason="set PATCHBENCH_TEST_CRUN_GIT, _LIBOCISPEC_GIT, _RUNTIME_SPEC_GIT and "
+                           "_IMAGE_SPEC_GIT to local mirrors")
+def test_crun_from_its_template_builds_with_its_submodules(tmp_path: Path) -> None:
+    bench = tmp_path / "bench"
+    subs = [a for m in ("libocispec", "runtime-spec", "image-spec")
+            for a in ("--source", f"{m}={MIRRORS[m]}")]
+
+    def pb(*args: str) -> str:
+        code, out, err = run_cli(["--project", str(bench), *args, "--builds",
+                                  str(bench / "builds")])
+        assert code == 0, err
+        return out + err
+
+    bench.mkdir()
+    pb("init", "--runtime", "crun", "--source", MIRRORS["crun"], "--ref", CRUN_BASE)
+    out = pb("build", "--target", "crun", *subs)
+    assert re.search(r"^crun\s+baseline\s+d655ea642246\s", out, re.M), out
+    (manifest,) = (bench / "builds" / "artifacts" / "crun").glob("*/manifest.json")
+    data = json.loads(manifest.read_text())
+    assert data["fingerprint"]["version"] == f"gcc {target_c_version()}"
+    paths = {s["path"]: s for s in data["submodules"]}
+    assert sorted(paths) == ["libocispec", "libocispec/image-spec", "libocispec/runtime-spec",
+                             "libocispec/yajl"]
+    assert "libyajl" in paths["libocispec/yajl"]["omitted"]
+    assert f"commit: {CRUN_BASE}" in data["version_output"]
+
+
+def target_c_version() -> str:
+    return subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.mark.skipif(not MIRRORS["youki"], reason="set PATCHBENCH_TEST_YOUKI_GIT to a youki mirror")
+def test_youki_from_its_template_pins_the_rust_release_it_asks_for_or_says_why_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """v0.7.0's rust-toolchain.toml asks for 1.96.0: pinned when installed; else refused naming
+    both, and --toolchain pins the installed one (the build itself needs crates.io once)."""
+    if RUSTUP_HOME.is_dir():  # rustup's proxies find their toolchains there, whatever HOME is
+        monkeypatch.setenv("RUSTUP_HOME", str(RUSTUP_HOME))
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    argv = ["--project", str(bench), "init", "--runtime", "youki", "--source", MIRRORS["youki"],
+            "--ref", "v0.7.0"]
+    code, _, err = run_cli(argv)
+    release = subprocess.run(["rustc", "-vV"], capture_output=True, text=True,
+                             check=True).stdout.split("release: ", 1)[1].split()[0]
+    if code == 13:
+        assert "Rust 1.96.0" in err and f"rustc {release}" in err
+        assert f"--toolchain {release}" in err
+        assert not (bench / "matrix.yaml").exists()
+        code, _, err = run_cli([*argv, "--toolchain", release])
+    assert code == 0, err
+    matrix = (bench / "matrix.yaml").read_text()
+    assert "youki-noise:" in matrix and "create-start-delete" in matrix
+    code, out, err = run_cli(["--project", str(bench), "compare", "youki-noise", "--dry-run"])
+    assert code == 0, err
+    assert "cargo build --release --locked --offline -p youki" in out
