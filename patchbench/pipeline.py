@@ -172,7 +172,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=measured.scenarios,
         warnings=measured.warnings, teardown=measured.teardown, runtime=measured.runtime,
         stopping=measured.stopping or None,
-        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=2)
+        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=3)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact.tree(redact.paths(res.dump(), {
         str(workdir): "<run>", str(ws.builds): "<builds>", str(project.root): "<project>"})),

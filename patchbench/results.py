@@ -548,8 +548,9 @@ class Results(_Rec):
     gate_allow_inconclusive: bool = False
     # how report.md is laid out: 1 for runs saved before 2026-12-01 (re-rendered byte for byte
     # as they were); 2: free text from the run (its description, warnings) escaped, and no
-    # timing-statistics line in a run without timed comparisons (soak, stress only)
-    report_format: Literal[1, 2] = 1
+    # timing-statistics line in a run without timed comparisons (soak, stress only); 3: the
+    # builds table names the upstream commits and pull requests of each series
+    report_format: Literal[1, 2, 3] = 1
     stopping: list[Stopping] | None = None  # --until-ci only
 
     def dump(self) -> dict[str, Any]:

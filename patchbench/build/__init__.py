@@ -296,7 +296,8 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             "series": [
                 {"name": s.name, "digest": s.digest,
                  "patches": [{"file": p.path.name, "sha256": p.sha256, **(
-                     {"origin": p.upstream.origin, "hash": p.upstream.hash} if p.upstream else {}
+                     {"origin": p.upstream.origin, "hash": p.upstream.hash} if p.upstream else
+                     {"origin": p.origin} if p.origin else {}
                  )} for p in s.patches]}
                 for s in series
             ],

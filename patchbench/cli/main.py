@@ -143,12 +143,15 @@ def _series(v: Values, project: str | None) -> int:
     if not v["target"]:
         raise ConfigError(f"series {action}: --target is required (the target the series is for)")
     if action == "new":
+        if v["pr"]:
+            raise ConfigError("series new: --pr is for `series add` (a pull request's commits by "
+                              "reference)")
         return scaffold.series_new(_ws(v, project), v["name"], v["target"], v["from_"], v["revs"],
-                                   forwarded=v["forwarded"] or "no")
+                                   forwarded=v["forwarded"])
     if v["from_"]:
         raise ConfigError("series add: --from is for `series new`; give the clone with "
                           "--source TARGET=DIR")
-    return scaffold.series_add(_ws(v, project), v["name"], v["target"], v["revs"])
+    return scaffold.series_add(_ws(v, project), v["name"], v["target"], v["revs"], pr=v["pr"])
 
 
 def _comparison(v: Values, project: str | None) -> int:
@@ -160,6 +163,31 @@ def _comparison(v: Values, project: str | None) -> int:
         raise ConfigError("comparison new: --target and at least one --candidate are required")
     return scaffold.comparison_new(_ws(v, project), v["name"], v["target"], v["candidate"],
                                    like=v["like"], description=v["description"])
+
+
+def _init(v: Values, project: str | None) -> int:
+    from patchbench.cli import init
+
+    return init.init(_ws({**v, "source": []}, project), runtime=v["runtime"], source=v["source"],
+                     ref=v["ref"], toolchain=v["toolchain"], name=v["target"])
+
+
+def _target(v: Values, project: str | None) -> int:
+    from patchbench.cli import target
+
+    if v["action"] != "new":
+        raise ConfigError(f"target {v['action']!r}: the only action is new",
+                          hint=f"patchbench target new {v['action']} --runtime R --source "
+                               "DIR_OR_URL --ref REF")
+    return target.target_new(_ws({**v, "source": []}, project), v["name"], runtime=v["runtime"],
+                             source=v["source"], ref=v["ref"], toolchain=v["toolchain"],
+                             description=v["description"])
+
+
+def _templates(v: Values, project: str | None) -> int:
+    from patchbench.cli import templates
+
+    return templates.do_templates(v["name"])
 
 
 HANDLERS: dict[str, Callable[[Values, str | None], int]] = {
@@ -197,7 +225,8 @@ def _history(v: Values, project: str | None) -> int:
                                  rounds=v["rounds"], tags=v["tags"], budget=v["budget"] or 4)
 
 
-HANDLERS.update({"bisect": _bisect, "history": _history})
+HANDLERS.update({"bisect": _bisect, "history": _history, "init": _init, "target": _target,
+                 "templates": _templates})
 
 
 def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench",

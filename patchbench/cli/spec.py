@@ -85,6 +85,18 @@ SHARED: dict[str, Opt] = {o.name: o for o in (
         default="matrix.yaml's"),
 )}
 BUILD_SHARED = ("project", "source", "matrix", "builds", "reports", "verbose")
+# the templates shipped in the package (patchbench/templates/<name>.yaml), for init --runtime
+RUNTIMES = ("runc", "crun", "youki", "containerd", "lima", "go", "c", "rust")
+_TEMPLATE_OPTS = (
+    Opt("runtime", "the template of the target: its build recipe, artifacts, requirements, "
+        "tools and runtime (`patchbench templates` shows each)", kind="choice", choices=RUNTIMES),
+    Opt("source", "where the target's source comes from: a local git clone or a URL",
+        metavar="PATH_OR_URL"),
+    Opt("ref", "the tag, branch or commit to pin (resolved to its commit)", metavar="REF",
+        default="the source's HEAD, pinned by its commit"),
+    Opt("toolchain", "pin this toolchain version instead of the one the source asks for",
+        metavar="VERSION", default="go.mod's toolchain (else the installed Go if it meets the go "
+        "line), rust-toolchain.toml's release, the C compiler found"))
 RUNS_SHARED = ("project", "matrix", "reports")
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
@@ -191,22 +203,55 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              " add: full upstream commit SHAs", many=True)),
         (Opt("target", "the target the series is for", metavar="TARGET"),
          Opt("from_", "new: the local git clone holding your commits", metavar="DIR"),
-         Opt("forwarded", "new: the DEP-3 Forwarded field of every patch", metavar="TEXT",
-             default="no")),
+         Opt("forwarded", "new: the DEP-3 Forwarded field of every patch of yours", metavar="TEXT",
+             default="no; not-needed for a commit upstream has"),
+         Opt("pr", "add: the upstream pull request the commits come with (its number or URL); "
+             "without SHAs, its commits between the pinned commit and its head", metavar="N")),
         BUILD_SHARED,
         ("series new my-fix --target runc --from $HOME/src/runc v1.2.3..my-fix",
-         "series add crun-mounts --target crun 4b66d8f0... 38e17199...")),
+         "series add crun-mounts --target crun 4b66d8f0... 38e17199...",
+         "series add crun-mounts --target crun --pr 2054")),
     Command(
         "comparison", "Write a new comparison into matrix.yaml (comments and layout kept), with "
         "the scenarios of the comparison it is like, then check the matrix.",
         (Pos("action", "new: add a comparison"), Pos("name", "the new comparison's name")),
         (Opt("target", "the target it builds", metavar="TARGET"),
          Opt("candidate", "a candidate series", kind="list", metavar="SERIES"),
-         Opt("like", "copy the scenarios of this comparison", metavar="COMPARISON",
-             default="the first comparison of the target"),
+         Opt("like", "copy the scenarios of this comparison of the project, or of this "
+             "template (`patchbench templates`)", metavar="COMPARISON_OR_TEMPLATE",
+             default="the first comparison of the target, else the template it was made from"),
          Opt("description", "one line saying what it compares", metavar="TEXT")),
-        ("project", "matrix"),
-        ("comparison new my-fix --target runc --candidate my-fix --like runc-signal",)),
+        ("project", "matrix", "builds"),
+        ("comparison new my-fix --target runc --candidate my-fix --like runc-signal",
+         "comparison new my-fix --target runc --candidate my-fix --like runc")),
+    Command(
+        "init", "Make a project in the current folder (or --project DIR): matrix.yaml with "
+        "comments, patches/, overlays/ and a .gitignore for builds/; with --runtime and --source "
+        "also a target pinned at --ref and a starter comparison with that runtime's standard "
+        "scenarios (the unchanged build against itself). Never overwrites a project.", (),
+        (*_TEMPLATE_OPTS,
+         Opt("target", "the target's name", metavar="NAME",
+             default="the runtime's name; for go, c and rust the source's folder name")),
+        ("project", "builds", "verbose"),
+        ("init --runtime runc --source $HOME/src/runc --ref v1.2.5",
+         "--project my-bench init --runtime go --source https://example.com/app.git --ref v1.0.0",
+         "init")),
+    Command(
+        "target", "Add a target to matrix.yaml: the ref resolved to its commit and pinned, the "
+        "toolchain the source asks for, the recipe, artifacts, requirements, tools, submodules "
+        "and runtime from a template.",
+        (Pos("action", "new: add a target"), Pos("name", "the new target's name")),
+        (*_TEMPLATE_OPTS,
+         Opt("description", "one line saying what it is", metavar="TEXT",
+             default="the template's")),
+        ("project", "matrix", "builds", "verbose"),
+        ("target new runc --runtime runc --source $HOME/src/runc --ref v1.2.5",
+         "target new crun --runtime crun --source https://github.com/containers/crun --ref 1.21")),
+    Command(
+        "templates", "List the templates shipped with patchbench (per runtime: a target's recipe "
+        "and its standard scenarios), or print one.",
+        (Pos("name", "print this template (a valid matrix.yaml)", required=False),), (), (),
+        ("templates", "templates runc")),
     Command(
         "bisect", "Find the first commit of a target between a good and a bad ref that changed a "
         "scenario's time (a command scenario) or brought its hangs (a soak scenario): the ends "

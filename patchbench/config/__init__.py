@@ -29,7 +29,7 @@ from patchbench.util.facts import inside
 from patchbench.util.limits import MAX_CELLS, MAX_SCENARIOS, MAX_TIMEOUT_S
 from patchbench.util.models import NAME_RE, Name, new_dict, new_list
 from patchbench.util.models import StrictModel as _Model
-from patchbench.util.suggest import suggest as suggest  # also config.suggest, as cli/ calls it
+from patchbench.util.suggest import suggest
 
 if TYPE_CHECKING:
     import yaml
@@ -426,7 +426,8 @@ class Project:
         if name not in self.matrix.targets:
             raise ConfigError(
                 f"no target {name!r} in {self.path}" + suggest(name, self.matrix.targets),
-                hint="invoke list shows the targets and comparisons",
+                hint="`patchbench list` shows the targets; add one: patchbench target new NAME "
+                     "--runtime R --source DIR_OR_URL --ref REF",
             )
         return self.matrix.targets[name]
 
@@ -434,7 +435,8 @@ class Project:
         if name not in self.matrix.comparisons:
             raise ConfigError(
                 f"no comparison {name!r} in {self.path}" + suggest(name, self.matrix.comparisons),
-                hint="invoke list shows the comparisons",
+                hint="`patchbench list` shows the comparisons; add one: patchbench comparison "
+                     "new NAME --target T --candidate SERIES",
             )
         return self.matrix.comparisons[name]
 
@@ -445,7 +447,8 @@ class Project:
         return self.root / "overlays" / name
 
     def all_series(self) -> list[str]:
-        found = {p.parent.name for p in (self.root / "patches").glob("*/series")}
+        found = {p.parent.name for p in (self.root / "patches").glob("*/series")
+                 if not p.parent.name.startswith(".")}  # hidden: an editing command's temporary
         for comp in self.matrix.comparisons.values():
             found.update(comp.baseline)
             for series in comp.candidates.values():
@@ -581,7 +584,10 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     try:
         raw = path.read_bytes() if raw is None else raw
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read {path}: {exc.strerror}", hint=(
+            f"no project in {path.parent}: make one there with `patchbench --project "
+            f"{path.parent} init` (or give the --project that has one)")
+            if isinstance(exc, FileNotFoundError) else None) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -21,7 +21,7 @@ from pydantic_core import core_schema
 from patchbench.measure.conditions import DEFAULT, Condition
 from patchbench.util import kinds
 from patchbench.util.limits import MAX_SAMPLES, MAX_TIMEOUT_S
-from patchbench.util.models import StrictModel, new_list
+from patchbench.util.models import NAME_RE, StrictModel, new_list
 
 # the kind of a scenario without ``kind`` (its kind module registers it like any other)
 DEFAULT_KIND = "command"
@@ -32,7 +32,7 @@ class ScenarioConfig(StrictModel):
     variant equally often."""
 
     kind: str = Field(description="The scenario kind; see its section.")
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description=(
+    name: str = Field(pattern=NAME_RE, description=(
         "The scenario's name, unique in its comparison (`--scenario NAME` runs only it)."))
     description: str = Field(default="", description="Free text shown in the report.")
     setup: list[list[str]] = Field(default_factory=new_list, description=(

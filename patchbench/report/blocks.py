@@ -5,7 +5,7 @@ only format Blocks (one table formatter each). Frozen dataclasses; no formatting
 
 Inline text is a tuple of pieces: a plain ``str`` (written as it is in markdown, escaped in HTML),
 ``Code``, ``Strong``, ``Link`` or ``Output`` (a program's text, escaped in both). A program's text
-of several lines is a ``Literal`` block (a fence its text cannot close, or ``<pre>``)."""
+of several lines is a ``Pre`` block (a fence its text cannot close, or ``<pre>``)."""
 
 from __future__ import annotations
 
@@ -99,13 +99,13 @@ class Data:
 
 
 @dataclass(frozen=True)
-class Literal:
-    """Text a program printed, of any number of lines, shown exactly as it is."""
+class Pre:
+    """A program's own output, shown as it is (a fence its content cannot close; <pre>)."""
 
     text: str
 
 
-Block = Text | Heading | Bullets | Table | Image | Chart | Data | Literal
+Block = Text | Heading | Bullets | Table | Image | Chart | Data | Pre
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,14 @@ from patchbench.report.blocks import (
     Image,
     Inline,
     Link,
-    Literal,
     Output,
+    Pre,
     Strong,
     Table,
     Text,
 )
 from patchbench.report.markdown import statistics_line, summary_headers, summary_rows
-from patchbench.report.numbers import fmt_aa, fmt_time
+from patchbench.report.numbers import fmt_aa, fmt_series, fmt_time
 from patchbench.results import Results, RunInput, ScenarioResult, TimedResult, as_results
 from patchbench.scenarios import KINDS
 
@@ -143,7 +143,7 @@ def builds_section(results: Results) -> str:
     for name, man in results.builds.items():  # the manifests as the run recorded them
         fp = man["fingerprint"]
         rows.append([name, man["built_commit"][:12],
-                     ", ".join(s["name"] for s in man["series"]) or "(none)",
+                     fmt_series(man["series"], upstream=results.report_format >= 3),
                      fp.get("version") or fp.get("swift", ""),
                      ", ".join(f"{k} {v['sha256'][:12]}" for k, v in man["artifacts"].items())])
     manifests = "".join(details(f"manifest of {name}", json_block(man))
@@ -209,7 +209,7 @@ def block(b: Block) -> str:
         return f'<img src="{esc(b.src)}" alt="{esc(b.alt)}">'
     if isinstance(b, Data):
         return details(b.title, json_block(b.value))
-    if isinstance(b, Literal):
+    if isinstance(b, Pre):
         return f"<pre>{esc(b.text)}</pre>"
     raise TypeError(f"not a report block: {b!r}")
 

@@ -18,8 +18,8 @@ from patchbench.report.blocks import (
     Image,
     Inline,
     Link,
-    Literal,
     Output,
+    Pre,
     Strong,
     Table,
     Text,
@@ -30,6 +30,7 @@ from patchbench.report.numbers import (
     fmt_delta,
     fmt_p,
     fmt_ratio,
+    fmt_series,
     fmt_time,
     fmt_verdict,
     fmt_verdict_now,
@@ -88,7 +89,7 @@ def block(b: Block) -> str | None:
         return f"{b.title}:\n\n```json\n{json.dumps(b.value, indent=2, ensure_ascii=False)}\n```"
     if isinstance(b, Chart):
         return None
-    if isinstance(b, Literal):
+    if isinstance(b, Pre):  # a fence its content cannot close
         return md_fence(b.text)
     raise TypeError(f"not a report block: {b!r}")
 
@@ -268,7 +269,7 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         fp = man["fingerprint"]
         arts = ", ".join(f"{k} {v['sha256'][:12]}" for k, v in man["artifacts"].items())
         brows.append([name, man["built_commit"][:12],
-                      ", ".join(s["name"] for s in man["series"]) or "(none)",
+                      fmt_series(man["series"], upstream=results.report_format >= 3),
                       (fp.get("version") or fp.get("swift", "")) + (  # docker: the build image
                           f" in {fp['image']['ref']} {fp['image']['id'][:19]}" if "image" in fp
                           else ""), arts])

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from patchbench.results import AABuild, Pooled, Samples, Verdict
@@ -108,3 +109,29 @@ def fmt_aa(aa: AABuild) -> tuple[str, str]:
                 f"only in code layout ({aa.method}: {aa.why}); {aa.note}")
     return ("same binary", f"the baseline against itself ({aa.twin}: {aa.note}): the noise "
             "floor without build-to-build layout effects")
+
+
+def fmt_series(series: list[dict[str, Any]], *, upstream: bool = True) -> str:
+    """A build's series as the builds table shows them: each name, with (``upstream``: report
+    format 3) the upstream commits its patches are (``origin: upstream, commit:<sha>[, pr:<N>]``
+    in the manifest) and their pull requests; a manifest is read back untrusted, so anything
+    else in it is left out."""
+    out = []
+    for s in series if isinstance(series, list) else []:
+        if not isinstance(s, dict):
+            continue
+        if not upstream:
+            out.append(str(s.get("name", "?")))
+            continue
+        shas: list[str] = []
+        prs: list[str] = []
+        for p in s.get("patches") or []:
+            origin = p.get("origin") if isinstance(p, dict) else None
+            if not isinstance(origin, str):
+                continue
+            shas += [m[:12] for m in re.findall(r"\bcommit:([0-9a-f]{7,40})\b", origin)]
+            prs += [f"#{n}" for n in re.findall(r"\bpr:([0-9]{1,9})\b", origin)]
+        notes = ([f"upstream {', '.join(dict.fromkeys(shas))}"] if shas else []) + (
+            [f"PR {', '.join(dict.fromkeys(prs))}"] if prs else [])
+        out.append(str(s.get("name", "?")) + (f" ({'; '.join(notes)})" if notes else ""))
+    return ", ".join(out) or "(none)"

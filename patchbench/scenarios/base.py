@@ -298,8 +298,23 @@ def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_tem
             continue
         out[cell.variant] = results.Check(
             command=shlex.join(argv), exit_code=res.returncode, passed=res.returncode == 0,
-            output=(res.stdout.strip() or res.stderr.strip())[-2000:])
+            output=output_tail(res.stdout, res.stderr))
     return out
+
+
+VERIFY_LINES, VERIFY_CHARS = 40, 4000  # what a check keeps of its output: its end
+
+
+def output_tail(stdout: str, stderr: str) -> str:
+    """The last lines of a program's output, stdout then stderr (where a traceback ends), cut at
+    the start, never at the end (its last line is the one that says what failed)."""
+    lines = [*stdout.rstrip().splitlines(), *stderr.rstrip().splitlines()]
+    tail = lines[-VERIFY_LINES:]
+    while tail and len("\n".join(tail)) > VERIFY_CHARS:
+        tail = tail[1:]
+    if not tail and lines:  # one line longer than the limit: its end
+        return "…" + lines[-1][-VERIFY_CHARS:]
+    return ("…\n" if len(tail) < len(lines) else "") + "\n".join(tail)
 
 
 def plan_invocation(ctx: ScenarioContext[TimedConfig], cell: Cell, verify: list[str] | None = None

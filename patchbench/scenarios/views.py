@@ -18,7 +18,7 @@ from patchbench.report.blocks import (
     Heading,
     Inline,
     Link,
-    Literal,
+    Pre,
     Strong,
     bullets,
     table,
@@ -158,30 +158,43 @@ def timed_blocks(sc: Any, *, deadlines: bool) -> list[Block]:
     return paired_blocks(sc.comparisons) + (hang_blocks(sc) if deadlines else [])
 
 
+def _failed_output(checks: dict[str, Check]) -> list[Block]:
+    """The output a failed check ended with, whole (run_verify keeps its last lines)."""
+    return [b for v, c in checks.items() if not c.passed and c.output.strip()
+            for b in (text(f"{v}: the last lines of its output:"), Pre(c.output))]
+
+
 def verify_blocks(checks: dict[str, Check] | None) -> list[Block]:
-    """report.md: the ``verify`` check of every variant."""
+    """report.md (and the console): the ``verify`` check of every variant."""
     if not checks:
         return []
     items: list[list[Inline]] = []
     longer: list[Block] = []  # outputs of several lines, each in a fence of its own below
     for variant, v in checks.items():
-        state = "passed" if v.passed else f"FAILED (exit {v.exit_code})"
+        if not v.passed:
+            items.append([f"{variant}: FAILED (exit {v.exit_code})"])
+            continue
         output = v.output[:300]
         if "\n" in output.strip("\n"):
-            items.append([f"{variant}: {state} — its output below"])
-            longer += [text(f"{variant}:"), Literal(output)]
+            items.append([f"{variant}: passed — its output below"])
+            longer += [text(f"{variant}:"), Pre(output)]
         else:  # a code span its text cannot close (report/markdown.py)
-            items.append([f"{variant}: {state} — ", Code(output.strip("\n"))])
-    return [text("Check after measuring (", Code("verify"), "):"), bullets(items), *longer]
+            items.append([f"{variant}: passed — ", Code(output.strip("\n"))])
+    return [text("Check after measuring (", Code("verify"), "):"), bullets(items), *longer,
+            *_failed_output(checks)]
 
 
 def verify_page(checks: dict[str, Check] | None) -> list[Block]:
     """report.html: the ``verify`` check of every variant."""
     if not checks:
         return []
-    items: list[list[Inline]] = [[Strong(v), f": {'passed' if c.passed else 'FAILED'} (exit {c.exit_code}) ",
-              Code(c.output[:500])] for v, c in checks.items()]
-    return [Heading("Check after measuring (verify)"), bullets(items, "verify")]
+    items: list[list[Inline]] = []
+    for v, c in checks.items():
+        passed: list[Inline] = [" ", Code(c.output[:500])] if c.passed else []
+        items.append([Strong(v), f": {'passed' if c.passed else 'FAILED'} (exit {c.exit_code})",
+                      *passed])
+    return [Heading("Check after measuring (verify)"), bullets(items, "verify"),
+            *_failed_output(checks)]
 
 
 def timed_charts(data: dict[str, Any]) -> list[Block]:

@@ -187,6 +187,13 @@ _HEADER_LIKE = re.compile(
 )
 
 
+def breaks_message(line: str) -> bool:
+    """Whether a line of a commit message would end it in ``git mailinfo`` (``---``, ``diff -``,
+    ``Index:``) or read as a patch section here: a message written into a patch file keeps
+    such a line only indented (``series new`` does so)."""
+    return line.startswith(("---", "Index:")) or bool(_HEADER_LIKE.match(line))
+
+
 def check_mail(text: str) -> int:
     """Refuse mail bodies git mailinfo would decode before applying (what is read must be what
     runs); return the index of the blank line that ends the mail headers."""

@@ -44,6 +44,7 @@ class Patch:
     files: tuple[str, ...]
     subject: str
     upstream: series_ref.UpstreamRef | None = None  # an upstream commit by reference
+    origin: str = ""  # its DEP-3 Origin field (``upstream, commit:<sha>`` from series new)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,9 @@ def parse_patch(path: Path, series: str) -> Patch:
     except patchform.UnsafePatch as exc:
         raise _refusal(series, path, exc) from None
     subject = re.search(r"^Subject: (.*)$", header, re.M)
-    return Patch(path, sha256_file(path), files, subject.group(1) if subject else "")
+    origin = re.search(r"^Origin: (.*)$", message, re.M)
+    return Patch(path, sha256_file(path), files, subject.group(1) if subject else "",
+                 origin=origin.group(1).strip()[:300] if origin else "")
 
 
 DEP3_HINT = ("put Description:, Author: or Origin:, and Forwarded: in the commit message "

@@ -17,6 +17,7 @@ from patchbench.errors import CommandError, ConfigError, PatchError, SourceError
 from patchbench.source import patchform
 from patchbench.source.cache import Checkout, locked
 from patchbench.util import command
+from patchbench.util.files import write_text_atomic
 from patchbench.util.git import run_git
 
 KEYWORD = "upstream"
@@ -36,6 +37,7 @@ _SHA1 = re.compile(r"^[0-9a-f]{40}$")
 _HASH = re.compile(r"^(?P<kind>patch-id|sha256):(?P<value>[0-9a-f]+)$")
 _HASH_LEN = {"patch-id": 40, "sha256": 64}
 _SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_PR = re.compile(r"^pr:([1-9][0-9]{0,8})$")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class UpstreamRef:
     commit: str
     hash: str  # "patch-id:<hex>" or "sha256:<hex>"
     where: str  # patches/<series>/series:<line>
+    pr: int | None = None  # the upstream pull request it came with
 
     @property
     def kind(self) -> str:
@@ -63,7 +66,7 @@ class UpstreamRef:
 
     @property
     def origin(self) -> str:
-        return f"upstream, commit:{self.commit}"
+        return f"upstream, commit:{self.commit}" + (f", pr:{self.pr}" if self.pr else "")
 
 
 def is_ref(line: str) -> bool:
@@ -74,7 +77,11 @@ def is_ref(line: str) -> bool:
 def parse_line(line: str, where: str) -> UpstreamRef:
     """Parse ``upstream <commit> <hash>`` (comment already removed); PatchError names the line."""
     parts = line.split()
-    example = f"{KEYWORD} <40-hex commit> patch-id:<40 hex>  # subject"
+    example = f"{KEYWORD} <40-hex commit> patch-id:<40 hex> [pr:<N>]  # subject"
+    pr = None
+    if len(parts) == 4 and (m := _PR.match(parts[3])):
+        pr = int(m.group(1))
+        parts = parts[:3]
     if len(parts) != 3 or parts[0] != KEYWORD:
         raise PatchError(f"{where}: expected '{example}', got {line.strip()!r}")
     commit, pin = parts[1].lower(), parts[2].lower()
@@ -85,7 +92,7 @@ def parse_line(line: str, where: str) -> UpstreamRef:
     if not m or len(m.group("value")) != _HASH_LEN[m.group("kind")]:
         raise PatchError(f"{where}: {parts[2]!r} is not patch-id:<40 hex> or sha256:<64 hex>",
                          hint="invoke series add writes the line with the right hash")
-    return UpstreamRef(commit, pin, where)
+    return UpstreamRef(commit, pin, where, pr)
 
 
 def refs_in(series_file: Path) -> list[UpstreamRef]:
@@ -284,9 +291,11 @@ def subject(repo: Path, commit: str) -> str:
 # --- invoke series add ------------------------------------------------------------------------
 
 
-def add(root: Path, checkout: Checkout, name: str, commits: Sequence[str], builds: Path) -> list[str]:
-    """Append ``upstream <commit> patch-id:<hash>  # <subject>`` for each commit to
-    ``patches/<name>/series`` (made when new); return the lines written."""
+def add(root: Path, checkout: Checkout, name: str, commits: Sequence[str], builds: Path, *,
+        pr: int | None = None) -> list[str]:
+    """Append ``upstream <commit> patch-id:<hash> [pr:<N>]  # <subject>`` for each commit to
+    ``patches/<name>/series`` (made when new, replaced whole: never written through a link);
+    return the lines written. The caller holds the project's lock."""
     if not _SERIES_NAME.match(name):
         raise ConfigError(f"{name!r} is not a series name (letters, digits, '.', '_', '-')")
     if not commits:
@@ -307,16 +316,17 @@ def add(root: Path, checkout: Checkout, name: str, commits: Sequence[str], build
     for c in wanted:
         fetch_commit(checkout, c, builds)
         text = make_patch(checkout.repo, c)
-        lines.append(f"{KEYWORD} {c} {patch_hash(checkout.repo, text, 'patch-id')}  "
-                     f"# {subject(checkout.repo, c)}")
+        lines.append(f"{KEYWORD} {c} {patch_hash(checkout.repo, text, 'patch-id')}"
+                     + (f" pr:{pr}" if pr else "")
+                     + f"  # {' '.join(subject(checkout.repo, c).split())}")
     series_file.parent.mkdir(parents=True, exist_ok=True)
     head = "" if series_file.is_file() else (
         f"# {name}: upstream {checkout.target} commits by reference (invoke series add); see "
-        "patchbench/series_ref.py\n")
+        "docs/series.md\n")
     old = series_file.read_text() if series_file.is_file() else ""
     if old and not old.endswith("\n"):
         old += "\n"
-    series_file.write_text(old + head + "".join(f"{line}\n" for line in lines))
+    write_text_atomic(series_file, old + head + "".join(f"{line}\n" for line in lines))
     return lines
 
 

@@ -1,5 +1,10 @@
 """File helpers: atomic writes (a temporary file in the same directory, fsync, rename into place,
-so an interrupted write leaves the old file or none, never half of a new one) and hashing."""
+so an interrupted write leaves the old file or none, never half of a new one) and hashing.
+
+A temporary file is made by ``mkstemp`` (``O_CREAT | O_EXCL`` with a random name: never through
+a link another user planted, never over a file that exists), named ``.<name>.patchbench-tmp-*``,
+so that what a killed process left can be told from the user's files and swept
+(``sweep_staged``) by the next command that holds the folder's lock."""
 
 from __future__ import annotations
 
@@ -11,24 +16,72 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+STAGED = ".patchbench-tmp-"  # in the name of every temporary file and folder made here
 
-def write_text_atomic(path: Path, text: str) -> None:
+
+def write_text_atomic(path: Path, text: str, *, mode: int = 0o644,
+                      check: Callable[[Path], None] | None = None, exclusive: bool = False) -> None:
+    """Write ``text`` to a new temporary file beside ``path`` and rename it over ``path``;
+    ``check(tmp)`` may look at the complete file first and raise to leave ``path`` as it was.
+    ``exclusive``: ``path`` must not exist; the file is linked into place (FileExistsError if
+    it exists by then), never over another."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{STAGED}", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
-        os.replace(tmp, path)
+        os.chmod(tmp, mode)  # mkstemp makes 0600; results are meant to be shared
+        if check is not None:
+            check(Path(tmp))
+        if exclusive:
+            os.link(tmp, path)
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def staged_dir(parent: Path, name: str) -> Path:
+    """A new empty folder in ``parent`` (mkdtemp: a random name, made by us, never a link), to
+    be filled and then renamed to its real name."""
+    return Path(tempfile.mkdtemp(prefix=f".{name}{STAGED}", dir=parent))
+
+
+def sweep_staged(folder: Path) -> list[Path]:
+    """Remove the temporary files and folders that a killed patchbench left directly in
+    ``folder`` (the caller holds the lock every writer there holds); return what was removed.
+    Only entries owned by this user are touched, never through a link."""
+    import shutil
+
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for entry in entries:
+        if not (entry.name.startswith(".") and STAGED in entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_uid != os.geteuid():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
 
 
 def finite(data: Any) -> Any:

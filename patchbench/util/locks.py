@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from patchbench.errors import SourceError
+from patchbench.errors import ConfigError, SourceError
 
 POLL_MIN = 0.01  # s: the first wait between two tries; doubled up to POLL_MAX
 POLL_MAX = 0.05  # filelock's interval: a released lock is taken within 50 ms
@@ -92,9 +92,33 @@ def held(path: Path, timeout: float, *, on_timeout: Callable[[], Exception],
 
 
 @contextlib.contextmanager
+def folder(path: Path, timeout: float, *, on_timeout: Callable[[], Exception],
+           on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold a lock on the folder ``path`` itself (its inode: nothing is written into it), for
+    the commands that edit a project's files, which replace matrix.yaml by renaming (a lock on
+    the file would be on its old inode once replaced)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SourceError(f"cannot open the folder {path} to lock it: {exc.strerror}",
+                          hint="it must be a folder, not a link to one") from None
+    try:
+        if not _acquire(fd, timeout, on_wait):
+            raise on_timeout()
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def locked(locks: Path, name: str, timeout: float = 3600.0) -> Iterator[None]:
     """Hold ``locks/<name>.lock`` (``locks`` is a Layout's ``locks`` directory, made if missing)."""
-    locks.mkdir(parents=True, exist_ok=True)
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a --builds on a read-only file system, or another user's
+        raise ConfigError(f"cannot make {locks}: {exc.strerror}",
+                          hint="give a folder patchbench can write: --builds DIR (or "
+                               "PATCHBENCH_BUILDS)") from None
     path = locks / f"{name}.lock"
 
     def waiting() -> None:  # two runs on one builds dir: said, then waited for
