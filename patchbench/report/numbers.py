@@ -63,16 +63,19 @@ OLD_RULE = "rule of schema 3–4"  # the round-paired rule of per-round medians
 
 def rejudged(c: Verdict, base: Samples, cand: Samples) -> str | None:
     """A comparison judged by the round-paired rule of schema 3-4, judged again from its raw
-    samples by the current rule (patchbench.analysis.paired): its verdict as text where it
-    differs from the recorded one, else None. "No significant difference" becoming equivalent or
-    inconclusive is a split of the old answer, not a difference; pooled records (schema 1-2) and
-    schema 5's are not judged again."""
+    samples by the rule of schema 5 as it stood when schema 6 arrived (``PAIRED5_JACK_METHOD``,
+    so that a saved report renders the same whichever rule is current): its verdict as text
+    where it differs from the recorded one, else None. "No significant difference" becoming
+    equivalent or inconclusive is a split of the old answer, not a difference; pooled records
+    (schema 1-2) and schema 5's are not judged again."""
     if c.rule5 or not c.paired or not set(base.rounds) & set(cand.rounds):
         return None
     from patchbench.analysis import paired, stats
+    from patchbench.results import PAIRED5_JACK_METHOD
 
     v = paired.paired_verdict(base.times, base.rounds, cand.times, cand.rounds, alpha=c.alpha,
-                              min_effect=c.min_effect, min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+                              min_effect=c.min_effect, min_rounds=c.min_rounds or stats.MIN_ROUNDS,
+                              method=PAIRED5_JACK_METHOD)
     now = str(v.verdict)
     split = c.verdict == "no significant difference" and now in ("equivalent", "inconclusive")
     if now == c.verdict or split:
