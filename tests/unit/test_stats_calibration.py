@@ -28,21 +28,40 @@ def calib() -> ModuleType:
 
 def test_simulation_has_the_noise_drift_and_ratio_it_claims(calib: ModuleType) -> None:
     rng = np.random.default_rng(1)
-    bt, br, ct, cr = calib.simulate(rng, 400, 50, cv=0.20, drift=0.0, ratio=1.10)
+    bt, br, ct, cr, _ = calib.simulate(rng, 400, 50, cv=0.20, drift=0.0, ratio=1.10)
     assert br == cr and len(bt) == len(ct) == 400 * 50 and set(br) == set(range(1, 401))
     b = np.asarray(bt)
     assert float(b.std() / b.mean()) == pytest.approx(0.20, rel=0.05)
     assert float(np.median(bt) / np.median(ct)) == pytest.approx(1.10, rel=0.01)
-    bt, br, ct, _ = calib.simulate(rng, 2000, 3, cv=0.0, drift=0.05, ratio=1.0)
+    bt, br, ct, _, _ = calib.simulate(rng, 2000, 3, cv=0.0, drift=0.05, ratio=1.0)
     blocks = np.log(np.asarray(bt).reshape(2000, 3) / calib.BASE_MEDIAN)
     assert np.allclose(blocks, blocks[:, :1])
     assert float(blocks[:, 0].std()) == pytest.approx(0.05, rel=0.06)
     assert not math.isnan(sum(bt))
 
 
+def test_the_models_carry_the_signs_of_their_order(calib: ModuleType) -> None:
+    """Each model's runs come with the boundaries of the balanced order they ran in: +1 where the
+    blocks on both sides of two rounds are of one variant (paired.neighbour_signs)."""
+    for name, (model, _, _) in calib.MODELS.items():
+        *_, signs = model(np.random.default_rng(6), 12, 1.0)
+        assert set(signs) == set(range(1, 12)) and set(signs.values()) <= {-1, 1}, name
+    pos = calib._positions(12, 3, False)
+    *_, signs = calib._pack(np.ones((12, 2)), np.ones((12, 2)), pos)
+    order = [["b", "c"] if p == 1 else ["c", "b"] for p in pos]
+    assert signs == calib.paired.neighbour_signs(order, "b", "c")
+
+
+def test_the_ar1_runs_model_correlates_neighbouring_runs(calib: ModuleType) -> None:
+    bt, _, ct, _, _ = calib.model_ar1_runs(np.random.default_rng(8), 3000, 1.0)
+    x = np.log(np.asarray(bt).reshape(3000, 4) / calib.BASE_MEDIAN)
+    within = float(np.corrcoef(x[:, 0], x[:, 1])[0, 1])
+    assert within == pytest.approx(0.5, abs=0.05)
+
+
 def test_the_shape_model_differs_in_shape_with_the_same_geometric_mean(calib: ModuleType
                                                                        ) -> None:
-    bt, _, ct, _ = calib.model_shape(np.random.default_rng(2), 20000, 1.0)
+    bt, _, ct, _, _ = calib.model_shape(np.random.default_rng(2), 20000, 1.0)
     b, c = np.asarray(bt), np.asarray(ct)
     assert float(b.std() / b.mean()) == pytest.approx(0.02, rel=0.05)
     assert 0.17 < float(c.std() / c.mean()) < 0.23
@@ -55,12 +74,12 @@ def test_the_shape_model_differs_in_shape_with_the_same_geometric_mean(calib: Mo
 def test_the_position_model_follows_the_balanced_order(calib: ModuleType) -> None:
     pos = calib._positions(10, 3, False)
     assert sorted(pos.tolist()) == [0] * 5 + [1] * 5
-    bt, _, ct, _ = calib.model_position(np.random.default_rng(4), 4000, 1.0)
+    bt, _, ct, _, _ = calib.model_position(np.random.default_rng(4), 4000, 1.0)
     assert float(np.log(bt).mean() - np.log(ct).mean()) == pytest.approx(0.0, abs=0.003)
 
 
 def test_the_coarse_clock_reads_whole_ticks(calib: ModuleType) -> None:
-    bt, _, ct, _ = calib.model_coarse(np.random.default_rng(5), 50, 1.05)
+    bt, _, ct, _, _ = calib.model_coarse(np.random.default_rng(5), 50, 1.05)
     ticks = np.round(np.asarray(bt + ct) / 0.001, 9)
     assert np.allclose(ticks, np.round(ticks)) and len(set(bt)) <= 4
 
