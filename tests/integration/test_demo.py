@@ -260,7 +260,7 @@ def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
         assert stop.reason == "budget" and stop.stopped_at == 12
     (comp,) = data.scenarios[0].comparisons  # type: ignore[union-attr]
     assert comp.rounds == stop.stopped_at and comp.alpha == pytest.approx(0.05 / 3)
-    assert comp.method == results.PAIRED5_JACK_METHOD  # the rule of new runs
+    assert comp.method == results.PAIRED6_METHOD  # the rule of new runs
     md = (run_dir / "report.md").read_text()
     assert f"stopped at round {stop.stopped_at}: " in md
     assert "(--until-ci)" in res.stderr or stop.stopped_at == 5
