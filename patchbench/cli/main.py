@@ -63,15 +63,7 @@ def _compare(v: Values, project: str | None) -> int:
                   rounds=v["rounds"], warmup=v["warmup"], only=tuple(v["scenario"]),
                   gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"],
                   until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"])
-    ws = _ws(v, project)
-    from patchbench.measure import headstart
-
-    try:
-        if not sw.dry_run:  # the last run's warmups, started now
-            headstart.begin(ws.layout, ws.matrix, v["name"], v)
-        return commands.do_compare(ws, v["name"], sw, v["summary"])
-    finally:
-        headstart.end()
+    return commands.do_compare(_ws(v, project), v["name"], sw, v["summary"])
 
 
 def _build(v: Values, project: str | None) -> int:

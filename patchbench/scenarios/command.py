@@ -64,14 +64,13 @@ class CommandResult(TimedResult):
 
 
 def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expand: Expander,
-                  sc: ScenarioConfig, seed: int | None = None, *, head_start: bool = False
+                  sc: ScenarioConfig, seed: int | None = None
                   ) -> tuple[dict[Cell, Samples], list[list[str]]]:
-    """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench);
-    ``head_start``: its warmups may start before the run reaches them (measure/headstart.py)."""
+    """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench)."""
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
                          seed=ctx.seed if seed is None else seed, workdir=ctx.workdir,
-                         more=precision_rule(ctx, cells), head_start=head_start)
+                         more=precision_rule(ctx, cells))
 
 
 def plan_deadline(sc: TimedConfig) -> list[str]:
@@ -99,8 +98,8 @@ def measure_conditions(ctx: ScenarioContext[CommandConfig], cells: list[Cell], e
     own interleaved set (cells named by a ``condition`` parameter unless only the default
     runs); return the samples, the order and what each condition applied."""
     sc = ctx.scenario
-    if not sc.conditioned:  # a head start needs no runtime state (measure/headstart.py)
-        samples, order = measure_cells(ctx, cells, expand, sc, head_start=ctx.runtime is None)
+    if not sc.conditioned:
+        samples, order = measure_cells(ctx, cells, expand, sc)
         return samples, order, []
     all_samples: dict[Cell, Samples] = {}
     all_order: list[list[str]] = []

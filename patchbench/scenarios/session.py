@@ -17,7 +17,6 @@ from pydantic import ValidationError
 from patchbench import config, results, runtimes
 from patchbench.config import Comparison, Project
 from patchbench.config.scenarios import ScenarioConfig
-from patchbench.measure import headstart
 from patchbench.scenarios import get
 from patchbench.scenarios.base import ScenarioContext
 from patchbench.util import cleanup, procguard
@@ -56,8 +55,6 @@ def measure(project: Project, comp: Comparison, chosen: Sequence[ScenarioConfig]
     guard = procguard.activate(f"{workdir.name[:60]}-{cleanup.cgroup_tag()}")  # its cgroup
     try:
         for i, sc in enumerate(chosen):
-            if i:  # the warmups' head start is the first scenario's, or no one's
-                headstart.close()
             if announce:
                 say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} "
                     f"round{'s' if sc.rounds != 1 else ''}")

@@ -56,11 +56,6 @@ class Layout:
         (util/validated.py)."""
         return self.builds / "matrix-listing.json"
 
-    def head_start(self, comparison: str) -> Path:
-        """The warmup call a comparison's last run made, kept to start the next one's warmups
-        early (measure/headstart.py)."""
-        return self.builds / "headstart" / f"{comparison}.json"
-
     @property
     def toolchain_hashes(self) -> Path:
         """The toolchain binaries' hashes, by path, with the stat they were taken at."""

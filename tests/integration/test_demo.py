@@ -213,27 +213,6 @@ def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
     assert report.load_run(run_dir).scenarios[0].runs == 4
 
 
-def test_the_next_run_starts_its_warmups_before_its_imports(
-        demo_run: tuple[dict[str, Any], Path], demo_base: Path) -> None:
-    """measure/headstart.py: the first run keeps its warmup call, the second starts it at once
-    and takes it (the same call over the same binaries), and leaves nothing of it behind."""
-    args = ["compare", "demo", "--runs", "4", "--rounds", "2", "--warmup", "1", "--seed", "1",
-            "--builds", str(demo_base / "builds"), "--reports", str(demo_base / "hs-reports")]
-    first = invoke(*args, cwd=demo_base)
-    assert first.returncode == 0, first.stderr
-    assert "started early" not in first.stderr
-    assert (demo_base / "builds" / "headstart" / "demo.json").is_file()
-    second = invoke(*args, cwd=demo_base)
-    assert second.returncode == 0, second.stderr
-    assert "warmups: started early" in second.stderr
-    run = re.search(r"raw hyperfine output in (\S+)", second.stderr)
-    assert run is not None
-    assert json.loads((Path(run.group(1)) / "start-8.warmup.json").read_text())["results"]
-    assert not list((demo_base / "builds" / "tmp").glob("headstart-*"))
-    saved = re.search(r"^saved: (.+)$", second.stdout, re.M)
-    assert saved is not None and report.load_run(Path(saved.group(1))).scenarios[0].runs == 4
-
-
 def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
         demo_run: tuple[dict[str, Any], Path], demo_base: Path) -> None:
     """Issue 22: `--until-ci 3 --max-rounds 12` on the demo, small runs (2 per round)."""
