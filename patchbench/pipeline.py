@@ -21,7 +21,7 @@ from patchbench.scenarios import session
 from patchbench.source import cache as source
 from patchbench.source import patching
 from patchbench.upstream import fetch, fetch_submodules, patch_check
-from patchbench.util import cleanup, idle, ownership
+from patchbench.util import cleanup, ownership
 from patchbench.util.progress import say
 from patchbench.util.workspace import Switches, Workspace
 
@@ -144,31 +144,22 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     built, aa_build = aa.pair(built, layout, sw.aa)
     workdir = ws.layout.new_run(name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
-    machine = measure_machine.machine_info(probe=False)  # the rest (its commands) during the warmups
-    probed = idle.soon(measure_machine.probed, waits=True)  # commands: a thread of its own
+    machine = measure_machine.machine_info()
     extra_files: dict[str, Path] = {}
-    idle.later(runstore.after_measuring)  # done during the warmups, if a kind has them
     target_ci = sw.until_ci
 
     def until(sc: ScenarioConfig) -> sequential.UntilCI | None:  # --until-ci, per scenario
         return None if target_ci is None else sequential.UntilCI(
             target=target_ci, max_rounds=sw.max_rounds or 4 * sc.rounds, alpha=comp.alpha)
 
-    try:
-        measured = session.measure(project, comp, chosen, built, workdir=workdir,
-                                   layout=ws.layout, seed=seed, extra_files=extra_files,
-                                   until=until)
-    except BaseException:
-        idle.clear()  # nothing of this run's pending work outlives it
-        raise
-    idle.run_pending()  # what no window took (a kind without warmups): needed from here on
-    # the record is made once measuring is over (its models are built during the warmups)
+    measured = session.measure(project, comp, chosen, built, workdir=workdir, layout=ws.layout,
+                               seed=seed, extra_files=extra_files, until=until)
     res = results.Results(
         tool=f"patchbench {__version__}", comparison=name, description=comp.description,
         target=comp.target, url=target.url, ref=target.ref, commit=target.commit,
         aa=aa_build is not None, aa_build=aa_build, seed=seed,
         settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
-        started_at=started, machine={**machine, **probed.result()},
+        started_at=started, machine=machine,
         builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=measured.scenarios,
         warnings=measured.warnings, teardown=measured.teardown, runtime=measured.runtime,
         stopping=measured.stopping or None,

@@ -62,7 +62,6 @@ import json
 import math
 import os
 import stat
-import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,42 +121,7 @@ RULE5_METHODS = (PAIRED5_METHOD, *SKEW_METHODS)
 
 
 class _Rec(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-def build_models() -> None:
-    """Build every record model's validator now: they are built on first use (``defer_build``,
-    so that `invoke list` does not pay for them), and a comparison builds them in its warmups'
-    window (patchbench.util.idle) rather than after its last measured run. The models a field
-    names are built before the model that names it, whose schema then reuses theirs (about a
-    third less time than from the top down: 38 ms against 54, 2026-12-02)."""
-    models: list[type[BaseModel]] = []
-    todo: list[type[BaseModel]] = [_Rec]
-    while todo:
-        model = todo.pop()
-        todo.extend(model.__subclasses__())
-        models.append(model)
-    done: set[type[BaseModel]] = set()
-
-    def build(model: type[BaseModel]) -> None:
-        if model in done:
-            return
-        done.add(model)
-        for info in model.model_fields.values():  # its fields' models first (as far as known)
-            for named in _models_in(info.annotation):
-                build(named)
-        if not model.__pydantic_complete__:
-            model.model_rebuild()
-
-    for model in models:
-        build(model)
-
-
-def _models_in(annotation: object) -> list[type[BaseModel]]:
-    """The models a field's type names (in a list, a dict, a union, an Annotated ...)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+    model_config = ConfigDict(extra="forbid")
 
 
 def _nan_if_null(value: Any) -> Any:

@@ -622,13 +622,3 @@ def paired_rounds(
         note=note,
     )
 
-
-def warm_up() -> None:
-    """Each statistic once on a tiny sample. numpy loads what a function needs on its first call
-    (the median, percentiles, the random generator: about 30 ms on the first comparison's
-    statistics, 2026-12-01), which a comparison then pays during its warmups (util/idle.py)
-    instead of after its last measured run. The results are thrown away."""
-    xs, rounds = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1, 1, 2, 2, 3, 3]
-    compare(xs, xs[::-1], resamples=8)
-    median_ci(xs, seed=0, resamples=8)
-    paired_rounds(xs, rounds, xs[::-1], rounds, alpha=0.05, min_effect=0.02, min_rounds=2)

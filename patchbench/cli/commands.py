@@ -129,24 +129,11 @@ def end_process(code: object) -> None:
     os._exit(status)
 
 
-def _after_compare() -> None:
-    """What do_compare prints the results with, imported during the warmups (util/idle.py)."""
-    from patchbench import gate, report  # noqa: F401
-    from patchbench.runs import summary  # noqa: F401
-
-
 def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
-    from patchbench.util import idle
-
     project = load_project(ws, only=name)
     from patchbench import pipeline
 
-    if not sw.dry_run:
-        idle.later(_after_compare)
-    try:
-        results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
-    finally:
-        idle.clear()  # taken by a window or done by the pipeline; else (an error) not needed
+    results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
     if results is None or run_dir is None:
         print("\n".join(plan_lines))
         return 0

@@ -10,7 +10,6 @@ condition runs as its own set of interleaved cells, named by a ``condition`` par
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -39,11 +38,10 @@ from patchbench.scenarios.base import (
     plan_invocation,
     precision_rule,
     run_verify,
-    statistics_ready,
     verdict_warnings,
 )
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
-from patchbench.util import idle, progress
+from patchbench.util import progress
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -129,18 +127,10 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
     summary: list[str] = []
     base = ctx.built[0].variant.name
     pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
-    # the comparisons in a thread beside the cells' summaries: numpy leaves the interpreter
-    # during their bootstraps, so the two use both cores (each has its own seed: same figures)
-    statistics_ready()
-    compared = idle.beside(lambda: [compare_cells(b, c, samples, ctx, deadline=True)
-                                    for b, c in pairs])
-    try:
-        cell_results = [cell_result(c, samples[c], ctx.seed,
-                                    cell_hangs(ctx, c, samples[c], sc.timeout, summary))
-                        for c in cells]
-    finally:  # on an error or Ctrl-C too: nothing it does outlives this step
-        compared.join()
-    comparisons = compared.result()
+    cell_results = [cell_result(c, samples[c], ctx.seed,
+                                cell_hangs(ctx, c, samples[c], sc.timeout, summary))
+                    for c in cells]
+    comparisons = [compare_cells(b, c, samples, ctx, deadline=True) for b, c in pairs]
     warnings = (noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
                 + hang_warnings(sc.name, cell_results))
     return cell_results, comparisons, evidence_summary(ctx, summary), warnings
@@ -168,19 +158,8 @@ class CommandKind:
 
         samples, order, applied = measure_conditions(ctx, plain, expand)
         cells = list(samples)
-        # the checks (commands) run while this thread does the statistics: both after measuring
-        statistics_ready()  # before any thread beside this one
-        stop = threading.Event()
-        checks = idle.beside(lambda: run_verify(ctx, plain, sc.verify, stop)) if sc.verify else None
-        try:
-            cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
-        except BaseException:  # an error or Ctrl-C: no next check
-            stop.set()
-            raise
-        finally:  # nothing the checks started outlives this scenario
-            if checks is not None:
-                checks.join()
-        verify = checks.result() if checks else None
+        verify = run_verify(ctx, plain, sc.verify) if sc.verify else None
+        cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
         res = CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
             comparisons=comparisons, verify=verify, deadline_s=sc.timeout, conditions=applied,

@@ -166,11 +166,6 @@ def test_resampled_medians_are_numpys_medians_of_the_same_draws(size: int) -> No
         assert np.array_equal(got, expected)
 
 
-def test_the_warm_up_runs_every_statistic_it_names_without_error() -> None:
-    """runs/store.after_measuring calls it in a window, where an error would pass unseen."""
-    stats.warm_up()
-
-
 FLOATS = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False)
 
 
