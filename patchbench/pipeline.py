@@ -12,7 +12,7 @@ from pathlib import Path
 from patchbench import __version__, build, config, redact, results, runtimes, scenarios
 from patchbench.analysis import sequential
 from patchbench.build import aa
-from patchbench.config import Comparison, Project, kept
+from patchbench.config import Comparison, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError, PatchError, RequirementError
 from patchbench.measure import machine as measure_machine
@@ -26,17 +26,12 @@ from patchbench.util.progress import say
 from patchbench.util.workspace import Switches, Workspace
 
 
-def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset(),
-         only: str | None = None) -> Project:
-    """The matrix, validated whole and kept; ``only`` (a comparison's name): that comparison and
-    the targets alone when these bytes were validated whole before with this code and their
-    facts still hold (config/kept.py)."""
+def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Project:
+    """The matrix, validated whole, with ``--backend`` applied."""
     ownership.check_project(ws.matrix, ws.root, ws.builds)  # as root: StrictModes-style
     for what in cleanup.sweep_all(ws.builds):  # what runs killed with SIGKILL left behind
         say(what)
-    project = kept.load(ws.matrix, ws.layout.listing_cache, pending_series=pending_series,
-                        only=only, keep=ws.builds.is_dir())  # a dry run makes no builds/
-    project = project.with_backend(ws.backend)
+    project = config.load(ws.matrix, pending_series=pending_series).with_backend(ws.backend)
     for warning in config.check_source_names(project, ws.sources, ws.source_flags):
         say(warning)
     return project

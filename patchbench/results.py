@@ -4,9 +4,8 @@ recomputed later.
 
 This module holds what every kind shares (samples, cells, verdicts, the run's own fields), the
 loader with its bounds, and a registry of the kinds' result models: each kind's model and records
-live in its module in patchbench/scenarios/ and are registered when the kind is first needed
-(:func:`register`; :func:`parse` asks for the kinds a document names, util/kinds.py); a scenario
-entry is read as the model its ``kind`` names there.
+live in its module in patchbench/scenarios/ and are registered when patchbench.scenarios is
+imported (:func:`register`); a scenario entry is read as the model its ``kind`` names there.
 
 Format history (every change gets a new version and a line here; ``load`` upgrades old files):
 
@@ -78,7 +77,6 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from patchbench.errors import ReportError
-from patchbench.util import kinds
 from patchbench.util.files import is_sha256
 from patchbench.util.models import NAME_RE, new_dict, new_list
 
@@ -357,12 +355,10 @@ Record = _Rec  # a record of results.json: an unknown key is refused
 # --- the kinds' result models: a registry below the kinds -----------------------------------
 #
 # Each kind's result model (and its records) lives in its module in patchbench/scenarios/, which
-# registers it through patchbench.scenarios.register when the kind is first needed; results.json
-# is read by dispatching every scenario entry on its ``kind`` through this registry, once
-# ``parse`` has had the kinds it names imported (util/kinds.py: the loader patchbench.scenarios
-# installs). This module imports nothing above it, so whoever reads results imports
-# patchbench.scenarios first (the layers that load do: runs, report, bisect, cli; the tests
-# through tests/conftest.py).
+# registers it through patchbench.scenarios.register; results.json is read by dispatching every
+# scenario entry on its ``kind`` through this registry. This module imports nothing above it, so
+# whoever reads results imports patchbench.scenarios first (the layers that load do: runs,
+# report, bisect, cli; the tests through tests/conftest.py).
 
 
 @dataclass
@@ -374,12 +370,10 @@ class _Registry:
 _REGISTRY = _Registry()
 
 
-def register(kind: str, model: type[ScenarioResult], *, default: bool = False,
-             rebuild: bool = True) -> None:
+def register(kind: str, model: type[ScenarioResult], *, default: bool = False) -> None:
     """Read scenario entries whose ``kind`` is ``kind`` as ``model`` (which must say so: its
     ``kind`` field defaults to ``kind``); ``default``: also entries without ``kind``. A wrong
-    registration is a bug (exit 3), not a user's error. ``rebuild=False``: the caller registers
-    more and calls :func:`kinds_changed` once after the last."""
+    registration is a bug (exit 3), not a user's error."""
     declared = model.model_fields.get("kind")
     if declared is None or declared.default != kind:
         raise RuntimeError(f"bug: the result model {model.__name__} is registered for the kind "
@@ -387,32 +381,28 @@ def register(kind: str, model: type[ScenarioResult], *, default: bool = False,
     if _REGISTRY.models.get(kind, model) is not model:
         raise RuntimeError(f"bug: two result models for the kind {kind!r}: "
                            f"{_REGISTRY.models[kind].__name__} and {model.__name__}")
-    # rebound whole (never seen half-made), in the kinds' order whichever came first
-    _REGISTRY.models = kinds.ranked({**_REGISTRY.models, kind: model})
+    _REGISTRY.models[kind] = model
     if default:
         _REGISTRY.default = kind
-    if rebuild:
-        kinds_changed()
+    _kinds_changed()
 
 
 def unregister(kind: str) -> None:
     """Forget a kind (a test's own kind, registered for that test)."""
-    _REGISTRY.models = {k: m for k, m in _REGISTRY.models.items() if k != kind}
+    _REGISTRY.models.pop(kind, None)
     if _REGISTRY.default == kind:
         _REGISTRY.default = None
-    kinds_changed()
+    _kinds_changed()
 
 
 def result_models() -> dict[str, type[ScenarioResult]]:
-    """Every kind's result model, in the kinds' order: the kinds not imported yet are imported
-    (util/kinds.py)."""
-    kinds.ensure(None)
+    """Every registered kind's result model, in the order the kinds were registered."""
     return dict(_REGISTRY.models)
 
 
-def kinds_changed() -> None:
-    """Results' schema is built on its first use (defer_build) from the kinds registered by
-    then; a kind registered later needs it built again."""
+def _kinds_changed() -> None:
+    """Results' schema is built on its first use (defer_build), when every kind has
+    registered; a kind registered later (a test's) needs it built again."""
     if Results.__pydantic_complete__:
         Results.model_rebuild(force=True)
 
@@ -689,8 +679,6 @@ def parse(data: Any, where: str, *, untrusted: bool = False) -> Results:
     :func:`problems` refused too."""
     if not isinstance(data, dict):
         raise ReportError(f"{where}: not a results document (the top level is not an object)")
-    # the kinds its entries name, imported before its upgrade steps and its schema need them
-    kinds.ensure(kinds.used_in(data.get("scenarios"), _REGISTRY.default or ""))
     version = data.get("schema_version")
     while isinstance(version, int) and version in UPGRADES:
         try:  # an old file of the wrong shape is a damaged file, not a bug (issue 10, class 6)

@@ -27,7 +27,7 @@ def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
     say(f"{target_name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
     from patchbench.source import series_ref  # upstream commits that series name by reference
 
-    used = series_ref.series_of_target(project.uses, target_name)
+    used = series_ref.series_of_target(project.matrix.comparisons.values(), target_name)
     series_ref.ensure_commits(checkout, series_ref.commits_for_series(project.root, used),
                               ws.builds)
     return checkout
@@ -69,9 +69,9 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
     """Apply each series to a throwaway worktree of its target's pinned commit.
     Returns (series, target, result) rows; raises PatchError listing every failure."""
     targets: dict[str, set[str]] = {}
-    for use in project.uses:
-        for s in set(use.baseline) | {s for ss in use.candidates.values() for s in ss}:
-            targets.setdefault(s, set()).add(use.target)
+    for comp in project.matrix.comparisons.values():
+        for s in set(comp.baseline) | {s for ss in comp.candidates.values() for s in ss}:
+            targets.setdefault(s, set()).add(comp.target)
     rows: list[tuple[str, str, str]] = []
     failures: list[str] = []
     unreadable: list[str] = []  # series that could not be read (form, DEP-3): never "did not apply"

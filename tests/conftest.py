@@ -18,17 +18,14 @@ from typing import Any
 
 import pytest
 
-# every scenario kind registers its config and result models, so that what a test sees does not
-# depend on the tests before it (patchbench imports a kind when it is first needed:
-# patchbench/scenarios/__init__.py; tests/unit/test_kind_loading.py checks that)
-from patchbench import scenarios
+# every scenario kind registers its config and result models (a matrix is read with the kinds)
+from patchbench import scenarios  # noqa: F401
 from patchbench.measure import launcher
 from patchbench.runs import store as runstore
 from patchbench.source import cache as source
 from patchbench.util import cleanup, layout, locks
 from tests import support
 
-scenarios.load(None)
 
 # --- the tests' temporary directories in memory -----------------------------------------------
 # The tests write about 0.9 GB of throwaway files per run (a Docker engine's image store, builds,

@@ -27,14 +27,13 @@ if TYPE_CHECKING:
 GATE_FAILED_EXIT_CODE = 4
 
 
-def load_project(ws: Workspace, *, only: str | None = None,
-                 pending_series: frozenset[str] = frozenset()) -> Project:
+def load_project(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Project:
     """``pipeline.load`` (the matrix validated) with the pipeline's imports, the garbage
     collector held off meanwhile (util/gcpause.py)."""
     with gcpause.starting():
         from patchbench import pipeline
 
-        return pipeline.load(ws, only=only, pending_series=pending_series)
+        return pipeline.load(ws, pending_series=pending_series)
 
 
 def _source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[str, str]:
@@ -130,7 +129,7 @@ def end_process(code: object) -> None:
 
 
 def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
-    project = load_project(ws, only=name)
+    project = load_project(ws)
     from patchbench import pipeline
 
     results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
@@ -216,32 +215,20 @@ def do_fetch(ws: Workspace, target: str) -> int:
     return 0
 
 
-def list_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
-    """``list``'s rows: those kept by the last validation of these bytes with this code
-    (util/validated.py), else of the matrix validated whole (and kept)."""
-    from patchbench.util import validated
-
-    raw, want = validated.matrix_key(ws.matrix)
-    kept = validated.cached(ws.layout.listing_cache, want)
-    if kept is None:
-        with gcpause.starting():
-            from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
-
-            project = config.load(ws.matrix, raw=raw)
-        kept = validated.keep(ws.layout.listing_cache, want, project)
-    return kept.targets, kept.comparisons
-
-
 def do_list(ws: Workspace) -> int:
-    from patchbench.util import validated
+    from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
     from patchbench.util.tables import tabulate
 
-    targets, comparisons = list_rows(ws)
+    m = config.load(ws.matrix).matrix
     # at most about 100 columns: long cells wrap inside their column
-    print(tabulate(targets, headers=validated.TARGET_HEADERS,
+    print(tabulate([[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
+                     ", ".join(t.requires) or "-"] for n, t in m.targets.items()],
+                   headers=["target", "url", "ref", "commit", "toolchain", "requires"],
                    maxcolwidths=[16, 30, 12, 12, 14, 12]))
     print()
-    print(tabulate(comparisons, headers=validated.COMPARISON_HEADERS,
+    print(tabulate([[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
+                     " ".join(c.description.split())] for n, c in m.comparisons.items()],
+                   headers=["comparison", "target", "candidates", "scenarios", "description"],
                    maxcolwidths=[22, 14, 22, 16, 34]))
     return 0
 

@@ -9,32 +9,24 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from patchbench.config.scenarios import (
-    DEFAULT_KIND,
     AnyScenario,
     ScenarioConfig,
     config_models,
     no_kind_registered,
     rebuild_on_registration,
-    registered_models,
 )
 from patchbench.errors import ConfigError
-from patchbench.util import kinds, safeargs
-from patchbench.util.facts import inside
+from patchbench.util import safeargs, yamlsafe
 from patchbench.util.models import NAME_RE, Name, new_dict, new_list
 from patchbench.util.models import StrictModel as _Model
 
-if TYPE_CHECKING:
-    import yaml
-
-# PyYAML (util/yamlsafe.py: the safe loader only, libyaml's when built) is imported when a matrix
-# is parsed, not by whatever imports the models
 SCHEMA_VERSION = 1
 REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
 
@@ -359,45 +351,13 @@ def suggest(word: str, choices: Any) -> str:
 # --- loading -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SeriesUse:
-    """Which patch series a comparison applies to which target: what fetching a target and
-    checking series read of every comparison, also when one comparison alone was validated
-    (``load``'s ``only``; the others' come from the kept validation, util/validated.py)."""
-
-    target: str
-    baseline: tuple[str, ...]
-    candidates: dict[str, tuple[str, ...]]
-
-    @classmethod
-    def of(cls, comp: Comparison) -> SeriesUse:
-        return cls(comp.target, tuple(comp.baseline),
-                   {k: tuple(v) for k, v in comp.candidates.items()})
-
-    def kept(self) -> dict[str, Any]:
-        return {"target": self.target, "baseline": list(self.baseline),
-                "candidates": {k: list(v) for k, v in self.candidates.items()}}
-
-    @classmethod
-    def from_kept(cls, kept: dict[str, Any]) -> SeriesUse:
-        """The inverse of :meth:`kept` (of a shape util/validated.py has checked)."""
-        return cls(kept["target"], tuple(kept["baseline"]),
-                   {k: tuple(v) for k, v in kept["candidates"].items()})
-
-
 class Project:
     """The loaded matrix plus where it came from (the repository root holds patches/, overlays/)."""
 
-    def __init__(self, matrix: Matrix, path: Path, uses: list[SeriesUse] | None = None):
+    def __init__(self, matrix: Matrix, path: Path):
         self.matrix = matrix
         self.path = path
         self.root = path.parent
-        # what ``load`` found true of the file system (a fact: ["file", path], ["dir", path] or
-        # ["inside", root, relative]); the same bytes and these facts load the same again
-        self.facts: list[list[str]] = []
-        # every comparison's series by target (the matrix's, or the kept ones: config/kept.py)
-        self.uses = uses if uses is not None else [SeriesUse.of(c)
-                                                   for c in matrix.comparisons.values()]
 
     def with_backend(self, backend: str | None) -> Project:
         """This project with every Go, C and Rust target built by ``backend`` (``--backend``):
@@ -413,7 +373,7 @@ class Project:
                 t = t.model_copy(update={"build": t.build.model_copy(
                     update={"backend": backend, "image": image})})
             targets[name] = t
-        return Project(self.matrix.model_copy(update={"targets": targets}), self.path, self.uses)
+        return Project(self.matrix.model_copy(update={"targets": targets}), self.path)
 
     def target(self, name: str) -> Target:
         if name not in self.matrix.targets:
@@ -449,14 +409,10 @@ class Project:
 def _line_index(text: str, path: Path | None = None) -> dict[tuple[str, ...], int]:
     """Map each key path of the YAML document to its 1-based line, for error messages; with
     ``path``, a key given twice in one mapping is an error."""
-    import yaml
-
-    from patchbench.util.yamlsafe import SAFE_LOADER
-
     index: dict[tuple[str, ...], int] = {}
     duplicates: list[tuple[tuple[str, ...], int, int]] = []
     try:
-        root = yaml.compose(text, Loader=SAFE_LOADER)
+        root = yaml.compose(text, Loader=yamlsafe.SAFE_LOADER)
     except yaml.YAMLError:
         return index
 
@@ -564,15 +520,11 @@ def _format_validation(
     )
 
 
-def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
-         raw: bytes | None = None, only: str | None = None) -> Project:
-    """Load and validate ``path`` (``raw``: its bytes, already read); also check that every
-    named patch series and overlay exists (except ``pending_series``: the series a ``series
-    add`` is about to make). ``only``: validate the comparison of that name alone, with the
-    targets (the caller knows the rest valid: config/kept.py); a matrix without it is
-    validated whole. Only the kinds the validated comparisons name are imported."""
+def load(path: Path, *, pending_series: frozenset[str] = frozenset()) -> Project:
+    """Load and validate ``path``; also check that every named patch series and overlay exists
+    (except ``pending_series``: the series a ``series add`` is about to make)."""
     try:
-        raw = path.read_bytes() if raw is None else raw
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     try:
@@ -581,10 +533,6 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
         at = raw[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{at}: not UTF-8 text (byte {exc.start})",
                           hint="save the matrix as UTF-8") from None
-    import yaml
-
-    from patchbench.util import yamlsafe
-
     try:
         # the safe loader only (libyaml's when built), after bounds on size, depth and aliases
         data = yamlsafe.load(text)
@@ -602,19 +550,7 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
     lines = _line_index(text, path)  # also refuses duplicate keys
-    comps = data.get("comparisons")
-    if only is not None and isinstance(comps, dict) and only in comps:
-        data = {**data, "comparisons": {only: comps[only]}}
-        comps = data["comparisons"]
-    if isinstance(comps, dict):  # the kinds the validated comparisons name (else: every kind)
-        used = {DEFAULT_KIND}
-        for comp in comps.values():
-            if isinstance(comp, dict):
-                used |= kinds.used_in(comp.get("scenarios"), DEFAULT_KIND)
-        kinds.ensure(used)
-    else:
-        kinds.ensure(None)
-    if not registered_models():
+    if not config_models():
         raise no_kind_registered()
     try:
         matrix = Matrix.model_validate(data)
@@ -635,18 +571,14 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
         for key, series in named:
             if series in pending_series:
                 continue
-            if (project.series_dir(series) / "series").is_file():
-                project.facts.append(["file", str(project.series_dir(series) / "series")])
-            else:
+            if not (project.series_dir(series) / "series").is_file():
                 line = lines.get(("comparisons", cname, *key.split(".")), "?")
                 raise ConfigError(
                     f"{path}:{line}: comparisons.{cname}.{key}: patch series {series!r} has no "
                     f"file patches/{series}/series" + suggest(series, existing),
                 )
         for overlay in comp.overlays:
-            if project.overlay_dir(overlay).is_dir():
-                project.facts.append(["dir", str(project.overlay_dir(overlay))])
-            else:
+            if not project.overlay_dir(overlay).is_dir():
                 line = lines.get(("comparisons", cname, "overlays"), "?")
                 raise ConfigError(
                     f"{path}:{line}: comparisons.{cname}.overlays: no directory overlays/{overlay}"
@@ -684,10 +616,9 @@ def _check_repo_path(
     p = Path(value)
     if p.is_absolute():
         return  # an explicit path of the user's machine, given on purpose
-    if not inside(str(project.root), value):
+    if not (project.root / value).resolve().is_relative_to(project.root.resolve()):
         line = lines.get(tuple(key.split(".")), "?")
         raise ConfigError(f"{project.path}:{line}: {key}: {value!r} leaves the repository")
-    project.facts.append(["inside", str(project.root), value])
 
 
 def check_source_names(project: Project, sources: dict[str, str],

@@ -19,7 +19,6 @@ from pydantic import Field, GetCoreSchemaHandler, model_validator
 from pydantic_core import core_schema
 
 from patchbench.measure.conditions import DEFAULT, Condition
-from patchbench.util import kinds
 from patchbench.util.models import StrictModel, new_list
 
 # the kind of a scenario without ``kind`` (its kind module registers it like any other)
@@ -138,12 +137,10 @@ _MODELS: dict[str, type[ScenarioConfig]] = {}  # in the order the kinds register
 _REBUILD: list[Callable[[], None]] = []  # rebuilds of the models whose schema holds AnyScenario
 
 
-def register_config(kind: str, model: type[ScenarioConfig], *, rebuild: bool = True) -> None:
+def register_config(kind: str, model: type[ScenarioConfig]) -> None:
     """Validate scenarios whose ``kind`` is ``kind`` (or, for DEFAULT_KIND, that give none) as
     ``model``, whose ``kind`` field must default to ``kind``. A wrong registration is a bug
-    (exit 3), not a user's error. ``rebuild=False``: the caller registers more and calls
-    :func:`kinds_changed` once after the last."""
-    global _MODELS
+    (exit 3), not a user's error."""
     declared = model.model_fields.get("kind")
     if declared is None or declared.default != kind:
         raise RuntimeError(f"bug: the config model {model.__name__} is registered for the kind "
@@ -151,28 +148,19 @@ def register_config(kind: str, model: type[ScenarioConfig], *, rebuild: bool = T
     if _MODELS.get(kind, model) is not model:
         raise RuntimeError(f"bug: two config models for the kind {kind!r}: "
                            f"{_MODELS[kind].__name__} and {model.__name__}")
-    _MODELS = kinds.ranked({**_MODELS, kind: model})  # rebound whole: never seen half-made
-    if rebuild:
-        kinds_changed()
+    _MODELS[kind] = model
+    _kinds_changed()
 
 
 def unregister_config(kind: str) -> None:
     """Forget a kind's config model (a test's own kind, registered for that test)."""
-    global _MODELS
-    if kind in _MODELS:
-        _MODELS = {k: m for k, m in _MODELS.items() if k != kind}
-        kinds_changed()
+    if _MODELS.pop(kind, None) is not None:
+        _kinds_changed()
 
 
 def config_models() -> dict[str, type[ScenarioConfig]]:
-    """Every kind's config model, in the kinds' order (the "unknown scenario kind" message and
-    docs/matrix.md list them so): the kinds not imported yet are imported (util/kinds.py)."""
-    kinds.ensure(None)
-    return dict(_MODELS)
-
-
-def registered_models() -> dict[str, type[ScenarioConfig]]:
-    """The config models of the kinds imported so far (none imported: none)."""
+    """Every registered kind's config model, in the order the kinds were registered (the
+    "unknown scenario kind" message and docs/matrix.md list them so)."""
     return dict(_MODELS)
 
 
@@ -183,8 +171,8 @@ def rebuild_on_registration(rebuild: Callable[[], None]) -> None:
     _REBUILD.append(rebuild)
 
 
-def kinds_changed() -> None:
-    """Rebuild the models whose schema holds the union (after one or more registrations)."""
+def _kinds_changed() -> None:
+    """Rebuild the models whose schema holds the union."""
     for rebuild in _REBUILD:
         rebuild()
 

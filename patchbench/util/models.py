@@ -6,8 +6,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchbench.util.names import NAME_RE as NAME_RE  # re-exported: the models' rule
-
+# the one rule for the names matrix.yaml gives (targets, comparisons, series, candidates,
+# scenarios)
+NAME_RE = r"^[a-z0-9][a-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_RE)]
 
 
