@@ -78,7 +78,7 @@ from pydantic_core import core_schema
 
 from patchbench.errors import ReportError
 from patchbench.util.files import is_sha256
-from patchbench.util.models import NAME_RE, new_dict, new_list
+from patchbench.util.models import NAME_RE
 
 SCHEMA_VERSION = 5
 SCHEMA_HISTORY = {
@@ -153,17 +153,17 @@ PlainName = Annotated[str, Field(pattern=NAME_RE)]  # may become part of a path:
 
 class Samples(_Rec):
     times: Times
-    user: Floats = Field(default_factory=new_list)
-    system: Floats = Field(default_factory=new_list)
-    exit_codes: Ints = Field(default_factory=new_list)
-    rounds: Ints = Field(default_factory=new_list)
+    user: Floats = Field(default_factory=list)
+    system: Floats = Field(default_factory=list)
+    exit_codes: Ints = Field(default_factory=list)
+    rounds: Ints = Field(default_factory=list)
     hyperfine: Annotated[list[dict[str, Any]], Field(max_length=MAX_SAMPLES)] = Field(
-        default_factory=new_list)  # hyperfine's own JSON
+        default_factory=list)  # hyperfine's own JSON
     seconds: float = 0.0  # wall time spent measuring this cell
     # runs that passed their deadline (version 4): their time (about the deadline) and round;
     # never in ``times``, so never in the timing statistics
-    hung_times: Floats = Field(default_factory=new_list)
-    hung_rounds: Ints = Field(default_factory=new_list)
+    hung_times: Floats = Field(default_factory=list)
+    hung_rounds: Ints = Field(default_factory=list)
 
 
 class Hangs(_Rec):
@@ -174,7 +174,7 @@ class Hangs(_Rec):
     hangs: int
     runs: int
     deadline_s: float
-    evidence: list[str] = Field(default_factory=new_list)
+    evidence: list[str] = Field(default_factory=list)
     lost_sigchld: int = 0
     warmup_hangs: int = 0  # warmup runs that hung (not in runs: hyperfine keeps no warmup codes)
 
@@ -198,14 +198,14 @@ class HangTest(_Rec):
 class Instances(_Rec):
     """Per-instance latencies a burst launcher recorded for one cell."""
 
-    latencies: list[float] = Field(default_factory=new_list)
-    exit_codes: list[int] = Field(default_factory=new_list)
+    latencies: list[float] = Field(default_factory=list)
+    exit_codes: list[int] = Field(default_factory=list)
     median: float | None = None
 
 
 class Cell(_Rec):
     variant: PlainName
-    params: dict[str, str] = Field(default_factory=new_dict)
+    params: dict[str, str] = Field(default_factory=dict)
     label: str
     summary: Summary
     samples: Samples
@@ -262,8 +262,8 @@ class Verdict(_Rec):
     method: str = POOLED_METHOD
     rounds: int | None = None  # rounds paired (both variants ran)
     min_rounds: int | None = None
-    round_ids: list[int] = Field(default_factory=new_list)
-    round_ratios: list[float] = Field(default_factory=new_list)
+    round_ids: list[int] = Field(default_factory=list)
+    round_ratios: list[float] = Field(default_factory=list)
     wilcoxon_p: float | None = None
     drift: Drift | None = None
     note: str = ""
@@ -322,7 +322,7 @@ class _Scenario(_Rec):
     rounds: int
     warmup: int
     rate: Rate | None = None
-    order: list[list[str]] = Field(default_factory=new_list)
+    order: list[list[str]] = Field(default_factory=list)
 
     if TYPE_CHECKING:  # for the type checker only: a field here would move it in results.json
         kind: str
@@ -336,14 +336,14 @@ class AppliedCondition(_Rec):
 
     name: str
     summary: str
-    applied: dict[str, Any] = Field(default_factory=new_dict)
+    applied: dict[str, Any] = Field(default_factory=dict)
 
 
 class _Timed(_Scenario):
     cells: Annotated[list[Cell], Field(max_length=MAX_CELLS)]
     comparisons: Annotated[list[Verdict], Field(max_length=MAX_CELLS)]
     deadline_s: float | None = None  # each run's deadline (version 4); null: none
-    conditions: list[AppliedCondition] = Field(default_factory=new_list)  # empty: the default only
+    conditions: list[AppliedCondition] = Field(default_factory=list)  # empty: the default only
     evidence_summary: str | None = None  # a readable account of every hang, in the run folder
 
 
@@ -455,9 +455,9 @@ class RuntimeRecord(_Rec):
     """What a runtime set up for the whole run (docker-run: the engine, image, runtimes)."""
 
     name: str
-    engine: dict[str, str] = Field(default_factory=new_dict)
-    image: dict[str, str] = Field(default_factory=new_dict)  # ref, id, packages
-    registered: dict[str, RegisteredRuntime] = Field(default_factory=new_dict)
+    engine: dict[str, str] = Field(default_factory=dict)
+    image: dict[str, str] = Field(default_factory=dict)  # ref, id, packages
+    registered: dict[str, RegisteredRuntime] = Field(default_factory=dict)
 
 
 class AABuild(_Rec):
@@ -519,8 +519,8 @@ class Results(_Rec):
     # build manifests, as written beside the build; the key names manifest-<variant>.json
     builds: dict[PlainName, dict[str, Any]]
     scenarios: Annotated[list[AnyScenarioResult], Field(max_length=MAX_SCENARIOS)] = Field(
-        default_factory=new_list)
-    warnings: list[str] = Field(default_factory=new_list)
+        default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
     teardown: dict[str, Teardown] | None = None
     runtime: RuntimeRecord | None = None
     run_dir: str | None = None

@@ -54,7 +54,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from patchbench.analysis import stats
 from patchbench.results import (
@@ -63,12 +65,6 @@ from patchbench.results import (
     PAIRED5_SKEW_METHOD,
     RULE5_METHODS,
 )
-from patchbench.util import lazy
-
-if TYPE_CHECKING:
-    import numpy as np
-else:  # numpy on first use (util/lazy.py): `list` and `--help` import this module without it
-    np = lazy.module("numpy")
 
 METHOD = PAIRED5_JACK_METHOD  # the rule new comparisons are judged by
 POWER = 0.80  # the power the minimum detectable effect is quoted at

@@ -11,14 +11,9 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from patchbench.util import lazy
-
-if TYPE_CHECKING:
-    import numpy as np
-else:  # numpy on first use (util/lazy.py): `list` and `--help` import this module without it
-    np = lazy.module("numpy")
+import numpy as np
 
 NOISY_CV = 0.10
 BOOTSTRAP = 10_000

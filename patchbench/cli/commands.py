@@ -3,7 +3,6 @@ and the one place where errors are caught and turned into one line and an exit c
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
@@ -12,36 +11,25 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchbench import config
+from patchbench.config import Project
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
-from patchbench.util import command, gcpause
+from patchbench.util import command
 from patchbench.util.escape import terminal
 from patchbench.util.workspace import Switches, Workspace
 
 if TYPE_CHECKING:
     from patchbench import build
-    from patchbench.config import Project
-
-# The pipeline (numpy, GitPython, the build and scenario modules) is imported by the commands
-# that need it, so `invoke list` and `invoke --help` start fast.
 
 GATE_FAILED_EXIT_CODE = 4
 
 
 def load_project(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Project:
-    """``pipeline.load`` (the matrix validated) with the pipeline's imports, the garbage
-    collector held off meanwhile (util/gcpause.py)."""
-    with gcpause.starting():
-        from patchbench import pipeline
+    """``pipeline.load``: the matrix validated, the ownership checked, what killed runs left
+    swept."""
+    from patchbench import pipeline
 
-        return pipeline.load(ws, pending_series=pending_series)
-
-
-def _source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[str, str]:
-    if not pairs and not any(k.startswith("PATCHBENCH_SOURCE_") for k in environ):
-        return {}  # without pydantic (patchbench.config): `list` and `--help` start fast
-    from patchbench import config
-
-    return config.parse_source_overrides(pairs, environ)
+    return pipeline.load(ws, pending_series=pending_series)
 
 
 def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix: str | None = None,
@@ -60,7 +48,7 @@ def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix
         root=root, matrix=matrix_path,
         builds=Path(builds or env.get("PATCHBENCH_BUILDS") or root / "builds").resolve(),
         reports=Path(reports or env.get("PATCHBENCH_REPORTS") or root / "reports").resolve(),
-        sources=_source_overrides(list(sources), dict(env)),
+        sources=config.parse_source_overrides(list(sources), dict(env)),
         backend=backend or env.get("PATCHBENCH_BACKEND") or None,
         source_flags=frozenset(p.partition("=")[0] for p in sources), verbose=verbose,
     )
@@ -70,21 +58,10 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def guarded(fn: Callable[[], int | None], *, fast_exit: bool = False) -> None:
+def guarded(fn: Callable[[], int | None]) -> None:
     """Run ``fn``; the only place errors are caught. Exit codes: see patchbench.errors.
     SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) unwind like Ctrl-C, so every
-    ``finally`` runs: child process groups are killed and nothing half-written is kept.
-    ``fast_exit`` (the command line's): end the process as soon as the exit handlers have run and
-    the output is flushed (``end_process``), not through SystemExit."""
-    try:
-        _guarded(fn)
-    except SystemExit as exc:
-        if not fast_exit:
-            raise
-        end_process(exc.code)
-
-
-def _guarded(fn: Callable[[], int | None]) -> None:
+    ``finally`` runs: child process groups are killed and nothing half-written is kept."""
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGHUP, _interrupt)
     try:
@@ -105,27 +82,6 @@ def _guarded(fn: Callable[[], int | None]) -> None:
               file=sys.stderr)
         sys.exit(BUG_EXIT_CODE)
     sys.exit(code)
-
-
-def end_process(code: object) -> None:
-    """Exit with ``code`` (as SystemExit's) without the interpreter's teardown (freeing every
-    module and object: about half a second after a comparison): the exit handlers run first
-    (a build engine's close, temporary directories), then stdout and stderr are flushed. With
-    another non-daemon thread still running, the usual exit (which waits for it) instead."""
-    import atexit
-    import threading
-
-    status = 0 if code is None else code if isinstance(code, int) else 1
-    if isinstance(code, str):
-        print(code, file=sys.stderr)
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
-           if t is not threading.main_thread()):
-        sys.exit(status)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a reader that left, a closed stream
-            stream.flush()
-    os._exit(status)
 
 
 def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
@@ -185,7 +141,7 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
     else:
         for name in [target] if target else list(project.matrix.targets):
             built += pipeline.build_variants(project, ws, name, [Variant("baseline", ())], [])
-    from patchbench.util.tables import tabulate
+    from tabulate import tabulate
 
     rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
              "cached" if b.cached else f"built in {b.manifest['duration_s']:.1f} s",
@@ -197,8 +153,9 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
 
 def do_patch_check(ws: Workspace, series: list[str]) -> int:
     project = load_project(ws)
+    from tabulate import tabulate
+
     from patchbench import upstream
-    from patchbench.util.tables import tabulate
 
     rows = upstream.patch_check(project, ws, series)
     print(tabulate(rows, headers=["series", "target", "result"]))
@@ -216,8 +173,9 @@ def do_fetch(ws: Workspace, target: str) -> int:
 
 
 def do_list(ws: Workspace) -> int:
-    from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
-    from patchbench.util.tables import tabulate
+    from tabulate import tabulate
+
+    from patchbench import scenarios  # noqa: F401  (a matrix is read with the kinds)
 
     m = config.load(ws.matrix).matrix
     # at most about 100 columns: long cells wrap inside their column

@@ -183,11 +183,9 @@ def _history(v: Values, project: str | None) -> int:
 HANDLERS.update({"bisect": _bisect, "history": _history})
 
 
-def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench",
-        fast_exit: bool = False) -> None:
+def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench") -> None:
     """Parse ``argv`` (the command name first) and run it; exits with the command's code
-    (``fast_exit``: without the interpreter's teardown, once everything is flushed: the front
-    ends; in-process callers such as tests get SystemExit)."""
+    (SystemExit)."""
     from patchbench.cli import commands
 
     def go() -> int:
@@ -216,11 +214,11 @@ def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench"
             exc.matrix = _matrix_shown(parsed.values, project)
             raise
 
-    commands.guarded(go, fast_exit=fast_exit)
+    commands.guarded(go)
 
 
 def main() -> None:  # the console script
     name = Path(sys.argv[0]).name
     # `python3 -m patchbench` runs __main__.py: its usage lines say what to type
     prog = "python3 -m patchbench" if name in ("__main__.py", "") else name
-    run(sys.argv[1:], project=None, prog=prog, fast_exit=True)
+    run(sys.argv[1:], project=None, prog=prog)

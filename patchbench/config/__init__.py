@@ -24,7 +24,7 @@ from patchbench.config.scenarios import (
 )
 from patchbench.errors import ConfigError
 from patchbench.util import safeargs, yamlsafe
-from patchbench.util.models import NAME_RE, Name, new_dict, new_list
+from patchbench.util.models import NAME_RE, Name
 from patchbench.util.models import StrictModel as _Model
 
 SCHEMA_VERSION = 1
@@ -44,7 +44,7 @@ class GoToolchain(_Model):
         "(`GOTOOLCHAIN=go<version>`); otherwise the go on `PATH` must be that version."))
     cgo: bool = Field(default=False, description=(
         "Build with cgo: the C compiler, linker and C library join the fingerprint."))
-    fingerprint: dict[Name, list[str]] = Field(default_factory=new_dict, description=(
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint "
         "(C compiler, libseccomp, ...)."))
 
@@ -55,7 +55,7 @@ class SwiftToolchain(_Model):
 
     kind: Literal["swift"] = Field(description="`swift`: Swift/Xcode on macOS.")
     version: str = Field(description="The Swift version the builds must be made with.")
-    fingerprint: dict[Name, list[str]] = Field(default_factory=new_dict, description=(
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint."))
 
 
@@ -77,13 +77,13 @@ class CToolchain(_Model):
     cppflags: str = Field(default="", description="`CPPFLAGS`, pinned.")
     ldflags: str = Field(default="", description="`LDFLAGS`, pinned.")
     libraries: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]] = Field(
-        default_factory=new_list, description=(
+        default_factory=list, description=(
             "pkg-config names of the libraries the build links (e.g. `libseccomp`); each one's "
             "`--modversion` joins the fingerprint, and a missing one stops the build."))
     ccache: bool = Field(default=False, description=(
         "Compile through ccache (Debian's `ccache`), in a cache directory keyed by the "
         "toolchain fingerprint under `builds/ccache/`, shared by the variants."))
-    fingerprint: dict[Name, list[str]] = Field(default_factory=new_dict, description=(
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint "
         "(autoconf, automake, libtool versions, ...)."))
 
@@ -107,7 +107,7 @@ class RustToolchain(_Model):
     rustflags: str = Field(default="", description=(
         "`RUSTFLAGS`, pinned; `--remap-path-prefix` for the crate cache and the target "
         "directory is appended."))
-    fingerprint: dict[Name, list[str]] = Field(default_factory=new_dict, description=(
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint."))
 
 
@@ -142,7 +142,7 @@ class BuildRecipe(_Model):
         "(`--backend` overrides it)."))
     commands: list[list[str]] = Field(min_length=1, description=(
         "The build commands (argv lists), run one after the other in the patched worktree."))
-    env: dict[str, str] = Field(default_factory=new_dict, description=(
+    env: dict[str, str] = Field(default_factory=dict, description=(
         "Environment variables added to the toolchain's allowlisted environment (over its own "
         "values), recorded in the fingerprint and the manifest; a cargo profile override such as "
         "`CARGO_PROFILE_RELEASE_LTO: \"false\"` also gives the target its own shared target "
@@ -154,7 +154,7 @@ class BuildRecipe(_Model):
     image: str | ImageRecipe | None = Field(default=None, description=(
         "Docker backend only: a registry image pinned by digest (`name@sha256:...`, never pulled "
         "when the engine holds it) or `{recipe: NAME}`, an image made here without a registry."))
-    version: list[str] = Field(default_factory=new_list, description=(
+    version: list[str] = Field(default_factory=list, description=(
         "A command run after the build from the artifacts directory; its output goes into the "
         "manifest (e.g. `[runc, --version]`, to show the patched commit, never `-dirty`)."))
 
@@ -223,12 +223,12 @@ class Target(_Model):
     toolchain: Toolchain = Field(description="The pinned toolchain, chosen by its `kind`.")
     build: BuildRecipe = Field(description="How every variant is built.")
     requires: list[Literal["linux", "macos", "apple-silicon", "root", "cgroups"]] = Field(
-        default_factory=new_list, description=(
+        default_factory=list, description=(
             "What the machine must offer; an unmet requirement stops with exit 16 before "
             "building."))
-    tools: list[str] = Field(default_factory=new_list, description=(
+    tools: list[str] = Field(default_factory=list, description=(
         "Run-time tools that must be on `PATH`, e.g. `busybox`."))
-    submodules: list[Submodule] = Field(default_factory=new_list, description=(
+    submodules: list[Submodule] = Field(default_factory=list, description=(
         "Its git submodules, recursively (each one's commit is its parent's gitlink); every "
         "gitlink of the pinned tree must be declared, fetched or `omit`ted."))
     runtime: Literal["runc", "apple-container", "docker-run", "containerd"] | None = Field(
@@ -280,13 +280,13 @@ class Comparison(_Model):
 
     description: str = Field(default="", description="Free text shown by `invoke list`.")
     target: Name = Field(description="The target (a key of `targets`) every variant is built from.")
-    baseline: list[Name] = Field(default_factory=new_list, description=(
+    baseline: list[Name] = Field(default_factory=list, description=(
         "Patch series applied to the baseline too (e.g. measuring hooks); empty: the pinned "
         "commit unchanged."))
     candidates: dict[Name, list[Name]] = Field(min_length=1, description=(
         "Candidate name → the patch series (directories under `patches/`) applied, in order, "
         "on top of the baseline's."))
-    overlays: list[Name] = Field(default_factory=new_list, description=(
+    overlays: list[Name] = Field(default_factory=list, description=(
         "Directories under `overlays/` whose files are added identically to every variant."))
     scenarios: list[AnyScenario] = Field(min_length=1, description=(
         "What is measured, each a scenario of one kind (`kind`, default `command`); names "

@@ -19,7 +19,7 @@ from pydantic import Field, GetCoreSchemaHandler, model_validator
 from pydantic_core import core_schema
 
 from patchbench.measure.conditions import DEFAULT, Condition
-from patchbench.util.models import StrictModel, new_list
+from patchbench.util.models import StrictModel
 
 # the kind of a scenario without ``kind`` (its kind module registers it like any other)
 DEFAULT_KIND = "command"
@@ -33,10 +33,10 @@ class ScenarioConfig(StrictModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description=(
         "The scenario's name, unique in its comparison (`--scenario NAME` runs only it)."))
     description: str = Field(default="", description="Free text shown in the report.")
-    setup: list[list[str]] = Field(default_factory=new_list, description=(
+    setup: list[list[str]] = Field(default_factory=list, description=(
         "Commands (argv lists, placeholders filled) run before a variant's runs (in the timed "
         "kinds: before each cell's runs in every round); a failing one stops the scenario."))
-    teardown: list[list[str]] = Field(default_factory=new_list, description=(
+    teardown: list[list[str]] = Field(default_factory=list, description=(
         "Commands run after them, also after a failure."))
     warmup: int = Field(default=3, ge=0, description=(
         "Timed kinds: unmeasured runs of a cell before its first round (at most 1 in its later "
@@ -100,7 +100,7 @@ class TimedConfig(ScenarioConfig):
         "hyperfine `--cleanup`: a shell command after each round's runs."))
     rate: Rate | None = Field(default=None, description=(
         "Also report count/time as a rate (e.g. lines/s)."))
-    verify: list[str] = Field(default_factory=new_list, description=(
+    verify: list[str] = Field(default_factory=list, description=(
         "A check command run once per variant after measuring (exit 0 = pass; `--gate` fails "
         "a candidate that fails it); its stdout is kept."))
     conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from tabulate import tabulate
+
 from patchbench.analysis import sequential
 from patchbench.report.blocks import (
     Block,
@@ -35,7 +37,6 @@ from patchbench.report.numbers import (
 from patchbench.results import SKEW_METHODS, Results, ScenarioResult, TimedResult
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell, md_text
-from patchbench.util.tables import tabulate
 
 __all__ = ["fmt_ci", "fmt_delta", "fmt_p", "fmt_ratio", "fmt_time", "fmt_verdict", "md_table",
            "render", "summary_table"]

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tabulate import tabulate
+
 from patchbench.analysis import paired, stats
 from patchbench.errors import ReportError
 from patchbench.results import Cell, Results, RunInput, TimedResult, as_results
-from patchbench.util.tables import tabulate
 
 
 def compare_samples(a: Sequence[float], b: Sequence[float], *, rounds_a: Sequence[int] | None,

@@ -30,7 +30,6 @@ from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import MAX_CELLS, Record, ScenarioResult
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
 from patchbench.util import command, progress
-from patchbench.util.models import new_dict, new_list
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -43,7 +42,7 @@ class MountsConfig(ScenarioConfig):
     command: list[str] = Field(min_length=1, description=(
         "One start (argv, placeholders filled; `{i}` is the start's number, `{round}` its "
         "round), traced with its descendants."))
-    after: list[Argv] = Field(default_factory=new_list, description=(
+    after: list[Argv] = Field(default_factory=list, description=(
         "Commands run after every start, traced or not (e.g. `{runtime} --root {root} delete "
         "-f {id}-m{i}`); one that fails is a warning."))
     tracer: Literal["bpftrace", "strace"] = Field(default="bpftrace", description=(
@@ -88,7 +87,7 @@ class MountStart(Record):
     exit_code: int
     calls: dict[str, int]  # syscall -> calls, every traced syscall listed
     errors: dict[str, int]  # syscall -> calls that returned an error
-    by_comm: dict[str, int] = Field(default_factory=new_dict)  # process name -> calls
+    by_comm: dict[str, int] = Field(default_factory=dict)  # process name -> calls
 
 
 class MountsResult(ScenarioResult):
