@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import random
 import shlex
-import statistics
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from patchbench.analysis import stats
 from patchbench.config.scenarios import Argv, ScenarioConfig
 from patchbench.measure import bench, mounttrace
 from patchbench.measure.bench import Cell
@@ -144,7 +144,7 @@ def spread(starts: list[MountStart], syscalls: list[str], variants: list[str]
 def medians(starts: list[MountStart], syscalls: list[str], variants: list[str]
             ) -> dict[str, dict[str, float]]:
     """variant -> syscall (and ``all``, ``failed``) -> the median over its starts."""
-    return {v: {n: float(statistics.median(xs)) for n, xs in per.items()}
+    return {v: {n: stats.median(xs) for n, xs in per.items()}
             for v, per in figures(starts, syscalls, variants).items()}
 
 
