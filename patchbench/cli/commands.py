@@ -140,7 +140,8 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
         built = pipeline.build_for_patch(project, ws, patch)
     else:
         for name in [target] if target else list(project.matrix.targets):
-            built += pipeline.build_variants(project, ws, name, [Variant("baseline", ())], [])
+            built += pipeline.build_variants(project, ws, project.named_target(name),
+                                             [Variant("baseline", ())], [])
     from tabulate import tabulate
 
     rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
@@ -166,7 +167,7 @@ def do_fetch(ws: Workspace, target: str) -> int:
     project = load_project(ws)
     from patchbench import upstream
 
-    checkout = upstream.fetch(project, ws, target)
+    checkout = upstream.fetch(project, ws, project.named_target(target))
     print(f"{target} {checkout.ref} {checkout.commit} "
           f"({'cached' if checkout.from_cache else 'fetched'})")
     return 0

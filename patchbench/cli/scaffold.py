@@ -150,7 +150,7 @@ def series_add(ws: Workspace, name: str, target: str, commits: list[str]) -> int
 
     if target not in project.matrix.targets:
         raise ConfigError(f"no target {target!r}" + config.suggest(target, project.matrix.targets))
-    checkout = upstream.fetch(project, ws, target)
+    checkout = upstream.fetch(project, ws, project.named_target(target))
     shas = [s for c in commits for s in c.replace(",", " ").split() if s]
     for line in series_ref.add(project.root, checkout, name, shas, ws.builds):
         print(line)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -351,6 +352,16 @@ def suggest(word: str, choices: Any) -> str:
 # --- loading -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class NamedTarget:
+    """A target of the matrix with its name, resolved once (``Project.named_target``) and handed
+    to every stage: the name keys the source and artifact caches and names it in messages, the
+    spec is what is fetched, checked and built."""
+
+    name: str
+    spec: Target
+
+
 class Project:
     """The loaded matrix plus where it came from (the repository root holds patches/, overlays/)."""
 
@@ -382,6 +393,10 @@ class Project:
                 hint="invoke list shows the targets and comparisons",
             )
         return self.matrix.targets[name]
+
+    def named_target(self, name: str) -> NamedTarget:
+        """The target ``name`` with its name (ConfigError, with a suggestion, for no such one)."""
+        return NamedTarget(name, self.target(name))
 
     def comparison(self, name: str) -> Comparison:
         if name not in self.matrix.comparisons:
@@ -597,9 +612,10 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset()) -> Project
     return project
 
 
-def runtime_of(project: Project, comp: Comparison) -> str | None:
-    """The runtime a comparison measures with: its own ``runtime:``, else its target's."""
-    return comp.runtime or project.target(comp.target).runtime
+def runtime_of(comp: Comparison, target: Target) -> str | None:
+    """The runtime a comparison of ``target`` measures with: its own ``runtime:``, else its
+    target's."""
+    return comp.runtime or target.runtime
 
 
 def shown(path: Path) -> str:

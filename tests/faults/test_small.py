@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from patchbench import config, errors, pipeline, results
+from patchbench import config, errors, results
 from patchbench.build.toolchains import go
 from patchbench.errors import PatchError, SourceError, ToolchainError
 from patchbench.runs import store as runstore
 from patchbench.source import patching
 from patchbench.util import command
 from patchbench.util.workspace import Workspace
+from tests import support
 from tests.support import REPO_ROOT, TARGET, Project, invoke_argv
 
 DEMO = sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json"))[-1]
@@ -133,6 +134,6 @@ def test_a_plain_directory_as_source_is_not_a_git_repository(project: Project,
     ws = Workspace(root=project.root, matrix=project.matrix, builds=project.builds,
                    reports=project.reports, sources={TARGET: str(plain)})
     with pytest.raises(SourceError) as info:
-        pipeline.fetch(project.load(), ws, TARGET)
+        support.fetch(project.load(), ws, TARGET)
     assert f"{plain} is not a git repository" in info.value.message
     assert "moved" not in info.value.message + (info.value.hint or "")
