@@ -1,4 +1,4 @@
-"""Real A/A calibration (issue 9): N runs of `invoke compare demo --aa` at the demo's defaults
+"""Real A/A calibration: N runs of `invoke compare demo --aa` at the demo's defaults
 (the settings CI uses), counting how many give a verdict. Every verdict here is a false alarm:
 both sides run the same binary. Run by hand; the result is recorded in
 benchmarks/results/aa_calibration.md.

@@ -1,5 +1,5 @@
 """By hand, outside the pipeline: mount syscalls and start time of one user-namespaced `ctr run`
-per image size L, for one or more containerd builds (issue 13's O(L) -> O(1) claim).
+per image size L, for one or more containerd builds: does the fix make them O(1) in L, not O(L)?
 
     python3 benchmarks/containerd_mounts.py --variant v2.1.4=BUILD/bin --variant fix=OTHER/bin \\
         --runc /usr/sbin/runc --layers 1,16,64 --timings 5 --work /tmp/cd-mounts

@@ -1,5 +1,5 @@
 """Every committed reference report's round-paired comparisons, judged again by the rule of
-results schema 5 (issue 22) from their raw samples: the stored verdict beside the new one.
+results schema 5 from their raw samples: the stored verdict beside the new one.
 
     python3 benchmarks/rejudge_reports.py [--out FILE]
 

@@ -1,31 +1,9 @@
 """How the report tools' cost grows: `report`, `diff`, `merge` and `export` against synthetic runs
-(run by hand; figures go to benchmarks/results/scale.md).
+of growing size, time and memory, with the growth exponent of each (run by hand; the method and
+the figures: benchmarks/results/scale.md).
 
     python benchmarks/scale.py [--sizes 1000,3000,10000,30000,100000] [--diff-sizes 1000,3000,10000]
-
-The sizes stop at the loader's limit: a saved run may hold at most 100,000 samples per cell and
-16 MiB (patchbench.results.MAX_SAMPLES, MAX_FILE_BYTES; docs/security.md), so a run of 10^6
-samples per cell is refused before it is parsed, by design.
                                [--machines 2,4,8,16,32,64] [--merge-samples 10000] [--record FILE]
-
-A synthetic run is the committed demo run (reports/demo/20261129T225457Z) with every cell's
-samples replaced by N seeded log-normal run times (N runs per cell in 10 rounds, hyperfine's
-per-round records to match), written as a results.json and read back through the loader, as
-every command reads a saved run. Each step runs in this process, as the command line's does:
-- report: results.load + report.render (the markdown `invoke report` prints);
-- export: runs.export.write_export in every format but html (csv, benchstat, hyperfine);
-- diff: diff_runs + render_diff of two runs of N samples per cell;
-- merge: merge_runs + render_markdown + to_json of M machines' runs (the HTML page is left out:
-  its one chart is a point per machine and comparison, a cost that does not grow with the
-  machines' samples).
-Time is the fastest of --repeat wall-clock timings (on a shared machine other processes only
-add time, so the fastest is the one least disturbed: timeit's rule; the median of 3 moved the top
-step's exponent by +-0.12 from run to run); memory is the peak traced by tracemalloc in a separate
-pass (numpy's buffers included). The exponent is log(cost ratio) / log(size ratio)
-between the two largest sizes, where a fixed cost weighs least (a fixed cost makes a slope over
-small sizes look flatter than the growth); the least-squares slope of log(cost) on log(size)
-over every size is given in brackets. Linear growth has an exponent near 1, n log n slightly
-above (1.08 from 10^5 to 10^6), quadratic near 2.
 """
 
 from __future__ import annotations

@@ -1,55 +1,12 @@
-"""Calibration of patchbench's verdict rule (results schema 5, issue 22), with the tool's own code.
+"""Calibration of patchbench's verdict rule (results schema 5), with the tool's own code.
 
     python3 benchmarks/stats_calibration.py [--replicates 1000] [--out FILE] [--quick]
 
-Each replicate simulates one comparison as patchbench measures it: R rounds; in every round each
-variant runs one block of n = 4 consecutive runs, in the order ``bench.schedule`` gives (AB/BA).
-The candidate's times are the baseline's model scaled by a true factor (1.00; 1.02 and 1/1.02,
-exactly min_effect either way; 1.05; 1.10), so the true speedup, the ratio of the geometric means that the
-rule estimates, is 1 / factor. Models (the baseline's median 126 ms, the demo's):
-
-  lognormal    CV 5 %, an independent log-normal drift factor (sd 3 %) per block
-  ar1-drift    CV 5 %, the machine's speed an AR(1) over the blocks in the order run
-               (phi 0.9, stationary sd 5 %)
-  shape        baseline CV 2 % log-normal; candidate CV about 20 %, right-skewed (its log a
-               shifted exponential), the same geometric mean: the demo's shapes (issue 22)
-  position     CV 5 %; the second block of every round runs 3 % slower
-  shuffled     the same position effect under the old random order (for contrast)
-  outliers     CV 5 %; 5 % of runs 1.5x slower, in both variants alike
-  coarse-clock CV 2 % on a 10 ms baseline read by a 1 ms clock (times floored to the tick);
-               the floor changes the geometric means, so the truth is known only at 1.00
-
-R = 5, 10, 20, 40 rounds (and 60 for the shape model), alpha 0.05, min_effect 0.02.
-
-The rule calibrated is the one new comparisons are judged by (``paired.METHOD``: the skewness-
-corrected t with a jackknifed skewness); an earlier rule (``--contrast``: ``t``, the plain t of the
-first schema-5 records, ``PAIRED5_METHOD``; or ``skew``, the skewness correction before the
-jackknife, ``PAIRED5_SKEW_METHOD``) is run on the same replicates at 1.00 and at both edges for
-contrast (**t false**, **t faster@edge**, **t slower@edge**, **t coverage**, or **skew ...**).
-
-The ``stopping`` cells calibrate ``--until-ci`` (patchbench.analysis.sequential): each replicate
-is simulated for the whole budget; the rule looks at its planned rounds (5, then about 1.5x, in
-whole AB/BA blocks), every look judged at alpha / looks, and stops at the first look where the
-CI half-width is at most the target (or at the budget); the verdict and interval at the stop are
-tallied like a fixed-R cell. The same stopping with every look at the nominal alpha (**naive**)
-is run on the same replicates for contrast.
-
-Per cell: **sig** = two-sided p < alpha at 1.00 (the t test's size: 5 % nominal); **false** = a
-faster/slower verdict at 1.00; **coverage** = the 95 % CI holds the true speedup (lowest over the
-factors where it is known); **slower@edge** = verdict "slower" at a true slowdown of exactly
-min_effect and **equiv@edge** = verdict "equivalent" there, **faster@edge** = verdict "faster"
-at a true speedup of exactly min_effect (each the size of a one-sided test: <= 5 %);
-**equiv@1** and **slower@1.05/1.10** = the power of each answer; **MDE** = the median
-minimum detectable effect at 1.00; **drift** = the drift check fires at 1.00 (checked against
-its nominal 1 % in the models without drift). The old rule (``stats.paired_rounds``, per-round medians,
-min_effect on the ratio scale) is run on the same replicates at 1.00 for contrast.
-
-A check misses when a one-sided binomial test of its count against the target gives p < 0.05
-(false, sig, slower@edge, equiv@edge against 5 %; 1 - coverage against 5 %). Checks at exactly
-their nominal level miss by chance in about 5 % of cells, so the calibration FAILS when more
-checks miss than Binomial(checks, 0.05) exceeds with probability 0.05, or when any check misses
-at p < 0.001; otherwise it passes, and the misses are listed.
-"""
+Simulates comparisons as patchbench measures them (rounds of AB/BA blocks) under noise, drift,
+shape, order, outlier and clock models with known true effects, judges each with the rule, and
+checks false alarms, coverage, the one-sided sizes at the margin and the drift check against
+their targets with binomial tests; the calibration fails when more checks miss than chance
+explains. Models, columns and the recorded runs: docs/statistics.md ("Calibration")."""
 
 from __future__ import annotations
 

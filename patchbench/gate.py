@@ -1,16 +1,8 @@
-"""The A/B gate (``invoke compare NAME --gate``): what makes a run fail CI.
-
-"Slower" is judged for every kind at once, with Holm-adjusted p-values over every comparison of
-the run (a burst scan makes one per k), so more comparisons do not mean more false alarms. Each
-kind adds its own rule (a failed verify check; hangs, leftovers or failed fresh runs of a
-candidate in stress rounds) through its ``gate``.
-
-Comparisons judged by the rule of schema 5 (issue 22) use the one-sided p of "slower by more than
-min_effect" (``p_slower``) under Holm, and the gate fails closed: a withheld verdict (too few
-rounds), an inconclusive one, or a "slower" that does not survive Holm fails it unless
-``allow_inconclusive`` (``Switches.gate_allow_inconclusive``); "equivalent" and "faster" pass.
-Comparisons of older files keep their rule: two-sided p under Holm, a withheld verdict never
-fails."""
+"""The A/B gate (``invoke compare NAME --gate``): what makes a run fail CI. "Slower" is judged over
+every comparison of the run at once, Holm-adjusted, so more comparisons do not mean more false
+alarms; by the rule of schema 5 the gate fails closed (a withheld or inconclusive verdict fails
+it unless allowed). Each kind adds its own rule through its ``gate`` (a failed verify check,
+hangs, leftovers). Older records keep their rule. docs/statistics.md ("The gate")."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
-"""Secrets are never recorded.
-
-Everything patchbench writes down (the toolchain fingerprint's environment, build manifests,
-results.json, logs, error messages) passes through here first:
-
-- userinfo in URLs (``https://user:password@host``, ``https://TOKEN@host``) becomes
-  ``<redacted>`` (the plain ssh login ``git@`` is kept), as do query parameters whose names say
-  token, password, secret or key;
-- the value of every variable whose name says token, password/passwd, secret, key, credential
-  or auth becomes ``<redacted>``.
-
-Redaction is deterministic and drops the credential entirely, so the build cache key, computed
-from the redacted fingerprint, does not change when only a credential does.
-"""
+"""Secrets are never recorded. Everything patchbench writes down (the fingerprint's environment,
+manifests, results.json, logs, error messages) passes through here first: userinfo in URLs,
+query parameters and variables whose names say token, password, secret, key, credential or auth
+become ``<redacted>``. The credential is dropped entirely, so the build cache key, computed from
+the redacted fingerprint, does not change when only a credential does. docs/safety.md, class 2."""
 
 from __future__ import annotations
 

@@ -1,58 +1,8 @@
-"""results.json: the typed, versioned record of one run. Data only: every table, chart and
-summary is rendered from it by patchbench.report, so a saved run can be re-rendered, diffed and
-recomputed later.
-
-This module holds what every kind shares (samples, cells, verdicts, the run's own fields), the
-loader with its bounds, and a registry of the kinds' result models: each kind's model and records
-live in its module in patchbench/scenarios/ and are registered when patchbench.scenarios is
-imported (:func:`register`); a scenario entry is read as the model its ``kind`` names there.
-
-Format history (every change gets a new version and a line here; ``load`` upgrades old files):
-
-- 1: per scenario, cells with raw samples (times, exit codes, rounds, hyperfine JSON) and
-  baseline/candidate comparisons; scenarios carried rendered markdown; stress scenarios carried
-  empty ``cells`` and ``comparisons``; ``median_ci`` was added later without a version change.
-- 2: typed per scenario kind (``kind`` is the discriminator: command, burst, stress); no rendered
-  text (``markdown`` is gone; burst charts are named by ``chart``); ``median_ci`` always present
-  (null when too few samples); stress scenarios have no ``cells``/``comparisons``; a scenario's
-  ``warnings`` stay at the top level as before.
-- 3: a comparison is judged by the round-paired rule (issue 9: per-round log ratios of medians,
-  a t interval with R-1 degrees of freedom; "withheld" below ``min_rounds`` rounds) and records
-  ``method``, ``rounds``, ``min_rounds``, ``round_ids``, ``round_ratios``, ``wilcoxon_p``,
-  ``drift`` and ``note``; the pooled Mann-Whitney p and bootstrap CI stay under ``pooled`` as
-  descriptive figures. Older files keep their pooled verdicts (``method`` says so). Added later
-  without a version change: an optional top-level ``runtime`` (what a runtime set up for the
-  whole run; docker-run: engine, image ID, registered runtimes with their sha256), null or absent
-  otherwise. Kinds added since, without a version change (files without them read as before):
-  ``soak``, ``layers``.
-- 4: every measured run of the ``command``, ``burst`` and ``layers`` kinds has its own deadline
-  (issue 11):
-  a run past it is a hang, killed after its evidence is saved, left out of ``times`` and kept in
-  the samples' ``hung_times``/``hung_rounds``; a cell records ``hangs`` ("N of M", the deadline,
-  its evidence files) and a comparison records ``hangs`` (Fisher's exact test against the
-  baseline); a warmup run that hung is counted apart (``warmup_hangs``). A ``command`` scenario
-  may list ``conditions``: a cell's ``params`` then name its ``condition``, and the scenario
-  records each condition as applied. Version 3 files read as
-  runs without deadlines (``hangs`` null). A stress round names the evidence of its hung
-  instances (``evidence``). Added in version 4: the kind ``ctrstress``
-  (containerd containers killed mid-start, the daemon restarted mid-burst; leftovers counted).
-- 5: a new comparison is judged by the rule of issue 22 (patchbench.analysis.paired: per-round
-  mean log times, min_effect on the log scale, three answers "faster"/"slower", "equivalent",
-  "inconclusive", plus "withheld") and records ``p_slower``, ``p_faster``, ``p_equivalent``,
-  ``equivalence_low``/``equivalence_high`` (the 1 - 2 alpha interval), ``mde`` (the minimum
-  detectable effect), ``effect_s`` with ``effect_ci_low_s``/``effect_ci_high_s`` (candidate minus
-  baseline, seconds) and ``resolution_s`` (zero spread). Version 3 and 4 comparisons keep the
-  verdicts of their rule (``method`` says which; the new fields are null). Added later without a
-  version change (issue 22, the shape miss): a comparison whose ``method`` is
-  ``PAIRED5_SKEW_METHOD`` was judged with the skewness-corrected interval (the same fields; older
-  ones keep ``PAIRED5_METHOD`` and are recomputed with its rule; since the residual shape miss,
-  ``PAIRED5_JACK_METHOD``: the same with the skewness bias-corrected by the jackknife over
-  rounds), and an optional top-level
-  ``stopping`` (``--until-ci``: the stopping rule, its looks and why it stopped), absent
-  otherwise.
-  Added in version 5 without a version change: the kind ``mounts`` (the mount syscalls of each
-  traced start of an OCI runtime CLI, per build; its model is in patchbench/scenarios/mounts.py).
-"""
+"""results.json: the typed, versioned record of one run, and its loader. Data only: every table,
+chart and summary is rendered from it by patchbench.report, so a saved run can be re-rendered,
+diffed and recomputed later. What every kind shares lives here; each kind's result model lives in
+its module in patchbench/scenarios/ and is registered here. Older versions are upgraded on load;
+the format history is in docs/reports.md ("Format history")."""
 
 from __future__ import annotations
 
@@ -90,7 +40,7 @@ SCHEMA_HISTORY = {
     "below min_rounds); the pooled figures kept under pooled, descriptive only",
     4: "per-run deadlines in command, burst and layers: hung runs counted per cell (hangs), kept apart "
     "from the timing (hung_times, hung_rounds) and tested against the baseline; conditions",
-    5: "verdicts of issue 22: per-round mean log times, min_effect on the log scale, faster/slower, "
+    5: "verdicts by per-round mean log times, min_effect on the log scale, faster/slower, "
     "equivalent (TOST) or inconclusive with the minimum detectable effect; the effect in seconds",
 }
 
@@ -287,7 +237,7 @@ class Verdict(_Rec):
 
     @property
     def rule5(self) -> bool:
-        """Judged by the rule of schema 5 (issue 22), not by an older one."""
+        """Judged by the rule of schema 5 (docs/statistics.md), not by an older one."""
         return self.method in RULE5_METHODS
 
 
@@ -510,7 +460,7 @@ class Results(_Rec):
     ref: str
     commit: str
     aa: bool = False
-    aa_build: AABuild | None = None  # which A/A (runs since issue 22; None: not recorded)
+    aa_build: AABuild | None = None  # which A/A (None: a run before --aa-layout)
     seed: int
     settings: Settings
     started_at: str
@@ -681,7 +631,7 @@ def parse(data: Any, where: str, *, untrusted: bool = False) -> Results:
         raise ReportError(f"{where}: not a results document (the top level is not an object)")
     version = data.get("schema_version")
     while isinstance(version, int) and version in UPGRADES:
-        try:  # an old file of the wrong shape is a damaged file, not a bug (issue 10, class 6)
+        try:  # an old file of the wrong shape is a damaged file, not a bug (exit 18)
             data = upgrade(data, version)
         except (KeyError, TypeError, AttributeError, IndexError, StopIteration, ValueError) as exc:
             raise ReportError(f"{where}: not a results document of version {version} ({exc!r})",

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -50,6 +50,9 @@ class _Reentrant:
 CGROUP_SWEEP = _Reentrant(Path(tempfile.gettempdir()) / "patchbench-tests-cgroup-sweep.lock")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# A committed demo run (two variants: baseline and baseline-again) that tests use as a saved run.
+# Named, never "the newest under reports/demo/": `invoke compare demo` adds runs there.
+DEMO_RUN = REPO_ROOT / "reports" / "demo" / "20261130T041023Z"
 FIXED_DATE = "2025-01-02T03:04:05+00:00"
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Fixture Author",
@@ -106,6 +109,22 @@ Author: Fixture Author <fixture@example.invalid>
 Origin: vendor, patchbench tests
 Forwarded: not-needed
 """
+
+
+def committed_reports(pattern: str) -> list[Path]:
+    """The files under reports/ that git tracks whose path relative to reports/ matches
+    ``pattern`` part for part (``*/*/results.json``), sorted. Tests of "every committed report"
+    use this rather than a glob, so that runs a local ``invoke compare`` left there (untracked)
+    change nothing."""
+    out = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z", "--", "reports"],
+                         capture_output=True, check=True).stdout.decode()
+    want = PurePosixPath(pattern)
+    found = []
+    for name in filter(None, out.split("\0")):
+        rel = PurePosixPath(name).relative_to("reports")
+        if len(rel.parts) == len(want.parts) and rel.match(pattern):
+            found.append(REPO_ROOT / name)
+    return sorted(found)
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:

@@ -1,52 +1,10 @@
-"""The verdict rule of results schema 5 (issue 22): three answers, the effect in seconds, the
-minimum detectable effect, and a guard against zero spread.
-
-Each round r gives d_r = mean ln(baseline_r) - mean ln(candidate_r): the log ratio of the two
-blocks' geometric means. A mean of logs is unbiased for the population's mean log at any number
-of runs per round, whatever the shape of the distribution; a median of a few runs is not (its
-bias depends on the shape, so two variants of different shape get a bias that more rounds do not
-remove; ``benchmarks/stats_calibration.py`` shows both). ``speedup`` = exp(mean d_r), the ratio of
-geometric means; the t interval on mean d_r has R-1 degrees of freedom.
-
-With margin m = ``min_effect`` and delta = ln(1 + m) on the log scale (so a slowdown and a speedup
-of the same size are treated alike):
-
-- *slower* / *faster*: the two-sided t test rejects d = 0 at ``alpha`` and the one-sided
-  minimum-effect test rejects "the change is within delta" at ``alpha`` (the (1 - 2 alpha)
-  interval lies beyond -delta or +delta);
-- *equivalent*: the two one-sided tests (TOST) reject "the change is at least delta" at
-  ``alpha`` (the (1 - 2 alpha) interval lies within (-delta, +delta));
-- *inconclusive*: neither; the minimum detectable effect says what this run could have found;
-- *withheld*: fewer than ``min_rounds`` rounds.
-
-When every round gives the same d_r (a clock coarser than the noise) the t interval has zero
-width; then the p-value is the exact sign test's and the interval is the bound the clock's
-resolution puts on each round, and the answer can only be faster or slower (never equivalent).
-
-Skewness (``METHOD`` = ``PAIRED5_SKEW_METHOD``, new comparisons since the shape miss of issue 22):
-when one variant's log times are right-skewed (the demo's candidate: CV 20 %, a long right tail,
-against a baseline's 2 %), the per-round d_r are skewed, their mean and standard deviation are
-correlated, and the one-sided t tests err on one side (a true speedup of exactly min_effect was
-called "faster" 8.4-9.7 % of the time at 5-40 rounds, against 5 %). Every test and interval is
-therefore taken twice: by the t statistic and by Hall's (1992) monotone cubic transformation of
-it, T_H = sqrt(R) (S + g S^2 / 3 + g^2 S^3 / 27 + g / (6 R)), S = (mean d - mu0) / sd(d), which
-removes the first-order (R^-1/2) skewness term of the t statistic's distribution; a hypothesis is
-rejected only when both reject, and the interval is the union of the two. The skewness g of d_r
-is estimated from the runs within rounds (the third cumulant of each variant's log times pooled
-over its blocks, k3_base / n_base^2 - k3_cand / n_cand^2 for a round's mean), over
-max(the within-round variance of d_r, the variance of the d_r) to the power 3/2: many more values
-than the R rounds' own sample skewness, which is too noisy at 5-10 rounds; with fewer than 3 runs
-in every round, the rounds' sample skewness is used instead. Requiring both statistics keeps the
-t test where the correction's estimate is only noise (symmetric outliers), and the correction
-where the t test errs. ``PAIRED5_METHOD`` records (before this) keep the plain t rule:
-``paired_verdict(..., method=PAIRED5_METHOD)`` recomputes them.
-
-The jackknifed skewness (``METHOD`` = ``PAIRED5_JACK_METHOD``, since the residual shape miss):
-the ratio k3 / var^(3/2) of the same runs underestimates a right-skewed variant's skewness (a
-long tail raises both), so Hall's transformation under-corrected and a true speedup of exactly
-min_effect was still called "faster" in about 5.5 % of replicates at 10-20 rounds of 4 (10^5
-replicates). New comparisons take the skewness bias-corrected by the jackknife over rounds
-(:func:`skewness_jackknife`); ``PAIRED5_SKEW_METHOD`` records recompute without it."""
+"""The verdict rule of results schema 5: per round, the log ratio of the two blocks' geometric
+means; a t interval over rounds, skewness-corrected (Hall's transformation, the skewness
+jackknifed over rounds); the answers faster, slower, equivalent (TOST), inconclusive (with the
+minimum detectable effect) or withheld; the effect in seconds; a guard for zero spread. Means of
+logs, not medians, because a median of a few runs is biased by the distribution's shape. The rule,
+its reasons and its calibration: docs/statistics.md. Records judged by an earlier method
+(``PAIRED5_METHOD``, ``PAIRED5_SKEW_METHOD``) recompute with their own rule."""
 
 from __future__ import annotations
 
@@ -272,11 +230,12 @@ def skewness_jackknife(base: dict[int, np.ndarray], cand: dict[int, np.ndarray],
                        common: list[int], d: np.ndarray) -> float:
     """:func:`skewness` with its bias removed by the jackknife over rounds: R g - (R-1) mean
     g_(-r), g_(-r) the estimate without round r. The ratio k3 / var^(3/2) of the same runs is
-    biased towards 0 when the runs are skewed (a long right tail raises both; the shape model of
-    issue 22: a true -0.98 is estimated at -0.68 on average at 10 rounds of 4, -0.76 at 20, -0.85
-    at 60) and so under-corrects; the jackknife takes out the bias of order 1/R. Without a
-    jackknife (fewer than 3 rounds, or a leave-one-out set without a block of 3 runs or more):
-    the estimate itself; with fewer than 3 runs in every block: the rounds' sample skewness."""
+    biased towards 0 when the runs are skewed (a long right tail raises both; under the shape
+    model of benchmarks/stats_calibration.py a true -0.98 is estimated at -0.68 on average at 10
+    rounds of 4, -0.76 at 20, -0.85 at 60) and so under-corrects; the jackknife takes out the
+    bias of order 1/R. Without a jackknife (fewer than 3 rounds, or a leave-one-out set without a
+    block of 3 runs or more): the estimate itself; with fewer than 3 runs in every block: the
+    rounds' sample skewness."""
     parts = [_cumulant_sums(g, common) for g in (base, cand)]
     if parts[0] is None or parts[1] is None:
         return _sample_skewness(d)
@@ -428,7 +387,7 @@ def paired_verdict(
 def drift_check(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int],
                 threshold: float) -> stats.DriftCheck | None:
     """The drift check of :class:`patchbench.analysis.stats.DriftCheck` without its assumption
-    that both variants have the same within-block variance (issue 22: it fired 1.8 % against a
+    that both variants have the same within-block variance (it fired 1.8 % against a
     nominal 1 % at CV 2 % vs 20 %): each variant's within-block variance is pooled over its own
     blocks, the variance of e_r they explain is mean(1/n_base) s_base^2 + mean(1/n_cand)
     s_cand^2, and the F test's second degrees of freedom are Satterthwaite's (``df_within``

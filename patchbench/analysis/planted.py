@@ -1,17 +1,9 @@
-"""A planted effect: does a comparison find a delay we put there ourselves?
-
-The series ``demo-plus-5ms`` adds a known start-up delay (5 ms) to the demo, and its build has a
-flag, ``-delay-only``, that runs only that delay and prints how long it took as JSON. The delay
-measured that way is the true effect. A candidate that adds ``delay`` to every run of a baseline
-whose runs take ``m`` shows the speedup m / (m + delay) (below 1: slower), so the comparison is
-right when its verdict is "slower" and its CI reaches the band of speedups that delay implies.
-
-The band is the delay give or take ``MODEL_TOLERANCE`` of it. The model "every run is longer by
-exactly the delay" is itself only that good: the delay moves the sandboxes' boot timers against
-the scheduler's ticks, so the whole run grows by a little more or less than the sleep. On a quiet
-2-core VM the measured growth was 5.07 ms and 5.25 ms for a directly measured 5.16 ms, while the
-comparison's CI was only +-0.06 ms wide; without the band a precise comparison of the right
-effect would count as a miss."""
+"""A planted effect: does a comparison find a delay we put there ourselves? The series
+``demo-plus-5ms`` adds a known start-up delay to the demo, whose ``-delay-only`` flag times just
+that delay: the true effect. The comparison is right when it says "slower" and its CI reaches the
+band of speedups the delay implies, the delay give or take ``MODEL_TOLERANCE``: a delay moves the
+sandboxes' timers against the scheduler's ticks, so a run grows by a little more or less than
+the sleep (5.07 and 5.25 ms for a measured 5.16 ms), more than a precise CI is wide."""
 
 from __future__ import annotations
 

@@ -1,20 +1,9 @@
-"""Stopping by precision (``--until-ci PCT --max-rounds N``, issue 22): after the configured rounds,
-more rounds are added until the CI half-width of every timed comparison of a scenario reaches
-PCT or the budget of N rounds is spent, without the false alarms of optional stopping.
-
-The looks are planned before the first round: at the configured rounds R0, then each look about
-``GROWTH`` times the last (at least one whole block of the balanced order more), rounded up to a
-whole block, and the budget as the last. With K planned looks, every look is judged at
-alpha / K (alpha spent equally over the looks, Bonferroni): whatever a look shows and whenever
-the rule stops, the chance that any look gives a false "faster"/"slower" (or an interval that
-misses, or a wrong "equivalent") is at most the sum of the looks' levels, alpha. The verdict,
-its interval and the half-width compared with PCT are all at alpha / K, the level the saved
-comparison records as its ``alpha`` (so ``--gate`` and a recompute use it too).
-
-The price is width: at K = 6 looks a 95 % interval becomes a 99.2 % one (about 1.3x wider on a
-normal scale); the geometric spacing keeps K small (5 -> 60 rounds is 7 looks) for that reason.
-``benchmarks/stats_calibration.py`` (the ``stopping`` cells) shows false alarms and coverage at
-the stop, and the same stopping with every look at the nominal alpha for contrast."""
+"""Stopping by precision (``--until-ci PCT --max-rounds N``): after the configured rounds, rounds
+are added until the CI half-width of every timed comparison of a scenario reaches PCT or the
+budget is spent, without the false alarms of optional stopping: the looks are planned before the
+first round (geometrically spaced, whole blocks of the balanced order), and each is judged at
+alpha / K for K looks (Bonferroni), the level the saved comparison records. docs/statistics.md
+("Stopping by precision"); benchmarks/stats_calibration.py calibrates it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """One baseline/candidate comparison as results.json records it, judged by the round-paired rule
-of schema 5 (issue 22, :func:`patchbench.analysis.paired.paired_verdict`), and the warnings it
+of schema 5 (:func:`patchbench.analysis.paired.paired_verdict`), and the warnings it
 raises (a withheld or inconclusive verdict, drift between blocks).
 
 The record keeps the field names of schema 3 at the top (speedup, ci_low, ci_high, p_value,

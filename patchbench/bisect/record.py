@@ -4,12 +4,13 @@ kind's own result, as results.json holds it), so the classification can be check
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny
 
-from patchbench.scenarios.command import CommandResult
-from patchbench.scenarios.soak import SoakResult
+from patchbench import scenarios
+from patchbench.results import ScenarioResult
+from patchbench.scenarios.steps import StepRule
 
 SCHEMA_VERSION = 1  # the schema_version of both files
 
@@ -24,13 +25,36 @@ class CommitRec(_Rec):
     author_date: str
 
 
+def step_rule(kind: object) -> StepRule:
+    """How a bisect or history step judges and draws the results of the scenario kind ``kind``:
+    the kind's own rule, through the registry (patchbench/scenarios/steps.py); a ValueError for
+    a kind that has none."""
+    if isinstance(kind, str) and kind in scenarios.KINDS:
+        step = scenarios.KINDS[kind].step
+        if step is not None:
+            return step
+    raise ValueError(f"kind {kind!r}: not a scenario kind a bisect step judges")
+
+
+def _judged(value: Any) -> Any:
+    """A measurement's result, read as the result model of the kind it names."""
+    if isinstance(value, ScenarioResult):
+        step_rule(value.kind)
+        return value
+    if not isinstance(value, dict):
+        return value  # not a result: refused as one
+    step_rule(value.get("kind"))
+    return scenarios.KINDS[value["kind"]].result.model_validate(value)
+
+
 class MeasurementRec(_Rec):
     label: str
     commits: list[str]  # full SHAs; variants are named by the first 12 hex digits
     factor: int  # the scenario's runs (and rounds) times this
     seed: int
     warnings: list[str] = Field(default_factory=list)
-    result: CommandResult | SoakResult = Field(discriminator="kind")
+    # the kind's own result model, dumped as that model (not as the fields every kind shares)
+    result: Annotated[SerializeAsAny[ScenarioResult], BeforeValidator(_judged)]
 
 
 class StepRec(_Rec):

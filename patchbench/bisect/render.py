@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from tabulate import tabulate
 
-from patchbench.bisect.record import Bisect, History
+from patchbench.bisect.record import Bisect, History, MeasurementRec, step_rule
+from patchbench.scenarios.steps import StepRule, Value
 
 COLOURS = {"good": "#2e7d32", "bad": "#c62828", "undecided": "#f9a825", "skipped": "#9e9e9e",
            "": "#1565c0"}
@@ -141,40 +142,27 @@ def step_rows(rec: Bisect) -> list[list[str]]:
 
 def bisect_points(rec: Bisect) -> tuple[list[Point], str]:
     """good, every step's commit and bad, in chain order."""
-    soak = rec.scenario_kind == "soak"
+    rule = step_rule(rec.scenario_kind)
     seen: dict[int, Point] = {}
     for m in rec.measurements:  # the ends from their first measurement
         for sha in m.commits:
             for idx, c, cls in ((0, rec.good, "good"), (rec.chain - 1, rec.bad, "bad")):
                 if sha == c.sha and idx not in seen:
-                    seen[idx] = _point(m, sha, cls, soak)
+                    seen[idx] = _point(rule, m, sha, cls)
     for s in rec.steps:
         if s.measurements:
-            seen[s.index] = _point(rec.measurements[s.measurements[-1]], s.commit.sha,
-                                   s.classification, soak)
+            seen[s.index] = _point(rule, rec.measurements[s.measurements[-1]], s.commit.sha,
+                                   s.classification)
         else:
             seen[s.index] = Point(s.commit.sha[:12], None, colour=COLOURS["skipped"],
                                   title=f"{s.commit.sha[:12]} skipped")
-    return [seen[i] for i in sorted(seen)], ("hang rate" if soak else "median (ms)")
+    return [seen[i] for i in sorted(seen)], rule.axis
 
 
-def _point(m: object, sha: str, cls: str, soak: bool) -> Point:
-    from patchbench.bisect.record import MeasurementRec
-    from patchbench.scenarios.soak import SoakResult
-
-    assert isinstance(m, MeasurementRec)
+def _point(rule: StepRule, m: MeasurementRec, sha: str, cls: str) -> Point:
     name = sha[:12]
-    res = m.result
-    if isinstance(res, SoakResult):
-        h = sum(c.per_variant[name].hangs for c in res.conditions)
-        n = sum(c.per_variant[name].runs for c in res.conditions)
-        return Point(name, h / n if n else None, colour=COLOURS[cls],
-                     title=f"{name} {cls}: hangs {h} of {n}")
-    cell = next(c for c in res.cells if c.variant == name)
-    s = cell.summary
-    lo, hi = (s.median_ci[0] * 1e3, s.median_ci[1] * 1e3) if s.median_ci else (None, None)
-    return Point(name, s.median * 1e3 if s.n else None, lo, hi, COLOURS[cls],
-                 f"{name} {cls}: {s.median * 1e3:.2f} ms")
+    y, lo, hi, short = rule.plot(rule.value(m.result, name))
+    return Point(name, y, lo, hi, COLOURS[cls], f"{name} {cls}: {short}")
 
 
 def bisect_markdown(rec: Bisect) -> str:
@@ -213,19 +201,15 @@ def point_rows(rec: History) -> list[list[str]]:
 
 
 def history_points(rec: History) -> tuple[list[Point], str]:
-    soak = rec.scenario_kind == "soak"
+    rule = step_rule(rec.scenario_kind)
     out = []
     for i, p in enumerate(rec.points):
         colour = COLOURS["bad"] if p.differs else COLOURS[""] if i else COLOURS["good"]
-        if soak:
-            y = p.hangs / p.runs if p.hangs is not None and p.runs else None
-            out.append(Point(p.tag or p.commit.sha[:12], y, colour=colour, title=p.value))
-        else:
-            lo, hi = (p.ci[0] * 1e3, p.ci[1] * 1e3) if p.ci else (None, None)
-            out.append(Point(p.tag or p.commit.sha[:12],  # releases labelled by their tag
-                             p.median * 1e3 if p.median is not None else None,
-                             lo, hi, colour, p.value))
-    return out, ("hang rate" if soak else "median (ms)")
+        value = Value(p.value, p.median, (p.ci[0], p.ci[1]) if p.ci else None, p.hangs, p.runs)
+        y, lo, hi, _ = rule.plot(value)
+        # releases labelled by their tag
+        out.append(Point(p.tag or p.commit.sha[:12], y, lo, hi, colour, p.value))
+    return out, rule.axis
 
 
 def history_headline(rec: History) -> list[str]:

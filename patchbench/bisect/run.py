@@ -156,7 +156,7 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
                     f"{factor * 2}x the runs and rounds")
                 factor *= 2
             rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
-                                     classification=cls, value=judge.value(m, c.sha).text(),
+                                     classification=cls, value=judge.value(m, c.sha).text,
                                      vs_good=vg.text, vs_bad=vb.text, factors=factors,
                                      measurements=used))
             say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {cls}" if cls != "undecided"
@@ -270,7 +270,7 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
              if c.sha != first else None)
         again = f" (at {mc.factor}x the runs and rounds)" if mc.factor > 1 else ""
         points.append(PointRec(commit=_crec(c), tag=history.tag_of(s.checkout, c.sha),
-                               value=v.text(), median=v.median,
+                               value=v.text, median=v.median,
                                ci=list(v.ci) if v.ci else None, hangs=v.hangs, runs=v.runs,
                                vs_first=p.text + again if p else "(the reference)",
                                differs=p.differs if p else None))

@@ -16,15 +16,12 @@ from patchbench import build, redact, scenarios
 from patchbench.config import Comparison, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import BuildError, ConfigError
+from patchbench.results import ScenarioResult
 from patchbench.scenarios import session
-from patchbench.scenarios.command import CommandResult
-from patchbench.scenarios.soak import SoakResult
 from patchbench.source import cache as source
 from patchbench.source import history, patching
 from patchbench.util.progress import say
 from patchbench.util.workspace import Workspace
-
-KINDS = ("command", "soak")  # time (the round-paired verdict) and hangs (Fisher's exact test)
 
 
 def scenario_of(project: Project, spec: str) -> tuple[str, Comparison, ScenarioConfig]:
@@ -42,9 +39,11 @@ def scenario_of(project: Project, spec: str) -> tuple[str, Comparison, ScenarioC
         raise ConfigError(f"--scenario {spec}: no scenario {sc_name!r} in {name}",
                           hint="its scenarios: " + ", ".join(s.name for s in comp.scenarios))
     sc = chosen[0]
-    if sc.kind not in KINDS:
+    if scenarios.KINDS[sc.kind].step is None:  # the kind says whether a step can judge it
+        judged = [f"{k} ({kind.step.measures})" for k, kind in scenarios.KINDS.items()
+                  if kind.step is not None]
         raise ConfigError(f"--scenario {spec}: a {sc.kind} scenario cannot be bisected",
-                          hint="use a command scenario (time) or a soak scenario (hangs)")
+                          hint="the kinds a step judges: " + ", ".join(judged))
     return name, comp, sc
 
 
@@ -56,7 +55,7 @@ class Measurement:
     commits: list[str]  # full SHAs, in the order the variants were given (the first is the base)
     factor: int  # the scenario's runs and rounds times this
     seed: int
-    result: CommandResult | SoakResult
+    result: ScenarioResult  # of a kind with a step rule (scenarios/steps.py)
     warnings: list[str]
 
 
@@ -129,7 +128,8 @@ class Session:
         the scenario's runs and rounds times ``factor``."""
         sc = self.scenario
         runs = sc.runs * factor
-        rounds = None if sc.kind == "soak" else sc.rounds * factor
+        step = scenarios.KINDS[sc.kind].step
+        rounds = sc.rounds * factor if step is not None and step.scales_rounds else None
         chosen = scenarios.override(sc, runs, rounds, None) if factor > 1 else sc
         built = [self.builds[s] for s in shas]
         built = [replace(b, variant=replace(b.variant, name=s[:12])) for b, s in zip(
@@ -144,7 +144,6 @@ class Session:
                                    workdir=workdir, layout=self.ws.layout, seed=seed,
                                    extra_files=extra, announce=False)
         (out,), warnings = measured.scenarios, measured.warnings
-        assert isinstance(out, CommandResult | SoakResult)  # KINDS
         prefix = f"m{len(self.measurements):02d}-"
         self.extra_files.update({prefix + k: v for k, v in extra.items()})
         m = Measurement(label, list(shas), factor, seed, out, warnings)

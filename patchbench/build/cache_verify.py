@@ -1,18 +1,8 @@
 """The cache is verified: before a cached build is used, every artifact is hashed again and
-compared with its manifest.
-
-An entry is one of:
-
-- ``ok``: the manifest reads, every artifact is there with the recorded size and sha256;
-- ``partial``: something is missing (the manifest, the completion stamp, an artifact);
-- ``corrupt``: the manifest does not read as a manifest, or an artifact has another size
-  (truncated or replaced);
-- ``mismatch``: an artifact has the recorded size but another sha256 (replaced in place).
-
-A bad entry is never used: the caller rebuilds it (and says why, naming both hashes). The time
-spent and the bytes hashed are recorded, so the cost of the check is visible (runc: one ~13 MB
-binary, a few tens of milliseconds).
-"""
+compared with its manifest, so that a replaced or truncated binary is never measured. An entry
+is ``ok``, ``partial`` (something missing), ``corrupt`` (an unreadable manifest, or an artifact of
+another size) or ``mismatch`` (the same size, another sha256); a bad entry is rebuilt, naming
+both hashes. The time and bytes the check took are recorded. docs/safety.md, class 3."""
 
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
-"""The docker backend: the recipe runs in a container of the target's build image, and so does the
-toolchain fingerprint (``runner()``), so the manifest records the toolchain that really built (Go,
-C or Rust; the image recipes are in patchbench.docker.images).
-
-- The engine: ``DOCKER_HOST``, the system one, or patchbench's own dockerd under
-  ``builds/engine/`` (patchbench.docker.engine), started at first use and stopped by ``close()``.
-- The image: ``{recipe: NAME}``, made here (patchbench.docker.images), or ``name@sha256:...``, used
-  when present and never pulled then. Its ID, ref, engine version and package list go into the
-  fingerprint (key ``image``), so baseline and candidates built from different images are refused.
-- The patched tree and the bare source repository its ``.git`` points to are mounted at their own
-  absolute paths, so git works inside (``runc --version`` keeps its ``git describe``).
-- Go's build and module caches are named volumes (``<prefix>-gocache``, ``<prefix>-gomod``).
-  C's ccache directory, Rust's crate cache and shared target directory (all under builds/, named
-  by the build environment) and the repositories of submodule worktrees are mounted at their own
-  paths, so the cache layout is the host backend's.
-- Every container has a unique name and is killed and removed on every path (timeout, error,
-  Ctrl-C); every SDK error becomes a patchbench error.
-"""
+"""The docker backend: the build recipe and the toolchain fingerprint run in a container of the
+target's build image, so the manifest records the toolchain that really built. The engine is
+``DOCKER_HOST``, the system one or patchbench's own (patchbench.docker.engine); the image's ID
+goes into the fingerprint, so variants built from different images are refused. The tree and its
+git repository, and the caches (Go volumes, ccache, cargo's), are mounted at their host paths,
+so git and the cache layout work as on the host; every container is removed on every path.
+docs/docker.md."""
 
 from __future__ import annotations
 

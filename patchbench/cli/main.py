@@ -10,6 +10,7 @@ from typing import Any
 
 from patchbench.cli import spec
 from patchbench.errors import ConfigError, PatchbenchError
+from patchbench.util.suggest import suggest
 
 Values = dict[str, Any]
 
@@ -122,7 +123,7 @@ def _series(v: Values, project: str | None) -> int:
     action = v["action"]
     if action not in ("new", "add"):
         raise ConfigError(f"series {action!r}: the actions are new and add"
-                          f"{spec.suggest(action, ['new', 'add'])}")
+                          f"{suggest(action, ['new', 'add'], show=str)}")
     if not v["target"]:
         raise ConfigError(f"series {action}: --target is required (the target the series is for)")
     if action == "new":

@@ -4,12 +4,12 @@ both. Imports nothing heavy: ``--help`` and ``invoke --list`` read only this mod
 
 from __future__ import annotations
 
-import difflib
 import textwrap
 from dataclasses import dataclass, field
 from typing import Literal
 
 from patchbench.errors import ConfigError
+from patchbench.util.suggest import suggest
 
 Kind = Literal["str", "int", "flag", "list", "choice"]
 WIDTH = 100  # help text is wrapped to this many columns
@@ -252,15 +252,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
 )}
 
 
-def suggest(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
 def command_of(name: str) -> Command:
     cmd = COMMANDS.get(name)
     if cmd is None:
-        raise ConfigError(f"no command {name!r}{suggest(name, list(COMMANDS))}",
+        raise ConfigError(f"no command {name!r}{suggest(name, COMMANDS, show=str)}",
                           hint="commands: " + ", ".join(COMMANDS) + "; `patchbench --help`")
     return cmd
 
@@ -278,7 +273,7 @@ def _convert(cmd: Command, opt: Opt, text: str) -> int | str:
         return value
     if opt.kind == "choice" and text not in opt.choices:
         raise ConfigError(f"{cmd.name} {opt.flag} {text!r}: expected one of "
-                          f"{', '.join(opt.choices)}{suggest(text, list(opt.choices))}")
+                          f"{', '.join(opt.choices)}{suggest(text, opt.choices, show=str)}")
     return text
 
 
@@ -312,7 +307,7 @@ def parse(cmd: Command, argv: list[str]) -> Parsed:
         flag, eq, inline = arg.partition("=")
         opt = opts.get(flag)
         if opt is None:
-            raise ConfigError(f"{cmd.name}: no option {flag}{suggest(flag, list(opts))}",
+            raise ConfigError(f"{cmd.name}: no option {flag}{suggest(flag, opts, show=str)}",
                               hint=f"`{cmd.name} --help` lists every option")
         if opt.kind == "flag":
             if eq:

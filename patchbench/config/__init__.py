@@ -7,7 +7,6 @@ YAML is read with ``safe_load`` only: a ``!!python/object`` tag is an error, nev
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from patchbench.errors import ConfigError
 from patchbench.util import safeargs, yamlsafe
 from patchbench.util.models import NAME_RE, Name
 from patchbench.util.models import StrictModel as _Model
+from patchbench.util.suggest import suggest as suggest  # also config.suggest, as cli/ calls it
 
 SCHEMA_VERSION = 1
 REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
@@ -342,11 +342,6 @@ def _check_relative(path: str, what: str) -> None:
     p = Path(path)
     if p.is_absolute() or ".." in p.parts:
         raise ValueError(f"{what} path {path!r} must stay inside the tree (relative, no '..')")
-
-
-def suggest(word: str, choices: Any) -> str:
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 # --- loading -------------------------------------------------------------------------------

@@ -1,20 +1,8 @@
-"""A Docker engine to talk to: the one ``DOCKER_HOST`` names, the system one at
-/var/run/docker.sock, or patchbench's own ``dockerd``, started under a directory it is given and
-stopped at the end.
-
-patchbench's own engine:
-- ``--data-root`` (images, volumes; kept between runs, so images are built once) under the given
-  directory; ``--exec-root``, the pid file and the API socket in a short run directory (a unix
-  socket path is limited to about 107 bytes), removed at the end;
-- ``--iptables=false --bridge=none`` (no host network changes; builds use the host network);
-- its own containerd namespaces, so it never meets another engine's containers on a shared
-  containerd;
-- extra arguments (``--add-runtime NAME=PATH``) are passed through.
-It is ready when the SDK's ping answers (bounded); it is stopped with SIGTERM, then SIGKILL of its
-process group, and whatever it left (shims, mounts) is removed: nothing outlives the context.
-
-Every Docker SDK exception is turned into a patchbench error by ``sdk_errors`` / ``classify``.
-"""
+"""A Docker engine to talk to: the one ``DOCKER_HOST`` names, the system one, or patchbench's own
+``dockerd`` under a directory it is given (its data kept between runs; no host network changes;
+containerd namespaces of its own), started when first needed and stopped at the end with
+whatever it left (shims, mounts), so that nothing outlives the context. Every Docker SDK
+exception becomes a patchbench error (``sdk_errors``, ``classify``). docs/docker.md."""
 
 from __future__ import annotations
 

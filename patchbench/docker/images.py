@@ -1,31 +1,10 @@
-"""Build images, made here without a registry, and images named by digest.
-
-Four recipes (``image: {recipe: NAME}`` in a target's build):
-- ``go-busybox``: Debian's static busybox plus the pinned Go toolchain. Small: CI and the demo.
-- ``debian-runc``: a Debian rootfs made by ``mmdebstrap`` from Debian's packages (gcc, make,
-  pkg-config, libseccomp-dev, git, ca-certificates) plus the pinned Go toolchain. For runc.
-- ``debian-c``: Debian by mmdebstrap with gcc, autotools, libtool, gperf, pkg-config, python3,
-  ccache and the libraries crun links (libyajl-dev, libcap-dev, libseccomp-dev, libsystemd-dev).
-  The compiler is Debian's: the target's pinned gcc version must be the image's (bookworm: 12.2.0).
-- ``debian-rust``: Debian by mmdebstrap with gcc (the linker), make, pkg-config, libseccomp-dev
-  and git, plus the host's Rust toolchain copied in (``rustc --print sysroot`` of the target's
-  ``rustup_toolchain``, its ``bin``, ``etc``, ``lib`` and ``libexec``; not ``share``, the docs) at
-  ``/usr/local/rust``. Debian's own rustc (bookworm: 1.63) is far older than what youki needs, so
-  the image holds the release the target pins; the record names where it came from and the hash
-  of the tree. Crates are fetched on the host into the source cache; the build is offline.
-
-The Go toolchain is the Go module proxy's ``golang.org/toolchain@v0.0.1-go<ver>.linux-<arch>``
-module: taken from a module cache when one holds it (offline), else from the host's GOROOT when its
-VERSION is the pin, else downloaded with ``go mod download`` (GOPROXY from the environment). The
-manifest records which, and the hash of the tree.
-
-Images are written as a ``docker save`` archive with a fixed creation date and loaded with the
-SDK's ``images.load``: the image ID is the hash of a config we write, so the same recipe and inputs
-give the same image ID on every machine. A record under ``<state>/`` caches the ID by the hash of
-the recipe's inputs; an image found in the engine with that ID is used as is.
-
-An image given as ``name@sha256:...`` is used when the engine holds it, and pulled only when not.
-"""
+"""Build images made here without a registry (the recipes ``go-busybox``, ``debian-runc``,
+``debian-c`` and ``debian-rust``), and images named by digest. An image is written as a ``docker
+save`` archive whose config and layers we write with fixed owners, modes and dates, so the same
+recipe and inputs give the same image ID on every machine; a record under the state directory
+caches the ID by the hash of the recipe's inputs. The pinned Go comes from the module proxy's
+toolchain module (a module cache, a download, or the host's GOROOT when it is the pin); the Rust
+image holds the host's pinned release. What each recipe holds: docs/docker.md."""
 
 from __future__ import annotations
 

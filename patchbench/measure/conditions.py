@@ -1,33 +1,9 @@
-"""Conditions (amplification): the machine states under which a comparison's cells run.
-
-Rare races show only under conditions no default benchmark creates. A comparison lists
-conditions; each runs as its own set of cells and is reported per condition. A condition is:
-
-- ``env``: environment variables for the measured commands (e.g. ``GOMAXPROCS: "1"``);
-- ``cpus``: CPU affinity, a list of core numbers (e.g. ``[0]`` for one core), via ``taskset``;
-- ``hogs``: N background CPU hogs (busy shell loops, each in its own process group, pinned to
-  ``cpus`` when given, so that they compete with the measured commands), started before the
-  cells and stopped after them, nothing left behind;
-- ``cpu_quota``: a CPU quota in CPUs (0.5 = half of one CPU per period) for a cgroup made for the
-  run: cgroup v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` under the ``cpu`` hierarchy, or
-  cgroup v2 ``cpu.max`` (detected by ``cgroup.controllers`` at the cgroup root); removed after.
-
-``apply(condition, ...)`` is a context manager around a set of cells. What it yields tells the
-caller what to add: ``wrap(argv)`` puts the prefix before a command (entering the cgroup, then
-``taskset``; wrap the process that starts the measured runs, e.g. hyperfine or the launcher: its
-children inherit the cgroup and the affinity), and ``environ(base)`` adds the variables.
-Processes that make cgroups of their own (a container's init under runc) leave the quota's cgroup;
-the runtime's own process stays in it.
-
-Example (matrix.yaml, under a comparison)::
-
-    conditions:
-      - {name: default}
-      - {name: gomaxprocs-1, env: {GOMAXPROCS: "1"}}
-      - {name: one-core, cpus: [0]}
-      - {name: busy, hogs: 2}
-      - {name: quota-half, cpu_quota: 0.5}
-"""
+"""Conditions: the machine states under which a comparison's cells run, because rare races show
+only under conditions no default benchmark creates. A condition sets environment variables,
+CPU affinity (``taskset``), background CPU hogs, or a CPU quota in a cgroup made for the run (v1
+``cpu.cfs_quota_us`` or v2 ``cpu.max``); each runs as its own set of cells. ``apply`` is a
+context manager around those cells: its ``wrap(argv)`` and ``environ(base)`` say what to add to
+the process that starts the measured runs. Keys and examples: docs/scenarios.md."""
 
 from __future__ import annotations
 

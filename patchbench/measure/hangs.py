@@ -1,24 +1,8 @@
-"""Hangs: counting runs that passed their deadline, reading the evidence saved before the kill,
-and comparing hang counts with Fisher's exact test.
-
-The launcher (``launcher/burst.go`` with ``-deadline DUR -evidence DIR``, code in
-``launcher/deadline.go``) runs every command in its own process group. A command still running at
-its deadline is a hang: before its group is killed, the launcher writes one JSON file per hang
-into DIR (``hang-<UTC time>-i<instance>-pid<pid>.json``) holding the process tree (pid, ppid,
-pgid, comm), and per process ``State``, ``SigCgt``, ``SigBlk``, ``SigIgn``, ``SigPnd`` and
-``ShdPnd`` from ``/proc/PID/status``, ``wchan`` (and each thread's), zombie children, and its
-findings. A zombie child under a sleeping parent is named as the classic lost-SIGCHLD signature.
-The launcher then exits with ``HANG_EXIT_CODE`` (124), so that under hyperfine ``-i`` a hang is a
-recorded exit code, counted here, and never aborts the measurement.
-
-Interfaces (typed, data only; rendering belongs to the report):
-
-- ``count_hangs(exit_codes)``; ``HangCount`` per variant; ``compare_hangs(base, cand)`` gives
-  "hangs: N of M" with Fisher's exact p against the baseline; ``gate_failures`` says which
-  candidates hung (any hang fails the gate; the baseline's are shown beside it, never a failure);
-- ``load_evidence(dir)`` reads every evidence file; ``describe(evidence)`` is a readable summary;
-  ``signal_names(mask)`` decodes a ``/proc`` signal mask.
-"""
+"""Hangs: counting runs that passed their deadline, reading the evidence the launcher saved before
+the kill (process tree, signal masks, wchan, zombie children; a zombie under a sleeping parent is
+named as the lost-SIGCHLD signature), and comparing hang counts with Fisher's exact test. A hung
+run exits with ``HANG_EXIT_CODE`` (124) under the launcher, so that hyperfine records it as an
+exit code and the measurement goes on. Data only; the report renders it."""
 
 from __future__ import annotations
 

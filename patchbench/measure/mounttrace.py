@@ -1,22 +1,10 @@
-"""Exact counts of the mount syscalls of a process tree, with bpftrace.
-
-``trace(argv, roots=[daemon_pid])`` runs ``argv`` under ``bpftrace -c`` (bpftrace starts it only
-once every probe is attached) and counts ``open_tree``, ``mount_setattr``, ``move_mount``, ``mount``
-and ``umount2`` (and their failures) made by that command, by the ``roots`` (e.g. a running
-containerd) and by every process or thread any of them forks while the trace runs (a containerd
-shim, runc). Counting happens in kernel maps (``count()``), so no event is dropped. Each count is
-kept per syscall and per ``comm`` (containerd, containerd-shim, ctr, runc, ...).
-
-Processes are followed by thread-group id: ``sched_process_fork`` in a traced process adds the
-child; ``sched_process_exit`` removes the exiting thread's id, so a recycled id is never counted.
-strace cannot be used on containerd (its user-namespace helper runs its child under ptrace);
-for a plain OCI runtime CLI (runc, crun, youki) ``strace_trace`` counts the same calls with
-``strace -f`` instead (no root, no tracefs needed; ``parse_strace`` reads its output).
-
-bpftrace needs tracefs. When it is not mounted, bpftrace runs in a private mount namespace with
-tracefs mounted there, and the traced command is moved back into the caller's mount namespace
-(``nsenter --mount``) so its own mounts happen where they would without the tracer.
-"""
+"""Exact counts of the mount syscalls (``open_tree``, ``mount_setattr``, ``move_mount``, ``mount``,
+``umount2``, and their failures) of a command, of given running processes (a containerd) and of
+everything they fork while traced, per syscall and per ``comm``: with bpftrace, counting in
+kernel maps so no event is dropped, or for a plain OCI runtime CLI with ``strace -f`` (no root,
+no tracefs). strace cannot trace containerd (its user-namespace helper runs under ptrace). Where
+tracefs is not mounted, bpftrace runs in a private mount namespace with it, and the traced
+command is moved back into the caller's (``nsenter``)."""
 
 from __future__ import annotations
 

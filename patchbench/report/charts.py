@@ -1,19 +1,8 @@
-"""Charts of a saved run, drawn from results.json data alone, as SVG documents written directly
-(bytes, UTF-8; inlined by the HTML report as data URIs, or written beside a run as files). Sized
-1100 px wide, 16:9-ish, with large type, so that they are readable on a slide; vector, so crisp
-at any zoom. No plotting library: a few hundred lines here cost nothing to import, where
-matplotlib's import and rendering cost 1.5 s and more per report (issue 21).
-
-- :func:`distribution_chart`: every run's time per cell, a box, and the median with its 95% CI;
-- :func:`round_ratio_chart`: per round, median(baseline) / median(candidate), so drift is seen;
-- :func:`burst_chart`: a burst scan: time against k and speedup against k, with 95% CI bars;
-- :func:`stress_chart`: what happened to each launched instance in stress rounds, per build;
-- :func:`merge_chart`: the speedup with its CI on every machine of a merged report;
-- :func:`burst`, :func:`layers_time`, :func:`layers_mounts`: the chart files report.md links.
-
-Every text that comes from the data (names, labels, outcomes) is escaped for XML
-(``patchbench.util.escape.xml_text``). Marks carry a class (``run``, ``box``, ``median``, ``ci``,
-``point``, ``bar``) so that a test can count them."""
+"""Charts of a saved run, drawn from results.json data alone as SVG written directly: readable on a
+slide (1100 px wide, large type), crisp at any zoom, and without a plotting library, whose import
+and rendering cost seconds per report. Text from the data is escaped for XML, and marks carry a
+class (``run``, ``box``, ``median``, ``ci``, ``point``, ``bar``) so that a test can count them.
+What each chart shows: docs/reports.md."""
 
 from __future__ import annotations
 

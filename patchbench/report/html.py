@@ -237,7 +237,7 @@ def machine_summary(m: dict[str, Any]) -> str:
 
 
 def aa_html(model: Results) -> str:
-    """Which A/A a run did (runs since issue 22; "" before)."""
+    """Which A/A a run did (runs since --aa-layout; "" before)."""
     if model.aa_build is None:
         return ""
     label, why = fmt_aa(model.aa_build)

@@ -219,7 +219,7 @@ def runtime_block(results: Results) -> list[str]:
 
 
 def aa_md(results: Results) -> str:
-    """Which A/A a run did (runs since issue 22; "" before, where the line says "A/A run")."""
+    """Which A/A a run did (runs since --aa-layout; "" before, where the line says "A/A run")."""
     if results.aa_build is None:
         return ""
     label, why = fmt_aa(results.aa_build)

@@ -57,7 +57,7 @@ def fmt_verdict(c: Verdict) -> str:
     return str(c.verdict)
 
 
-OLD_RULE = "rule of schema 3–4"  # the round-paired rule of per-round medians (issue 9)
+OLD_RULE = "rule of schema 3–4"  # the round-paired rule of per-round medians
 
 
 def rejudged(c: Verdict, base: Samples, cand: Samples) -> str | None:

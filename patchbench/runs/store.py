@@ -1,19 +1,9 @@
 """A measurement is never lost: the complete results of a run are written under
-``builds/runs/<run>/`` (beside its raw hyperfine output) before anything goes to ``reports/``;
-the report folder is rendered from them, now or later (``invoke report --from <run>``).
-
-- ``Layout.new_run`` gives every run its own directory (comparison, UTC time, pid and a random
-  suffix; created exclusively, so two runs in the same second never share one).
-- ``save_complete`` writes ``results.json`` and the list of attached files into the run
-  directory; if even that fails, into the temporary directory, and says where.
-- ``publish`` renders ``reports/<comparison>/<UTC time>[-n]/`` from the run directory: assembled
-  aside, then renamed onto a name reserved with an exclusive mkdir (two runs finishing in the
-  same second get distinct folders). Any failure is a ReportError (exit 18) naming where the
-  complete results are and the command that renders them later.
-- Data read back from disk goes through ``patchbench.results.load`` (not UTF-8, not JSON or the
-  wrong shape is a ReportError) and ``render_checked`` (values that cannot be rendered are one
-  too), never a traceback.
-"""
+``builds/runs/<run>/`` before anything goes to ``reports/``, and the report folder is rendered
+from them, now or later (``invoke report --from <run>``). ``publish`` assembles the folder aside
+and renames it onto a name reserved exclusively, so two runs finishing in the same second get
+two folders; any failure is exit 18 naming where the complete results are. docs/safety.md,
+class 5."""
 
 from __future__ import annotations
 

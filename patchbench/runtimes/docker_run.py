@@ -1,19 +1,8 @@
-"""runc measured one level up: ``docker run --runtime pb-<variant> IMAGE true`` against a dockerd
-of patchbench's own that has every variant's runc registered (the ``docker-run`` runtime).
-
-- One engine per run (patchbench.docker.engine, state under ``<builds>/docker-run/``), started with
-  ``--add-runtime pb-<variant>=<that variant's bin/runc>`` for every variant. Before anything is
-  measured, the engine's registered runtimes must be exactly these paths, and each binary's sha256
-  must equal its build manifest's: a mismatch refuses the run.
-- The image is a one-layer busybox made here and loaded without a registry
-  (patchbench.docker.images.ensure_busybox); its ID, the engine's version and the registered runtimes
-  go into results.json (``record``).
-- Placeholders: {docker} (the CLI), {host} (the engine's API address, for ``docker --host``),
-  {image} (the image ID), {runtime} (pb-<variant>), {id} (a name prefix for the variant).
-- Teardown: each variant's containers are removed; ``close`` stops the engine (SIGTERM, then its
-  process group, then stale shims and mounts); ``leftovers`` then lists any container, process
-  or mount that outlived it.
-"""
+"""runc measured one level up, through Docker (the ``docker-run`` runtime): ``docker run --runtime
+pb-<variant> IMAGE true`` against a dockerd of patchbench's own with every variant's runc
+registered. Before anything is measured, the registered runtimes must be exactly those binaries,
+each with its manifest's sha256; the image is a busybox made here. The engine, image and runtimes
+go into results.json, and teardown lists anything that outlived the engine. docs/docker.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""runc, or any OCI runtime CLI (crun, youki), as a runtime target: OCI bundles, a state root per
-run, teardown and stale-state cleanup. The CLI is the target's artifact named runc, crun or youki
-(else runc); scenarios name it ``{runtime}`` (or by its own name, ``{runc}``,
-``{crun}``), and every command below (spec, list, kill, delete) is the OCI CLI's common one.
-
-- Bundles: the rootfs comes from a directory or a tarball the user names (``rootfs:`` in the
-  comparison), or by default a minimal busybox rootfs made from the host's static busybox. The
-  config is made with ``runc spec`` and adjusted (no terminal; the process args per bundle).
-- Every container gets an id starting with the run's own prefix, and lives under the run's own
-  state directory (``runc --root``).
-- Teardown deletes every container the run started and checks that ``runc list`` is empty and no
-  cgroup of theirs remains. A new run first removes what a killed earlier run left behind.
-"""
+"""runc, or any OCI runtime CLI (crun, youki), as a runtime target: OCI bundles (a busybox rootfs
+by default, or the comparison's ``rootfs``; the config from ``runc spec``), a state root and a
+container id prefix of the run's own, teardown that deletes what the run started and checks
+that nothing of it is listed or left in a cgroup, and the cleanup of what a killed earlier run
+left. Scenarios name the CLI ``{runtime}`` (or ``{runc}``, ``{crun}``). docs/runtimes.md."""
 
 from __future__ import annotations
 

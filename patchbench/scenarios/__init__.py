@@ -1,27 +1,9 @@
-"""Scenario kinds, and their registry (``KINDS``). Each kind is one module here owning its
-``--dry-run`` plan lines, its run, its gate rule, its result model (its part of results.json, with
-its records and its steps of reading older results versions), its report
-(patchbench.report.blocks, which report.markdown, report.html, the job summary and merge format)
-and its config model (the keys matrix.yaml gives it, extending
-patchbench.config.scenarios.ScenarioConfig). Importing this package registers every kind: its
-name and config model for matrix.yaml's ``kind`` (patchbench.config.scenarios.register_config)
-and its result model for results.json's (patchbench.results.register), so whoever loads a matrix
-or reads results imports this package first.
-
-Adding a kind means one new module and one line below (docs/architecture.md: "Adding a scenario
-kind"); the config, the pipeline and the reports never name a kind (a test checks it:
-tests/unit/test_kind_isolation.py).
-
-- ``command`` (default): one command per variant, timed by hyperfine in interleaved rounds.
-- ``burst``: k instances launched at one moment, for each k (the seed's k-at-once table).
-- ``stress``: instances killed, deleted or signalled mid-start; hangs and leftovers counted.
-- ``layers``: containerd, image layers × concurrency, with exact mount-syscall counts.
-- ``ctrstress``: containerd containers killed mid-start, its daemon restarted mid-burst;
-  leftover mounts, snapshots, shims, tasks and containers counted per variant.
-- ``mounts``: traced starts of an OCI runtime CLI; the mount syscalls of each counted per build.
-- ``soak``: thousands of short runs with per-run deadlines, under conditions; hangs (with
-  evidence), failures, leftovers and escaped processes counted per variant.
-"""
+"""Scenario kinds, and their registry (``KINDS``). Each kind is one module here owning its config
+model, its ``--dry-run`` lines, its run, its gate rule, its result model and its report blocks.
+Importing this package registers every kind, for matrix.yaml and for results.json, so whoever
+loads a matrix or reads results imports it first. The config, the pipeline and the reports never
+name a kind (tests/unit/test_kind_isolation.py), so adding a kind is one new module and one line
+below (docs/architecture.md). What each kind measures: docs/scenarios.md."""
 
 from __future__ import annotations
 

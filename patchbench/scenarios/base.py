@@ -24,6 +24,7 @@ from patchbench.measure.bench import Cell, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import Cell as CellResult
 from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
+from patchbench.scenarios.steps import StepRule
 from patchbench.util import command, progress
 from patchbench.util.command import Background
 from patchbench.util.layout import Layout
@@ -99,6 +100,9 @@ class ScenarioKind(Protocol[KindConfig, KindResult]):
     name: str
     config: ClassVar[type[ScenarioConfig]]
     result: ClassVar[type[ScenarioResult]]  # registered for results.json's ``kind`` (results.register)
+    # how a bisect or history step judges its results, commit against commit (scenarios/steps.py);
+    # None: a kind that cannot be bisected
+    step: ClassVar[StepRule | None]
 
     def plan(self, ctx: ScenarioContext[KindConfig]) -> list[str]:
         """The lines ``--dry-run`` prints for this scenario (every command, placeholders filled)."""

@@ -1,16 +1,8 @@
-"""The ``burst`` kind: launch k copies of a command at one moment and time until the last one
-exits, for each k, every (build, k) cell interleaved in shuffled rounds.
-
-The launcher (patchbench/launcher) creates the k children, then releases them together; it
-appends each instance's own latency to a file. hyperfine times the launcher. The launcher's own
-overhead (k copies of ``true``) is measured and reported. With ``phases``, each instance's start
-is split into commands run one after the other and each phase is timed.
-
-Every instance has its own deadline (``timeout``): the launcher kills one past it after saving
-its evidence, and the run (all k instances) counts as a hang, out of the timing (see the
-``command`` kind). Conditions are not offered here (the scan's table is per k); the ``command``
-and ``soak`` kinds have them.
-"""
+"""The ``burst`` kind: k copies of a command launched at one moment by the launcher, timed until the
+last one exits, for each k, every (build, k) cell interleaved in rounds; each instance's own
+latency and the launcher's own overhead are kept, and ``phases`` times each step of an
+instance's start. Every instance has its own deadline; a run with a hung instance counts as a
+hang, out of the timing. docs/scenarios.md#burst."""
 
 from __future__ import annotations
 
@@ -51,6 +43,7 @@ from patchbench.scenarios.command import (
     timed_results,
     with_deadline,
 )
+from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.views import k_chart, k_tables, timed_blocks, timed_charts
 from patchbench.util import command, progress
 from patchbench.util.models import Name, StrictModel
@@ -136,6 +129,7 @@ class BurstKind:
     name = "burst"
     config: ClassVar[type[ScenarioConfig]] = BurstConfig
     result: ClassVar[type[ScenarioResult]] = BurstResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
 
     def plan(self, ctx: ScenarioContext[BurstConfig]) -> list[str]:
         sc: BurstConfig = ctx.scenario

@@ -40,6 +40,7 @@ from patchbench.scenarios.base import (
     run_verify,
     verdict_warnings,
 )
+from patchbench.scenarios.steps import ByTime, StepRule
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.util import progress
 
@@ -140,6 +141,7 @@ class CommandKind:
     name = "command"
     config: ClassVar[type[ScenarioConfig]] = CommandConfig
     result: ClassVar[type[ScenarioResult]] = CommandResult
+    step: ClassVar[StepRule | None] = ByTime()  # a bisect finds the commit that changed its time
 
     def plan(self, ctx: ScenarioContext[CommandConfig]) -> list[str]:
         sc: CommandConfig = ctx.scenario

@@ -1,27 +1,10 @@
-"""The ``ctrstress`` kind: containerd containers killed mid-start and the daemon restarted
-mid-burst (issue 13, "Stress"). Needs a target with ``runtime: containerd``.
-
-Each round draws one (L, action, delay) and applies it to every variant alike, variants in a
-seeded order per round (as the ``stress`` kind does). For one variant, a round:
-
-1. launches k user-namespaced ``ctr run --rm`` of the L-layer image (as the ``layers`` kind does);
-2. waits the round's delay, then applies the action:
-   ``kill``: ``ctr tasks kill -s KILL`` each container;
-   ``delete``: ``ctr containers delete`` each, and where that is refused (a task still there),
-   ``ctr tasks delete --force`` and ``ctr containers delete`` again;
-   ``restart``: stops the variant's daemon (SIGTERM) and starts it again with the same root,
-   state, socket and config, while the containers are starting;
-3. waits for the k clients (one that does not exit within the timeout is a hang, as is a kill
-   command that does not return) and up to ``settle`` seconds for the shims to go;
-4. counts what is left (``Census``): mounts of the run in ``/proc/self/mountinfo`` (and how many
-   of them are idmapped), active snapshots, snapshot directories the snapshotter no longer lists,
-   shims started with the daemon's address, tasks and containers still listed;
-5. removes it (what was removed is recorded, never silent), then checks that a fresh
-   user-namespaced container of the same image still runs ``true``, and counts again after it.
-
-The gate fails a candidate that leaves a kind of leftover the baseline never left, or whose fresh
-start failed or that hung where the baseline did not.
-"""
+"""The ``ctrstress`` kind: containerd containers killed or deleted mid-start, or the daemon
+restarted mid-burst, then what is left counted (mounts, idmapped ones apart, snapshots, shims,
+tasks, containers), removed, and a fresh container started, because a fix that changes how
+mounts are made can leak them under stress. Each round's draw is applied to every variant
+alike. The gate fails a candidate that leaves a kind of leftover the baseline never left, fails
+its fresh start, or hangs where the baseline did not. Needs ``runtime: containerd``;
+docs/scenarios.md#ctrstress."""
 
 from __future__ import annotations
 
@@ -57,6 +40,7 @@ from patchbench.scenarios.base import (
     report_evidence,
     wait_or_capture,
 )
+from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.views import images_line, round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
@@ -173,7 +157,7 @@ class CtrStressVariant(Record):
 
 
 class CtrStressResult(ScenarioResult):
-    """containerd containers killed mid-start, the daemon restarted mid-burst (issue 13)."""
+    """containerd containers killed mid-start, the daemon restarted mid-burst."""
 
     kind: Literal["ctrstress"] = "ctrstress"
     layers: list[int]
@@ -527,6 +511,7 @@ class CtrStressKind:
     name = "ctrstress"
     config: ClassVar[type[ScenarioConfig]] = CtrStressConfig
     result: ClassVar[type[ScenarioResult]] = CtrStressResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
 
     def plan(self, ctx: ScenarioContext[CtrStressConfig]) -> list[str]:
         sc: CtrStressConfig = ctx.scenario

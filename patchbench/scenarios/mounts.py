@@ -1,16 +1,8 @@
-"""The ``mounts`` kind: the mount syscalls of one container start, counted exactly, per build.
-
-For any command (meant for an OCI runtime CLI's ``run``: runc, crun, youki), every build makes
-``warmup`` untraced starts, then ``runs`` traced starts in ``rounds`` rounds, the builds in a seeded
-random order in each round. Each traced start runs under the scenario's tracer with all its
-descendants (the CLI, the container's init, what they fork): ``bpftrace`` (exact kernel counts,
-patchbench.measure.mounttrace) or ``strace -f``. Per start, the calls of every listed syscall
-(``mount``, ``umount2``, ``open_tree``, ``move_mount``, ``mount_setattr`` by default) and the calls
-that failed are kept; ``after`` runs after every start (e.g. ``delete -f``).
-
-The report shows a table build × syscall: the count when every start of the build made the
-same, else the range; the candidate's change against the baseline; and warns when the starts of
-a build differ. A candidate start that exits non-zero fails the gate."""
+"""The ``mounts`` kind: the mount syscalls of one container start, counted exactly, per build. Each
+build's traced starts of a command (an OCI runtime CLI's ``run``) run under bpftrace or ``strace
+-f`` with all their descendants, the builds in a seeded order per round; the report shows a
+table build × syscall with each candidate's change, and warns when a build's starts differ. A
+candidate start that fails fails the gate. docs/scenarios.md#mounts."""
 
 from __future__ import annotations
 
@@ -29,6 +21,7 @@ from patchbench.report import blocks as rb
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import MAX_CELLS, Record, ScenarioResult
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
+from patchbench.scenarios.steps import StepRule
 from patchbench.util import command, progress
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
@@ -200,6 +193,7 @@ class MountsKind:
     name = "mounts"
     config: ClassVar[type[ScenarioConfig]] = MountsConfig
     result: ClassVar[type[ScenarioResult]] = MountsResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
 
     def plan(self, ctx: ScenarioContext[MountsConfig]) -> list[str]:
         sc: MountsConfig = ctx.scenario

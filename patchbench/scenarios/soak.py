@@ -1,31 +1,9 @@
-"""The ``soak`` kind: thousands of short runs, each with its own deadline; timing is incidental.
-
-Rare hangs and lost signals show in a few runs of every thousand, and only under some conditions.
-A soak runs the command ``runs`` times per variant and condition (or until ``budget_s`` of wall
-time is spent per condition), in blocks of ``block`` runs: every round runs one block of each
-variant, in a seeded random order, so the variants share the machine's state fairly. A block is
-one call of the launcher (``launcher/burst.go -k 1 -n BLOCK -deadline TIMEOUT -evidence DIR``):
-
-- every run has its own deadline (``timeout``, seconds); a run past it is a **hang**: its
-  evidence (process tree, signal masks, wchan, zombies; see patchbench.measure.hangs) is saved before its
-  process group is killed, and the soak goes on;
-- a run that exits non-zero is a **failure** (counted by exit code);
-- a process that outlives its run (reparented to the launcher, a child subreaper) is an
-  **escaped** process, named and killed (``escapes: false`` turns this off, for commands whose
-  children are meant to outlive them, such as ``runc exec -d``);
-- after each block (and its teardown), what the runtime still holds (``runtime.leftovers``), or
-  else what the ``list`` command shows under the run's id prefix, is a **leftover**, cleaned up.
-
-Each condition (patchbench.measure.conditions: environment, CPU affinity, CPU hogs, a CPU quota) runs as
-its own set of blocks and is reported on its own. Per condition and variant: "hangs: N of M"
-with Fisher's exact p against the baseline, failures, leftovers, escaped processes, and the
-evidence files, which are copied into the report folder (paths redacted) with a readable
-``<scenario>-hangs.txt``. The gate fails a candidate that hangs at all, leaves anything behind,
-lets a process escape, or fails significantly more often than the baseline (Fisher, one-sided).
-
-Placeholders: as every kind, plus ``{block}`` (the block's number) and ``{rep}`` (the run within
-the block, filled by the launcher), e.g. a unique container id ``{id}-b{block}-{rep}``.
-"""
+"""The ``soak`` kind: thousands of short runs, each with its own deadline, because rare hangs and
+lost signals show in a few runs of every thousand; timing is incidental. Every round runs one
+block of runs of each variant through the launcher, in a seeded order, per condition; it counts
+hangs (with their evidence, patchbench.measure.hangs), failures, escaped processes and
+leftovers, and the gate fails a candidate that hangs, leaves anything behind, lets a process
+escape or fails significantly more often than the baseline. docs/scenarios.md#soak."""
 
 from __future__ import annotations
 
@@ -67,6 +45,7 @@ from patchbench.scenarios.base import (
     header,
     report_evidence,
 )
+from patchbench.scenarios.steps import ByCount, StepRule
 from patchbench.scenarios.views import account, links, lost_sigchld
 from patchbench.util import command, progress
 
@@ -239,10 +218,18 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
     tally.leftovers += [f"block {block_no}: {x}" for x in left]
 
 
+def hangs_of(result: ScenarioResult, variant: str) -> tuple[int, int]:
+    """A variant's hangs and runs, summed over the conditions: what a bisect step compares."""
+    assert isinstance(result, SoakResult)
+    per = [c.per_variant[variant] for c in result.conditions]
+    return sum(v.hangs for v in per), sum(v.runs for v in per)
+
+
 class SoakKind:
     name = "soak"
     config: ClassVar[type[ScenarioConfig]] = SoakConfig
     result: ClassVar[type[ScenarioResult]] = SoakResult
+    step: ClassVar[StepRule | None] = ByCount(hangs_of)  # a bisect finds the commit that hangs
 
     def plan(self, ctx: ScenarioContext[SoakConfig]) -> list[str]:
         sc: SoakConfig = ctx.scenario

@@ -1,24 +1,9 @@
-"""The ``stress`` kind: is the fast build still correct when instances are killed mid-start?
-
-Each round launches N instances in the background, waits a random delay from the configured range
-(seeded, recorded), then applies one action to all of them: a force-delete or stop command per
-instance, SIGTERM / SIGINT sent to each launched process, or ``none`` (they run to their end).
-
-``mode: exec`` starts a host container per round first (the ``host`` commands, ``{host}`` is its
-name) into which the instances are launched (``runc exec {host} ...``); the host is not counted as
-a leftover and ``host_teardown`` always runs after the round, also on an error or Ctrl-C. With
-``signals:`` (action ``none`` only), each instance's process says when it is ready and records
-the signals it gets; patchbench sends them to the launched process once it is ready and counts
-what arrived (``stress_signals``). After the round:
-
-- every launched and kill command must return within the timeout, else it is a hang;
-- the listing must show none of the round's instances (else a leftover: cleaned up and counted);
-- the listing's latency is kept;
-- a fresh instance must still run.
-
-Builds alternate round by round in a seeded order; each round's action and delay are drawn once
-and used for every build, so their counts compare like with like.
-"""
+"""The ``stress`` kind: is the fast build still correct when instances are killed mid-start? Each
+round launches instances, waits a seeded random delay, and applies one action to all of them (a
+delete or stop command, SIGTERM or SIGINT, or none); then hangs, leftovers, the listing's latency
+and a fresh start are checked. Each round's draw is used for every build, so the counts compare
+like with like. ``mode: exec`` launches into a host container; ``signals`` checks that signals
+reach the process inside (stress_signals.py). docs/scenarios.md#stress."""
 
 from __future__ import annotations
 
@@ -53,6 +38,7 @@ from patchbench.scenarios.base import (
     report_evidence,
     wait_or_capture,
 )
+from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
 from patchbench.scenarios.views import round_evidence
 from patchbench.util import command, progress
@@ -399,6 +385,7 @@ class StressKind:
     name = "stress"
     config: ClassVar[type[ScenarioConfig]] = StressConfig
     result: ClassVar[type[ScenarioResult]] = StressResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
 
     def plan(self, ctx: ScenarioContext[StressConfig]) -> list[str]:
         sc: StressConfig = ctx.scenario

@@ -1,19 +1,9 @@
-"""The stress kind's signal-forwarding check: signals sent to the launched (runtime) process after
-the user's process inside has started must reach that process.
-
-The launched process traps the signals and writes one line per signal it gets, the signal's name
-(``USR1`` or ``SIGUSR1``), and first a readiness line (``ready`` by default) once its traps are
-set. patchbench waits for that line in the instance's output, sends every signal of ``send`` to
-the launched process (``runc run``/``runc exec`` in the foreground), and after the instance exited
-reads which names arrived. Per signal and build:
-
-- ``forwarded``: the process recorded it;
-- ``lost``: it did not;
-- ``by_design``: it did not, and the comparison lists the signal under ``not_forwarded`` (runc
-  handles SIGWINCH itself, to resize a terminal, and never forwards it): shown apart, never gated.
-
-An instance that never said it was ready had nothing sent to it: it counts as ``not ready``.
-"""
+"""The stress kind's signal-forwarding check: a signal sent to the launched runtime process once
+the user's process inside is ready must reach that process. The process inside traps the signals
+and writes a line per signal it gets; patchbench waits for its readiness line, sends the signals,
+and afterwards counts per signal and build what was forwarded, lost, or not forwarded by design
+(a signal the comparison lists under ``not_forwarded``, such as runc's SIGWINCH: shown, never
+gated). An instance that never said it was ready counts as not ready."""
 
 from __future__ import annotations
 

@@ -1,18 +1,8 @@
 """A strict reader of the git patch forms that ``git mailinfo`` and ``git apply`` accept, run
-before git ever sees a patch.
-
-Only plain text edits of regular files inside the tree pass. Refused, each with its own reason:
-symbolic links and submodules in any spelling (``new file mode``, ``old/new mode``,
-``deleted file mode``, the mode on an ``index`` line, octal with leading zeros), mode changes,
-renames and copies (``rename from/to``, ``rename old/new``, ``copy from/to``, similarity
-headers), binary patches (``GIT binary patch``, ``Binary files ... differ``), absolute paths,
-``..``, ``.git`` and backslashes in any name (``diff --git``, ``---``/``+++``, rename/copy
-lines, quoted names), two names that differ, a hunk whose lines do not match its header, any
-patch-like section outside a ``diff --git`` block (a plain ``---``/``+++`` section after a hunk,
-``Index:`` or ``diff`` lines in the message or after the signature), and mail bodies that git
-would decode first (base64, quoted-printable, multipart), so that what is checked is exactly
-what is applied.
-"""
+before git ever sees a patch, so that a patch can only edit regular files inside the tree: links
+and submodules in any spelling, mode changes, renames and copies, binary patches, names that
+leave the tree, malformed hunks, patch-like sections outside a ``diff --git`` block and encoded
+mail bodies are refused, each with its own reason. docs/safety.md, class 7."""
 
 from __future__ import annotations
 

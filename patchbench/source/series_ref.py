@@ -1,36 +1,8 @@
-"""Upstream commits as patch series, by reference.
-
-This repository never holds upstream code, so an upstream commit is not copied into ``patches/``:
-a series file names it, and the patch is made from the fetched source at build time.
-
-Syntax: a line of ``patches/<series>/series`` (anywhere among the patch file names, applied in
-order) is either a patch file name (our own patches, ``git format-patch`` files with DEP-3
-headers) or::
-
-    upstream <commit> <hash>  # <subject, for readers>
-
-- ``<commit>``: the upstream commit's full 40-hex SHA (a merge commit is refused);
-- ``<hash>``: what the commit must change, pinned the way a lock file pins a download, as
-  ``patch-id:<40 hex>`` (``git patch-id --stable`` of the patch) or ``sha256:<64 hex>`` (sha256
-  of the patch's diff, from its first ``diff --git`` line to the end). The patch is made as
-  ``git format-patch -1 --stdout --zero-commit --no-signature --full-index --no-renames -U3
-  --diff-algorithm=myers --no-indent-heuristic <commit>`` with no user or system git
-  configuration, so the same commit gives the same diff whatever git made it; ``patch-id
-  --stable`` moreover ignores whitespace and line numbers, and its definition has not changed
-  since git 2.0. ``invoke series add`` writes ``patch-id:``.
-- Everything after ``#`` is a comment: ``invoke series add`` writes the commit's subject there.
-
-At fetch time (``ensure_commits``) every commit that a series used with the target names is
-fetched into the source cache (with its parent) from the target's URL or ``--source`` override,
-unless it is there already. At build time (``materialise``) the patch is made from that cache and
-its hash checked; a commit that is missing, or whose hash differs (both hashes are named), or
-whose patch has a form our own patches may not have (patchbench.source.patchform: a symlink, a mode
-change, a binary file, ...), is refused before anything is applied. Then the patch is applied
-like any other, and the build manifest's series entry records ``origin: upstream, commit:<sha>``.
-
-``invoke series add NAME --target T SHA[,SHA...]`` fetches the target, then each commit, and
-appends one line per commit to ``patches/NAME/series`` (made if new).
-"""
+"""Upstream commits as patch series, by reference: a series line ``upstream <commit> <hash>``
+names a commit instead of holding its patch, because this repository never holds upstream code.
+The commit is fetched into the source cache (``ensure_commits``), and at build time its patch is
+made with fixed diff options and checked against the pinned hash (``materialise``). The syntax
+and the rules: docs/series.md."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
 """The tool cleans up after itself, even after SIGKILL: the next run removes what dead runs left,
-and only that.
-
-Every scratch directory a run creates under builds/ carries its owner in its name: ``p<pid>s<start>``,
-the process id and its start time in clock ticks since boot (field 22 of /proc/<pid>/stat). The
-name is given when the directory is created, so there is no moment when a live run's directory
-looks ownerless. A directory is removed only when its owner is dead: no such process, or a process
-with that id that started at another time (the id was reused). Git worktrees registered by a dead
-run are unregistered with ``git worktree prune`` once their directories are gone (git skips
-worktrees a live ``git worktree add`` is still creating). Directories without an owner tag (from
-an older patchbench, or not ours) are left alone.
-
-The same holds for cgroups: procguard's per-run cgroup and a condition's quota cgroup carry the
-owner tag in their names; ``sweep_cgroups`` kills what a dead run left in them and removes them.
-"""
+and only that. Every scratch directory and cgroup a run makes carries its owner in its name
+(``p<pid>s<start>``: the process id and its start time since boot, given at creation, so a live
+run's directory never looks ownerless); it is removed only when no process with that id and start
+time exists, and a dead run's git worktrees are pruned. What carries no owner tag is left alone.
+docs/safety.md, class 8."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
-"""The escapers for text that came from a file (a saved run, a CI artifact's name): one per output
-format, used where such a value enters the output.
-
-- ``md_cell``: a markdown table cell or a line of a job summary: ``&``, ``<`` and ``>`` as HTML
-  entities (a tag never stays live), ``|`` as ``\\|`` (a cell never splits the table), line
-  breaks and other control characters as spaces.
-- ``md_text``: a line of markdown prose: the same entities outside code spans, code spans as
-  they are (they show their text literally).
-- ``csv_cell``: a CSV value that a spreadsheet would take for a formula (starting with ``=``,
-  ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, OWASP's rule; a number
-  (``-1.5``) stays as it is.
-- ``terminal``: control characters and ANSI escapes shown as ``\\xNN`` (tab and ``\\n`` kept unless
-  ``newlines=False``), so a name from a file never moves the cursor or recolours the terminal.
-"""
+r"""The escapers for text that came from a file (a saved run, a CI artifact's name), one per output
+format, used where such a value enters the output: ``md_cell`` and ``md_text`` (no live tag, no
+split table), ``csv_cell`` (no spreadsheet formula: OWASP's leading ``'``) and ``terminal``
+(control characters and ANSI escapes shown as ``\xNN``, so a name never moves the cursor).
+docs/security.md."""
 
 from __future__ import annotations
 

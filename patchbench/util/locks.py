@@ -3,8 +3,8 @@
 A lock is ``flock(2)`` on a file of its own, opened without following a link (builds/ is the
 tool's, and a link planted there must not make it open another file) and never truncated or
 written. The kernel drops the lock when its holder ends, however it ends, so a killed run leaves
-nothing to clean. (These were filelock's; its import alone cost about 10 ms of every comparison,
-issue 21: the tool's own cost.)
+nothing to clean. (These were filelock's, whose import alone cost about 10 ms of every
+comparison.)
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""Unsafe ownership is refused when running as root, the way ssh's StrictModes does.
-
-patchbench as root runs the commands of matrix.yaml, applies the patches and overlays, and runs
-the binaries it finds under builds/. If another user could change any of them, that user could
-run code as root. So, once at load, before anything is read:
-
-- matrix.yaml, every file and directory under patches/ and overlays/, builds/ and the
-  directories directly in it, and every parent directory of these up to /,
-- must be owned by root (or by the user who ran sudo, $SUDO_UID, who can become root anyway),
-- and must not be writable by the world, nor by a group other than root's (or $SUDO_GID's);
-  a parent directory with the sticky bit (/tmp) may be world-writable.
-
-A refusal names the path, who owns it or who may write it, and the command that fixes it.
-Nothing is checked when patchbench does not run as root.
-"""
+"""Unsafe ownership is refused when running as root, the way ssh's StrictModes does: patchbench as
+root runs the commands of matrix.yaml, applies patches and overlays and runs what it finds under
+builds/, so if another user could change any of them that user could run code as root. Before
+anything is read, these paths and their parents must be owned by root (or ``$SUDO_UID``) and
+writable by no one else (a sticky parent such as /tmp may be world-writable). Nothing is checked
+when not root. docs/safety.md, class 4."""
 
 from __future__ import annotations
 

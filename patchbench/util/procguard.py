@@ -1,34 +1,11 @@
-"""Escaped processes are found: every measured command and setup step runs inside a per-run
-cgroup, so that its descendants can be found even when they leave its process group or session
-(``setsid``, double forks, daemons). What is still in the cgroup once the command and its
-teardown are done has escaped: it is counted, reported with its command line, and killed, and the
-run is flagged.
-
-Where the cgroup lives, in order of preference:
-
-- cgroup v2 (``/sys/fs/cgroup/cgroup.controllers`` exists): ``/sys/fs/cgroup/patchbench/<run>``,
-  killed at once through ``cgroup.kill``;
-- cgroup v1 ``freezer``: ``/sys/fs/cgroup/freezer/patchbench/<run>``, frozen before the kill so
-  that nothing forks while it is being killed, then thawed;
-- cgroup v1 ``pids``, killed in rounds until empty;
-- the v2 hierarchy of a hybrid setup (``/sys/fs/cgroup/unified``).
-
-Without any (not root, no cgroup file system, macOS) the guard says so (``available`` is False,
-``reason`` says why) and commands run unchanged: escapes are then not looked for, and the run
-records that they were not.
-
-patchbench itself joins the run's cgroup while guarding (``activate``): what it starts is
-inside from its fork, with no join per command (a cgroup v1 join waits for an RCU grace period,
-5-15 ms, unless another came just before); it is never counted as an escape, and it leaves the
-cgroup before it is frozen, killed or removed.
-
-Usage::
-
-    with ProcGuard(run_id) as guard:
-        command.run(guard.wrap(argv))        # the command and all its descendants join
-        found = guard.survivors()            # what is left once it returned
-        killed = guard.kill_all()            # and gone
-"""
+"""Escaped processes are found: every measured command, setup and teardown runs inside a per-run
+cgroup, so that its descendants are found even when they leave its process group or session
+(``setsid``, double forks, daemons). What is still there once the command is done has escaped:
+it is counted, reported with its command line and killed, and the run is flagged. The cgroup is
+v2, else v1 ``freezer`` (frozen before the kill), else v1 ``pids``, else the v2 part of a hybrid
+setup; without any (not root, macOS) escapes are not looked for and the run records that.
+patchbench joins the cgroup itself while guarding (``activate``), so what it starts is inside
+from its fork. docs/safety.md, class 9."""
 
 from __future__ import annotations
 

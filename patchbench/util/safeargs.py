@@ -1,19 +1,9 @@
-"""No value reaches an external command as an option.
-
-Every value that comes from the command line, the environment (``PATCHBENCH_SOURCE_*``) or
-matrix.yaml and ends up in an argv is checked here before use, and placed after ``--`` where the
-tool supports it:
-
-- URLs: only https, ssh, git and file transports, scp-like ``user@host:path`` (ssh) and plain
-  paths; never a value starting with ``-``, a host or user starting with ``-``, git's
-  ``<transport>::<address>`` helper syntax (``ext::`` runs a command), or control characters;
-- refs: git's check-ref-format rules, and never a leading ``-``;
-- paths and names: never a leading ``-``, no control characters;
-- images: ``name@sha256:<64 hex>``, never a leading ``-``.
-
-``GIT_TRANSPORTS`` is given to every git command that talks to a remote, so git itself refuses
-any other transport even if a check here were missed.
-"""
+"""No value reaches an external command as an option. Every value from the command line, the
+environment or matrix.yaml that ends up in an argv is checked here first (URLs: https, ssh, git
+and file transports and plain paths only, never ``<transport>::`` helpers; refs by git's rules;
+names, paths and images), never starts with ``-``, and is placed after ``--`` where the tool
+supports it. ``GIT_TRANSPORTS`` makes git itself refuse any other transport. docs/safety.md,
+class 1."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Class 1 of issue 10: no value from the command line, the environment or matrix.yaml reaches
-an external command as an option. The issue's example (``--source "runc=--upload-pack=CMD;: ://"``
-ran CMD as root) is refused and CMD never runs, by each way in; every URL, ref, path and image is
-checked, and the git and hyperfine calls put ``--`` before the values they pass."""
+"""Safety class 1 (docs/safety.md): no value from the command line, the environment or matrix.yaml
+reaches an external command as an option. The reported attack (``--source "runc=--upload-pack=CMD;:
+://"`` ran CMD as root) is refused and CMD never runs, by each way in; every URL, ref, path and
+image is checked, and the git and hyperfine calls put ``--`` before the values they pass."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None
         env={**os.environ, **(env or {})})
 
 
-def test_the_issue_example_is_refused_and_never_runs(tmp_path: Path) -> None:
+def test_an_upload_pack_in_source_is_refused_and_never_runs(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     write_matrix(tmp_path / "p")
     res = run_cli(tmp_path, "fetch", "hello", "--source", f"hello={evil(marker)}")

@@ -1,7 +1,7 @@
-"""Class 3 of issue 10: the cache is verified. Before a cached build is used every artifact is
-hashed again against its manifest: a replaced binary (the example: the candidate's copied over
-the baseline's), a truncated one, a missing manifest or stamp is never used but rebuilt, with a
-message naming both hashes, and never a traceback. The check's cost is recorded."""
+"""Safety class 3 (docs/safety.md): the cache is verified. Before a cached build is used every
+artifact is hashed again against its manifest: a replaced binary (the example: the candidate's
+copied over the baseline's), a truncated one, a missing manifest or stamp is never used but
+rebuilt, with a message naming both hashes, and never a traceback. The check's cost is recorded."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_the_candidate_copied_over_the_cached_baseline_is_rebuilt(
         project: Project, capsys: pytest.CaptureFixture[str]) -> None:
     base, cand = built(project)
     expected = base.manifest["artifacts"]["hello"]["sha256"]
-    shutil.copy2(cand.bin / "hello", base.bin / "hello")  # the issue's example
+    shutil.copy2(cand.bin / "hello", base.bin / "hello")  # the candidate's binary over the baseline's
     capsys.readouterr()
     again, _ = built(project)
     err = capsys.readouterr().err

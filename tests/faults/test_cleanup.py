@@ -1,5 +1,5 @@
-"""Class 8 of issue 10: after SIGKILL during a fetch or a build, the next run removes the
-``builds/sources/.<target>-*`` directories and the registered git worktrees the dead run left,
+"""Safety class 8 (docs/safety.md): after SIGKILL during a fetch or a build, the next run removes
+the ``builds/sources/.<target>-*`` directories and the registered git worktrees the dead run left,
 and only what dead runs left (a live run's scratch directories and untagged entries stay)."""
 
 from __future__ import annotations

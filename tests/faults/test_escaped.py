@@ -1,7 +1,6 @@
-"""Class 9 of issue 10: a command that starts a ``setsid`` child leaves it running once it
-returns (today the run ends with exit 0 and the child lives on). Under ProcGuard the child is in
-the run's cgroup: it is found, reported with its command line, killed, and the run can be
-flagged."""
+"""Safety class 9 (docs/safety.md): a command that starts a ``setsid`` child leaves it running once
+it returns (today the run ends with exit 0 and the child lives on). Under ProcGuard the child is in
+the run's cgroup: it is found, reported with its command line, killed, and the run can be flagged."""
 
 from __future__ import annotations
 
@@ -122,7 +121,7 @@ def test_without_cgroups_the_guard_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_a_comparison_finds_kills_and_flags_an_escaped_child(project: Project) -> None:
-    """The issue's example end to end: the measured command starts a setsid child and exits 0.
+    """End to end: the measured command starts a setsid child and exits 0.
     The run completes, says what escaped, killed it, and the gate fails on it."""
     marker = unique()
     project.write(scenarios=[{

@@ -1,6 +1,6 @@
-"""Class 4 of issue 10: as root, a world-writable or foreign-owned matrix.yaml, patches/,
-overlays/ or builds/ (or a parent directory of them) is refused, naming the path and the fix,
-the way ssh's StrictModes does."""
+"""Safety class 4 (docs/safety.md): as root, a world-writable or foreign-owned matrix.yaml,
+patches/, overlays/ or builds/ (or a parent directory of them) is refused, naming the path and the
+fix, the way ssh's StrictModes does."""
 
 from __future__ import annotations
 

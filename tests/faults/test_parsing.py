@@ -1,9 +1,9 @@
-"""Class 6 of issue 10: parsing is bounded. An alias bomb, a document nested past any sense or a
-recursive alias in matrix.yaml ends as a config error (exit 10) within a second, with bounded
-memory; non-UTF-8 bytes in the matrix name the file; a results.json that is not UTF-8, not JSON
-or of the wrong shape is a report error (exit 18), never "internal error (a bug)". Property
-tests: any bytes as matrix.yaml give a Project or a ConfigError; any bytes as results.json give
-a rendered report or a ReportError."""
+"""Safety class 6 (docs/safety.md): parsing is bounded. An alias bomb, a document nested past any
+sense or a recursive alias in matrix.yaml ends as a config error (exit 10) within a second, with
+bounded memory; non-UTF-8 bytes in the matrix name the file; a results.json that is not UTF-8, not
+JSON or of the wrong shape is a report error (exit 18), never "internal error (a bug)". Property
+tests: any bytes as matrix.yaml give a Project or a ConfigError; any bytes as results.json give a
+rendered report or a ReportError."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from patchbench.cli import commands as cli
 from patchbench.errors import ConfigError, ReportError
 from patchbench.runs import store as runstore
 from patchbench.util import yamlsafe
-from tests.support import REPO_ROOT, invoke_argv
+from tests.support import DEMO_RUN, REPO_ROOT, invoke_argv
 
 BOMB = "\n".join(
     ["a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]"]
@@ -106,7 +106,7 @@ def test_a_non_utf8_matrix_names_the_file(tmp_path: Path) -> None:
 # --- results.json ---------------------------------------------------------------------------
 
 def good_results() -> dict[str, object]:
-    saved = sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json"))[-1]
+    saved = DEMO_RUN / "results.json"
     data: dict[str, object] = json.loads(saved.read_text())
     return data
 

@@ -1,6 +1,6 @@
-"""Class 7 of issue 10: patchbench's own patch check knows every git patch form and refuses,
-before git runs, each one that could reach outside the tree. One test per form, the forms that
-must keep passing, and property tests of the parser (Hypothesis)."""
+"""Safety class 7 (docs/safety.md): patchbench's own patch check knows every git patch form and
+refuses, before git runs, each one that could reach outside the tree. One test per form, the forms
+that must keep passing, and property tests of the parser (Hypothesis)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Class 5 of issue 10: a measurement is never lost. The complete results are written under
-builds/runs/<run>/ before the report folder; a failed report write exits 18 naming where they
-are; ``invoke report --from <run>`` renders the folder later; two runs finishing in the same
-second get distinct folders (``os.replace`` used to fail with ENOTEMPTY)."""
+"""Safety class 5 (docs/safety.md): a measurement is never lost. The complete results are written
+under builds/runs/<run>/ before the report folder; a failed report write exits 18 naming where they
+are; ``invoke report --from <run>`` renders the folder later; two runs finishing in the same second
+get distinct folders (``os.replace`` used to fail with ENOTEMPTY)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ import pytest
 from patchbench import report, results
 from patchbench.errors import ReportError
 from patchbench.runs import store as runstore
-from tests.support import REPO_ROOT, Project, compare, invoke_argv
+from tests.support import DEMO_RUN, REPO_ROOT, Project, compare, invoke_argv
 
 STAMP = "20260101T000000Z"
 
 
 def demo_results() -> Path:
-    return sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json"))[-1]
+    return DEMO_RUN / "results.json"
 
 
 @pytest.fixture
@@ -162,7 +162,7 @@ def test_results_that_cannot_be_written_anywhere_else_go_to_tmp(tmp_path: Path) 
 
 @pytest.mark.integration
 def test_a_whole_run_with_an_unwritable_reports_dir(project: Project, tmp_path: Path) -> None:
-    """The issue's example: after the whole measurement the reports directory cannot be
+    """After the whole measurement the reports directory cannot be
     written. Exit 18 (not 3), the results are kept, and `invoke report --from` renders them."""
     project.reports.parent.mkdir(parents=True, exist_ok=True)
     project.reports.write_text("not a directory")

@@ -1,7 +1,7 @@
-"""Class 2 of issue 10: secrets are never recorded. A password inside GOPROXY (or any URL) and
-the values of variables whose names say token, password, secret or key are redacted in the
-fingerprint, the manifests, results.json, logs and messages; a credential that changes leaves
-the build cache key unchanged."""
+"""Safety class 2 (docs/safety.md): secrets are never recorded. A password inside GOPROXY (or any
+URL) and the values of variables whose names say token, password, secret or key are redacted in the
+fingerprint, the manifests, results.json, logs and messages; a credential that changes leaves the
+build cache key unchanged."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Issue 18, unbounded inputs: the documented limits (docs/security.md) hold. A results file
-past the size limit (10 million samples) is refused at once, before it is read; a cell past the
-sample limit, a scenario past the cell limit, a merge past the run limit and a series past the
-patch limit are refused naming the limit."""
+"""Untrusted saved runs and artifacts (docs/security.md), unbounded inputs: the documented limits
+(docs/security.md) hold. A results file past the size limit (10 million samples) is refused at
+once, before it is read; a cell past the sample limit, a scenario past the cell limit, a merge past
+the run limit and a series past the patch limit are refused naming the limit."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Issue 18, internal errors where the README promises a code: hostile saved runs and artifacts
-give ``diff`` and ``merge`` exit 18 naming the file and the field (never exit 3), a full disk
-while the built binary is copied is exit 14 naming the path, a full disk under ``merge`` is exit
-18, and a ``series`` file that is not UTF-8 is exit 12 naming it."""
+"""Untrusted saved runs and artifacts (docs/security.md), internal errors where the README promises
+a code: hostile saved runs and artifacts give ``diff`` and ``merge`` exit 18 naming the file and
+the field (never exit 3), a full disk while the built binary is copied is exit 14 naming the path,
+a full disk under ``merge`` is exit 18, and a ``series`` file that is not UTF-8 is exit 12 naming
+it."""
 
 from __future__ import annotations
 

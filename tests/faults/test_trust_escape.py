@@ -1,7 +1,8 @@
-"""Issue 18, unescaped output: names and labels from saved runs and artifacts are escaped in
-every output format (``patchbench.util.escape``): in markdown (the job summary, the merged
-report) a tag never stays live and a ``|`` never splits a table; in CSV a value never becomes a
-formula; on the terminal control characters and ANSI escapes are shown escaped."""
+"""Untrusted saved runs and artifacts (docs/security.md), unescaped output: names and labels from
+saved runs and artifacts are escaped in every output format (``patchbench.util.escape``): in
+markdown (the job summary, the merged report) a tag never stays live and a ``|`` never splits a
+table; in CSV a value never becomes a formula; on the terminal control characters and ANSI escapes
+are shown escaped."""
 
 from __future__ import annotations
 

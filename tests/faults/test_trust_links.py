@@ -1,8 +1,8 @@
-"""Issue 18, links followed out: reading an artifact or a saved run never follows a link (the
-``exit-code-*`` files, ``results.json``, linked folders of an artifact tree), writing under
-``reports/``, ``--out`` or a summary file never goes through a link the tool did not make, nor
-into a folder another user owns in a world-writable parent; the root-ownership check of
-``patches/`` and ``overlays/`` judges what a link resolves to."""
+"""Untrusted saved runs and artifacts (docs/security.md), links followed out: reading an artifact
+or a saved run never follows a link (the ``exit-code-*`` files, ``results.json``, linked folders of
+an artifact tree), writing under ``reports/``, ``--out`` or a summary file never goes through a
+link the tool did not make, nor into a folder another user owns in a world-writable parent; the
+root-ownership check of ``patches/`` and ``overlays/`` judges what a link resolves to."""
 
 from __future__ import annotations
 

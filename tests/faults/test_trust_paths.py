@@ -1,7 +1,7 @@
-"""Issue 18, names used as paths: a comparison or variant name from a saved run never leads a
-write out of the output folder. ``merge``'s default folder is ``reports/<comparison>/``;
-``report --from`` writes ``manifest-<variant>.json``. Both names are refused (exit 18) unless
-they are plain names, the rule ``compare`` uses (``NAME_RE``)."""
+"""Untrusted saved runs and artifacts (docs/security.md), names used as paths: a comparison or
+variant name from a saved run never leads a write out of the output folder. ``merge``'s default
+folder is ``reports/<comparison>/``; ``report --from`` writes ``manifest-<variant>.json``. Both
+names are refused (exit 18) unless they are plain names, the rule ``compare`` uses (``NAME_RE``)."""
 
 from __future__ import annotations
 

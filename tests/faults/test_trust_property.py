@@ -1,8 +1,9 @@
-"""Issue 18, the property: whatever a saved run or an artifact tree holds, ``report``, ``diff``
-and ``merge`` end with a documented exit code (0, or 18 for a file they refuse; 10 is allowed
-for a configuration they refuse), never an internal error (3), and write nothing outside their
-output folder. Hypothesis feeds them arbitrary JSON, the committed demo run with arbitrary
-values put in at arbitrary places, and arbitrary folder trees with links in and out.
+"""Untrusted saved runs and artifacts (docs/security.md), the property: whatever a saved run or an
+artifact tree holds, ``report``, ``diff`` and ``merge`` end with a documented exit code (0, or 18
+for a file they refuse; 10 is allowed for a configuration they refuse), never an internal error
+(3), and write nothing outside their output folder. Hypothesis feeds them arbitrary JSON, the
+committed demo run with arbitrary values put in at arbitrary places, and arbitrary folder trees
+with links in and out.
 
 Bounded for CI: a few dozen examples per property, well under 30 s in all."""
 

@@ -1,5 +1,6 @@
-"""Helpers of the Trust II tests (issue 18): a saved run to tamper with, and the commands on
-saved runs run in-process through ``cli.guarded``, returning their exit code and output."""
+"""Helpers of the tests of saved runs and artifacts as untrusted input: a saved run to tamper with,
+and the commands on saved runs run in-process through ``cli.guarded``, returning their exit code
+and output."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from typing import Any
 
 from patchbench.cli import runs as cli_runs
 from patchbench.cli.commands import guarded
-from tests.support import REPO_ROOT
+from tests.support import DEMO_RUN
 
-DEMO = sorted((REPO_ROOT / "reports" / "demo").glob("*/results.json"))[-1]
+DEMO = DEMO_RUN / "results.json"
 _DEMO_DATA: dict[str, Any] = json.loads(DEMO.read_text())
 
 

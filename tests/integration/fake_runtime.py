@@ -1,16 +1,8 @@
-"""A tiny container runtime for the stress exec mode's tests (no root, no runc).
-
-    fake_runtime.py STATE start NAME          a "container": the file STATE/NAME
-    fake_runtime.py STATE delete NAME         removes it
-    fake_runtime.py STATE list                one name a line
-    fake_runtime.py STATE exec NAME [--drop VARIANT=SIG ...] --variant V -- ARGV...
-
-``exec`` runs ARGV in the foreground, as runc does: its handlers are set before ARGV starts; it
-forwards every signal it gets to ARGV, except SIGWINCH (which it handles itself, like runc: never
-forwarded) and the signals a ``--drop`` names for this variant (a planted loss); a signal that
-arrives before it knows ARGV's pid is kept and forwarded then (ARGV may already be running: the
-window runc's v1 patch left open). It exits with ARGV's exit code.
-"""
+"""A tiny container runtime for the stress exec mode's tests (no root, no runc): ``start``,
+``delete`` and ``list`` keep "containers" as files under STATE; ``exec NAME [--drop
+VARIANT=SIG ...] --variant V -- ARGV...`` runs ARGV in the foreground and forwards every signal
+to it as runc does, except SIGWINCH (handled itself) and the signals ``--drop`` names for this
+variant (a planted loss); a signal that comes before ARGV's pid is known is forwarded then."""
 
 from __future__ import annotations
 

@@ -215,7 +215,7 @@ def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
 
 def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
         demo_run: tuple[dict[str, Any], Path], demo_base: Path) -> None:
-    """Issue 22: `--until-ci 3 --max-rounds 12` on the demo, small runs (2 per round)."""
+    """`--until-ci 3 --max-rounds 12` on the demo, small runs (2 per round)."""
     res = invoke("compare", "demo", "--runs", "10", "--rounds", "5", "--warmup", "0",
                  "--seed", "3", "--until-ci", "3", "--max-rounds", "12",
                  "--builds", str(demo_base / "builds"),

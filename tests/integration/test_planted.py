@@ -72,7 +72,7 @@ def test_the_planted_delay_is_found_with_the_right_sign_and_a_covering_ci(tmp_pa
 
 
 def test_a_short_gated_run_of_the_planted_delay_fails_the_gate(tmp_path: Path) -> None:
-    """Issue 22: `--gate --rounds 4` on a planted regression fails (a withheld verdict fails
+    """`--gate --rounds 4` on a planted regression fails (a withheld verdict fails
     closed), and says why."""
     matrix = lighter_matrix(tmp_path)  # what is measured does not matter: 4 rounds withhold
     ws = Workspace(root=matrix.parent, matrix=matrix, builds=tmp_path / "builds",

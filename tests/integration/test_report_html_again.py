@@ -10,7 +10,7 @@ import pytest
 
 from patchbench import gate, results
 from patchbench.report import html
-from tests.support import REPO_ROOT
+from tests.support import committed_reports
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +22,7 @@ OLDER = {
 }
 PAGES = [pytest.param(p, id=key, marks=[pytest.mark.xfail(strict=True, reason=f"written {OLDER[key]}")]
                       if key in OLDER else [])
-         for p in sorted((REPO_ROOT / "reports").glob("*/*/report.html"))
+         for p in committed_reports("*/*/report.html")
          if (p.parent / "results.json").is_file()  # bisect and history pages: their own test
          for key in [f"{p.parent.parent.name}/{p.parent.name}"]]
 

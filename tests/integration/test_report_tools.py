@@ -18,7 +18,7 @@ import pytest
 
 from patchbench import results as results_mod
 from patchbench.runs import merge
-from patchbench.runs.export import benchstat_name
+from patchbench.runs.export.benchstat import benchstat_name
 from patchbench.util import command
 from tests.browser import Chromium
 from tests.support import REPO_ROOT, invoke

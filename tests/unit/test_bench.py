@@ -158,7 +158,7 @@ def test_a_run_without_exit_code_counts_as_failed(tmp_path: Path,
 
 @pytest.mark.parametrize("seed", range(5))
 def test_two_cells_alternate_ab_ba_and_run_first_equally_often(seed: int) -> None:
-    """Issue 22: a balanced order, not a random shuffle (which puts one cell first in, say, 7 of
+    """A balanced order, not a random shuffle (which puts one cell first in, say, 7 of
     10 rounds and adds the position effect to the variance)."""
     order = bench.schedule(CELLS[:2], 10, seed)
     assert Counter(r[0] for r in order) == Counter({CELLS[0]: 5, CELLS[1]: 5})
@@ -199,7 +199,7 @@ def test_one_progress_line_per_round_with_its_total_and_the_cells_in_order(
         assert line.index("baseline 200.00 ms") < line.index("fix 100.00 ms")
 
 
-# --- one hyperfine call per round (issue 21) -----------------------------------------------------
+# --- one hyperfine call per round ---------------------------------------------------------------
 
 @pytest.mark.parametrize("batch", [False, True])
 def test_a_round_of_shareable_cells_is_one_call_in_the_rounds_order(

@@ -1,4 +1,4 @@
-"""The charts are SVG written directly (issue 21: no matplotlib): every chart is a well-formed
+"""The charts are SVG written directly (no plotting library): every chart is a well-formed
 document, has one mark per datum, and shows hostile text from the results as text."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The README is a short manual that starts with two commands that work; every relative link in
 README.md and docs/ resolves (files and #anchors); every placeholder the code can fill is
-documented in docs/scenarios.md; docs/architecture.md names every module of the package."""
+documented in docs/scenarios.md; the scenario kinds and runtimes the docs list are the registered
+ones; docs/architecture.md names every module of the package."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import REPO_ROOT
+from patchbench import runtimes, scenarios
+from tests.support import REPO_ROOT, committed_reports
 
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"
@@ -88,10 +90,30 @@ def test_every_relative_link_resolves(page: Path) -> None:
 
 def test_every_comparison_with_a_committed_report_has_a_findings_link() -> None:
     linked = {t for p in (DOCS / "findings").glob("*.md") for t in links(p)}
-    folders = {f"{p.parent.name}/{p.name}" for p in (REPO_ROOT / "reports").glob("*/*")
-               if (p / "results.json").is_file()}
+    folders = {f"{p.parent.parent.name}/{p.parent.name}"
+               for p in committed_reports("*/*/results.json")}
     named = {re.sub(r"^(\.\./)+reports/", "", t).rstrip("/") for t in linked}
     assert folders - named == set()
+
+
+def test_the_docs_list_every_scenario_kind_and_no_other() -> None:
+    """docs/README.md names the kinds in the registry's order, and docs/scenarios.md has one
+    section per kind (its other sections are capitalised), so a new kind cannot be left out."""
+    kinds = list(scenarios.KINDS)
+    listed = re.search(r"the scenario kinds \(([^)]*)\)", (DOCS / "README.md").read_text())
+    assert listed is not None
+    assert listed.group(1).split(", ") == kinds
+    sections = re.findall(r"^## (\S+)$", (DOCS / "scenarios.md").read_text(), re.M)
+    assert sorted(s for s in sections if s.islower()) == sorted(kinds)
+
+
+def test_the_docs_list_every_runtime_and_no_other() -> None:
+    names = list(runtimes.REGISTRY)
+    listed = re.search(r"what each runtime \(([^)]*)\)", (DOCS / "README.md").read_text())
+    assert listed is not None
+    assert sorted(listed.group(1).split(", ")) == sorted(names)
+    sections = re.findall(r"^## (\S+)", (DOCS / "runtimes.md").read_text(), re.M)
+    assert sorted(sections) == sorted(names)
 
 
 def code_placeholders() -> set[str]:

@@ -17,10 +17,13 @@ import pytest
 from patchbench import results as results_mod
 from patchbench.errors import ReportError
 from patchbench.runs import export
-from tests.support import REPO_ROOT
+from patchbench.runs.export import benchstat, hyperfine
+from patchbench.runs.export import csv as csv_format
+from patchbench.runs.export.base import safe_name
+from tests.support import REPO_ROOT, committed_reports
 
 RUNS = {p.parent.parent.name + "/" + p.parent.name: p
-        for p in sorted((REPO_ROOT / "reports").glob("*/*/results.json"))}
+        for p in committed_reports("*/*/results.json")}
 TIMED = [k for k, p in RUNS.items()
          if any(sc.get("cells") for sc in json.loads(p.read_text())["scenarios"])]
 BURST = next(k for k in RUNS if k.startswith("runc-burst/"))
@@ -39,17 +42,19 @@ def cells(results: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]
 @pytest.mark.parametrize("key", TIMED)
 def test_hyperfine_export_has_every_cell_with_every_run(key: str) -> None:
     results = load(key)
-    files = export.to_hyperfine(results)
+    files = export.export(results, "hyperfine")
     assert len(files) == len(cells(results))
     for sc, cell in cells(results):
-        doc = json.loads(files[f"hyperfine/{export._safe(sc['name'])}--"
-                               f"{export._safe(cell['label'])}.json"])
+        doc = json.loads(files[f"hyperfine/{safe_name(sc['name'])}--"
+                               f"{safe_name(cell['label'])}.json"])
         (entry,) = doc["results"]
         times = cell["samples"]["times"]
         assert entry["times"] == times
         assert entry["exit_codes"] == cell["samples"]["exit_codes"]
-        assert entry["median"] == pytest.approx(cell["summary"]["median"], rel=1e-12)
-        assert entry["mean"] == pytest.approx(cell["summary"]["mean"], rel=1e-12)
+        # the one statistics module's figures: the run's own summary, bit for bit
+        assert entry["median"] == cell["summary"]["median"]
+        assert entry["mean"] == cell["summary"]["mean"]
+        assert entry["stddev"] == cell["summary"]["stdev"]
         assert entry["stddev"] == pytest.approx(statistics.stdev(times), rel=1e-9)
         assert (entry["min"], entry["max"]) == (min(times), max(times))
         # user/system: hyperfine's per-round means, weighted by the runs of each round
@@ -69,7 +74,7 @@ def test_hyperfine_export_weights_rounds_by_their_runs() -> None:
         times=[1.0, 2.0, 3.0], exit_codes=[0, 0, 0], user=[], system=[],
         hyperfine=[{"times": [1.0], "user": 0.1, "system": 0.3},
                    {"times": [2.0, 3.0], "user": 0.4, "system": 0.6}])})
-    (entry,) = export.hyperfine_cell(sc, cell)["results"]
+    (entry,) = hyperfine.hyperfine_cell(sc, cell)["results"]
     assert entry["user"] == pytest.approx((0.1 + 2 * 0.4) / 3)
     assert entry["system"] == pytest.approx((0.3 + 2 * 0.6) / 3)
     assert entry["median"] == 2.0 and entry["stddev"] == pytest.approx(1.0)
@@ -78,8 +83,8 @@ def test_hyperfine_export_weights_rounds_by_their_runs() -> None:
 @pytest.mark.parametrize("key", TIMED)
 def test_csv_has_one_row_per_run(key: str) -> None:
     results = load(key)
-    rows = list(csv.DictReader(io.StringIO(export.to_csv(results)["results.csv"])))
-    assert list(rows[0]) == export.CSV_COLUMNS
+    rows = list(csv.DictReader(io.StringIO(export.export(results, "csv")["results.csv"])))
+    assert list(rows[0]) == csv_format.COLUMNS
     assert len(rows) == sum(len(c["samples"]["times"]) for _, c in cells(results))
     for sc, cell in cells(results):
         mine = [r for r in rows if r["scenario"] == sc["name"] and r["cell"] == cell["label"]]
@@ -89,7 +94,7 @@ def test_csv_has_one_row_per_run(key: str) -> None:
 
 
 def test_csv_params_column_of_a_burst_scan() -> None:
-    rows = list(csv.DictReader(io.StringIO(export.to_csv(load(BURST))["results.csv"])))
+    rows = list(csv.DictReader(io.StringIO(export.export(load(BURST), "csv")["results.csv"])))
     assert {r["params"] for r in rows} == {f"k={k}" for k in (1, 2, 4, 8, 16, 32)}
 
 
@@ -99,7 +104,7 @@ LINE = re.compile(r"^(Benchmark\S+)\s+1\s+(\d+) ns/op$")
 @pytest.mark.parametrize("key", TIMED)
 def test_benchstat_files_one_per_variant_in_go_format(key: str) -> None:
     results = load(key)
-    files = export.to_benchstat(results)
+    files = export.export(results, "benchstat")
     variants = {c["variant"] for _, c in cells(results)}
     assert set(files) == {f"benchstat/{v}.txt" for v in variants}
     for v in variants:
@@ -114,9 +119,9 @@ def test_benchstat_files_one_per_variant_in_go_format(key: str) -> None:
 
 
 def test_benchstat_names_parameters_as_sub_benchmarks() -> None:
-    assert export.benchstat_name("start-8", {}, 2) == "BenchmarkStart8-2"
-    assert export.benchstat_name("exec-detached", {"k": "8"}, 4) == "BenchmarkExecDetached/k=8-4"
-    text = export.to_benchstat(load(BURST))["benchstat/baseline.txt"]
+    assert benchstat.benchstat_name("start-8", {}, 2) == "BenchmarkStart8-2"
+    assert benchstat.benchstat_name("exec-detached", {"k": "8"}, 4) == "BenchmarkExecDetached/k=8-4"
+    text = export.export(load(BURST), "benchstat")["benchstat/baseline.txt"]
     assert "BenchmarkBurst/k=32-2 " in text
 
 
@@ -126,13 +131,13 @@ def test_benchstat_refuses_two_scenarios_with_one_go_name() -> None:
     twin["name"] = "start_8"  # spelled differently, same Go name
     results["scenarios"].append(twin)
     with pytest.raises(ReportError, match="same Go benchmark name"):
-        export.to_benchstat(results)
+        export.export(results, "benchstat")
 
 
 @pytest.mark.parametrize("key", TIMED)
 def test_bmf_is_the_median_and_its_ci_in_nanoseconds(key: str) -> None:
     results = load(key)
-    doc = json.loads(export.to_bmf(results)["bmf.json"])
+    doc = json.loads(export.export(results, "bmf")["bmf.json"])
     assert len(doc) == len(cells(results))
     for sc, cell in cells(results):
         params = "".join(f"/{k}={v}" for k, v in cell["params"].items())
@@ -160,3 +165,24 @@ def test_write_export_writes_the_files(tmp_path: Path) -> None:
     paths = export.write_export(load(DEMO), "benchstat", tmp_path)
     assert sorted(p.name for p in paths) == ["baseline.txt", "per-sandbox-lock.txt"]
     assert all(p.read_text().startswith("goos: linux\n") for p in paths)
+
+
+def test_every_format_is_an_exporter_the_command_line_accepts_and_the_docs_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from patchbench.cli import main, spec
+
+    (option,) = [o for o in spec.COMMANDS["export"].options if o.name == "format"]
+    assert option.choices == tuple(export.FORMATS)  # the same names, in the same order
+    readme = (REPO_ROOT / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| `invoke export")]
+    reports_doc = (REPO_ROOT / "docs/reports.md").read_text()
+    for name, exporter in export.FORMATS.items():
+        assert f"`{name}`" in row and f"`{name}`" in reports_doc, name
+        assert isinstance(exporter.timed, bool) and callable(exporter.files)
+        with pytest.raises(SystemExit) as exc:
+            main.run(["export", str(RUNS[DEMO].parent), "--format", name, "--out",
+                      str(tmp_path / name)])
+        assert exc.value.code == 0, capsys.readouterr().err
+        written = sorted(p.relative_to(tmp_path / name).as_posix()
+                         for p in (tmp_path / name).rglob("*") if p.is_file())
+        assert written == sorted(export.export(load(DEMO), name)), name

@@ -143,7 +143,7 @@ def test_the_baseline_s_escapes_get_their_own_prefix() -> None:
     assert warnings[1].startswith(procguard.ESCAPED + ": run fix round 1/5")
 
 
-# --- the rule of schema 5 (issue 22): one-sided p under Holm, and the gate fails closed --------
+# --- the rule of schema 5: one-sided p under Holm, and the gate fails closed ---------------------
 
 def verdict5(candidate: str, v: str, speedup: float, p_slower: float | None,
              rounds: int = 10) -> dict[str, Any]:

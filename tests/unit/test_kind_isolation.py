@@ -27,19 +27,13 @@ from patchbench.errors import ReportError
 from patchbench.report import markdown
 from patchbench.report.blocks import Across, Block, Table, text
 from patchbench.scenarios.base import ScenarioContext
+from patchbench.scenarios.steps import ByCount, StepRule
 from tests.support import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "patchbench"
 REGISTRY = "patchbench/scenarios/__init__.py"
-# Where a kind's name may appear for another reason, each with why.
-ALLOWED_FILES = {
-    # a bisect or history step is measured with one of the two kinds that give a time (command)
-    # or a hang count (soak): it reads those two results by design
-    "patchbench/bisect/judge.py": "bisect judges command and soak results",
-    "patchbench/bisect/session.py": "bisect runs command and soak scenarios",
-    "patchbench/bisect/record.py": "bisect records command and soak results",
-    "patchbench/bisect/render.py": "bisect renders command and soak results",
-}
+# Where a kind's name may appear for another reason, each with why (never in bisect/: a kind's
+# step rule says how a bisect or history step judges and draws its results).
 ALLOWED = {
     ("patchbench/config/scenarios.py", "command"): "DEFAULT_KIND, a scenario without `kind`",
     ("patchbench/docker/images.py", "layers"): "the OCI image config's rootfs type",
@@ -115,7 +109,7 @@ def names_in(node: ast.AST) -> set[str]:
 
 def leaks(source: str, path: str, kinds: dict[str, str], classes: dict[str, str]) -> list[str]:
     """Where ``source`` (the file at ``path``) names or checks for a kind not its own."""
-    if path == REGISTRY or path in ALLOWED_FILES:
+    if path == REGISTRY:
         return []
     own = {k for k, p in kinds.items() if owns(p, path)}
     foreign = {c for c, k in classes.items() if k not in own}
@@ -179,6 +173,23 @@ def test_the_check_finds_a_leak() -> None:
     assert leaks(source, "patchbench/scenarios/stress_signals.py", kinds, classes) == []  # helper
     # the records of every kind are found, also those of a kind's helper module
     assert {"SignalCount", record, "PhaseCell", "SoakCondition"} <= set(classes)
+
+
+def test_a_kind_named_in_bisect_is_a_leak() -> None:
+    """bisect/ reaches a kind through its step rule only: no file there is allowed a kind's name."""
+    kinds, classes = own_modules(), result_classes()
+    soak_class = results.result_models()["soak"].__name__
+    source = (f"from patchbench.scenarios.soak import {soak_class}\n"
+              "KINDS = ('command', 'soak')\n"
+              "def axis(rec, res):\n"
+              "    return 'hang rate' if isinstance(res, %s) else 'median (ms)'\n") % soak_class
+    assert sorted(leaks(source, "patchbench/bisect/render.py", kinds, classes)) == [
+        f"patchbench/bisect/render.py:1: imports {soak_class}",
+        "patchbench/bisect/render.py:2: the kind name 'command'",
+        "patchbench/bisect/render.py:2: the kind name 'soak'",
+        f"patchbench/bisect/render.py:4: isinstance against {soak_class}",
+    ]
+    assert not [path for path, _ in ALLOWED if path.startswith("patchbench/bisect/")]
 
 
 def test_a_config_model_outside_its_module_is_a_leak() -> None:
@@ -270,6 +281,7 @@ class ToyKind:
     name = "toy"
     config: ClassVar[type[ScenarioConfig]] = ToyConfig
     result: ClassVar[type[results.ScenarioResult]] = ToyResult
+    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it (unless a test says)
 
     def plan(self, ctx: ScenarioContext[ToyConfig]) -> list[str]:
         return [f"  toy of {ctx.scenario.size}"]
@@ -382,3 +394,65 @@ def test_a_wrong_registration_is_a_bug(toy: ToyKind) -> None:
         config_scenarios.register_config("toy", type("OtherConfig", (ToyConfig,), {}))
     with pytest.raises(RuntimeError, match=r"config model ToyConfig .* does not default to it"):
         config_scenarios.register_config("other", ToyConfig)
+
+
+# --- bisect and history reach a kind through its step rule ------------------------------------
+
+
+GOOD, BAD = "a" * 40, "b" * 40
+
+
+def toy_counts(result: results.ScenarioResult, variant: str) -> tuple[int, int]:
+    """The toy's events of a variant: the entries of its record's ``left`` naming the variant, of
+    ``size`` runs."""
+    assert isinstance(result, ToyResult)
+    return result.record.left.count(variant), result.record.size
+
+
+def test_bisect_judges_and_draws_a_kind_by_its_step_rule(toy: ToyKind,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from patchbench.bisect import judge, record, render
+    from patchbench.bisect.session import Measurement
+
+    raw = {**TOY, "record": {"size": 10, "left": [BAD[:12]] * 9}}
+    measured = {"label": "ends", "commits": [GOOD, BAD], "factor": 1, "seed": 0, "result": raw}
+    with pytest.raises(ValidationError, match="kind 'toy': not a scenario kind a bisect step"):
+        record.MeasurementRec.model_validate(measured)  # the toy has no step rule yet
+    monkeypatch.setattr(ToyKind, "step", ByCount(toy_counts, measures="leftovers",
+                                                 axis="leftover rate"))
+    m = record.MeasurementRec.model_validate(measured)
+    assert isinstance(m.result, ToyResult)  # read as the kind's own model, and dumped whole
+    assert m.model_dump(mode="json")["result"] == raw
+    ends = Measurement("ends", [GOOD, BAD], 1, 0, m.result, [])
+    pair = judge.pair(ends, GOOD, BAD, 0.05, 0.02)
+    assert pair.differs is True and pair.text.startswith("leftovers 9 of 10 vs 0 of 10, Fisher p")
+    assert judge.pair(ends, GOOD, GOOD, 0.05, 0.02).differs is False
+    assert judge.value(ends, BAD) == judge.Value("leftovers 9 of 10", hangs=9, runs=10)
+    commit = {"sha": GOOD, "subject": "good", "author_date": "2026-11-01"}
+    rec = record.Bisect(tool="t", target="t", comparison="c", scenario="toy-1",
+                        scenario_kind="toy", alpha=0.05, min_effect=0.02, budget=1, seed=0,
+                        started_at="", good=record.CommitRec(**commit),
+                        bad=record.CommitRec(**{**commit, "sha": BAD, "subject": "bad"}),
+                        chain=2, expected_steps=0, outcome="no-difference", measurements=[m])
+    points, axis = render.bisect_points(rec)
+    assert axis == "leftover rate"
+    assert [(p.y, p.title) for p in points] == [
+        (0.0, f"{GOOD[:12]} good: leftovers 0 of 10"), (0.9, f"{BAD[:12]} bad: leftovers 9 of 10")]
+    assert "leftover rate" in render.bisect_html(rec)
+
+
+def test_bisect_refuses_a_kind_without_a_step_rule_naming_those_with_one(toy: ToyKind) -> None:
+    from patchbench.bisect.session import scenario_of
+
+    comp = config.Comparison.model_validate({"target": "t", "candidates": {"c": ["p"]},
+                                             "scenarios": [{"kind": "toy", "name": "t"}]})
+
+    class Project:
+        def comparison(self, name: str) -> config.Comparison:
+            return comp
+
+    with pytest.raises(errors.ConfigError, match="a toy scenario cannot be bisected") as exc:
+        scenario_of(Project(), "c:t")  # type: ignore[arg-type]
+    judged = [f"{name} ({kind.step.measures})" for name, kind in scenarios.KINDS.items()
+              if kind.step is not None]
+    assert judged and exc.value.hint == "the kinds a step judges: " + ", ".join(judged)

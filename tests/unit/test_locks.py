@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -95,3 +96,27 @@ def test_the_same_lock_through_a_linked_folder_is_still_the_same_lock(tmp_path: 
             pytest.raises(RuntimeError, match="already held by this thread"), \
             locks.locked(tmp_path / "via", "build-x", timeout=5):
         pass
+
+
+def test_a_second_run_on_one_builds_dir_is_told_it_waits(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    lock_dir = tmp_path / "builds" / "locks"
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with locks.locked(lock_dir, "build-x"):
+            held.set()
+            release.wait(5)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    assert held.wait(5)
+    threading.Timer(0.2, release.set).start()
+    started = time.monotonic()
+    with locks.locked(lock_dir, "build-x"):
+        waited = time.monotonic() - started
+    t.join()
+    assert waited > 0.1
+    err = capsys.readouterr().err
+    assert f"waiting for another patchbench process using {tmp_path / 'builds'}" in err
+    assert "build-x.lock" in err

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from patchbench.bisect import record, render
-from tests.support import REPO_ROOT
+from tests.support import REPO_ROOT, committed_reports
 
 
 def stored(dump: object, raw: object) -> object:
@@ -22,8 +22,8 @@ def stored(dump: object, raw: object) -> object:
     return dump
 
 
-BISECTS = sorted((REPO_ROOT / "reports").glob("bisect-*/*/bisect.json"))
-HISTORIES = sorted((REPO_ROOT / "reports").glob("history-*/*/history.json"))
+BISECTS = committed_reports("bisect-*/*/bisect.json")
+HISTORIES = committed_reports("history-*/*/history.json")
 
 
 def test_there_is_a_committed_bisect_report() -> None:

@@ -16,9 +16,9 @@ from patchbench.scenarios.ctrstress import CtrStressResult
 from patchbench.scenarios.mounts import MountsResult
 from patchbench.scenarios.soak import SoakResult
 from patchbench.scenarios.stress import StressResult
-from tests.support import REPO_ROOT
+from tests.support import committed_reports
 
-REPORTS = sorted((REPO_ROOT / "reports").glob("*/*/results.json"))
+REPORTS = committed_reports("*/*/results.json")
 IDS = [f"{p.parent.parent.name}/{p.parent.name}" for p in REPORTS]
 
 
@@ -43,7 +43,7 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
             b, k = cells[c.baseline].samples, cells[c.candidate].samples
             base, cand = b.times, k.times
             assert len(base) == cells[c.baseline].summary.n
-            if c.rule5:  # results version 5: the rule of issue 22
+            if c.rule5:  # results version 5: the log-scale rule, three answers
                 rec = verdict.record(base, b.rounds, cand, k.rounds, alpha=c.alpha,
                                      min_effect=c.min_effect, seed=data.seed + i,
                                      min_rounds=c.min_rounds or stats.MIN_ROUNDS)
@@ -59,7 +59,7 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
                 for f in ("mde", "effect_s", "p_slower", "p_equivalent"):
                     assert getattr(again5, f) == pytest.approx(getattr(c, f), rel=1e-9)
                 again: stats.Comparison | stats.PairedComparison | paired.PairedVerdict = again5
-            elif c.paired:  # results version 3 and 4: the round-paired rule of issue 9
+            elif c.paired:  # results version 3 and 4: the round-paired rule of medians
                 pooled = stats.compare(base, cand, alpha=c.alpha, min_effect=c.min_effect,
                                        seed=data.seed + i)
                 assert c.pooled is not None

@@ -225,10 +225,10 @@ def test_summary_path_prefers_the_option_then_github() -> None:
     assert summary.summary_path(None, {}) is None
 
 
-# --- diff: the ratio of the two runs' round-paired speedups (issue 22) ------------------------
+# --- diff: the ratio of the two runs' round-paired speedups -------------------------------------
 
 def test_a_machine_that_is_slower_everywhere_changes_no_speedup() -> None:
-    """The issue's case: the same binaries, one run on a slower machine. The pooled per-cell
+    """The same binaries, one run on a slower machine. The pooled per-cell
     figures say "B slower" (and, now, that it is the machine's); the speedups' ratio is 1."""
     a = load(DEMO)
     b = copy.deepcopy(a)

@@ -83,7 +83,7 @@ def test_a_quick_run_prints_the_table(calib: ModuleType, tmp_path: Path,
 
 def test_the_calibration_can_fail(calib: ModuleType) -> None:
     """A rule that misses a target is reported as failed: here 19 % false alarms at 1.00 (the
-    old rule under the shape model at 30x4, issue 22); at 5 % everywhere it passes."""
+    old rule under the shape model at 30x4); at 5 % everywhere it passes."""
     import argparse
 
     models = {"shape": (calib.model_shape, (30,), True)}

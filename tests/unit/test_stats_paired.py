@@ -1,4 +1,4 @@
-"""The round-paired verdict (issue 9): t and F distributions without scipy, the exact Wilcoxon
+"""The round-paired verdict of schema 3-4: t and F distributions without scipy, the exact Wilcoxon
 signed-rank test, the paired comparison itself and the drift check."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``--until-ci PCT --max-rounds N`` (issue 22): the planned looks, alpha spent over them, the
+"""``--until-ci PCT --max-rounds N``: the planned looks, alpha spent over them, the
 ``more`` callback of ``bench.measure`` on synthetic samples, and what the saved run and report.md
 say about the stop."""
 
@@ -18,7 +18,7 @@ from patchbench.measure.bench import Cell, Invocation, Samples
 from patchbench.scenarios.base import precision_rule
 from patchbench.scenarios.command import CommandConfig
 from patchbench.util.layout import Layout
-from tests.unit.test_report_verdicts5 import doc
+from tests.unit.test_report_shows_effect_and_answer import doc
 
 
 def test_the_looks_grow_by_half_in_whole_blocks_and_end_at_the_budget() -> None:

@@ -1,24 +1,9 @@
-"""Rust: the environment (pinned ``RUSTFLAGS`` with ``--remap-path-prefix``, offline cargo, the
-rustup toolchain named by the target) and the fingerprint (``rustc -vV``, ``cargo -V`` and both
-binaries' sha256, the linker the driver runs).
-
-Crates: before a tree is built, the crates of its ``Cargo.lock`` are fetched once (``cargo fetch
---locked``) into ``builds/sources/cargo-home``, stamped by the lock file's sha256; every build
-then runs with ``CARGO_NET_OFFLINE=true`` and the recipe's ``--locked --offline``. A cargo
-target directory is shared by the variants of one (target, toolchain fingerprint, Cargo.lock
-hash), so a candidate starts from the baseline's compiled dependencies and patchbench locks it for
-the whole build. The crate cache and the target directory are remapped (``/cargo``, ``/target``) and the
-workspace's own sources reach rustc relative to its root, so builds in different directories give
-the same bytes.
-
-Workspace crates: cargo judges a path crate fresh by mtimes (a source newer than its last
-compile), and every variant's worktree is a fresh checkout, so all of them were recompiled for
-every variant. ``shared_target`` records the sources of each successful build in the target
-directory (``patchbench-sources.json``: path -> sha256) and, before the next build, dates every
-file with the recorded content back to 2000-01-01 and every other file to now: cargo recompiles
-exactly the crates whose sources differ from what the directory was last built from, whichever
-variant that was. Without a record (a first or a failed build) every file is new.
-"""
+"""The Rust toolchain: the environment (pinned ``RUSTFLAGS`` with ``--remap-path-prefix``, offline
+cargo, the target's rustup toolchain) and the fingerprint (``rustc -vV``, ``cargo -V``, both
+binaries' sha256, the linker). The crates of ``Cargo.lock`` are fetched once into the source
+cache, and builds run offline. The variants of one target share a cargo target directory, with
+the sources it was last built from recorded (``shared_target``), so that a candidate recompiles
+only the crates its patch changed and builds in different directories give the same bytes."""
 
 from __future__ import annotations
 

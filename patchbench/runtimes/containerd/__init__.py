@@ -1,29 +1,10 @@
-"""containerd as a runtime target: one daemon per variant, with everything of it under the run.
-
-``ContainerdDaemon`` owns one variant's daemon:
-
-- its own root, state, temp directory, client temp directory and sockets under ``base`` (a
-  directory of the run), and a version-3 ``config.toml`` rendered from ``config.toml`` beside this file
-  next to this module (CRI and NRI disabled, overlayfs required);
-- its own namespace ``pb-<token>-<variant>``, so the cgroups runc creates (``/<namespace>/<id>``
-  in every controller) are named after the run, not ``default``;
-- ``PATH`` starts with the variant's own binaries (the shim) and the one recorded runc, and
-  ``TMPDIR`` points into ``base``: the shim and ``ctr`` make their temporary and idmapped mounts
-  there (``XDG_RUNTIME_DIR`` is dropped, since containerd would prefer it);
-- ``start()`` runs it in its own process group and waits until ``ctr version`` answers;
-  ``stop()`` sends SIGTERM, then kills the group.
-
-Leftovers are counted in two steps. While the daemon is up: containers, tasks and active
-snapshots of the namespace (``state_leftovers``). After it stopped: mounts under ``base`` in
-``/proc/self/mountinfo``, shim processes started with ``-address <our socket>``, shim sockets in
-the fixed ``/run/containerd/s/`` (their names are sha256(address/namespace/id), so they are computed
-from the container ids, never guessed from the directory), and the namespace's cgroups
-(``host_leftovers``). ``cleanup_host`` unmounts (deepest first, detached), kills, removes, and
-returns what it did.
-
-``probe_idmapped_overlay(dir)`` checks, before anything is built, that idmapped mounts work on
-overlayfs lower directories of ``dir``'s filesystem (see ``patchbench.runtimes.containerd.mountsys``).
-"""
+"""containerd as a runtime target: one daemon per variant, with everything of it (root, state,
+sockets, temporary directories, a namespace named after the run) under the run's directory, so
+that what a variant leaves behind is its own and can be counted. ``ContainerdDaemon`` starts and
+stops a variant's daemon and counts its leftovers (containers, tasks, snapshots while it runs;
+mounts, shims, shim sockets and cgroups after it stopped); ``cleanup_host`` removes them and says
+what it did. ``probe_idmapped_overlay`` checks, before anything is built, that idmapped mounts
+work on overlayfs here. docs/runtimes.md."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
 """The Linux mount syscalls through ctypes (open_tree, mount_setattr, move_mount, mount, umount2,
-unshare), and two small programs that use them, run as ``python3 .../runtimes/containerd/mountsys.py`` (a
-script: it needs only the standard library):
-
-- ``probe-idmap DIR``: in a private mount namespace, idmaps a directory of DIR's filesystem
-  (``open_tree`` + ``mount_setattr(MOUNT_ATTR_IDMAP)`` + ``move_mount``), uses two such mounts as
-  overlayfs lower directories, and checks that a root-owned file shows the mapped owner through
-  the overlay. Prints one JSON object ``{"ok": bool, "reason": str, ...}``; exit 0 when it works.
-- ``exercise --mounts N --forks F --threads T``: a program with a known number of mount syscalls
-  (the mount tracer's test subject), see ``exercise()``.
-
-Only Linux; the syscall numbers are the generic ones shared by x86_64 and arm64 for the new mount
-API, and looked up per architecture for the rest.
-"""
+unshare), and two small programs run as a script (standard library only): ``probe-idmap DIR``
+checks that idmapped mounts work as overlayfs lower directories on DIR's filesystem, printing
+one JSON object, and ``exercise`` makes a known number of mount syscalls for the mount tracer's
+tests. Linux only."""
 
 from __future__ import annotations
 

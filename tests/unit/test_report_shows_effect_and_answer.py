@@ -1,4 +1,4 @@
-"""A report of schema 5 (issue 22): the effect in time beside the ratio, the answer's words (an
+"""A report of schema 5: the effect in time beside the ratio, the answer's words (an
 inconclusive one with what the run could detect) and the rule in the statistics line; records of
 the older rules keep their rendering (tests/unit/test_reproduce_reports.py)."""
 
