@@ -108,8 +108,7 @@ def build_for_patch(project: Project, ws: Workspace, series: str) -> list[build.
     comp = comparison_for_series(project, series)
     base = tuple(comp.baseline)
     variants = [build.Variant("baseline", base), build.Variant(series, (*base, series))]
-    return build_variants(project, ws, project.named_target(comp.target), variants,
-                          comp.overlays)
+    return build_variants(project, ws, project.target_of(comp), variants, comp.overlays)
 
 
 def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = None
@@ -123,7 +122,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         raise ConfigError("--gate judges candidates; an A/A run (--aa, --aa-layout) has none",
                           hint="run the A/A without --gate: its verdict is the noise floor")
     comp = project.comparison(name)
-    target = project.named_target(comp.target)
+    target = project.target_of(comp)
     chosen = [scenarios.override(s, sw.runs, sw.rounds, sw.warmup) for s in comp.scenarios
               if not sw.only or s.name in sw.only]
     unknown = sorted(set(sw.only) - {s.name for s in comp.scenarios})

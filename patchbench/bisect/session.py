@@ -89,7 +89,7 @@ class Session:
 
         name, comp, sc = scenario_of(project, spec)
         sc = scenarios.override(sc, runs, rounds, None)
-        target = project.named_target(comp.target)
+        target = project.target_of(comp)
         checkout = upstream.fetch(project, ws, target)
         pipeline.check_machine(project, ws, target, [build.Variant("baseline",
                                tuple(comp.baseline))], checkout, comp)

@@ -349,9 +349,9 @@ def _check_relative(path: str, what: str) -> None:
 
 @dataclass(frozen=True)
 class NamedTarget:
-    """A target of the matrix with its name, resolved once (``Project.named_target``) and handed
-    to every stage: the name keys the source and artifact caches and names it in messages, the
-    spec is what is fetched, checked and built."""
+    """A target of the matrix with its name, resolved once (``Project.target_of``, ``named_target``)
+    and handed to every stage: the name keys the source and artifact caches and names it in messages,
+    the spec is what is fetched, checked and built."""
 
     name: str
     spec: Target
@@ -392,6 +392,10 @@ class Project:
     def named_target(self, name: str) -> NamedTarget:
         """The target ``name`` with its name (ConfigError, with a suggestion, for no such one)."""
         return NamedTarget(name, self.target(name))
+
+    def target_of(self, comp: Comparison) -> NamedTarget:
+        """The target a comparison of this matrix builds (``load`` checked that it exists)."""
+        return NamedTarget(comp.target, self.matrix.targets[comp.target])
 
     def comparison(self, name: str) -> Comparison:
         if name not in self.matrix.comparisons:
