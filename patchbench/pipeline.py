@@ -9,7 +9,7 @@ import secrets
 import time
 from pathlib import Path
 
-from patchbench import __version__, build, config, redact, results, runtimes, scenarios
+from patchbench import __version__, build, config, plan, redact, results, runtimes, scenarios
 from patchbench.analysis import sequential
 from patchbench.build import aa
 from patchbench.config import Comparison, NamedTarget, Project
@@ -115,8 +115,6 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             ) -> tuple[results.Results | None, list[str], Path | None]:
     """Run comparison ``name``; return its results, the --dry-run plan lines, and the saved run
     folder (None on a dry run)."""
-    from patchbench import plan
-
     sw = sw or Switches()
     if sw.gate and (sw.aa or sw.aa_layout):  # an A/A's twin is never taken for a candidate
         raise ConfigError("--gate judges candidates; an A/A run (--aa, --aa-layout) has none",

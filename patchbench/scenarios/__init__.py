@@ -2,8 +2,8 @@
 model, its ``--dry-run`` lines, its run, its gate rule, its result model and its report blocks.
 Importing this package registers every kind, for matrix.yaml and for results.json, so whoever
 loads a matrix or reads results imports it first. The config, the pipeline and the reports never
-name a kind (tests/unit/test_kind_isolation.py), so adding a kind is one new module and one line
-below (docs/architecture.md). What each kind measures: docs/scenarios.md."""
+name a kind (tests/unit/test_kind_isolation.py), so adding a kind is one new module, imported
+and registered below (docs/architecture.md). What each kind measures: docs/scenarios.md."""
 
 from __future__ import annotations
 

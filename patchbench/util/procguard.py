@@ -145,7 +145,7 @@ class ProcGuard:
         """Put patchbench itself (all its threads) into the cgroup, remembering where it was:
         every process it starts from now on is inside from its fork, with no join of its own.
         A join of cgroup v1 waits for an RCU grace period unless another came just before
-        (5-15 ms on this machine, docs/cost.md), which one join per command paid every time."""
+        (5-15 ms on this machine), which one join per command paid every time."""
         if not self.available or self.path is None or self.kind is None or self.home:
             return self.home is not None
         home = own_cgroup(self.kind, self.path.parent.parent)
