@@ -46,7 +46,9 @@ TARGET = 0.05  # false alarms, sizes and 1 - coverage
 MISS_P = 0.05
 REAL_MISS_P = 0.001
 
-Sim = tuple[list[float], list[int], list[float], list[int]]
+# baseline times, rounds, candidate times, rounds, and the signs of the boundaries between
+# neighbouring rounds (paired.neighbour_signs) of the order the blocks ran in
+Sim = tuple[list[float], list[int], list[float], list[int], dict[int, int]]
 # --contrast: an earlier rule run on the same replicates (its method, how the report names it)
 CONTRASTS = {
     "t": (PAIRED5_METHOD, "the plain t of the first schema-5 records (`PAIRED5_METHOD`)"),
@@ -66,13 +68,12 @@ def simulate(rng: np.random.Generator, rounds: int, runs: int, cv: float, drift:
     block its own drift factor exp(N(0, drift^2))."""
     sigma = lognormal_sigma(cv)
     medians = (BASE_MEDIAN, BASE_MEDIAN / ratio)
-    out: list[list[float]] = [[], []]
+    out: list[np.ndarray] = []
     for v in range(2):
         block_drift = rng.normal(0.0, drift, rounds) if drift else np.zeros(rounds)
         noise = rng.normal(0.0, sigma, (rounds, runs))
-        out[v] = list((medians[v] * np.exp(block_drift[:, None] + noise)).ravel())
-    round_ids = [r for r in range(1, rounds + 1) for _ in range(runs)]
-    return out[0], round_ids, out[1], list(round_ids)
+        out.append(medians[v] * np.exp(block_drift[:, None] + noise))
+    return _pack(out[0], out[1], _positions(rounds, int(rng.integers(2**31)), False))
 
 
 def _positions(rounds: int, seed: int, shuffled: bool) -> np.ndarray:
@@ -85,10 +86,13 @@ def _positions(rounds: int, seed: int, shuffled: bool) -> np.ndarray:
     return np.array([[c.variant for c in r].index("candidate") for r in order], dtype=int)
 
 
-def _pack(b: np.ndarray, c: np.ndarray) -> Sim:
+def _pack(b: np.ndarray, c: np.ndarray, pos: np.ndarray) -> Sim:
+    """The runs as patchbench records them, with the signs of the boundaries between rounds for
+    ``pos`` (per round, the position of the candidate's block)."""
     rounds, runs = b.shape
     ids = [r for r in range(1, rounds + 1) for _ in range(runs)]
-    return b.ravel().tolist(), ids, c.ravel().tolist(), list(ids)
+    signs = {r: 1 if (pos[r - 1] == 1) == (pos[r] == 0) else -1 for r in range(1, rounds)}
+    return b.ravel().tolist(), ids, c.ravel().tolist(), list(ids), signs
 
 
 def model_lognormal(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
@@ -108,14 +112,14 @@ def model_ar1(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
     s = lognormal_sigma(0.05)
     b = BASE_MEDIAN * np.exp(base_drift[:, None] + rng.normal(0, s, (rounds, RUNS)))
     c = BASE_MEDIAN * factor * np.exp(cand_drift[:, None] + rng.normal(0, s, (rounds, RUNS)))
-    return _pack(b, c)
+    return _pack(b, c, pos)
 
 
 def model_shape(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
     b = BASE_MEDIAN * np.exp(rng.normal(0, lognormal_sigma(0.02), (rounds, RUNS)))
     scale = 0.18  # log = scale * (Exp(1) - 1): mean 0 (the same geometric mean), CV about 20 %
     c = BASE_MEDIAN * factor * np.exp(scale * (rng.exponential(1.0, (rounds, RUNS)) - 1.0))
-    return _pack(b, c)
+    return _pack(b, c, _positions(rounds, int(rng.integers(2**31)), False))
 
 
 def _position(rng: np.random.Generator, rounds: int, factor: float, shuffled: bool) -> Sim:
@@ -125,7 +129,7 @@ def _position(rng: np.random.Generator, rounds: int, factor: float, shuffled: bo
     b = BASE_MEDIAN * np.exp(((1 - pos) * effect)[:, None] + rng.normal(0, s, (rounds, RUNS)))
     c = BASE_MEDIAN * factor * np.exp((pos * effect)[:, None]
                                       + rng.normal(0, s, (rounds, RUNS)))
-    return _pack(b, c)
+    return _pack(b, c, pos)
 
 
 def model_position(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
@@ -142,19 +146,78 @@ def model_outliers(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
     for f in (1.0, factor):
         x = BASE_MEDIAN * f * np.exp(rng.normal(0, s, (rounds, RUNS)))
         out.append(np.where(rng.random((rounds, RUNS)) < 0.05, 1.5 * x, x))
-    return _pack(out[0], out[1])
+    return _pack(out[0], out[1], _positions(rounds, int(rng.integers(2**31)), False))
 
 
 def model_coarse(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
     tick, s = 0.001, lognormal_sigma(0.02)
     b = 0.010 * np.exp(rng.normal(0, s, (rounds, RUNS)))
     c = 0.010 * factor * np.exp(rng.normal(0, s, (rounds, RUNS)))
-    return _pack(np.floor(b / tick) * tick, np.floor(c / tick) * tick)
+    return _pack(np.floor(b / tick) * tick, np.floor(c / tick) * tick,
+                 _positions(rounds, int(rng.integers(2**31)), False))
+
+
+def _sequence(rng: np.random.Generator, rounds: int, step: Callable[[np.ndarray], np.ndarray],
+              per_run: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Noise over the runs in the order they ran: ``step`` turns independent N(0, 1) draws into
+    the series (one value per run when ``per_run``, else one per block, shared by its runs);
+    returns (baseline's, candidate's) log noise per round and run, and the candidate's
+    positions."""
+    pos = _positions(rounds, int(rng.integers(2**31)), False)
+    size = 2 * rounds * RUNS if per_run else 2 * rounds
+    series = step(rng.normal(0, 1, size))
+    blocks = (series.reshape(rounds, 2, RUNS) if per_run
+              else np.repeat(series.reshape(rounds, 2)[:, :, None], RUNS, axis=2))
+    at = np.arange(rounds)
+    return blocks[at, 1 - pos], blocks[at, pos], pos
+
+
+def _ar1(phi: float, sd: float) -> Callable[[np.ndarray], np.ndarray]:
+    def step(z: np.ndarray) -> np.ndarray:
+        out = np.empty_like(z)
+        out[0] = sd * z[0]
+        for t in range(1, z.size):
+            out[t] = phi * out[t - 1] + sd * math.sqrt(1 - phi * phi) * z[t]
+        return out
+    return step
+
+
+def model_ar1_runs(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
+    """CV 5 %, every run's noise an AR(1) over the runs in the order they ran (rho 0.5): the
+    end of one round's last block and the start of the next round's first share noise."""
+    b, c, pos = _sequence(rng, rounds, _ar1(0.5, lognormal_sigma(0.05)), per_run=True)
+    return _pack(BASE_MEDIAN * np.exp(b), BASE_MEDIAN * factor * np.exp(c), pos)
+
+
+def model_random_walk(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
+    """CV 5 %, the machine's speed a random walk over the blocks (steps of sd 2 %)."""
+    b, c, pos = _sequence(rng, rounds, lambda z: np.cumsum(0.02 * z), per_run=False)
+    s = lognormal_sigma(0.05)
+    return _pack(BASE_MEDIAN * np.exp(b + rng.normal(0, s, b.shape)),
+                 BASE_MEDIAN * factor * np.exp(c + rng.normal(0, s, c.shape)), pos)
+
+
+def model_t3(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
+    """Heavy tails: log times t-distributed with 3 degrees of freedom (sd 5 %)."""
+    scale = lognormal_sigma(0.05) / math.sqrt(3)
+    b = BASE_MEDIAN * np.exp(scale * rng.standard_t(3, (rounds, RUNS)))
+    c = BASE_MEDIAN * factor * np.exp(scale * rng.standard_t(3, (rounds, RUNS)))
+    return _pack(b, c, _positions(rounds, int(rng.integers(2**31)), False))
+
+
+def model_bimodal(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
+    """The baseline log-normal (CV 5 %); the candidate bimodal, the same geometric mean: 80 %
+    of its runs 10 % below it, 20 % 40 % above (log scale), each with 2 % noise: faster in
+    median, slower in mean."""
+    b = BASE_MEDIAN * np.exp(rng.normal(0, lognormal_sigma(0.05), (rounds, RUNS)))
+    mode = np.where(rng.random((rounds, RUNS)) < 0.2, 0.4, -0.1)
+    c = BASE_MEDIAN * factor * np.exp(mode + rng.normal(0, 0.02, (rounds, RUNS)))
+    return _pack(b, c, _positions(rounds, int(rng.integers(2**31)), False))
 
 
 Model = Callable[[np.random.Generator, int, float], Sim]
 # models in which no block drifts: there the drift check's false alarms are checked against 1 %
-DRIFTLESS = ("shape", "outliers", "coarse-clock")
+DRIFTLESS = ("shape", "outliers", "coarse-clock", "t3", "bimodal")
 MODELS: dict[str, tuple[Model, tuple[int, ...], bool]] = {  # the full grid
     # name: (model, rounds, the truth is known at every factor)
     "lognormal": (model_lognormal, ROUNDS, True),
@@ -164,7 +227,14 @@ MODELS: dict[str, tuple[Model, tuple[int, ...], bool]] = {  # the full grid
     "shuffled": (model_shuffled, ROUNDS, True),
     "outliers": (model_outliers, ROUNDS, True),
     "coarse-clock": (model_coarse, ROUNDS, False),
+    "t3": (model_t3, ROUNDS, True),
+    "random-walk": (model_random_walk, ROUNDS, True),
+    "ar1-runs": (model_ar1_runs, ROUNDS, True),
+    "bimodal": (model_bimodal, ROUNDS, True),
 }
+# models whose true effect in time is known at every factor (the baseline's geometric mean does
+# not drift): there the effect's interval is checked too; elsewhere at 1.00 (no effect) only
+MS_KNOWN = ("lognormal", "shape", "position", "shuffled", "t3", "bimodal")
 
 
 @dataclass
@@ -180,7 +250,8 @@ class Tally:
         return self.counts.get(key, 0) / self.n if self.n else math.nan
 
 
-def tally(t: Tally, v: paired.PairedVerdict, truth: float, prefix: str = "") -> None:
+def tally(t: Tally, v: paired.PairedVerdict, truth: float, prefix: str = "",
+          truth_s: float | None = None) -> None:
     t.add(prefix + "sig", v.p_value is not None and v.p_value < v.alpha)
     t.add(prefix + "false", v.verdict in (Verdict.FASTER, Verdict.SLOWER))
     t.add(prefix + "slower", v.verdict is Verdict.SLOWER)
@@ -188,6 +259,11 @@ def tally(t: Tally, v: paired.PairedVerdict, truth: float, prefix: str = "") -> 
     t.add(prefix + "equivalent", v.verdict is Verdict.EQUIVALENT)
     t.add(prefix + "covered", v.ci_low is not None and v.ci_high is not None
           and v.ci_low <= truth <= v.ci_high)
+    if truth_s is not None:
+        t.add(prefix + "ms checked", True)
+        t.add(prefix + "ms covered", v.effect_ci_low_s is not None
+              and v.effect_ci_high_s is not None
+              and v.effect_ci_low_s <= truth_s <= v.effect_ci_high_s)
 
 
 def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
@@ -197,17 +273,21 @@ def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
                                  FACTORS.index(factor)])
     t = Tally()
     truth = 1.0 / factor
+    truth_s = (BASE_MEDIAN * (factor - 1) if model in MS_KNOWN
+               else 0.0 if factor == 1.0 and MODELS[model][2] else None)
     for _ in range(replicates):
-        bt, br, ct, cr = fn(rng, rounds, factor)
-        v = paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT)
+        bt, br, ct, cr, signs = fn(rng, rounds, factor)
+        v = paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT,
+                                  signs=signs)
         t.n += 1
-        tally(t, v, truth)
+        tally(t, v, truth, truth_s=truth_s)
         t.add("drift", v.drift is not None and v.drift.flagged)
         if v.mde is not None:
             t.mdes.append(v.mde)
         if old:  # an earlier rule (--contrast), on the same replicates
             tally(t, paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT,
-                                           method=CONTRASTS[contrast][0]), truth, "t ")
+                                           method=CONTRASTS[contrast][0]), truth, "t ",
+                  truth_s=truth_s)
     return t
 
 
@@ -220,17 +300,20 @@ STOP_FACTORS = (1.00, FACTORS[1], FACTORS[2], 1.05)
 
 
 def _cut(sim: Sim, rounds: int) -> Sim:
-    bt, br, ct, cr = sim
+    bt, br, ct, cr, signs = sim
     kb = [i for i, r in enumerate(br) if r <= rounds]
     kc = [i for i, r in enumerate(cr) if r <= rounds]
-    return ([bt[i] for i in kb], [br[i] for i in kb], [ct[i] for i in kc], [cr[i] for i in kc])
+    return ([bt[i] for i in kb], [br[i] for i in kb], [ct[i] for i in kc], [cr[i] for i in kc],
+            {r: s for r, s in signs.items() if r < rounds})
 
 
 def stop(sim: Sim, looks: Sequence[int], level: float, target: float
          ) -> tuple[paired.PairedVerdict, int, str]:
     """The verdict where ``--until-ci`` stops on this replicate (every look at ``level``)."""
     for done in looks:
-        v = paired.paired_verdict(*_cut(sim, done), alpha=level, min_effect=MIN_EFFECT)
+        bt, br, ct, cr, signs = _cut(sim, done)
+        v = paired.paired_verdict(bt, br, ct, cr, alpha=level, min_effect=MIN_EFFECT,
+                                  signs=signs)
         d = sequential.decide(looks, done, [sequential.half_width(v.ci_low, v.ci_high)], target)
         if not d.add:
             return v, done, d.reason
@@ -316,12 +399,17 @@ def evaluate(cells: dict[tuple[str, int, float], Tally], models: Models
                                     f"{stats.DRIFT_ALPHA:.0%})", aa.counts.get("drift", 0), aa.n,
                                     stats.DRIFT_ALPHA))
             factors = FACTORS if known else (1.0,)
-            covs = []
+            covs, ms_covs = [], []
             for f in factors:
                 c = cells[(model, rounds, f)]
                 covs.append(c.rate("covered"))
                 checks.append(Check(f"{name}: coverage @{1 / f:.3f}",
                                     c.n - c.counts.get("covered", 0), c.n))
+                checked = c.counts.get("ms checked", 0)
+                if checked:
+                    ms_covs.append(c.counts.get("ms covered", 0) / checked)
+                    checks.append(Check(f"{name}: coverage of the effect in time @{1 / f:.3f}",
+                                        checked - c.counts.get("ms covered", 0), checked))
             if known:
                 checks += [Check(f"{name}: slower @edge", at_edge.counts.get("slower", 0),
                                  at_edge.n),
@@ -332,7 +420,8 @@ def evaluate(cells: dict[tuple[str, int, float], Tally], models: Models
             mde = float(np.median(aa.mdes)) if aa.mdes else math.nan
             rows.append([
                 model, f"{rounds}x{RUNS}", pct(aa.rate("sig")), pct(aa.rate("false")),
-                pct(min(covs)), pct(at_edge.rate("slower")) if known else "-",
+                pct(min(covs)), pct(min(ms_covs)) if ms_covs else "-",
+                pct(at_edge.rate("slower")) if known else "-",
                 pct(at_fast.rate("faster")) if known else "-",
                 pct(at_edge.rate("equivalent")) if known else "-", pct(aa.rate("equivalent")),
                 pct(cells[(model, rounds, 1.05)].rate("slower")),
@@ -398,7 +487,9 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
            f"Rule calibrated (`method`): {paired.METHOD}.\n",
            "Columns (%): **sig** = two-sided p < alpha at 1.00 (nominal 5); **false** = a "
            "faster/slower verdict at 1.00; **coverage** = lowest share of 95 % CIs holding the "
-           "true speedup; **slower@edge**, **equiv@edge** = verdict slower / equivalent at a true "
+           "true speedup; **ms coverage** = lowest share of 95 % intervals of the effect in time "
+           "holding the true one (at every factor where the model's baseline level does not "
+           "drift, else at 1.00); **slower@edge**, **equiv@edge** = verdict slower / equivalent at a true "
            "slowdown of exactly min_effect, **faster@edge** = verdict faster at a true speedup of "
            "exactly min_effect (each <= 5); **equiv@1** = verdict equivalent at "
            "1.00; **slower@1.05/1.10** = power; **MDE** = median minimum detectable effect at "
@@ -406,7 +497,8 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
            f"drift: {', '.join(DRIFTLESS)}); **{contrast} false**, **{contrast} faster@edge**, "
            f"**{contrast} slower@edge**, **{contrast} coverage** = {old} on the same replicates "
            "(coverage at 1.00 and both edges).\n",
-           table(["model", "R x n", "sig", "false", "coverage", "slower@edge", "faster@edge",
+           table(["model", "R x n", "sig", "false", "coverage", "ms coverage", "slower@edge",
+                  "faster@edge",
                   "equiv@edge",
                   "equiv@1", "slower@1.05", "slower@1.10", "MDE", "drift", f"{contrast} false",
                   f"{contrast} faster@edge", f"{contrast} slower@edge", f"{contrast} coverage"],

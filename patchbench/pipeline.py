@@ -121,8 +121,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
                           hint="run the A/A without --gate: its verdict is the noise floor")
     comp = project.comparison(name)
     target = project.target_of(comp)
-    chosen = [scenarios.override(s, sw.runs, sw.rounds, sw.warmup) for s in comp.scenarios
-              if not sw.only or s.name in sw.only]
+    chosen = [scenarios.for_run(s, sw) for s in comp.scenarios if not sw.only or s.name in sw.only]
     unknown = sorted(set(sw.only) - {s.name for s in comp.scenarios})
     if unknown:
         raise ConfigError(f"--scenario {', '.join(unknown)}: no such scenario in {name}",
@@ -143,7 +142,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
 
     def until(sc: ScenarioConfig) -> sequential.UntilCI | None:  # --until-ci, per scenario
         return None if target_ci is None else sequential.UntilCI(
-            target=target_ci, max_rounds=sw.max_rounds or 4 * sc.rounds, alpha=comp.alpha)
+            target=target_ci, max_rounds=sw.max_rounds or scenarios.UNTIL_BUDGET * sc.rounds,
+            alpha=comp.alpha)
 
     measured = session.measure(project, comp, target.spec, chosen, built, workdir=workdir,
                                layout=ws.layout, seed=seed, extra_files=extra_files, until=until)

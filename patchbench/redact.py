@@ -47,6 +47,12 @@ def text(value: str) -> str:
     return _QUERY.sub(lambda m: m.group(1) + REDACTED, value)
 
 
+def without_credentials(value: str) -> str:
+    """``value`` with the userinfo of every URL in it dropped (``http://user:pw@proxy:3128`` ->
+    ``http://proxy:3128``): what a build is given of a proxy setting, never its password."""
+    return _USERINFO.sub(lambda m: m.group(1), value)
+
+
 def env(variables: Mapping[str, str]) -> dict[str, str]:
     """A recorded environment: secret-named variables hidden, URLs cleaned in the rest."""
     return {k: REDACTED if _hidden(k, variables) else text(v) for k, v in variables.items()}

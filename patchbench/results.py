@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from patchbench.errors import ReportError
+from patchbench.util import limits
 from patchbench.util.files import is_sha256
 from patchbench.util.models import NAME_RE
 
@@ -44,15 +45,16 @@ SCHEMA_HISTORY = {
     "equivalent (TOST) or inconclusive with the minimum detectable effect; the effect in seconds",
 }
 
-# What a saved run may hold (docs/security.md): a file past these is refused (exit 18), never
-# loaded; the file size is checked before a byte is parsed, so a file of 10 million samples is
-# refused at once, not read into a gigabyte of memory.
-MAX_FILE_BYTES = 16 * 2**20  # the largest committed run is 1.8 MB
-MAX_SAMPLES = 100_000  # per cell (times, and each other per-run list)
-MAX_CELLS = 10_000  # per scenario
-MAX_SCENARIOS = 1_000  # per run
-MAX_RUNS = 256  # runs in one merge
-MAX_DEPTH = 32  # nesting of objects and lists (a committed run nests at most 9 deep)
+# What a saved run may hold (docs/security.md) is util/limits.py's MAX_*: a file past them is
+# refused (exit 18), never loaded; the file size is checked before a byte is parsed, so a file of
+# 10 million samples is refused at once, not read into a gigabyte of memory. A run that would make
+# more is refused before it starts (patchbench.config, patchbench.cli.spec).
+MAX_FILE_BYTES = limits.MAX_FILE_BYTES
+MAX_SAMPLES = limits.MAX_SAMPLES
+MAX_CELLS = limits.MAX_CELLS
+MAX_SCENARIOS = limits.MAX_SCENARIOS
+MAX_RUNS = limits.MAX_RUNS
+MAX_DEPTH = limits.MAX_DEPTH
 
 POOLED_METHOD = "pooled: Mann-Whitney U and a bootstrap CI, every run taken as independent"
 PAIRED5_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means); "
@@ -64,7 +66,13 @@ PAIRED5_JACK_METHOD = ("round-paired t on per-round mean log times (ratio of geo
                        "skewness-corrected with a jackknifed skewness (t and Hall's transformation "
                        "must both reject); beyond min_effect by a one-sided test, equivalent by "
                        "TOST")
-SKEW_METHODS = (PAIRED5_SKEW_METHOD, PAIRED5_JACK_METHOD)  # the skewness-corrected rules
+PAIRED6_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means), "
+                  "skewness-corrected with a jackknifed skewness (t and Hall's transformation "
+                  "must both reject), the standard error widened for noise shared by "
+                  "neighbouring rounds; the effect in time from the ratio and the baseline's "
+                  "geometric mean; beyond min_effect by a one-sided test, equivalent by TOST")
+# the skewness-corrected rules
+SKEW_METHODS = (PAIRED5_SKEW_METHOD, PAIRED5_JACK_METHOD, PAIRED6_METHOD)
 RULE5_METHODS = (PAIRED5_METHOD, *SKEW_METHODS)
 
 
@@ -178,6 +186,21 @@ class Drift(_Rec):
     meaning: str
 
 
+class Also(_Rec):
+    """patchbench.analysis.paired.Also: when the variants' shapes differ, the ratios of means and
+    of 90th percentiles beside the geometric means', and whether they disagree."""
+
+    sd_ratio: float
+    shape_p: float
+    mean_ratio: float
+    mean_ci_low: float | None
+    mean_ci_high: float | None
+    p90_ratio: float
+    p90_ci_low: float | None
+    p90_ci_high: float | None
+    disagree: str
+
+
 class Pooled(_Rec):
     """The pooled rule's figures (patchbench.analysis.stats.compare), descriptive only since version 3."""
 
@@ -230,6 +253,7 @@ class Verdict(_Rec):
     effect_ci_low_s: float | None = None
     effect_ci_high_s: float | None = None
     resolution_s: float | None = None
+    also: Also | None = None  # PAIRED6_METHOD, when the variants' shapes differ
 
     @property
     def paired(self) -> bool:

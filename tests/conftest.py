@@ -163,9 +163,10 @@ def _shared_launcher(real: Any, session_dir: Path) -> Any:
         dest = lay.tools / built.name
         if not dest.is_file():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
-            shutil.copy2(built, tmp)
-            os.replace(tmp, dest)
+            for src, to in ((built, dest), (launcher.stamp_of(built), launcher.stamp_of(dest))):
+                tmp = to.with_name(f".{to.name}.{os.getpid()}")  # with its stamp: not rebuilt
+                shutil.copy2(src, tmp)
+                os.replace(tmp, to)
         return Path(real(lay))
 
     return build

@@ -1,15 +1,15 @@
-"""The verdict rule of results schema 5: per round, the log ratio of the two blocks' geometric
-means; a t interval over rounds, skewness-corrected (Hall's transformation, the skewness
-jackknifed over rounds); the answers faster, slower, equivalent (TOST), inconclusive (with the
-minimum detectable effect) or withheld; the effect in seconds; a guard for zero spread. Means of
-logs, not medians, because a median of a few runs is biased by the distribution's shape. The rule,
-its reasons and its calibration: docs/statistics.md. Records judged by an earlier method
-(``PAIRED5_METHOD``, ``PAIRED5_SKEW_METHOD``) recompute with their own rule."""
+"""The verdict rule: per round, the log ratio of the two blocks' geometric means; a t interval
+over rounds, skewness-corrected (Hall's transformation, the skewness jackknifed over rounds), its
+standard error widened for noise that neighbouring rounds share; the answers faster, slower,
+equivalent (TOST), inconclusive (with the minimum detectable effect) or withheld; the effect in
+seconds from the ratio; the mean and 90th percentile beside it when the shapes differ; a guard for
+zero spread. The rule, its reasons and its calibration: docs/statistics.md. Records judged by an
+earlier method recompute with their own rule."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -18,14 +18,23 @@ import numpy as np
 
 from patchbench.analysis import stats
 from patchbench.results import (
-    PAIRED5_JACK_METHOD,
     PAIRED5_METHOD,
     PAIRED5_SKEW_METHOD,
+    PAIRED6_METHOD,
     RULE5_METHODS,
 )
 
-METHOD = PAIRED5_JACK_METHOD  # the rule new comparisons are judged by
+METHOD = PAIRED6_METHOD  # the rule new comparisons are judged by
 POWER = 0.80  # the power the minimum detectable effect is quoted at
+# what the rule compares, said in every report judged by it
+ESTIMAND = ("the ratio of the two variants' geometric means (the mean of log times), paired "
+            "round by round")
+# the variants' shapes differ when their within-round spreads of log time differ by more than
+# this factor (in sd) and an F test says so at SHAPE_ALPHA: then the mean and the 90th percentile
+# are compared too, each with its own interval
+SHAPE_FACTOR = 1.2
+SHAPE_ALPHA = 0.01
+BOOTSTRAP = 2000  # resamples of rounds for the 90th percentile's interval
 
 
 class Verdict(StrEnum):
@@ -70,6 +79,7 @@ class PairedVerdict:
     drift: stats.DriftCheck | None
     note: str
     method: str = METHOD
+    also: Also | None = None  # the mean and the 90th percentile, when the shapes differ
 
     @property
     def withheld(self) -> bool:
@@ -80,7 +90,27 @@ class PairedVerdict:
         d["verdict"] = str(self.verdict)
         d["round_ids"] = list(self.round_ids)
         d["round_ratios"] = list(self.round_ratios)
+        if self.also is None:
+            d.pop("also")
         return d
+
+
+@dataclass(frozen=True)
+class Also:
+    """When the two variants' shapes differ, the ratio of geometric means is not the only
+    answer a reader may care about: the ratio of means and of 90th percentiles (baseline /
+    candidate, above 1 the candidate is faster), each with its (1 - alpha) interval, and a
+    warning when they disagree in direction."""
+
+    sd_ratio: float  # candidate's within-round sd of log time / the baseline's
+    shape_p: float  # the F test of equal spreads
+    mean_ratio: float
+    mean_ci_low: float | None
+    mean_ci_high: float | None
+    p90_ratio: float
+    p90_ci_low: float | None
+    p90_ci_high: float | None
+    disagree: str  # "" or why the answers disagree
 
 
 def margin(min_effect: float) -> float:
@@ -304,12 +334,14 @@ def paired_verdict(
     base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
     cand_rounds: Sequence[int], *, alpha: float, min_effect: float,
     min_rounds: int = stats.MIN_ROUNDS, drift_threshold: float = stats.DRIFT_ALPHA,
-    method: str = METHOD,
+    method: str = METHOD, signs: Mapping[int, int] | None = None, seed: int = 0,
 ) -> PairedVerdict:
     """Compare two variants round by round under the schema-5 rule. ``*_rounds`` give each run's
-    round number; rounds that only one variant has are left out. ``method`` picks the rule:
-    ``PAIRED5_SKEW_METHOD`` (the default, skewness-corrected) or ``PAIRED5_METHOD`` (the plain t
-    of the first schema-5 records, to recompute them)."""
+    round number; rounds that only one variant has are left out. ``method`` picks the rule (an
+    older one recomputes the records judged by it). ``signs`` (:func:`neighbour_signs`, from the
+    order the blocks ran in) say how the noise of neighbouring rounds enters their d_r; without
+    them every boundary is taken as the worst case. ``seed``: the bootstrap of the 90th
+    percentile's interval, when the shapes differ."""
     if method not in RULE5_METHODS:
         raise ValueError(f"unknown rule {method!r}")
     if not 0 < alpha < 0.5:
@@ -340,6 +372,8 @@ def paired_verdict(
             se_e = sd_e / math.sqrt(n)
             effect_ci = (effect - q * se_e, effect + q * se_e)
         sd = float(d.std(ddof=1))
+        if sd > 0 and method == PAIRED6_METHOD:
+            sd = widened_sd(d, common, signs)
         if sd > 0 and method == PAIRED5_METHOD:
             se = sd / math.sqrt(n)
             ci = (math.exp(mean - q * se), math.exp(mean + q * se))
@@ -365,6 +399,15 @@ def paired_verdict(
                 base, cand, common, d, effect, alpha=alpha, delta=delta)
             p_slower = p if verdict is Verdict.SLOWER else None
             p_faster = p if verdict is Verdict.FASTER else None
+    also = None
+    if method == PAIRED6_METHOD and res is None:
+        # the effect in time from the ratio and the baseline's level, so that it agrees with the
+        # ratio and its interval covers as the ratio's does (a mean of per-round differences of
+        # geometric means carries each variant's small-sample bias exp(sigma^2 / 2n))
+        level = float(np.exp(np.mean(np.concatenate([np.log(base[r]) for r in common]))))
+        effect = level * math.expm1(-mean)
+        effect_ci = (level * (1 / ci[1] - 1), level * (1 / ci[0] - 1)) if ci else None
+        also = shapes(base, cand, common, alpha=alpha, signs=signs, seed=seed, ratio=ci)
     if n < min_rounds:
         verdict = Verdict.WITHHELD
         plural = "s" if n != 1 else ""
@@ -381,7 +424,103 @@ def paired_verdict(
         round_ratios=tuple(float(x) for x in np.exp(d)),
         wilcoxon_p=stats.wilcoxon_signed_rank(d.tolist()) if n >= 6 else None,
         drift=drift_check(base, cand, common, drift_threshold), note=note, method=method,
+        also=also,
     )
+
+
+def neighbour_signs(order: Sequence[Sequence[str]], base: str, cand: str) -> dict[int, int]:
+    """How the noise two neighbouring blocks share enters d_r and d_(r+1), for the rounds in
+    which both ``base`` and ``cand`` ran (numbered 1, 2, ... in the order they ran, as the
+    samples number them): +1 when the last block of round r and the first of round r+1 are of
+    the same variant (the shared noise enters both d with the same sign: their covariance is
+    positive), -1 when of the two different ones, 0 when a third cell is on either side. Keyed by
+    r."""
+    rows = [row for row in order if base in row and cand in row]
+    sign = {base: 1, cand: -1}
+    return {r: sign.get(rows[r - 1][-1], 0) * sign.get(rows[r][0], 0)
+            for r in range(1, len(rows))}
+
+
+def widened_sd(d: np.ndarray, ids: Sequence[int], signs: Mapping[int, int] | None) -> float:
+    """An sd of the per-round d_r such that sd / sqrt(R) is the standard error of their mean
+    allowing for noise that neighbouring rounds share: the machine's state carried from the
+    last block of one round into the first of the next. Each pair of consecutive rounds adds
+    s_r c to the covariance, s_r its sign (:func:`neighbour_signs`; +1 without an order) and c
+    one shared covariance estimated from the signed products of neighbouring deviations (with
+    the bias that centring on the sample mean gives them taken out). The variance of the mean
+    is s^2 / R + 2 c sum(s_r) / R^2, never below s^2 / R: a negative estimate or a design whose
+    boundaries mostly cancel leaves the plain standard error."""
+    n = d.size
+    s2 = float(d.var(ddof=1))
+    pairs = [(i, signs.get(ids[i], 0) if signs is not None else 1)
+             for i in range(n - 1) if ids[i + 1] == ids[i] + 1]
+    total = sum(s for _, s in pairs)
+    if not pairs or total <= 0 or s2 <= 0:
+        return math.sqrt(s2)
+    x = d - d.mean()
+    c = (math.fsum(s * float(x[i] * x[i + 1]) for i, s in pairs) + total * s2 / n) / len(pairs)
+    return math.sqrt(s2 + 2 * max(0.0, c) * total / n)
+
+
+def shapes(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int], *,
+           alpha: float, signs: Mapping[int, int] | None, seed: int,
+           ratio: tuple[float, float] | None) -> Also | None:
+    """:class:`Also` when the variants' within-round spreads of log time differ (by more than
+    SHAPE_FACTOR in sd, and by an F test at SHAPE_ALPHA), else None. The ratio of means is judged
+    round by round like the geometric means' (per-round log ratio of arithmetic means, the same
+    widened t interval); the 90th percentiles' ratio is of the runs pooled, with a percentile
+    bootstrap over rounds (rounds resampled whole, so block noise stays in)."""
+    logs = [[np.log(g[r]) for r in common] for g in (base, cand)]
+    dfs = [sum(b.size - 1 for b in blocks) for blocks in logs]
+    if len(common) < 3 or min(dfs) < 2:
+        return None
+    var = [sum(float(((b - b.mean()) ** 2).sum()) for b in blocks) / df
+           for blocks, df in zip(logs, dfs, strict=True)]
+    if min(var) <= 0:
+        return None
+    f = var[1] / var[0]
+    p = min(1.0, 2 * min(stats.f_sf(f, dfs[1], dfs[0]), stats.f_sf(1 / f, dfs[0], dfs[1])))
+    sd_ratio = math.sqrt(f)
+    if p >= SHAPE_ALPHA or 1 / SHAPE_FACTOR <= sd_ratio <= SHAPE_FACTOR:
+        return None
+    n = len(common)
+    dm = np.array([math.log(float(base[r].mean()) / float(cand[r].mean())) for r in common])
+    mean_ci = None
+    sd = widened_sd(dm, common, signs) if dm.std(ddof=1) > 0 else 0.0
+    if sd > 0:
+        q = stats.t_ppf(1 - alpha / 2, n - 1) * sd / math.sqrt(n)
+        mean_ci = (math.exp(dm.mean() - q), math.exp(dm.mean() + q))
+    rng = np.random.default_rng([seed, n, 90])
+    pick = rng.integers(0, n, (BOOTSTRAP, n))
+    b_all = [base[r] for r in common]
+    c_all = [cand[r] for r in common]
+    p90 = _p90_ratio(b_all, c_all, range(n))
+    if len({x.size for x in b_all}) == 1 and len({x.size for x in c_all}) == 1:
+        # every round the same number of runs: each resample is a row of whole rounds
+        bm, cm = np.stack(b_all), np.stack(c_all)
+        boot = (np.quantile(bm[pick].reshape(BOOTSTRAP, -1), 0.9, axis=1)
+                / np.quantile(cm[pick].reshape(BOOTSTRAP, -1), 0.9, axis=1))
+    else:
+        boot = np.array([_p90_ratio(b_all, c_all, row) for row in pick])
+    lo, hi = (float(x) for x in np.quantile(boot, [alpha / 2, 1 - alpha / 2]))
+    answers = {"geometric mean": ratio, "mean": mean_ci, "90th percentile": (lo, hi)}
+    faster = [k for k, ci in answers.items() if ci is not None and ci[0] > 1]
+    slower = [k for k, ci in answers.items() if ci is not None and ci[1] < 1]
+    disagree = (f"the candidate is faster by its {' and '.join(faster)} but slower by its "
+                f"{' and '.join(slower)}: which one matters is yours to say"
+                if faster and slower else "")
+    return Also(sd_ratio=sd_ratio, shape_p=p, mean_ratio=math.exp(float(dm.mean())),
+                mean_ci_low=mean_ci[0] if mean_ci else None,
+                mean_ci_high=mean_ci[1] if mean_ci else None, p90_ratio=p90, p90_ci_low=lo,
+                p90_ci_high=hi, disagree=disagree)
+
+
+def _p90_ratio(base: Sequence[np.ndarray], cand: Sequence[np.ndarray], rows: Any) -> float:
+    """The 90th percentile of the baseline's runs of rounds ``rows`` over the candidate's."""
+    idx = list(rows)
+    b = np.concatenate([base[i] for i in idx])
+    c = np.concatenate([cand[i] for i in idx])
+    return float(np.quantile(b, 0.9) / np.quantile(c, 0.9))
 
 
 def drift_check(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int],

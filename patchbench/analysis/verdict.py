@@ -23,11 +23,13 @@ POOLED_ASSUMES = "independent runs (descriptive only: runs of one round are cons
 def record(
     base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
     cand_rounds: Sequence[int], *, alpha: float, min_effect: float, seed: int,
-    min_rounds: int = stats.MIN_ROUNDS,
+    min_rounds: int = stats.MIN_ROUNDS, signs: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
-    """The comparison record: the paired verdict at the top, the pooled figures under ``pooled``."""
+    """The comparison record: the paired verdict at the top, the pooled figures under ``pooled``;
+    ``signs``: how neighbouring rounds share noise (``paired.neighbour_signs``)."""
     judged = paired.paired_verdict(base_times, base_rounds, cand_times, cand_rounds, alpha=alpha,
-                                   min_effect=min_effect, min_rounds=min_rounds)
+                                   min_effect=min_effect, min_rounds=min_rounds, signs=signs,
+                                   seed=seed)
     pooled = stats.compare(base_times, cand_times, alpha=alpha, min_effect=min_effect, seed=seed)
     return {**judged.as_dict(), "pooled": {**pooled.as_dict(), "assumes": POOLED_ASSUMES}}
 
@@ -56,4 +58,7 @@ def notes(name: str, rec: Mapping[str, Any]) -> list[str]:
     drift = rec.get("drift")
     if drift and drift["flagged"]:
         out.append(f"{name}: drift: {drift['meaning']}")
+    also = rec.get("also")
+    if also and also["disagree"]:
+        out.append(f"{name}: the answers disagree: {also['disagree']}")
     return out

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from patchbench import __version__, scenarios, upstream
+from patchbench import __version__, results, scenarios, upstream
 from patchbench.bisect import judge, render, search
 from patchbench.bisect.record import (
     Bisect,
@@ -237,9 +237,9 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
         a, sep, b_ = range_.partition("..")
         if not sep or not a or not b_:
             raise ConfigError(f"--range {range_}: give it as A..B (two refs)")
-        chain = history.first_parent(s.checkout, history.resolve(s.checkout, a),
-                                     history.resolve(s.checkout, b_))
-        commits = history.every(chain, every)
+        commits = history.first_parent(s.checkout, history.resolve(s.checkout, a),
+                                       history.resolve(s.checkout, b_), every=every,
+                                       most=results.MAX_CELLS)  # before a commit is described
     else:
         if tags:
             refs = history.tags(s.checkout, tags)

@@ -1,5 +1,6 @@
-"""The host backend: the recipe's commands run directly on this machine, in the patched tree,
-with the allowlisted environment."""
+"""The host backend: the recipe's commands run on this machine, in the patched tree, with the
+allowlisted environment, each in namespaces of its own where the machine allows it, so that it
+cannot read patchbench's environment (util/sandbox.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from patchbench.build.toolchains import HostRunner, Runner
 from patchbench.config import BuildRecipe
 from patchbench.errors import BuildError
-from patchbench.util import command
+from patchbench.util import command, sandbox
 
 
 class HostBackend:
@@ -31,4 +32,5 @@ class HostBackend:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise BuildError(f"{what}: timed out after {recipe.timeout:g} s", detail=f"(log: {log})")
-            command.run(argv, cwd=tree, env=env, log=log, timeout=remaining, error=BuildError, what=what)
+            command.run(sandbox.isolated(argv), cwd=tree, env=env, log=log, timeout=remaining,
+                        error=BuildError, what=what)

@@ -51,6 +51,9 @@ def _percent(text: object) -> float | None:
     return value / 100
 
 
+PROFILES = ("syscalls", "cpu")  # compare --profile (the command kind's ``profile`` key)
+
+
 def _compare(v: Values, project: str | None) -> int:
     from patchbench.cli import commands
     from patchbench.util.workspace import Switches
@@ -59,11 +62,16 @@ def _compare(v: Values, project: str | None) -> int:
         raise ConfigError("--gate-allow-inconclusive is an option of --gate; give both")
     if v["max_rounds"] is not None and v["until_ci"] is None:
         raise ConfigError("--max-rounds is the budget of --until-ci; give both")
+    unknown = [p for p in v["profile"] if p not in PROFILES]
+    if unknown:
+        raise ConfigError(f"--profile {unknown[0]}: not a profile",
+                          hint="one of: " + ", ".join(PROFILES))
     sw = Switches(seed=v["seed"], aa=v["aa"], aa_layout=v["aa_layout"], dry_run=v["dry_run"],
                   runs=v["runs"],
                   rounds=v["rounds"], warmup=v["warmup"], only=tuple(v["scenario"]),
                   gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"],
-                  until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"])
+                  until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"],
+                  profile=tuple(dict.fromkeys(v["profile"])))
     return commands.do_compare(_ws(v, project), v["name"], sw, v["summary"])
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from patchbench.errors import ConfigError
+from patchbench.util.limits import MAX_SAMPLES
 from patchbench.util.suggest import suggest
 
 Kind = Literal["str", "int", "flag", "list", "choice"]
@@ -24,6 +25,7 @@ class Opt:
     kind: Kind = "str"
     metavar: str = "VALUE"
     minimum: int | None = None  # for "int"
+    maximum: int | None = None  # for "int": a bound of util/limits.py, checked before any work
     choices: tuple[str, ...] = ()  # for "choice"
     default: str = ""  # shown in the help: what applies when the option is not given
 
@@ -98,11 +100,11 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
              metavar="N", minimum=0, default="matrix.yaml's, else random"),
          Opt("runs", "runs per cell of every scenario (a multiple of --rounds)", kind="int",
-             metavar="N", minimum=1, default="matrix.yaml's"),
+             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
          Opt("rounds", "interleaved rounds of every scenario", kind="int", metavar="N", minimum=1,
-             default="matrix.yaml's"),
+             maximum=MAX_SAMPLES, default="matrix.yaml's"),
          Opt("warmup", "warmup runs of every scenario", kind="int", metavar="N", minimum=0,
-             default="matrix.yaml's"),
+             maximum=MAX_SAMPLES, default="matrix.yaml's"),
          Opt("scenario", "run only this scenario", kind="list", metavar="NAME"),
          Opt("gate", "exit 4 if a candidate is significantly slower, its verdict is inconclusive "
              "or withheld, it fails its verify check, hangs, or leaves something behind (an A/B "
@@ -117,10 +119,14 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "scenario is at most PCT %, or --max-rounds is spent; alpha is spent over the "
              "looks (docs/statistics.md)", metavar="PCT"),
          Opt("max_rounds", "with --until-ci: the budget of rounds per scenario", kind="int",
-             metavar="N", minimum=1, default="4x the scenario's rounds")),
+             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="4x the scenario's rounds"),
+         Opt("profile", "after measuring, traced runs of every command scenario's cells: "
+             "syscalls (every syscall, the diff, an OCI start's phases) or cpu (perf samples, a "
+             "differential flame graph); added to the scenario's own `profile`", kind="list",
+             metavar="KIND")),
         (*BUILD_SHARED, "backend"),
         ("compare demo --gate", "compare demo --aa-layout",
-         "compare demo --until-ci 3 --max-rounds 20",
+         "compare demo --until-ci 3 --max-rounds 20", "compare demo --profile syscalls",
          "compare runc-signal --source runc=$HOME/src/runc --runs 40 --rounds 10")),
     Command(
         "build", "Build the baseline and a patch series from one pinned commit (cached).", (),
@@ -151,7 +157,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "HTML).",
         (Pos("run", "a saved run folder, or COMPARISON/TIME under the reports folder"),),
         (Opt("format", "the export format", kind="choice",
-             choices=("hyperfine", "csv", "benchstat", "bmf", "html"), default="csv"),
+             choices=("hyperfine", "csv", "benchstat", "bmf", "html", "syscalls"), default="csv"),
          Opt("out", "the output folder", metavar="DIR", default="RUN/export")),
         RUNS_SHARED,
         ("export demo/20261129T225457Z --format benchstat",
@@ -211,11 +217,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("scenario", "COMPARISON:SCENARIO that measures it", kind="list",
              metavar="COMPARISON:SCENARIO"),
          Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
-             metavar="N", minimum=1, default="matrix.yaml's"),
+             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
          Opt("rounds", "interleaved rounds of the scenario", kind="int", metavar="N", minimum=1,
-             default="matrix.yaml's"),
+             maximum=MAX_SAMPLES, default="matrix.yaml's"),
          Opt("budget", "an undecided step is measured again with twice the runs and rounds, up "
-             "to N times the scenario's", kind="int", metavar="N", minimum=1, default="4"),
+             "to N times the scenario's", kind="int", metavar="N", minimum=1,
+             maximum=MAX_SAMPLES, default="4"),
          Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
              metavar="N", minimum=0, default="matrix.yaml's, else random"),
          Opt("dry_run", "fetch the history and print the steps, builds and runs expected",
@@ -237,12 +244,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("scenario", "COMPARISON:SCENARIO that measures them", kind="list",
              metavar="COMPARISON:SCENARIO"),
          Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
-             metavar="N", minimum=1, default="matrix.yaml's"),
+             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
          Opt("rounds", "interleaved rounds of the scenario", kind="int", metavar="N", minimum=1,
-             default="matrix.yaml's"),
+             maximum=MAX_SAMPLES, default="matrix.yaml's"),
          Opt("budget", "a commit undecided against the first is measured again with it, at "
              "twice the runs and rounds, up to N times the scenario's", kind="int", metavar="N",
-             minimum=1, default="4"),
+             minimum=1, maximum=MAX_SAMPLES, default="4"),
          Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
              metavar="N", minimum=0, default="matrix.yaml's, else random")),
         (*BUILD_SHARED, "backend"),
@@ -270,6 +277,10 @@ def _convert(cmd: Command, opt: Opt, text: str) -> int | str:
         if opt.minimum is not None and value < opt.minimum:
             raise ConfigError(f"{cmd.name} {opt.flag} {value}: expected a whole number "
                               f">= {opt.minimum}")
+        if opt.maximum is not None and value > opt.maximum:
+            raise ConfigError(f"{cmd.name} {opt.flag} {value}: at most {opt.maximum:,}, the "
+                              "samples a cell of a saved run may hold",
+                              hint="docs/security.md lists every limit")
         return value
     if opt.kind == "choice" and text not in opt.choices:
         raise ConfigError(f"{cmd.name} {opt.flag} {text!r}: expected one of "
@@ -365,7 +376,9 @@ def _opt_line(opt: Opt) -> tuple[str, str]:
         "{" + ",".join(opt.choices) + "}" if opt.kind == "choice" else opt.metavar))
     notes = []
     if opt.kind == "int":
-        notes.append(f"a whole number >= {opt.minimum}" if opt.minimum is not None
+        notes.append(f"a whole number from {opt.minimum} to {opt.maximum}"
+                     if opt.minimum is not None and opt.maximum is not None
+                     else f"a whole number >= {opt.minimum}" if opt.minimum is not None
                      else "a whole number")
     if opt.kind == "list":
         notes.append("repeatable")

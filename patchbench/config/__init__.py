@@ -24,6 +24,7 @@ from patchbench.config.scenarios import (
 )
 from patchbench.errors import ConfigError
 from patchbench.util import safeargs, yamlsafe
+from patchbench.util.limits import MAX_CELLS, MAX_SCENARIOS, MAX_TIMEOUT_S
 from patchbench.util.models import NAME_RE, Name
 from patchbench.util.models import StrictModel as _Model
 from patchbench.util.suggest import suggest as suggest  # also config.suggest, as cli/ calls it
@@ -151,7 +152,8 @@ class BuildRecipe(_Model):
     artifacts: list[str] = Field(min_length=1, description=(
         "What the build produces, relative to the worktree: files, or directories when the path "
         "ends in `/` (copied whole, e.g. an install root). Each file is also a placeholder."))
-    timeout: float = Field(default=1800.0, gt=0, description="Seconds the whole build may take.")
+    timeout: float = Field(default=1800.0, gt=0, le=MAX_TIMEOUT_S, description=(
+        f"Seconds the whole build may take (at most {MAX_TIMEOUT_S:,.0f}, a day)."))
     image: str | ImageRecipe | None = Field(default=None, description=(
         "Docker backend only: a registry image pinned by digest (`name@sha256:...`, never pulled "
         "when the engine holds it) or `{recipe: NAME}`, an image made here without a registry."))
@@ -286,12 +288,14 @@ class Comparison(_Model):
         "commit unchanged."))
     candidates: dict[Name, list[Name]] = Field(min_length=1, description=(
         "Candidate name → the patch series (directories under `patches/`) applied, in order, "
-        "on top of the baseline's."))
+        "on top of the baseline's. With the baseline, times a scenario's cells per variant "
+        f"(conditions, parameters), at most {MAX_CELLS:,} cells, the cells a scenario of a saved "
+        "run may hold."))
     overlays: list[Name] = Field(default_factory=list, description=(
         "Directories under `overlays/` whose files are added identically to every variant."))
-    scenarios: list[AnyScenario] = Field(min_length=1, description=(
+    scenarios: list[AnyScenario] = Field(min_length=1, max_length=MAX_SCENARIOS, description=(
         "What is measured, each a scenario of one kind (`kind`, default `command`); names "
-        "must be unique."))
+        f"must be unique; at most {MAX_SCENARIOS:,}."))
     alpha: float = Field(default=0.05, gt=0, lt=1, description=(
         "Significance level of the verdict (p < alpha)."))
     min_effect: float = Field(default=0.02, ge=0, lt=1, description=(
@@ -314,6 +318,14 @@ class Comparison(_Model):
             raise ValueError(f"scenario names must be unique; repeated: {', '.join(dupes)}")
         if "baseline" in self.candidates:
             raise ValueError("'baseline' is reserved; name the candidate after its patch")
+        variants = 1 + len(self.candidates)
+        for sc in self.scenarios:  # refused before anything is built, not when saving
+            cells = variants * sc.cells_per_variant()
+            if cells > MAX_CELLS:
+                raise ValueError(
+                    f"candidates: {variants:,} variants (the baseline and {len(self.candidates):,} "
+                    f"candidates) make {cells:,} cells in scenario {sc.name}, more than "
+                    f"{MAX_CELLS:,}, the cells a scenario of a saved run may hold")
         return self
 
 

@@ -19,6 +19,7 @@ from pydantic import Field, GetCoreSchemaHandler, model_validator
 from pydantic_core import core_schema
 
 from patchbench.measure.conditions import DEFAULT, Condition
+from patchbench.util.limits import MAX_SAMPLES, MAX_TIMEOUT_S
 from patchbench.util.models import StrictModel
 
 # the kind of a scenario without ``kind`` (its kind module registers it like any other)
@@ -38,16 +39,36 @@ class ScenarioConfig(StrictModel):
         "kinds: before each cell's runs in every round); a failing one stops the scenario."))
     teardown: list[list[str]] = Field(default_factory=list, description=(
         "Commands run after them, also after a failure."))
-    warmup: int = Field(default=3, ge=0, description=(
+    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description=(
         "Timed kinds: unmeasured runs of a cell before its first round (at most 1 in its later "
         "rounds)."))
-    runs: int = Field(default=30, ge=1, description=(
-        "Measured runs per variant in all, a multiple of `rounds` (`--runs` overrides it)."))
-    rounds: int = Field(default=5, ge=1, description=(
+    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
+        "Measured runs per variant in all, a multiple of `rounds` (`--runs` overrides it); at "
+        f"most {MAX_SAMPLES:,}, the samples a cell of a saved run may hold."))
+    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
         "Interleaved rounds, in a seeded random order of the variants; fewer than 5 give no "
         "verdict (`--rounds` overrides it)."))
-    timeout: float = Field(default=60.0, gt=0, description=(
-        "Seconds one run (and each command around it) may take; a run past it is a hang."))
+    timeout: float = Field(default=60.0, gt=0, le=MAX_TIMEOUT_S, description=(
+        "Seconds one run (and each command around it) may take; a run past it is a hang; at "
+        f"most {MAX_TIMEOUT_S:,.0f} (a day)."))
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ScenarioConfig:
+        """The limits (util/limits.py) of every kind, also where a kind declares these keys
+        anew: a run that a saved run could not hold is refused before anything is built."""
+        for key, limit in (("runs", MAX_SAMPLES), ("rounds", MAX_SAMPLES),
+                           ("warmup", MAX_SAMPLES), ("timeout", MAX_TIMEOUT_S)):
+            value = getattr(self, key)
+            if value > limit:
+                raise ValueError(f"{key} ({value:g}) is more than {limit:,g}, "
+                                 + ("the longest patchbench waits (a day)" if key == "timeout"
+                                    else "the samples a cell of a saved run may hold"))
+        return self
+
+    def cells_per_variant(self) -> int:
+        """How many cells one variant has in this scenario (its conditions times a kind's
+        parameters), for the cell limit of a saved run (``MAX_CELLS``)."""
+        return len(getattr(self, "conditions", None) or [None])
 
     @model_validator(mode="after")
     def _balanced(self) -> ScenarioConfig:

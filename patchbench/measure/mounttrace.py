@@ -1,16 +1,15 @@
 """Exact counts of the mount syscalls (``open_tree``, ``mount_setattr``, ``move_mount``, ``mount``,
 ``umount2``, and their failures) of a command, of given running processes (a containerd) and of
-everything they fork while traced, per syscall and per ``comm``: with bpftrace, counting in
-kernel maps so no event is dropped, or for a plain OCI runtime CLI with ``strace -f`` (no root,
-no tracefs). strace cannot trace containerd (its user-namespace helper runs under ptrace). Where
-tracefs is not mounted, bpftrace runs in a private mount namespace with it, and the traced
-command is moved back into the caller's (``nsenter``)."""
+everything they fork while traced, per syscall and per ``comm``, with bpftrace counting in kernel
+maps so no event is dropped. For a plain OCI runtime CLI the whole-tree syscall profile
+(patchbench.measure.syscalls, ``strace -f``) counts the same calls and ``from_trace`` is its view
+of them. Where tracefs is not mounted, bpftrace runs in a private mount namespace with it, and the
+traced command is moved back into the caller's (``nsenter``)."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import threading
 import time
@@ -19,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchbench.errors import BenchmarkError, RequirementError
+from patchbench.measure import syscalls
+from patchbench.measure.hangs import HANG_EXIT_CODE
 from patchbench.util import command
 
 # syscall name -> its tracepoint name (umount2 is SYSCALL_DEFINE2(umount, ...) in the kernel)
@@ -188,83 +189,23 @@ def trace(
     return parse(text, code, syscalls)
 
 
-# strace -f -Y: "PID<comm> name(args) = ret", a call cut by another process's as
-# "PID<comm> name(args <unfinished ...>" and "PID<comm> <... name resumed>rest) = ret"
-_STRACE_LINE = re.compile(r"^(\d+)<(.{0,64}?)> (.*)$")
-_STRACE_CALL = re.compile(r"^([a-z0-9_]+)\(")
-_STRACE_RESUMED = re.compile(r"^<\.\.\. ([a-z0-9_]+) resumed>")
-_STRACE_RESULT = re.compile(r"\)\s+= (-?\d+|\?)(?: ([A-Z][A-Z0-9_]*))?")
+def from_trace(t: syscalls.Trace, names: Sequence[str] = tuple(SYSCALLS)) -> MountCounts:
+    """The mount-syscall counts of a whole-tree syscall profile (patchbench.measure.syscalls):
+    the calls and failed calls of ``names`` per process name; a run killed at its timeout under
+    the tracer has the hang's exit code (124)."""
+    wanted = set(names)
+    calls = {s: dict(per) for s, per in t.calls.items() if s in wanted}
+    errors = {s: dict(per) for s, per in t.errors.items() if s in wanted}
+    code = t.exit_code if t.exit_code is not None else HANG_EXIT_CODE
+    return MountCounts(calls, errors, code, tuple(names))
 
 
-def parse_strace(output: str, exit_code: int, syscalls: Sequence[str] = tuple(SYSCALLS)
+def parse_strace(output: str, exit_code: int, syscalls_: Sequence[str] = tuple(SYSCALLS)
                  ) -> MountCounts:
-    """``strace -f -Y -o FILE`` output -> counts per syscall and ``comm``. A call counts once
-    (where it starts); it is an error when it returned -1 (its ``resumed`` line says so when it
-    was cut). Lines of other syscalls, signals (``---``) and exits (``+++``) are skipped; a call
-    that never returned (``= ?``, its process killed) counts as made, not as failed."""
-    wanted = set(syscalls)
-    calls: dict[str, dict[str, int]] = {}
-    errors: dict[str, dict[str, int]] = {}
-    pending: dict[str, tuple[str, str]] = {}  # pid -> (syscall, comm) of an unfinished call
-
-    def error(name: str, comm: str, rest: str) -> None:
-        m = _STRACE_RESULT.search(rest)
-        if m is not None and m.group(1).startswith("-"):
-            per = errors.setdefault(name, {})
-            per[comm] = per.get(comm, 0) + 1
-
-    for line in output.splitlines():
-        m = _STRACE_LINE.match(line.rstrip())
-        if m is None:
-            continue
-        pid, comm, rest = m.groups()
-        if (r := _STRACE_RESUMED.match(rest)) is not None:
-            name, comm0 = pending.pop(pid, (r.group(1), comm))
-            if name in wanted:
-                error(name, comm0, rest)
-            continue
-        c = _STRACE_CALL.match(rest)
-        if c is None or c.group(1) not in wanted:
-            continue
-        name = c.group(1)
-        per = calls.setdefault(name, {})
-        per[comm] = per.get(comm, 0) + 1
-        if rest.endswith("<unfinished ...>"):
-            pending[pid] = (name, comm)
-        else:
-            error(name, comm, rest)
-    return MountCounts(calls, errors, exit_code, tuple(syscalls))
-
-
-def strace_trace(
-    argv: Sequence[str | os.PathLike[str]],
-    workdir: Path,
-    *,
-    syscalls: Sequence[str] = tuple(SYSCALLS),
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300.0,
-) -> MountCounts:
-    """Run ``argv`` under ``strace -f`` and return the counts of it and its descendants (for an
-    OCI runtime CLI: the CLI, the container's init and what they fork). ``argv``'s output goes to
-    ``workdir/command.log``; its exit code is in the result (strace exits with it)."""
-    unknown = [s for s in syscalls if s not in TRACEPOINTS]
-    if unknown:
-        raise ValueError(f"no syscall known for {unknown}")
-    command.which("strace")
-    workdir.mkdir(parents=True, exist_ok=True)
-    out = workdir / "strace.txt"
-    out.unlink(missing_ok=True)
-    st = ["strace", "-f", "-qq", "-Y", "-e", "signal=none", "-e", "trace=" + ",".join(syscalls),
-          "-o", str(out), "--", *(str(a) for a in argv)]
-    res = command.run(st, env=dict(env) if env is not None else None, timeout=timeout,
-                      check=False, log=workdir / "command.log", error=BenchmarkError,
-                      what="strace (mount syscall count)")
-    try:
-        text = out.read_text()
-    except OSError:
-        raise BenchmarkError("strace wrote no output",
-                             detail=f"(log: {workdir / 'command.log'})") from None
-    return parse_strace(text, res.returncode, syscalls)
+    """``strace -f -Y -o FILE`` output -> counts per syscall and ``comm`` (the profile's parser,
+    patchbench.measure.syscalls.parse, then ``from_trace``): a call counts once, where it
+    starts; it is an error when it returned -1; one that never returned counts as made."""
+    return from_trace(syscalls.parse(output, exit_code), syscalls_)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ as a list of Blocks (``ScenarioKind.report`` for report.md, ``ScenarioKind.page`
 only format Blocks (one table formatter each). Frozen dataclasses; no formatting here.
 
 Inline text is a tuple of pieces: a plain ``str`` (written as it is in markdown, escaped in HTML),
-``Code``, ``Strong`` or ``Link``."""
+``Code``, ``Strong``, ``Link`` or ``Output`` (a program's text, escaped in both). A program's text
+of several lines is a ``Literal`` block (a fence its text cannot close, or ``<pre>``)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,15 @@ class Link:
     href: str
 
 
-Inline = str | Code | Strong | Link
+@dataclass(frozen=True)
+class Output:
+    """A line of text a program printed (a process's command line, a container's name): shown as
+    text, never as markup, in every format."""
+
+    text: str
+
+
+Inline = str | Code | Strong | Link | Output
 
 
 @dataclass(frozen=True)
@@ -89,7 +98,14 @@ class Data:
     value: Any
 
 
-Block = Text | Heading | Bullets | Table | Image | Chart | Data
+@dataclass(frozen=True)
+class Literal:
+    """Text a program printed, of any number of lines, shown exactly as it is."""
+
+    text: str
+
+
+Block = Text | Heading | Bullets | Table | Image | Chart | Data | Literal
 
 
 @dataclass(frozen=True)

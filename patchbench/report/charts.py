@@ -661,3 +661,148 @@ def layers_mounts(path: Path, layers: list[int], counts: dict[str, dict[str, dic
     _lines_file(path, [float(n) for n in layers], lines, title=title, xlabel="image layers (L)",
                 ylabel=" + ".join(syscalls) + " per start", log2=False)
 
+
+
+def phases_chart(medians: dict[str, dict[str, float]], phases: list[str]) -> bytes | None:
+    """One stacked bar per cell (variant): the median of each phase of its start, in order."""
+    if not medians:
+        return None
+    cells = list(medians)
+    legend_h = LEGEND + 16
+    height = min(900.0, max(320.0, 200 + 70 * len(cells)))
+    title = "phases of the start under the tracer (medians)"
+    svg = Svg(WIDTH, height, title)
+    totals = [sum(medians[c].get(p, 0.0) for p in phases) for c in cells]
+    scale, unit = time_unit(totals)
+    left = _left_margin(cells, axis_label=False)
+    xs = Scale(0.0, max(totals) * scale * 1.15 if max(totals) > 0 else 1.0)
+    panel = Panel(svg, left, 56, WIDTH - left - 28, height - 56 - 62 - legend_h, xs,
+                  Scale(-0.6, len(cells) - 0.4), invert_y=True)
+    panel.axes(yticks=[(i, c) for i, c in enumerate(cells)], xlabel=f"time ({unit})",
+               title=title)
+    band = panel.h / (len(cells) + 0.2)
+    for y_i, c in enumerate(cells):
+        at = 0.0
+        y = panel.py(y_i)
+        for i, p in enumerate(phases):
+            v = medians[c].get(p, 0.0) * scale
+            if v > 0:
+                svg.rect(panel.px(at), y - 0.4 * band, panel.px(at + v) - panel.px(at),
+                         0.8 * band, fill=COLORS[i % len(COLORS)], cls="bar",
+                         tip=f"{c}: {p} {v:.3g} {unit}")
+            at += v
+        svg.text(panel.px(at) + 8, y, f"{at:.3g} {unit}", size=11)
+    legend(svg, [("bar", COLORS[i % len(COLORS)], p) for i, p in enumerate(phases)],
+           WIDTH / 2, height - legend_h - 4, ncols=len(phases), frame=False, anchor="middle")
+    return svg.done()
+
+
+def scan_chart(name: str, param: str, points: dict[str, list[tuple[float, float, float, float]]]
+               ) -> bytes | None:
+    """A scan: the metric (median seconds per run) against the scanned value, one line per
+    variant with its 95% CI as a band (``points``: variant -> (value, median, low, high)).
+    Log-log when every value is above 0 and they span a factor of 8 or more (a power law is
+    then a straight line), else linear."""
+    pts = {v: [p for p in ps if math.isfinite(p[1])] for v, ps in points.items()}
+    pts = {v: ps for v, ps in pts.items() if ps}
+    if not pts:
+        return None
+    xs_all = [p[0] for ps in pts.values() for p in ps]
+    log = min(xs_all) > 0 and max(xs_all) >= 8 * min(xs_all)
+    scale, unit = time_unit([p[3] for ps in pts.values() for p in ps])
+    title = f"{name}: time against {param}"
+    svg = Svg(WIDTH, HEIGHT, title)
+    ys = span([y * scale for ps in pts.values() for p in ps for y in p[1:] if y > 0], log=log)
+    xs = span(xs_all, log=log)
+    yt = nice_ticks(ys)
+    left = _left_margin([label for _, label in yt], axis_label=True, cap=120)
+    panel = Panel(svg, left, 60, WIDTH - left - 28, HEIGHT - 60 - 70, xs, ys)
+    xt = [(x, f"{x:g}") for x in sorted(set(xs_all))]
+    panel.axes(xticks=xt, yticks=yt, xlabel=param + (" (log)" if log else ""),
+               ylabel=f"median per run ({unit})" + (", log" if log else ""), title=title,
+               ylabel_gap=left - 22)
+    items = []
+    for i, (v, ps) in enumerate(pts.items()):
+        color = COLORS[i % len(COLORS)]
+        ps = sorted(ps)
+        upper = [(panel.px(x), panel.py(hi * scale)) for x, _, _, hi in ps]
+        lower = [(panel.px(x), panel.py(lo * scale)) for x, _, lo, _ in reversed(ps)]
+        outline = " ".join(f"{_n(x)},{_n(y)}" for x, y in [*upper, *lower])
+        svg.add(f'<polygon points="{outline}" fill="{color}" fill-opacity="0.18" '
+                'stroke="none" class="band"/>')
+        panel.series([(x, m * scale) for x, m, _, _ in ps], color)
+        items.append(("line", color, v))
+    legend(svg, items, panel.x + 10, panel.y + 8)
+    return svg.done()
+
+
+@dataclass
+class _Node:
+    name: str
+    count: float = 0.0  # the candidate's samples through this frame
+    base: float = 0.0  # the baseline's share through the same path, scaled to the candidate's
+    kids: dict[str, _Node] = field(default_factory=dict)
+
+
+def flame_diff(base: dict[str, int], cand: dict[str, int], title: str) -> bytes | None:
+    """A differential flame graph (Brendan Gregg's): the candidate's stacks (``comm;outer;...;
+    inner`` -> samples) as a flame graph, each frame coloured by how its share of the samples
+    changed against the baseline's at the same path: red grew, blue shrank, white the same."""
+    tc, tb = sum(cand.values()), sum(base.values())
+    if not tc:
+        return None
+    root = _Node("all")
+    for stacks, total, attr in ((cand, tc, "count"), (base, tb, "base")):
+        if not total:
+            continue
+        for key, n in stacks.items():
+            node = root
+            setattr(node, attr, getattr(node, attr) + n * tc / total)
+            for frame in key.split(";"):
+                if frame not in node.kids:
+                    if attr == "base":
+                        break  # a path the candidate never took: nothing to draw
+                    node.kids[frame] = _Node(frame)
+                node = node.kids[frame]
+                setattr(node, attr, getattr(node, attr) + n * tc / total)
+    depth = 0
+
+    def deepest(n: _Node, d: int) -> None:
+        nonlocal depth
+        depth = max(depth, d)
+        for k in n.kids.values():
+            deepest(k, d + 1)
+
+    deepest(root, 0)
+    row = 17.0
+    depth = min(depth, 80)
+    height = 90 + row * (depth + 1)
+    svg = Svg(WIDTH, height, title)
+    svg.text(WIDTH / 2, 20, _fit(title, TITLE, WIDTH - 20), size=TITLE, anchor="middle",
+             full=title)
+    svg.text(WIDTH / 2, 44, "width: the candidate's samples; red: a larger share than the "
+             "baseline's, blue: smaller", size=LEGEND, anchor="middle")
+    scale = (WIDTH - 20) / tc
+
+    def draw(n: _Node, x: float, d: int) -> None:
+        w = n.count * scale
+        if w < 0.5 or d > depth:
+            return
+        y = height - 20 - row * (d + 1)
+        delta = (n.count - n.base) / tc  # the change of its share, -1 .. 1
+        mag = min(1.0, abs(delta) * 10)
+        shade = int(255 - 175 * mag)
+        color = (f"#ff{shade:02x}{shade:02x}" if delta > 0 else
+                 f"#{shade:02x}{shade:02x}ff" if delta < 0 else "#f2f2f2")
+        tip = (f"{n.name}: {n.count / tc * 100:.1f} % of the candidate's samples, "
+               f"{n.base / tc * 100:.1f} % of the baseline's")
+        svg.rect(10 + x, y, w - 0.5, row - 1, fill=color, stroke="#ffffff", cls="frame", tip=tip)
+        if w > 30:
+            svg.text(10 + x + 3, y + row / 2, _fit(n.name, 11, w - 6), size=11, full=n.name)
+        at = x
+        for k in sorted(n.kids.values(), key=lambda k: k.name):
+            draw(k, at, d + 1)
+            at += k.count * scale
+
+    draw(root, 0.0, 0)
+    return svg.done()

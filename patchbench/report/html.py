@@ -24,6 +24,8 @@ from patchbench.report.blocks import (
     Image,
     Inline,
     Link,
+    Literal,
+    Output,
     Strong,
     Table,
     Text,
@@ -183,6 +185,8 @@ def inline(parts: Sequence[Inline]) -> str:
             out.append(f"<b>{esc(p.text)}</b>")
         elif isinstance(p, Link):
             out.append(f'<a href="{esc(p.href)}">{esc(p.label)}</a>')
+        elif isinstance(p, Output):
+            out.append(esc(p.text))
         else:
             out.append(esc(p))
     return "".join(out)
@@ -205,6 +209,8 @@ def block(b: Block) -> str:
         return f'<img src="{esc(b.src)}" alt="{esc(b.alt)}">'
     if isinstance(b, Data):
         return details(b.title, json_block(b.value))
+    if isinstance(b, Literal):
+        return f"<pre>{esc(b.text)}</pre>"
     raise TypeError(f"not a report block: {b!r}")
 
 

@@ -20,6 +20,8 @@ from patchbench.report.blocks import (
     Image,
     Inline,
     Link,
+    Literal,
+    Output,
     Strong,
     Table,
     Text,
@@ -34,9 +36,15 @@ from patchbench.report.numbers import (
     fmt_verdict,
     fmt_verdict_now,
 )
-from patchbench.results import SKEW_METHODS, Results, ScenarioResult, TimedResult
+from patchbench.results import (
+    PAIRED6_METHOD,
+    SKEW_METHODS,
+    Results,
+    ScenarioResult,
+    TimedResult,
+)
 from patchbench.scenarios import KINDS
-from patchbench.util.escape import md_cell, md_text
+from patchbench.util.escape import md_cell, md_code, md_fence, md_text
 
 __all__ = ["fmt_ci", "fmt_delta", "fmt_p", "fmt_ratio", "fmt_time", "fmt_verdict", "md_table",
            "render", "summary_table"]
@@ -53,7 +61,9 @@ def inline(parts: Sequence[Inline]) -> str:
     out = []
     for p in parts:
         if isinstance(p, Code):
-            out.append(f"`{p.text}`")
+            out.append(md_code(p.text))  # a backtick in it cannot close the span
+        elif isinstance(p, Output):
+            out.append(md_text(p.text))
         elif isinstance(p, Strong):
             out.append(f"**{p.text}**")
         elif isinstance(p, Link):
@@ -79,6 +89,8 @@ def block(b: Block) -> str | None:
         return f"{b.title}:\n\n```json\n{json.dumps(b.value, indent=2, ensure_ascii=False)}\n```"
     if isinstance(b, Chart):
         return None
+    if isinstance(b, Literal):
+        return md_fence(b.text)
     raise TypeError(f"not a report block: {b!r}")
 
 
@@ -167,8 +179,13 @@ def statistics_line(results: Results) -> str:
                 for c in sc.comparisons)
     if any(c.rule5 for sc in results.scenarios if isinstance(sc, TimedResult)
            for c in sc.comparisons):
-        skew = any(c.method in SKEW_METHODS for sc in results.scenarios
-                   if isinstance(sc, TimedResult) for c in sc.comparisons)
+        methods = {c.method for sc in results.scenarios if isinstance(sc, TimedResult)
+                   for c in sc.comparisons}
+        skew = bool(methods & set(SKEW_METHODS))
+        effect = ("the effect in time is the ratio applied to the baseline's geometric mean "
+                  "(candidate − baseline); the standard error allows for noise shared by "
+                  "neighbouring rounds" if PAIRED6_METHOD in methods else
+                  "the effect in time is the mean per-round difference (candidate − baseline)")
         interval = ("skewness-corrected t interval (the t and Hall's transformation of it must "
                     "both reject; " if skew else "t interval (")
         return (f"- statistics: round-paired (schema 5) — per round, the ratio of the geometric "
@@ -176,9 +193,8 @@ def statistics_line(results: Results) -> str:
                 f"R−1 degrees of freedom); faster/slower: significant and beyond "
                 f"±{st.min_effect:.0%} on the log scale (one-sided test at alpha {st.alpha}); "
                 f"equivalent: the {1 - 2 * st.alpha:.0%} interval within ±{st.min_effect:.0%} "
-                f"(TOST); otherwise inconclusive, with the change this run could detect; the "
-                f"effect in time is the mean per-round difference (candidate − baseline); no "
-                f"verdict with fewer than {least} rounds")
+                f"(TOST); otherwise inconclusive, with the change this run could detect; "
+                f"{effect}; no verdict with fewer than {least} rounds")
     return (f"- statistics: round-paired — per round, the ratio of the medians; speedup = their "
             f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
             f"degrees of freedom) and a two-sided t test; alpha {st.alpha}, minimum effect "
@@ -235,7 +251,8 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
     lines = [
         f"# {results.comparison}: {free(results.description or '')}".rstrip(": "),
         "",
-        f"- target: `{results.target}` {results.url} at `{results.ref}` (`{results.commit}`)",
+        f"- target: {md_code(results.target)} {free(results.url)} at {md_code(results.ref)} "
+        f"({md_code(results.commit)})",
         f"- run: {results.started_at} → {results.finished_at}, seed {results.seed}"
         + (" — **A/A run** (baseline against itself: the noise floor)" if results.aa
            and results.aa_build is None else "") + aa_md(results),
@@ -267,7 +284,7 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         lines += [f"## Scenario `{sc.name}` ({sc.kind})", ""]
         if sc.description:
             lines += [free(sc.description), ""]
-        lines += [f"Command: `{sc.command}`", ""]
+        lines += [f"Command: {md_code(sc.command)}", ""]
         if isinstance(sc, TimedResult) and sc.cells:
             lines += [f"{sc.runs} runs per cell in {sc.rounds} interleaved rounds, warmup "
                       f"{sc.warmup}.", "", *stopping_lines(results, sc.name), detail_table(sc),

@@ -18,6 +18,9 @@ from tabulate import tabulate
 from patchbench.analysis import paired, stats
 from patchbench.errors import ReportError
 from patchbench.results import Cell, Results, RunInput, TimedResult, as_results
+from patchbench.scenarios import profile, scans
+from patchbench.scenarios.profile import Profile
+from patchbench.scenarios.scans import ScanResult
 
 
 def compare_samples(a: Sequence[float], b: Sequence[float], *, rounds_a: Sequence[int] | None,
@@ -69,6 +72,7 @@ class RunDiff:
     only_b: list[str]
     notes: list[str]
     speedups: list[SpeedupDiff] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)  # syscall profiles and scans in both runs
 
 
 def speedup_diffs(a: Results, b: Results, alpha: float, min_effect: float) -> list[SpeedupDiff]:
@@ -171,7 +175,37 @@ def diff_runs(run_a: RunInput, run_b: RunInput, *, name_a: str = "A", name_b: st
         only_a=[" ".join(k) for k in cells_a if k not in cells_b],
         only_b=[" ".join(k) for k in cells_b if k not in cells_a], notes=notes,
         speedups=speedup_diffs(a, b, alpha, min_effect),
+        why=why_lines(a, b),
     )
+
+
+def why_lines(a: Results, b: Results, top: int = 3) -> list[str]:
+    """Per traced cell in both runs, its syscalls per start in A and B and the biggest changes
+    (patchbench.scenarios.profile); per scanned variant in both, its exponent in A and B."""
+    out = []
+    by_b = {sc.name: sc for sc in b.scenarios}
+    for sa in a.scenarios:
+        sb = by_b.get(sa.name)
+        if sb is None:
+            continue
+        pa, pb = getattr(sa, "profile", None), getattr(sb, "profile", None)
+        if isinstance(pa, Profile) and isinstance(pb, Profile):
+            ca, cb = profile.by_cell(pa), profile.by_cell(pb)
+            for cell in (c for c in ca if c in cb):
+                rows = profile.diff_rows(ca[cell], cb[cell])
+                changed = [f"{r[0]} {r[3]}" for r in rows[1:1 + top] if r[3] != "0"]
+                out.append(f"{sa.name} {cell}: {rows[0][1]} → {rows[0][2]} syscalls per start"
+                           + (f" (B − A: {', '.join(changed)})" if changed else ""))
+        fa, fb = getattr(sa, "scan", None), getattr(sb, "scan", None)
+        if isinstance(fa, ScanResult) and isinstance(fb, ScanResult):
+            fits_b = {(f.variant, f.condition): f for f in fb.fits}
+            for f in fa.fits:
+                g = fits_b.get((f.variant, f.condition))
+                if g is not None:
+                    out.append(f"{sa.name} {f.variant}: exponent of {fa.name} "
+                               f"{scans.fmt_exponent(f)} in A, "
+                               f"{scans.fmt_exponent(g)} in B")
+    return out
 
 
 def render_diff(d: RunDiff, fmt: str = "github") -> str:
@@ -216,6 +250,8 @@ def render_diff(d: RunDiff, fmt: str = "github") -> str:
                   "", tabulate(srows, headers=["scenario", "candidate", "speedup in A",
                                                "speedup in B", "B/A [95% CI]", "p", "builds"],
                                tablefmt=fmt, disable_numparse=True)]
+    if d.why:
+        lines += ["", "why (traced runs and scans in both runs):", *[f"- {w}" for w in d.why]]
     if d.only_a:
         lines += ["", "only in A: " + ", ".join(d.only_a)]
     if d.only_b:

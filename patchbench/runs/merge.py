@@ -33,7 +33,7 @@ from patchbench.report.numbers import fmt_delta, fmt_time
 from patchbench.results import Results, RunInput, TimedResult, Verdict, as_results
 from patchbench.runs.diff import require_same_comparison
 from patchbench.scenarios import KINDS
-from patchbench.util.escape import md_cell
+from patchbench.util.escape import md_cell, md_code
 
 # The manifest fields that decide what is built; equal inputs must give equal artifacts.
 BUILD_INPUTS = ("target", "commit", "built_commit", "series", "overlays", "fingerprint", "recipe")
@@ -392,7 +392,7 @@ def render_markdown(m: Merged) -> str:
 def summary_markdown(m: Merged) -> str:
     """The merged result for a CI job summary: the table, agreement, builds and the gate."""
     labels = [md_cell(label) for label in m.labels]
-    lines = [f"### patchbench `{m.comparison}` on {len(m.runs)} machines", ""]
+    lines = [f"### patchbench {md_code(m.comparison)} on {len(m.runs)} machines", ""]
     lines += _md_lines(builds_differ_lines(m))
     if m.rows:
         lines += [md_table(["comparison", *labels, "verdicts agree"], _md(summary_rows(m))), ""]

@@ -12,7 +12,7 @@ from patchbench.report.markdown import md_table, summary_table
 from patchbench.report.numbers import fmt_aa
 from patchbench.results import Results, RunInput, TimedResult, as_results
 from patchbench.scenarios import KINDS
-from patchbench.util.escape import md_cell
+from patchbench.util.escape import md_cell, md_code
 
 
 def summary_path(explicit: str | os.PathLike[str] | None,
@@ -49,8 +49,8 @@ def summary_markdown(run: RunInput, gate_reasons: Sequence[str] | None) -> str:
     results = as_results(run)
     m = results.machine  # free-form (patchbench.measure.machine), as the run recorded it
     lines = [
-        f"### patchbench `{md_cell(results.comparison)}`"
-        + (f" — `{md_cell(results.run_dir)}`" if results.run_dir else ""),
+        f"### patchbench {md_code(results.comparison)}"  # spans a backtick cannot close
+        + (f" — {md_code(results.run_dir)}" if results.run_dir else ""),
         "",
         f"{md_cell(m.get('cpu_model'))}, {md_cell(m.get('cpu_count'))} cores, kernel "
         f"{md_cell(m.get('kernel'))}; seed {results.seed}"

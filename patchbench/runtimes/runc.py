@@ -1,19 +1,24 @@
 """runc, or any OCI runtime CLI (crun, youki), as a runtime target: OCI bundles (a busybox rootfs
-by default, or the comparison's ``rootfs``; the config from ``runc spec``), a state root and a
-container id prefix of the run's own, teardown that deletes what the run started and checks
-that nothing of it is listed or left in a cgroup, and the cleanup of what a killed earlier run
-left. Scenarios name the CLI ``{runtime}`` (or ``{runc}``, ``{crun}``). docs/runtimes.md."""
+by default, or the comparison's ``rootfs``; the config from ``runc spec``; a scenario's own
+``bundle`` changes the process's args and environment, copies host programs with their libraries
+into the rootfs and adds bind mounts), a state root and a container id prefix of the run's own,
+teardown that deletes what the run started and checks that nothing of it is listed or left in a
+cgroup, and the cleanup of what a killed earlier run left. Scenarios name the CLI ``{runtime}``
+(or ``{runc}``, ``{crun}``). docs/runtimes.md."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import tarfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +135,75 @@ def write_config(runc: Path, bundle: Path, args: list[str], rootfs: Path) -> Non
     data["root"] = {"path": str(rootfs.resolve()), "readonly": True}
     data["hostname"] = "patchbench"
     cfg.write_text(json.dumps(data, indent=2))
+
+
+@dataclass(frozen=True)
+class BundleSpec:
+    """A scenario's own bundle, placeholders filled: the process's args (None: the default
+    bundle's), environment variables added, host programs copied in, bind mounts added."""
+
+    args: tuple[str, ...] | None = None
+    env: tuple[str, ...] = ()
+    binaries: tuple[str, ...] = ()
+    mounts: int = 0
+
+
+MOUNT_DIR = "mnt/pb"  # the bind mounts' destinations in the rootfs: /mnt/pb/0, /mnt/pb/1, ...
+_LDD_LIB = re.compile(r"^\s*(?:\S+ => )?(/\S+) \(0x[0-9a-f]+\)$")
+
+
+def needed_libraries(binary: Path) -> list[Path]:
+    """The shared libraries a dynamically linked program loads (its interpreter too), as ``ldd``
+    resolves them on this host; RequirementError when one is not found."""
+    res = command.run(["ldd", binary], timeout=30, check=False)
+    missing = [line.split()[0] for line in res.stdout.splitlines() if "not found" in line]
+    if missing:
+        raise RequirementError(f"{binary} needs {', '.join(missing)}, which this host does not "
+                               "have; it cannot be copied into the rootfs",
+                               hint="name a static program, or give a rootfs that has it")
+    libs = [Path(m.group(1)) for line in res.stdout.splitlines()
+            if (m := _LDD_LIB.match(line)) is not None]
+    if res.returncode != 0 or not libs:
+        raise RequirementError(f"ldd could not list the libraries of {binary}: "
+                               f"{(res.stdout + res.stderr).strip()[:200]}")
+    return libs
+
+
+def copy_binary(name: str, rootfs: Path) -> list[str]:
+    """Copy the host program ``name`` (found with PATH) into ``rootfs`` at the same path, with
+    the shared libraries it needs when it is dynamically linked; the paths copied."""
+    found = shutil.which(name)
+    if found is None:
+        raise RequirementError(f"no program {name!r} on this host's PATH to copy into the rootfs")
+    real = Path(found).resolve()
+    files = [(Path(found), real)]
+    if not is_static(real):
+        files += [(lib, lib.resolve()) for lib in needed_libraries(real)]
+    copied = []
+    for at, src in files:
+        dest = rootfs / str(at).lstrip("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.is_symlink() or dest.exists():
+            dest.unlink()
+        shutil.copy2(src, dest)
+        copied.append(str(at))
+    return copied
+
+
+def write_custom(base_config: Path, bundle: Path, spec: BundleSpec, rootfs: Path,
+                 bind_source: Path) -> None:
+    """The default bundle's config.json with ``spec`` applied, written into ``bundle``."""
+    data = json.loads(base_config.read_text())
+    proc = data["process"]
+    if spec.args is not None:
+        proc["args"] = list(spec.args)
+    proc["env"] = [*proc.get("env", []), *spec.env]
+    data["root"] = {"path": str(rootfs.resolve()), "readonly": True}
+    data["mounts"] = [*data.get("mounts", []), *[
+        {"destination": f"/{MOUNT_DIR}/{i}", "type": "bind", "source": str(bind_source),
+         "options": ["rbind", "ro"]} for i in range(spec.mounts)]]
+    bundle.mkdir(parents=True, exist_ok=True)
+    (bundle / "config.json").write_text(json.dumps(data, indent=2))
 
 
 def make_bundles(workdir: Path, runc: Path, rootfs_spec: str | None, project_root: Path) -> str:
@@ -323,6 +397,27 @@ class RuncRuntime:
             "bundle_trap": str(wd / "bundle_trap"),
             "id": self.variant_prefix(variant)[:-1],
         }
+
+    def custom_bundle(self, name: str, spec: BundleSpec) -> Path:
+        """A bundle of the default one's config with ``spec`` applied (its rootfs a copy with
+        the programs added when there are any; the bind mounts' destinations made in it)."""
+        assert self.workdir is not None
+        rootfs = self.workdir / "rootfs"
+        if spec.binaries:
+            key = hashlib.sha256("\0".join(spec.binaries).encode()).hexdigest()[:12]
+            copy = self.workdir / f"rootfs-{key}"
+            if not copy.exists():
+                shutil.copytree(rootfs, copy, symlinks=True)
+                for b in spec.binaries:
+                    copy_binary(b, copy)
+            rootfs = copy
+        for i in range(spec.mounts):
+            (rootfs / MOUNT_DIR / str(i)).mkdir(parents=True, exist_ok=True)
+        source = self.workdir / "bind-source"
+        source.mkdir(exist_ok=True)
+        bundle = self.workdir / "bundles" / name
+        write_custom(self.workdir / "bundle" / "config.json", bundle, spec, rootfs, source)
+        return bundle
 
     def leftovers(self, variant: str, bin_dir: Path) -> list[str]:
         """One entry per container left behind, saying what remains of it (state kept by runc,

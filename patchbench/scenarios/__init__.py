@@ -18,6 +18,7 @@ from patchbench.errors import ConfigError
 from patchbench.scenarios import burst, command, ctrstress, layers, mounts, soak, stress
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind
 from patchbench.util.progress import say
+from patchbench.util.workspace import Switches
 
 KINDS: dict[str, ScenarioKind[Any, Any]] = {}
 
@@ -59,12 +60,17 @@ def get(name: str) -> ScenarioKind[Any, Any]:
     return KINDS[name]
 
 
-def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: int | None
-             ) -> ScenarioConfig:
+def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: int | None,
+             *, profile: tuple[str, ...] = ()) -> ScenarioConfig:
     """The scenario with --runs/--rounds/--warmup applied, validated like the matrix (runs are
-    rounded down to a multiple of rounds)."""
+    rounded down to a multiple of rounds), and --profile added to its ``profile`` (a kind
+    without the key is left as it is, and said)."""
     changes: dict[str, Any] = {k: v for k, v in (("rounds", rounds), ("runs", runs),
                                                  ("warmup", warmup)) if v is not None}
+    if profile and "profile" in type(sc).model_fields:
+        changes["profile"] = list(dict.fromkeys([*getattr(sc, "profile", []), *profile]))
+    elif profile:
+        say(f"scenario {sc.name} ({sc.kind}): no profile for this kind; --profile is not applied")
     if not changes:
         return sc
     r, n = changes.get("rounds", sc.rounds), changes.get("runs", sc.runs)
@@ -80,8 +86,32 @@ def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: i
     try:  # --rounds 0 is refused, not a division by zero
         return type(sc).model_validate({**sc.model_dump(by_alias=True), **changes})
     except ValidationError as exc:
-        raise ConfigError(f"--runs/--rounds/--warmup: {exc.errors()[0]['msg']}") from None
+        err = exc.errors()[0]
+        key = "/".join(f"--{k}" for k in ("runs", "rounds", "warmup", "profile") if k in changes) \
+            if not err["loc"] else f"--{err['loc'][-1]}"
+        raise ConfigError(f"scenario {sc.name}: {key}: {err['msg']}") from None
 
 
-__all__ = ["KINDS", "ScenarioContext", "ScenarioKind", "get", "override", "register",
-           "unregister"]
+# --until-ci without --max-rounds: up to this many times a scenario's rounds
+UNTIL_BUDGET = 4
+
+
+def for_run(sc: ScenarioConfig, sw: Switches) -> ScenarioConfig:
+    """The scenario as ``compare`` runs it (``override``), refused (exit 10) when --until-ci
+    could add rounds past the samples a cell of a saved run may hold, before anything is
+    built."""
+    out = override(sc, sw.runs, sw.rounds, sw.warmup, profile=sw.profile)
+    if sw.until_ci is not None:
+        budget = sw.max_rounds or UNTIL_BUDGET * out.rounds
+        most = out.runs // out.rounds * budget
+        if most > results.MAX_SAMPLES:
+            raise ConfigError(
+                f"scenario {sc.name}: --max-rounds {budget}: with {out.runs // out.rounds} runs "
+                f"per round, --until-ci could make {most:,} runs of a cell, more than "
+                f"{results.MAX_SAMPLES:,}, the samples a cell of a saved run may hold",
+                hint="give a smaller --max-rounds, or fewer --runs per round")
+    return out
+
+
+__all__ = ["KINDS", "UNTIL_BUDGET", "ScenarioContext", "ScenarioKind", "for_run", "get",
+           "override", "register", "unregister"]

@@ -10,7 +10,7 @@ import secrets
 import shlex
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
@@ -61,6 +61,8 @@ class ScenarioContext(Generic[ConfigT]):
     # --until-ci: the stopping rule, and how each set of rounds ended (see precision_rule)
     until: sequential.UntilCI | None = None
     stops: list[results.Stopping] = field(default_factory=list)
+    # a kind's own placeholders of a cell, over the others (a scenario's bundle names {bundle})
+    extra: Callable[[Cell], Mapping[str, str]] | None = None
 
     def build_of(self, variant: str) -> Built:
         return next(b for b in self.built if b.variant.name == variant)
@@ -76,6 +78,8 @@ class ScenarioContext(Generic[ConfigT]):
             v.update(self.runtime.placeholders(b.variant.name, b.bin))
         v.update({"i": "{i}", "round": "{round}"})  # filled per instance by burst and stress
         v.update(dict(cell.params))
+        if self.extra is not None:
+            v.update(self.extra(cell))
         return v
 
     def expand(self: ScenarioContext[TimedConfig], cell: Cell) -> Invocation:
@@ -174,9 +178,10 @@ def hang_test(base: Samples, cand: Samples) -> HangTest:
 
 
 def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: ScenarioContext[ScenarioConfig],
-                  *, deadline: bool = False) -> Verdict:
+                  *, deadline: bool = False, order: Sequence[Sequence[str]] = ()) -> Verdict:
     """The round-paired verdict (patchbench.analysis.verdict), the pooled figures kept as descriptive;
-    with ``deadline`` (runs had one each), the hang counts tested against the baseline."""
+    with ``deadline`` (runs had one each), the hang counts tested against the baseline; ``order``
+    (the cells' labels per round, as run) tells how neighbouring rounds share noise."""
     b, c = samples[base], samples[cand]
     params = " ".join(f"{k}={v}" for k, v in base.params)
     if not set(b.rounds) & set(c.rounds):  # every run of one of them hung (or no round shared)
@@ -188,8 +193,9 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
             min_rounds=stats.MIN_ROUNDS,
             note="verdict withheld: no round has finished runs of both variants",
             hangs=hang_test(b, c) if deadline else None)
+    signs = paired.neighbour_signs(order, base.label, cand.label) if order else None
     rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=ctx.alpha,
-                         min_effect=ctx.min_effect, seed=ctx.seed)
+                         min_effect=ctx.min_effect, seed=ctx.seed, signs=signs)
     return results.Verdict(baseline=base.label, candidate=cand.label,
                            candidate_variant=cand.variant, params=params,
                            hangs=hang_test(b, c) if deadline else None, **rec)

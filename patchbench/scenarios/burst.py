@@ -87,6 +87,9 @@ class BurstConfig(TimedConfig):
     def plan_detail(self) -> str:
         return f", k = {self.k}"
 
+    def cells_per_variant(self) -> int:
+        return len(self.k)  # one cell per k (no conditions)
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 
@@ -158,7 +161,7 @@ class BurstKind:
                                         "teardown": [], "prepare": None, "cleanup": None})
         over, _ = measure_cells(ctx, over_cells, expand, over_sc)
 
-        cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
+        cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples, order)
         for c, res in zip(cells, cell_results, strict=True):
             res.instances = _instances(_lat_file(ctx, c))
             # a run with a hung instance exits 124 as a whole: say what else failed in it

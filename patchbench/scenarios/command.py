@@ -10,6 +10,7 @@ condition runs as its own set of interleaved cells, named by a ``condition`` par
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -23,6 +24,7 @@ from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import AppliedCondition, Check, ScenarioResult, TimedResult, Verdict
 from patchbench.results import Cell as CellResult
+from patchbench.scenarios import command_bundle, profile, scans
 from patchbench.scenarios.base import (
     ScenarioContext,
     ScenarioKind,
@@ -40,6 +42,9 @@ from patchbench.scenarios.base import (
     run_verify,
     verdict_warnings,
 )
+from patchbench.scenarios.command_bundle import BundleConfig
+from patchbench.scenarios.profile import Profile
+from patchbench.scenarios.scans import ScanConfig, ScanResult
 from patchbench.scenarios.steps import ByTime, StepRule
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.util import progress
@@ -52,6 +57,25 @@ class CommandConfig(TimedConfig):
 
     kind: Literal["command"] = Field(default="command", description=(
         "`command` (the default when `kind` is left out)."))
+    profile: list[Literal["syscalls", "cpu"]] = Field(default_factory=list, description=(
+        "After measuring, `profile_runs` runs of every cell apart from the timed ones: "
+        "`syscalls`, every syscall of the process tree counted (`profile_tracer`), with each "
+        "candidate's syscall diff and, for an OCI runtime CLI, the phases of its start; `cpu`, "
+        "its call stacks sampled with perf (cpu-clock), with each candidate's functions by CPU "
+        "share and a differential flame graph."))
+    profile_runs: int = Field(default=3, ge=1, le=100, description=(
+        "Traced runs per cell with `profile`."))
+    profile_tracer: Literal["strace", "bpftrace"] = Field(default="strace", description=(
+        "`strace` (`strace -f`: no root needed; ptrace slows the run, so what grows with its "
+        "length, such as a Go runtime's nanosleep and futex calls, grows too) or `bpftrace` "
+        "(counted in the kernel at nearly the run's own speed; root, and the kernel headers' "
+        "syscall table)."))
+    scan: ScanConfig | None = Field(default=None, description=(
+        "A placeholder scanned over values, each value its own set of interleaved cells, with "
+        "a verdict per value and a fit per variant of how the time grows with it."))
+    bundle: BundleConfig | None = Field(default=None, description=(
+        "The scenario's own OCI bundle (runtime `runc`), named `{bundle}` in it: the "
+        "process's args, environment, host programs copied in, bind mounts."))
 
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
@@ -60,6 +84,8 @@ class CommandConfig(TimedConfig):
 class CommandResult(TimedResult):
     kind: Literal["command"] = "command"
     verify: dict[str, Check] | None = None
+    profile: Profile | None = None  # traced runs (profile: [syscalls]); absent before them
+    scan: ScanResult | None = None  # a scan's fits; absent before scans
 
 
 def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expand: Expander,
@@ -121,6 +147,7 @@ def measure_conditions(ctx: ScenarioContext[CommandConfig], cells: list[Cell], e
 
 
 def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], samples: dict[Cell, Samples],
+                  order: Sequence[Sequence[str]] = (),
                   ) -> tuple[list[CellResult], list[Verdict], str | None, list[str]]:
     """Cell results with their hangs, each candidate cell against the baseline cell with the
     same parameters, the hang evidence summary's name, and the warnings."""
@@ -131,7 +158,8 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
     cell_results = [cell_result(c, samples[c], ctx.seed,
                                 cell_hangs(ctx, c, samples[c], sc.timeout, summary))
                     for c in cells]
-    comparisons = [compare_cells(b, c, samples, ctx, deadline=True) for b, c in pairs]
+    comparisons = [compare_cells(b, c, samples, ctx, deadline=True, order=order)
+                   for b, c in pairs]
     warnings = (noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
                 + hang_warnings(sc.name, cell_results))
     return cell_results, comparisons, evidence_summary(ctx, summary), warnings
@@ -146,29 +174,35 @@ class CommandKind:
     def plan(self, ctx: ScenarioContext[CommandConfig]) -> list[str]:
         sc: CommandConfig = ctx.scenario
         lines = []
-        for b in ctx.built:
-            lines += plan_invocation(ctx, Cell(b.variant.name), sc.verify or None)
-        return lines + plan_deadline(sc)
+        for cell in first_cells(sc, [b.variant.name for b in ctx.built]):
+            lines += plan_invocation(ctx, cell, sc.verify or None)
+        return lines + plan_deadline(sc) + plan_why(sc, len(ctx.built))
 
     def run(self, ctx: ScenarioContext[CommandConfig]) -> tuple[CommandResult, list[str]]:
         sc: CommandConfig = ctx.scenario
         exe = launcher.build(ctx.layout)
-        plain = [Cell(b.variant.name) for b in ctx.built]
+        variants = [b.variant.name for b in ctx.built]
+        plain = sc.scan.cells(variants) if sc.scan else [Cell(v) for v in variants]
+        if sc.bundle is not None:  # {bundle}: the scenario's own, per cell (a scan's value)
+            ctx.extra = command_bundle.placeholders(ctx, sc.bundle, plain)
 
         def expand(cell: Cell) -> Invocation:
             return with_deadline(ctx, exe, cell, ctx.expand(cell), ["-k", "1"])
 
         samples, order, applied = measure_conditions(ctx, plain, expand)
         cells = list(samples)
-        verify = run_verify(ctx, plain, sc.verify) if sc.verify else None
-        cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples)
+        traced, why_warnings = why(ctx, sc, plain)
+        checked = first_cells(sc, variants)
+        verify = run_verify(ctx, checked, sc.verify) if sc.verify else None
+        cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples, order)
         res = CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
             comparisons=comparisons, verify=verify, deadline_s=sc.timeout, conditions=applied,
-            evidence_summary=ev_summary)
+            evidence_summary=ev_summary, profile=traced,
+            scan=scan_result(ctx, sc, cell_results))
         warnings += [f"{sc.name} {v}: the verify check FAILED (exit {r.exit_code})"
                      for v, r in (verify or {}).items() if not r.passed]
-        return res, warnings
+        return res, warnings + why_warnings
 
     def gate(self, result: CommandResult) -> list[str]:
         return [f"{result.name} {variant}: verify failed (exit {v.exit_code})"
@@ -176,17 +210,104 @@ class CommandKind:
                 ] + hang_gate(result.name, result.comparisons, result.cells)
 
     def report(self, result: CommandResult, *, details: bool = True) -> list[Block]:
+        base = baseline_of(result)
         return ((timed_blocks(result, deadlines=True) if details else [])
-                + verify_blocks(result.verify))
+                + verify_blocks(result.verify) + scans.blocks(result.scan, base)
+                + profile.blocks(result.profile, base, only=shown_cells(result)))
 
     def page(self, result: CommandResult) -> list[Block]:
-        return verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))
+        base = baseline_of(result)
+        return (verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))
+                + scans.page(result.scan, result.name, result.cells, base)
+                + profile.page(result.profile, base))
 
     def summary(self, result: CommandResult) -> Table | None:
         return None
 
     def across(self, result: CommandResult) -> Across | None:
+        """A merged report's cells: each traced cell's syscalls per start and biggest change,
+        each scanned variant's exponent."""
+        rows = [((result.name, cell), note)
+                for cell, note in profile.summary_text(result.profile, baseline_of(result))]
+        if result.scan is not None:
+            rows += [((result.name, f"{f.variant} exponent"
+                       + (f" ({f.condition})" if f.condition else "")),
+                      scans.fmt_exponent(f)) for f in result.scan.fits]
+        if not rows:
+            return None
+        return Across(self.name, "Why: syscalls per start and scans", ("scenario", "cell"),
+                      "syscalls per start (traced runs) and each scan's power-law exponent with "
+                      "its 95% CI, per machine", tuple(rows))
+
+
+# --- what tells why: the profile, the scan (patchbench/scenarios/profile.py, scan.py) ---
+
+
+def first_cells(sc: CommandConfig, variants: list[str]) -> list[Cell]:
+    """One cell per variant: a scan's first value (the dry run's and verify's)."""
+    if sc.scan is None:
+        return [Cell(v) for v in variants]
+    return [Cell(v, ((sc.scan.name, str(sc.scan.scanned[0])),)) for v in variants]
+
+
+def why(ctx: ScenarioContext[CommandConfig], sc: CommandConfig, cells: list[Cell]
+        ) -> tuple[Profile | None, list[str]]:
+    """The traced runs (``profile``), after the timed ones; the warnings of those that failed."""
+    if not sc.profile:
+        return None, []
+    traced, warnings = (profile.trace_cells(ctx, cells, ctx.expand, sc.profile_runs,
+                                            oci=oci_cli(ctx), tracer=sc.profile_tracer)
+                        if "syscalls" in sc.profile else (Profile(tracer="", runs=[]), []))
+    if "cpu" in sc.profile:
+        traced.cpu, more = profile.sample_cells(ctx, cells, ctx.expand, sc.profile_runs)
+        warnings += more
+    return traced, warnings
+
+
+def plan_why(sc: CommandConfig, variants: int) -> list[str]:
+    lines = []
+    if sc.scan is not None:
+        lines.append(f"  scan: {{{sc.scan.name}}} over {sc.scan.scanned}, each value its own "
+                     "cells, interleaved; a fit per variant")
+    if sc.bundle is not None:
+        lines.append(f"  bundle: {{bundle}} is the scenario's own: {sc.bundle.summary()}")
+    cells = variants * (len(sc.scan.scanned) if sc.scan else 1)
+    if "syscalls" in sc.profile:
+        lines += profile.plan_lines(sc, sc.profile_runs, cells, sc.profile_tracer)
+    if "cpu" in sc.profile:
+        lines += profile.plan_cpu(sc.profile_runs, cells)
+    return lines
+
+
+def oci_cli(ctx: ScenarioContext[CommandConfig]) -> bool:
+    """Whether the command is an OCI runtime CLI's (its start has phases to show)."""
+    return ctx.runtime is not None and ctx.runtime.name == "runc"
+
+
+def baseline_of(result: CommandResult) -> str:
+    return result.cells[0].variant if result.cells else ""
+
+
+def shown_cells(result: CommandResult) -> list[str] | None:
+    """report.md's syscall diffs: a scan's at its largest value (report.html has every one)."""
+    if result.scan is None or result.profile is None:
         return None
+    top = str(max(result.scan.values))
+    return [c.label for c in result.cells if c.params.get(result.scan.name) == top]
+
+
+def scan_result(ctx: ScenarioContext[CommandConfig], sc: CommandConfig,
+                cells: list[CellResult]) -> ScanResult | None:
+    """The scan's fits from the cells' samples, and its chart (a file report.md links)."""
+    if sc.scan is None:
+        return None
+    res = ScanResult(name=sc.scan.name, values=sc.scan.scanned,
+                     fits=scans.fits(sc.scan.name, cells))
+    path = ctx.workdir / f"{sc.name}-scan.svg"
+    if scans.write_chart(path, res, sc.name, cells):
+        res.chart = path.name
+        ctx.extra_files[path.name] = path
+    return res
 
 
 KIND: ScenarioKind[CommandConfig, CommandResult] = CommandKind()

@@ -44,6 +44,7 @@ from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.views import images_line, round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
+from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
     from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
@@ -59,10 +60,10 @@ class CtrStressConfig(ScenarioConfig):
     to ``rounds``)."""
 
     kind: Literal["ctrstress"] = Field(default="ctrstress", description="`ctrstress`.")
-    warmup: int = Field(default=3, ge=0, description="Not used by this kind.")
-    runs: int = Field(default=30, ge=1, description=(
+    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description="Not used by this kind.")
+    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
         "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
-    rounds: int = Field(default=5, ge=1, description=(
+    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
         "Rounds; each runs every variant once, in a seeded random order."))
     layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
         "Layer counts of the images; each round draws one."))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from patchbench import results
+from patchbench.analysis import scaling
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import PatchbenchError
 from patchbench.measure import bench, launcher, mounttrace
@@ -74,6 +75,9 @@ class LayersConfig(ScenarioConfig):
     def plan_detail(self) -> str:
         return f", L = {self.layers}, k = {self.k}"
 
+    def cells_per_variant(self) -> int:
+        return len(self.layers) * len(self.k)  # one cell per (L, k)
+
 
 # --- the result: this kind's part of results.json (registered by patchbench.scenarios) ---
 
@@ -121,14 +125,9 @@ def _lat_file(ctx: ScenarioContext[LayersConfig], cell: Cell) -> Path:
 
 
 def fit(xs: list[int], ys: list[int]) -> tuple[float, float] | None:
-    """Least-squares slope and intercept of ys against xs (None with fewer than 2 distinct x)."""
-    if len(set(xs)) < 2:
-        return None
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    return slope, my - slope * mx
+    """Least-squares slope and intercept of ys against xs (None with fewer than 2 distinct x);
+    the fitting code every scan shares (patchbench.analysis.scaling)."""
+    return scaling.line(xs, ys)
 
 
 class LayersKind:
@@ -226,7 +225,8 @@ class LayersKind:
                                            workdir=ctx.workdir, on_round=on_round)
         finally:
             sampler.stop()
-        cell_results, comparisons, ev_summary, timed_warnings = timed_results(ctx, cells, samples)
+        cell_results, comparisons, ev_summary, timed_warnings = timed_results(ctx, cells, samples,
+                                                                                 order)
         warnings += timed_warnings
         for c, res in zip(cells, cell_results, strict=True):
             res.instances = _instances(_lat_file(ctx, c))

@@ -1,8 +1,9 @@
 """The ``mounts`` kind: the mount syscalls of one container start, counted exactly, per build. Each
 build's traced starts of a command (an OCI runtime CLI's ``run``) run under bpftrace or ``strace
--f`` with all their descendants, the builds in a seeded order per round; the report shows a
-table build × syscall with each candidate's change, and warns when a build's starts differ. A
-candidate start that fails fails the gate. docs/scenarios.md#mounts."""
+-f`` with all their descendants, the builds in a seeded order per round; every syscall of a start
+is counted (its syscall profile, patchbench.scenarios.profile) and the mount counts are a view of
+it. The report shows a table build × syscall with each candidate's change, and warns when a
+build's starts differ. A candidate start that fails fails the gate. docs/scenarios.md#mounts."""
 
 from __future__ import annotations
 
@@ -14,15 +15,18 @@ from pydantic import Field, field_validator
 
 from patchbench.analysis import stats
 from patchbench.config.scenarios import Argv, ScenarioConfig
-from patchbench.measure import bench, mounttrace
+from patchbench.measure import bench, mounttrace, syscalls
 from patchbench.measure.bench import Cell
 from patchbench.measure.mounttrace import MountCounts
 from patchbench.report import blocks as rb
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import MAX_CELLS, Record, ScenarioResult
+from patchbench.scenarios import profile
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
+from patchbench.scenarios.profile import Profile, TracedRun
 from patchbench.scenarios.steps import StepRule
 from patchbench.util import command, progress
+from patchbench.util.limits import MAX_SAMPLES
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -39,17 +43,17 @@ class MountsConfig(ScenarioConfig):
         "Commands run after every start, traced or not (e.g. `{runtime} --root {root} delete "
         "-f {id}-m{i}`); one that fails is a warning."))
     tracer: Literal["bpftrace", "strace"] = Field(default="bpftrace", description=(
-        "`bpftrace` (exact kernel counts, needs root; patchbench.measure.mounttrace) or `strace` "
+        "`bpftrace` (exact kernel counts, needs root; patchbench.measure.syscalls) or `strace` "
         "(`strace -f`: no root or tracefs needed, but ptrace slows the start)."))
     syscalls: list[str] = Field(default_factory=lambda: [
         "mount", "umount2", "open_tree", "move_mount", "mount_setattr"], min_length=1,
                                 description=(
         "The syscalls counted: of " + ", ".join(f"`{s}`" for s in mounttrace.TRACEPOINTS) + "."))
-    warmup: int = Field(default=1, ge=0, description=(
+    warmup: int = Field(default=1, ge=0, le=MAX_SAMPLES, description=(
         "Untraced starts per build before the first round (their counts are not kept)."))
-    runs: int = Field(default=5, ge=1, description=(
+    runs: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
         "Traced starts per build in all, a multiple of `rounds`."))
-    rounds: int = Field(default=5, ge=1, description=(
+    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
         "Rounds; each traces runs/rounds starts of every build, the builds in a seeded random "
         "order."))
 
@@ -92,9 +96,9 @@ class MountsResult(ScenarioResult):
     syscalls: list[str]
     variants: list[str]  # the builds, the baseline first
     starts: Annotated[list[MountStart], Field(max_length=MAX_CELLS)]
-
-
-STRACE_SHOWN = "strace -f -qq -Y -e signal=none -e trace={syscalls} -o FILE --"
+    # every syscall of each traced start (the counts above are a view of it); absent in runs
+    # before it
+    profile: Profile | None = None
 
 
 def _fill(argv: list[str], values: dict[str, str], where: str, i: str, rnd: str) -> list[str]:
@@ -104,8 +108,8 @@ def _fill(argv: list[str], values: dict[str, str], where: str, i: str, rnd: str)
 
 def tracer_shown(sc: MountsConfig) -> str:
     if sc.tracer == "strace":
-        return STRACE_SHOWN.format(syscalls=",".join(sc.syscalls))
-    return "bpftrace -c (patchbench.measure.mounttrace: the command and its descendants)"
+        return syscalls.SHOWN + " (every syscall: the counts are a view of the profile)"
+    return syscalls.BPFTRACE_SHOWN + " (the counts are a view of the profile)"
 
 
 # --- the counts a report shows, derived from the starts -------------------------------------
@@ -216,7 +220,7 @@ class MountsKind:
     def run(self, ctx: ScenarioContext[MountsConfig]) -> tuple[MountsResult, list[str]]:
         sc: MountsConfig = ctx.scenario
         if sc.tracer == "bpftrace":
-            mounttrace.check()
+            syscalls.bpftrace_check()
         else:
             command.which("strace")
         variants = [b.variant.name for b in ctx.built]
@@ -232,13 +236,16 @@ class MountsKind:
                     warnings.append(f"{sc.name} {v}: `{shlex.join(argv)}` after start {i} "
                                     f"exited {res.returncode}")
 
+        traced: list[TracedRun] = []
+
         def trace(v: str, i: str, rnd: str) -> MountCounts:
             argv = _fill(sc.command, vals[v], sc.name, i, rnd)
             where = ctx.workdir / f"{sc.name}-trace" / f"{v}-{i}"
-            if sc.tracer == "strace":
-                return mounttrace.strace_trace(argv, where, syscalls=sc.syscalls,
-                                               timeout=sc.timeout)
-            return mounttrace.trace(argv, where, syscalls=sc.syscalls, timeout=sc.timeout)
+            # the whole profile; the mount counts are a view of it
+            tracer = syscalls.trace if sc.tracer == "strace" else syscalls.trace_bpftrace
+            t = tracer(argv, where, timeout=sc.timeout)
+            traced.append(profile.record(v, v, int(i), t, oci=True))
+            return mounttrace.from_trace(t, sc.syscalls)
 
         for v in variants:
             for a in sc.setup:
@@ -277,7 +284,9 @@ class MountsKind:
                                 log=log, check=False)
         res = MountsResult(**header(sc, sc.shown_command()), order=order,
                                    tracer=sc.tracer, syscalls=list(sc.syscalls),
-                                   variants=variants, starts=starts)
+                                   variants=variants, starts=starts,
+                                   profile=Profile(tracer=profile.TRACERS[sc.tracer],
+                                                   runs=traced))
         warnings += exit_warnings(res)
         warnings += [f"{sc.name} {v}: the starts differ in {', '.join(names)}"
                      for v, names in differing(starts, res.syscalls, variants).items() if names]
@@ -307,12 +316,13 @@ class MountsKind:
                         "(least–most); `all` is their sum, `failed` the calls that returned an "
                         "error. The last rows are each candidate's change: exact, or (~) the "
                         "change of the medians when a build's starts differ."),
-                count_table(sc)]
+                count_table(sc), *profile.blocks(sc.profile, sc.variants[0])]
 
     def page(self, result: MountsResult) -> list[Block]:
         data = result.model_dump(mode="json")
         return [count_table(result, "mounts"),
-                rb.Data(f"{result.kind}: every traced start", data["starts"])]
+                rb.Data(f"{result.kind}: every traced start", data["starts"]),
+                *profile.page(result.profile, result.variants[0])]
 
     def summary(self, result: MountsResult) -> Table | None:
         """The job summary's row per build: all mount syscalls of one start, and failed ones."""

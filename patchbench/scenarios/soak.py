@@ -31,6 +31,7 @@ from patchbench.report.blocks import (
     Heading,
     Inline,
     Link,
+    Output,
     Table,
     bullets,
     table,
@@ -48,6 +49,7 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.steps import ByCount, StepRule
 from patchbench.scenarios.views import account, links, lost_sigchld
 from patchbench.util import command, progress
+from patchbench.util.limits import MAX_TIMEOUT_S
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
     from patchbench.build import Built
@@ -65,7 +67,7 @@ class SoakConfig(ScenarioConfig):
     warmup: int = Field(default=0, ge=0, le=0, description=(
         "Always 0: nothing to warm, the timing is incidental."))
     rounds: int = Field(default=1, description="Unused: a soak interleaves in blocks.")
-    timeout: float = Field(default=5.0, gt=0, description=(
+    timeout: float = Field(default=5.0, gt=0, le=MAX_TIMEOUT_S, description=(
         "Each run's deadline in seconds; a run past it is a hang, its evidence saved."))
     block: int = Field(default=20, ge=1, description=(
         "Runs of one variant in a row; `runs` must be a multiple of it."))
@@ -379,7 +381,7 @@ class SoakKind:
                     seen.append([Code(cond.name), f" / {v}: {len(pv.evidence)} hangs"
                                  f"{lost_sigchld(pv.lost_sigchld)}; evidence (saved before the "
                                  "kill): ", *links(pv.evidence, 5)])
-                seen += [[Code(cond.name), f" / {v}: {e}"]
+                seen += [[Code(cond.name), f" / {v}: ", Output(e)]  # a process's own words
                          for e in pv.escaped[:3] + pv.leftovers[:3]]
         if seen:
             return [*out, text("What was seen, by condition:", *account(sc.evidence_summary)),

@@ -43,6 +43,7 @@ from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
 from patchbench.scenarios.views import round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
+from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
     from patchbench.build import Built
@@ -55,10 +56,10 @@ class StressConfig(ScenarioConfig):
     `actions` to all of them, then checks with `list` and `fresh`."""
 
     kind: Literal["stress"] = Field(default="stress", description="`stress`.")
-    warmup: int = Field(default=3, ge=0, description="Not used by this kind.")
-    runs: int = Field(default=30, ge=1, description=(
+    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description="Not used by this kind.")
+    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
         "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
-    rounds: int = Field(default=5, ge=1, description=(
+    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
         "Rounds; each runs every variant once, in a seeded random order."))
     instances: int = Field(default=8, ge=1, description="Instances launched at once per round.")
     delay: tuple[float, float] = Field(default=(0.0, 1.2), description=(

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, Protocol
 
+from patchbench.analysis import paired
 from patchbench.report import charts
 from patchbench.report.blocks import (
     Block,
@@ -17,6 +18,7 @@ from patchbench.report.blocks import (
     Heading,
     Inline,
     Link,
+    Literal,
     Strong,
     bullets,
     table,
@@ -73,10 +75,42 @@ def paired_blocks(comparisons: list[Verdict]) -> list[Block]:
             "the t interval on their logs, tested against ±min_effect" if all(c.rule5 for c in comps)
             else "median baseline / median candidate in each round; the verdict is the t "
             "interval on their logs")
-    return [text(f"Per-round ratios ({what}). Pooled figures assume independent runs: "
-                 "descriptive only."),
-            table(["candidate", "rounds", "per-round ratios", "drift between blocks",
-                   "Wilcoxon p", "pooled ratio [CI], p (MWU)"], rows)]
+    out: list[Block] = [text(f"Per-round ratios ({what}). Pooled figures assume independent "
+                             "runs: descriptive only."),
+                        table(["candidate", "rounds", "per-round ratios", "drift between blocks",
+                               "Wilcoxon p", "pooled ratio [CI], p (MWU)"], rows)]
+    return out + estimand_blocks(comps)
+
+
+def _ratio_ci(ratio: float, low: float | None, high: float | None) -> str:
+    ci = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+    return f"{ratio:.3f}×{ci}"
+
+
+def estimand_blocks(comparisons: list[Verdict]) -> list[Block]:
+    """What the rule compares (for comparisons judged by the current rule), and, where the
+    variants' shapes differ, the ratios of means and 90th percentiles beside it."""
+    current = [c for c in comparisons if c.method == paired.METHOD]
+    if not current:
+        return []
+    out: list[Block] = [text(f"Compared: {paired.ESTIMAND}; a ratio above 1 means the "
+                             "candidate is faster.")]
+    differ = [c for c in current if c.also is not None]
+    if not differ:
+        return out
+    rows = []
+    for c in differ:
+        a = c.also
+        assert a is not None
+        rows.append([c.candidate, f"{a.sd_ratio:.2f}× (p {fmt_p(a.shape_p)})",
+                     _ratio_ci(c.speedup, c.ci_low, c.ci_high),
+                     _ratio_ci(a.mean_ratio, a.mean_ci_low, a.mean_ci_high),
+                     _ratio_ci(a.p90_ratio, a.p90_ci_low, a.p90_ci_high), a.disagree or "-"])
+    return [*out, text("The variants' shapes differ (the candidate's spread within a round "
+                       "against the baseline's): the ratios of means and of 90th percentiles "
+                       "(baseline / candidate, with their intervals) beside the geometric means':"),
+            table(["candidate", "spread", "geometric mean", "mean", "90th percentile",
+                   "disagree"], rows)]
 
 
 def hang_blocks(sc: Any) -> list[Block]:
@@ -129,10 +163,16 @@ def verify_blocks(checks: dict[str, Check] | None) -> list[Block]:
     if not checks:
         return []
     items: list[list[Inline]] = []
+    longer: list[Block] = []  # outputs of several lines, each in a fence of its own below
     for variant, v in checks.items():
         state = "passed" if v.passed else f"FAILED (exit {v.exit_code})"
-        items.append([f"{variant}: {state} — ", Code(v.output[:300])])
-    return [text("Check after measuring (", Code("verify"), "):"), bullets(items)]
+        output = v.output[:300]
+        if "\n" in output.strip("\n"):
+            items.append([f"{variant}: {state} — its output below"])
+            longer += [text(f"{variant}:"), Literal(output)]
+        else:  # a code span its text cannot close (report/markdown.py)
+            items.append([f"{variant}: {state} — ", Code(output.strip("\n"))])
+    return [text("Check after measuring (", Code("verify"), "):"), bullets(items), *longer]
 
 
 def verify_page(checks: dict[str, Check] | None) -> list[Block]:

@@ -8,6 +8,8 @@
 - A local directory that is not a git repository (the bundled demo) is snapshotted into a
   deterministic commit, so it can be pinned like any upstream.
 - No hooks run from any repository; inherited GIT_* variables are dropped.
+- A cache entry holding anything patchbench did not write is refused before git reads it, and
+  every worktree is hashed against its commit's tree (source/integrity.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchbench.errors import CommandError, SourceError
+from patchbench.source import integrity
 from patchbench.util import cleanup, locks, safeargs
 from patchbench.util.git import GIT_CONFIG, IDENTITY, SNAPSHOT_DATE, git_env, run_git
 from patchbench.util.layout import locks_dir
@@ -56,7 +59,9 @@ def locked(builds: Path, name: str, timeout: float = 3600.0) -> contextlib.Abstr
 
 
 def _pin_exists(repo: Path, commit: str) -> bool:
-    res = run_git(["rev-parse", "--verify", "--quiet", f"{PIN_PREFIX}{commit}^{{commit}}"],
+    """Whether the pin (the stamp of a complete fetch) is there; its commit is checked by the
+    caller (integrity.commit_tree), which hashes the object again."""
+    res = run_git(["rev-parse", "--verify", "--quiet", f"{PIN_PREFIX}{commit}"],
                   cwd=repo, check=False)
     return res.returncode == 0
 
@@ -109,7 +114,9 @@ def fetch(builds: Path, target: str, url: str, ref: str, commit: str, *, overrid
     except safeargs.UnsafeValue as exc:
         raise SourceError(str(exc)) from None
     cache = cache_dir(builds) / f"{target}.git"
+    integrity.check(cache)  # before git reads any of it
     if _pin_exists_safe(cache, commit):
+        integrity.commit_tree(cache, commit, target)
         return Checkout(target, cache, commit, ref, from_cache=True, overridden=overridden,
                         url=url)
     with locked(builds, f"source-{target}"):
@@ -263,8 +270,9 @@ def missing_blobs(repo: Path, commit: str) -> list[str]:
 
 
 def add_worktree(checkout: Checkout, path: Path, builds: Path) -> list[str]:
-    """A fresh worktree at the pinned commit. Files whose blobs the cache lacks are left out
-    (sparse checkout) and returned, so the manifest can say so; everything else is checked out."""
+    """A fresh worktree at the pinned commit, hashed against the commit's tree. Files whose blobs
+    the cache lacks are left out (sparse checkout) and returned, so the manifest can say so;
+    everything else is checked out."""
     what = f"create a worktree of {checkout.target}@{checkout.commit[:12]}"
     with locked(builds, f"source-{checkout.target}"):
         run_git(["worktree", "add", "-q", "--no-checkout", "--detach", "--", str(path),
@@ -277,6 +285,7 @@ def add_worktree(checkout: Checkout, path: Path, builds: Path) -> list[str]:
                     cwd=path, error=SourceError, what=what)
         run_git(["reset", "-q", "--hard", checkout.commit], cwd=path, error=SourceError,
                 what=what)
+        integrity.verify_tree(path, checkout.commit, set(missing), what)
     except BaseException:
         remove_worktree(checkout, path, builds)
         raise

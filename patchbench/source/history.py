@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchbench.errors import SourceError
+from patchbench.errors import ConfigError, SourceError
 from patchbench.source.cache import Checkout, locked
 from patchbench.util import safeargs
 from patchbench.util.git import run_git
@@ -83,11 +83,14 @@ def _is_ancestor(repo: Path, a: str, b: str) -> bool:
     return run_git(["merge-base", "--is-ancestor", a, b], cwd=repo, check=False).returncode == 0
 
 
-def first_parent(checkout: Checkout, good: str, bad: str) -> list[Commit]:
-    """The first-parent chain from ``good`` to ``bad``, both included, oldest first. ``good``
-    must be an ancestor of ``bad``. When it is not on ``bad``'s first-parent chain (a release
-    tag on a branch that was merged), the chain goes on from the first first-parent commit that
-    contains it (the merge that brought it in)."""
+def first_parent(checkout: Checkout, good: str, bad: str, *, every: int = 1,
+                 most: int | None = None) -> list[Commit]:
+    """The first-parent chain from ``good`` to ``bad``, both included, oldest first (with
+    ``every``: every nth commit of it, the first and the last always). ``good`` must be an
+    ancestor of ``bad``. When it is not on ``bad``'s first-parent chain (a release tag on a
+    branch that was merged), the chain goes on from the first first-parent commit that contains
+    it (the merge that brought it in). More than ``most`` commits are refused (exit 10) before
+    any is described."""
     if good == bad:
         raise SourceError(f"{checkout.target}: the two ends are the same commit ({good[:12]})")
     if not _is_ancestor(checkout.repo, good, bad):
@@ -96,7 +99,16 @@ def first_parent(checkout: Checkout, good: str, bad: str) -> list[Commit]:
     shas = run_git(["rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--"],
                    cwd=checkout.repo, error=SourceError).stdout.split()
     start = next(i for i, sha in enumerate(shas) if _is_ancestor(checkout.repo, good, sha))
-    return [describe(checkout, s) for s in (good, *shas[start:])]
+    chain = [good, *shas[start:]]
+    picked = chain[::every] + ([] if (len(chain) - 1) % every == 0 else [chain[-1]])
+    if most is not None and len(picked) > most:
+        least = -(-(len(chain) - 1) // (most - 1))  # every nth: at most `most` commits
+        raise ConfigError(
+            f"{checkout.target}: {len(chain):,} first-parent commits from {good[:12]} to "
+            f"{bad[:12]}" + (f", {len(picked):,} of them every {every}th" if every > 1 else "")
+            + f"; one run measures at most {most:,} (the cells a saved run may hold)",
+            hint=f"give --every {least} or more, or a shorter --range")
+    return [describe(checkout, s) for s in picked]
 
 
 def parents(checkout: Checkout, sha: str) -> list[str]:

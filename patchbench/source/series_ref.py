@@ -179,7 +179,7 @@ def fetch_commit(checkout: Checkout, commit: str, builds: Path) -> None:
         if _complete(repo, commit):
             return
         try:
-            run_git(["fetch", "-q", "--no-tags", *depth, _fetch_url(checkout.url),
+            run_git(["fetch", "-q", "--no-tags", *depth, "--", _fetch_url(checkout.url),
                      f"+{commit}:{UPSTREAM_REF_PREFIX}{commit}"], cwd=repo, timeout=1800,
                     error=SourceError, what=f"fetch upstream commit {commit[:12]}")
         except SourceError as exc:

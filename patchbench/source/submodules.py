@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from patchbench.errors import SourceError
+from patchbench.source import integrity
 from patchbench.source.cache import (
     PIN_PREFIX,
     Checkout,
@@ -96,7 +97,9 @@ def fetch_commit(builds: Path, name: str, url: str, commit: str, *, overridden: 
         raise SourceError(str(exc)) from None
     cache = cache_dir(builds) / f"{name}.git"
     done = Checkout(name, cache, commit, commit, from_cache=True, overridden=overridden, url=url)
+    integrity.check(cache)  # before git reads any of it
     if _pin_exists_safe(cache, commit):
+        integrity.commit_tree(cache, commit, what)
         return done
     with locked(builds, f"source-{name}"):
         if _pin_exists_safe(cache, commit):

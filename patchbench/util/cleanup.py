@@ -101,7 +101,9 @@ def sweep(builds: Path) -> list[Path]:
         from patchbench.util.git import run_git
 
         for repo in sorted(sources.glob("*.git")):
-            if (repo / "worktrees").is_dir():
+            # not in an entry that points git elsewhere (source/integrity.py refuses it)
+            if (repo / "worktrees").is_dir() and not repo.is_symlink() \
+                    and not (repo / "commondir").exists():
                 run_git(["worktree", "prune"], cwd=repo, check=False)
     return removed
 

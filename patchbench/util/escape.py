@@ -1,8 +1,8 @@
-r"""The escapers for text that came from a file (a saved run, a CI artifact's name), one per output
-format, used where such a value enters the output: ``md_cell`` and ``md_text`` (no live tag, no
-split table), ``csv_cell`` (no spreadsheet formula: OWASP's leading ``'``) and ``terminal``
-(control characters and ANSI escapes shown as ``\xNN``, so a name never moves the cursor).
-docs/security.md."""
+r"""The escapers for text that came from a file (a saved run, a CI artifact's name) or a program,
+one per output format: ``md_cell`` and ``md_text`` (no live tag, no split table), ``md_code`` and
+``md_fence`` (a program's free text in a span or fence it cannot close), ``csv_cell`` (no
+spreadsheet formula: OWASP's leading ``'``) and ``terminal`` (control characters and ANSI escapes
+shown as ``\xNN``, so a name never moves the cursor). docs/security.md."""
 
 from __future__ import annotations
 
@@ -37,6 +37,35 @@ def md_text(value: Any) -> str:
         last = m.end()
     out.append(_entities(text[last:]))
     return "".join(out)
+
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def _fence_for(text: str, least: int) -> str:
+    return "`" * max(least, max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
+
+
+def md_code(value: Any) -> str:
+    """``value`` as an inline code span its text cannot close: delimited by one backtick more
+    than its longest run of them (padded with a space where it starts or ends with one, or with a
+    space at both ends, which CommonMark strips); line breaks and other control characters as
+    spaces, since a line break in a span could end the paragraph around it. Text without a
+    backtick or a control character gives exactly ```text```."""
+    text = _CONTROL.sub(" ", str(value))
+    fence = _fence_for(text, 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or (
+        text.startswith(" ") and text.endswith(" ") and text.strip()) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_fence(value: Any, info: str = "text") -> str:
+    """``value`` (several lines) as a fenced code block its text cannot close: a fence of at
+    least three backticks, longer than any run of backticks in it; control characters other than
+    the line break and tab as spaces."""
+    text = _CONTROL_NOT_NL.sub(" ", str(value)).rstrip("\n")
+    fence = _fence_for(text, 3)
+    return f"{fence}{info}\n{text}\n{fence}"
 
 
 def _entities(text: str) -> str:

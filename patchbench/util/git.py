@@ -1,5 +1,8 @@
-"""git through the one command wrapper: no hooks from any repository, no inherited GIT_*
-variables, no user or system configuration, a fixed identity for commits patchbench makes."""
+"""git through the one command wrapper, with a configuration patchbench controls: no hooks from
+any repository, no inherited GIT_* variables, no user or system configuration or attributes, no
+replace refs, no commit-graph, no fsmonitor, only the transports safeargs allows, and a fixed
+identity for commits patchbench makes. A repository's own config is still read by git, so the
+source cache refuses one holding any key patchbench did not write (source/integrity.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import os
 from pathlib import Path
 
 from patchbench.errors import PatchbenchError, SourceError
-from patchbench.util import command
+from patchbench.util import command, safeargs
 
 SNAPSHOT_DATE = "2026-01-01T00:00:00+00:00"
 IDENTITY = {
@@ -16,7 +19,14 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "patchbench",
     "GIT_COMMITTER_EMAIL": "patchbench@localhost",
 }
-GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false"]
+GIT_CONFIG = [
+    "-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
+    # a repository's own fsmonitor command, and a commit-graph that could name another tree for
+    # a commit than its (hashed) object does, are never used; attributes come from the tree only
+    "-c", "core.fsmonitor=false", "-c", "core.commitGraph=false",
+    "-c", f"core.attributesFile={os.devnull}",
+    *safeargs.GIT_TRANSPORTS,
+]
 
 
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -25,6 +35,8 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     # no user config either (autocrlf, signing, hooks): the same input gives the same commit
     env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_ATTR_NOSYSTEM"] = "1"
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"  # refs/replace/ never swaps an object (as --no-replace-objects)
     if extra:
         env.update(extra)
     return env
@@ -41,7 +53,7 @@ def run_git(
     what: str | None = None,
     input: str | None = None,
 ) -> command.Result:
-    """git through the one command wrapper: no hooks, no inherited GIT_* variables."""
+    """git through the one command wrapper, configured as this module says."""
     return command.run(
         ["git", *GIT_CONFIG, *args], cwd=cwd, timeout=timeout, env=git_env(env), check=check,
         what=what, error=error, input=input,

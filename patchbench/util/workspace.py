@@ -43,3 +43,4 @@ class Switches:
     # --until-ci PCT (as a fraction) and its budget --max-rounds (None: 4x a scenario's rounds)
     until_ci: float | None = None
     max_rounds: int | None = None
+    profile: tuple[str, ...] = ()  # --profile: added to every scenario that has the key

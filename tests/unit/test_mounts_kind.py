@@ -227,3 +227,9 @@ def test_run_counts_every_start_of_every_build_under_strace(tmp_path: Path) -> N
         ["w0", "w0", "0", "1", "0", "1"])
     got = rows(markdown.scenario_blocks(res))
     assert got["fix − baseline"] == ["0", "+1", "0", "0", "0", "+1", "+1", "", ""]
+    # the counts are a view of each start's whole profile, kept beside them
+    assert res.profile is not None and len(res.profile.runs) == 4
+    for s, p in zip(res.starts, res.profile.runs, strict=True):
+        assert (p.variant, p.index) == (s.variant, s.index)
+        assert {n: p.calls.get(n, 0) for n in s.calls} == s.calls
+        assert p.calls["execve"] >= 1

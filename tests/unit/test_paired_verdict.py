@@ -11,6 +11,7 @@ import pytest
 
 from patchbench.analysis import paired, stats
 from patchbench.analysis.paired import Verdict
+from patchbench.results import PAIRED5_JACK_METHOD, PAIRED6_METHOD, RULE5_METHODS
 
 
 def rounds(R: int, n: int, factor: float, *, seed: int, cv: float = 0.01, base: float = 0.1
@@ -83,7 +84,7 @@ def test_the_minimum_detectable_effect_shrinks_with_rounds_and_is_found_at_its_p
     assert 0.68 <= found / 300 <= 0.90
 
 
-def test_the_effect_in_seconds_is_the_difference_of_the_round_centres() -> None:
+def test_the_effect_in_seconds_is_the_ratio_applied_to_the_baseline_level() -> None:
     rng = np.random.default_rng(11)
     ids = [r for r in range(12) for _ in range(5)]
     bt = 0.05 * np.exp(rng.normal(0, 0.02, 60))
@@ -91,11 +92,51 @@ def test_the_effect_in_seconds_is_the_difference_of_the_round_centres() -> None:
     v = judge(bt.tolist(), ids, ct.tolist(), list(ids))
     assert v.verdict is Verdict.SLOWER
     assert v.effect_ci_low_s is not None and v.effect_ci_high_s is not None
+    assert v.ci_low is not None and v.ci_high is not None
     assert v.effect_ci_low_s < 0.005 < v.effect_ci_high_s
     assert v.effect_s == pytest.approx(0.005, rel=0.1)
+    level = math.exp(float(np.log(bt).mean()))  # the baseline's geometric mean
+    assert v.effect_s == pytest.approx(level * (1 / v.speedup - 1), rel=1e-12)
+    # the interval is the ratio's, so the two always agree in sign and in significance
+    assert v.effect_ci_low_s == pytest.approx(level * (1 / v.ci_high - 1), rel=1e-12)
+    assert v.effect_ci_high_s == pytest.approx(level * (1 / v.ci_low - 1), rel=1e-12)
+
+
+def test_older_rules_keep_the_mean_difference_of_the_round_centres() -> None:
+    rng = np.random.default_rng(11)
+    ids = [r for r in range(12) for _ in range(5)]
+    bt = 0.05 * np.exp(rng.normal(0, 0.02, 60))
+    ct = 0.05 * np.exp(rng.normal(0, 0.02, 60)) + 0.005
     by_hand = np.mean([math.exp(np.log(ct[r * 5:(r + 1) * 5]).mean())
                        - math.exp(np.log(bt[r * 5:(r + 1) * 5]).mean()) for r in range(12)])
-    assert v.effect_s == pytest.approx(by_hand, rel=1e-12)
+    for method in RULE5_METHODS:
+        if method == paired.METHOD:
+            continue
+        v = paired.paired_verdict(bt.tolist(), ids, ct.tolist(), list(ids), alpha=0.05,
+                                  min_effect=0.02, method=method)
+        assert v.effect_s == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_equal_geometric_means_of_different_spread_give_no_effect_in_time() -> None:
+    """Each round's geometric mean of n runs carries a factor of about exp(sigma^2 / 2n), which
+    differs between variants of different spread: the mean of per-round differences saw an
+    effect where there is none. Derived from the ratio, the effect stays centred on 0."""
+    rng = np.random.default_rng(5)
+    R, n = 160, 4
+    ids = [r for r in range(R) for _ in range(n)]
+    effects_new, effects_old = [], []
+    for _ in range(150):
+        bt = 0.1 * np.exp(rng.normal(0, 0.02, R * n))
+        ct = 0.1 * np.exp(rng.normal(0, 0.30, R * n))
+        new = paired.paired_verdict(bt.tolist(), ids, ct.tolist(), ids, alpha=0.05,
+                                    min_effect=0.02)
+        old = paired.paired_verdict(bt.tolist(), ids, ct.tolist(), ids, alpha=0.05,
+                                    min_effect=0.02, method=PAIRED5_JACK_METHOD)
+        effects_new.append(new.effect_s)
+        effects_old.append(old.effect_s)
+    bias = 0.1 * math.expm1(0.30**2 / (2 * n))  # what the old definition adds (about 1.1 ms)
+    assert abs(np.mean(effects_new)) < bias / 3  # its standard error here: about bias / 10
+    assert np.mean(effects_old) == pytest.approx(bias, rel=0.3)
 
 
 def test_zero_spread_gives_neither_p_zero_nor_a_zero_width_interval() -> None:
@@ -226,7 +267,7 @@ def test_records_of_the_first_schema5_rule_recompute_with_the_plain_t() -> None:
     assert old.ci_low == pytest.approx(math.exp(d.mean() - q * se), rel=1e-12)
     assert old.method == paired.PAIRED5_METHOD
     new = paired.paired_verdict(bt, br, ct, cr, alpha=0.05, min_effect=0.02)
-    assert new.method == paired.METHOD == paired.PAIRED5_JACK_METHOD != old.method
+    assert new.method == paired.METHOD == PAIRED6_METHOD != old.method
     with pytest.raises(ValueError, match="unknown rule"):
         paired.paired_verdict(bt, br, ct, cr, alpha=0.05, min_effect=0.02, method="median")
 
@@ -303,7 +344,7 @@ def test_records_of_the_first_skewness_rule_recompute_without_the_jackknife() ->
     cand = {r: c[r] / 1.02 for r in range(10)}
     d = np.log(np.array(rec.round_ratios))
     for skew, method in ((paired.skewness, paired.PAIRED5_SKEW_METHOD),
-                         (paired.skewness_jackknife, paired.PAIRED5_JACK_METHOD)):
+                         (paired.skewness_jackknife, PAIRED5_JACK_METHOD)):
         pv = paired.Pivot(float(d.mean()), float(d.std(ddof=1)), d.size,
                           skew(base, cand, list(range(10)), d))
         v = paired.paired_verdict(bt, ids, ct, ids, alpha=0.05, min_effect=0.02, method=method)

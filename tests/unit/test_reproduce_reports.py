@@ -12,6 +12,7 @@ import pytest
 from patchbench import report, results
 from patchbench.analysis import paired, stats, verdict
 from patchbench.measure import hangs
+from patchbench.scenarios import scans
 from patchbench.scenarios.ctrstress import CtrStressResult
 from patchbench.scenarios.mounts import MountsResult
 from patchbench.scenarios.soak import SoakResult
@@ -38,15 +39,19 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
         if isinstance(sc, MountsResult):
             checked += check_mounts(sc)
             continue
+        scan = getattr(sc, "scan", None)
+        if scan is not None:  # a scan's fits are its cells' samples fitted again
+            assert scans.fits(scan.name, sc.cells) == scan.fits
         cells = {c.label: c for c in sc.cells}
         for c in sc.comparisons:
             b, k = cells[c.baseline].samples, cells[c.candidate].samples
             base, cand = b.times, k.times
             assert len(base) == cells[c.baseline].summary.n
             if c.rule5:  # results version 5: the log-scale rule, three answers
+                signs = paired.neighbour_signs(sc.order, c.baseline, c.candidate)
                 rec = verdict.record(base, b.rounds, cand, k.rounds, alpha=c.alpha,
                                      min_effect=c.min_effect, seed=data.seed + i,
-                                     min_rounds=c.min_rounds or stats.MIN_ROUNDS)
+                                     min_rounds=c.min_rounds or stats.MIN_ROUNDS, signs=signs)
                 assert c.pooled is not None
                 assert rec["pooled"]["p_value"] == pytest.approx(c.pooled.p_value, rel=1e-9)
                 assert rec["pooled"]["ci_low"] == pytest.approx(c.pooled.ci_low, rel=1e-12)
@@ -54,9 +59,10 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
                 again5 = paired.paired_verdict(base, b.rounds, cand, k.rounds, alpha=c.alpha,
                                                min_effect=c.min_effect,
                                                min_rounds=c.min_rounds or stats.MIN_ROUNDS,
-                                               method=c.method)  # the rule recorded
+                                               method=c.method, signs=signs,
+                                               seed=data.seed + i)  # the rule recorded
                 assert again5.round_ratios == pytest.approx(c.round_ratios, rel=1e-12)
-                for f in ("mde", "effect_s", "p_slower", "p_equivalent"):
+                for f in ("mde", "effect_s", "p_slower", "p_equivalent", "ci_low", "ci_high"):
                     assert getattr(again5, f) == pytest.approx(getattr(c, f), rel=1e-9)
                 again: stats.Comparison | stats.PairedComparison | paired.PairedVerdict = again5
             elif c.paired:  # results version 3 and 4: the round-paired rule of medians

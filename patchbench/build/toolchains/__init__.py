@@ -3,8 +3,9 @@ One module per language (go, swift, c, rust), registered in ``TOOLCHAINS``; each
 its fingerprint (taken through the build backend's ``Runner``, where the build runs) and a
 one-line description.
 
-The environment is built from an allowlist, never inherited wholesale. The fingerprint holds what
-decides the output and no path of the machine, so manifests can be committed and compared.
+The environment is built from an allowlist, never inherited wholesale; proxy and module proxy
+settings reach a build without their credentials. The fingerprint holds what decides the output
+and no path of the machine, so manifests can be committed and compared.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ PASS_THROUGH = (
     "DEVELOPER_DIR", "RUSTUP_HOME",
 )
 RECORDED_PASS_THROUGH = ("GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE")
+# passed without the userinfo of their URLs: a build is never given a proxy's password
+URL_VALUED = ("GOPROXY", "GOSUMDB", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 # A build's `git describe` (runc's Makefile embeds it) abbreviates hashes by the repository's
 # object count: a shallow source cache gives g59923ef, one holding full history g59923ef1, so the
 # same commit and toolchain gave different binaries. Pinned above every config file, like git -c.
@@ -46,6 +49,7 @@ RECORDED = ("TZ", "LC_ALL", "SOURCE_DATE_EPOCH", "GOFLAGS", "CGO_ENABLED", "GOTO
 
 def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
+    env.update({k: redact.without_credentials(env[k]) for k in URL_VALUED if k in env})
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update({"TZ": "UTC", "LC_ALL": "C", "SOURCE_DATE_EPOCH": str(source_date_epoch)})
     env.update(GIT_PINNED)
@@ -140,6 +144,8 @@ def tree_env(target: Target, env: dict[str, str], tree: Path, builds: Path,
         return c.tree_env(tc, env, tree, builds, fingerprint)
     if isinstance(tc, RustToolchain):  # also fetches the crates of a new Cargo.lock
         return rust.tree_env(target, tc, env, tree, builds, fingerprint)
+    if isinstance(tc, GoToolchain):
+        return go.tree_env(env, tree)
     return env
 
 

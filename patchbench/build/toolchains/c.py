@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,10 @@ def tree_env(tc: CToolchain, env: dict[str, str], tree: Path, builds: Path,
     if tc.ccache:
         ccache = cache_dir(builds, fingerprint)
         ccache.mkdir(parents=True, exist_ok=True)
+        # not the ccache.conf a cache folder may hold (its prefix_command would run): the
+        # environment above and the system's file configure ccache
         out.update({"CCACHE_DIR": str(ccache), "CCACHE_BASEDIR": str(tree),
-                    "CCACHE_TEMPDIR": str(ccache / "tmp")})
+                    "CCACHE_TEMPDIR": str(ccache / "tmp"), "CCACHE_CONFIGPATH": os.devnull})
     return out
 
 

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from patchbench.build.toolchains.runner import Runner
@@ -13,8 +15,21 @@ from patchbench.errors import ToolchainError
 
 
 def env(tc: GoToolchain) -> dict[str, str]:
+    # no telemetry: Go writes its counters under the user's config folder on every run (the
+    # GOTELEMETRY variable alone does not stop it; a config folder of /dev/null does), while
+    # GOENV keeps the user's `go env -w` settings
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", "/"),
+                                                               ".config")
     return {"GOFLAGS": "-trimpath", "CGO_ENABLED": "1" if tc.cgo else "0",
-            "GOTOOLCHAIN": f"go{tc.version}" if tc.download else "local"}
+            "GOTOOLCHAIN": f"go{tc.version}" if tc.download else "local",
+            "GOTELEMETRY": "off", "XDG_CONFIG_HOME": os.devnull,
+            "GOENV": os.environ.get("GOENV") or os.path.join(config, "go", "env")}
+
+
+def tree_env(env: dict[str, str], tree: Path) -> dict[str, str]:
+    """``env`` for a build in ``tree``: without a go.work of its own, the go command looks for
+    none in the folders above it (builds/tmp/, builds/), where no one put one for this build."""
+    return env if (tree / "go.work").is_file() else {**env, "GOWORK": "off"}
 
 
 # The linker's -randlayout (function order shuffled with a seed; go1.23.6's linker has it): a

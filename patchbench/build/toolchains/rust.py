@@ -134,6 +134,7 @@ def tree_env(target: Target, tc: RustToolchain, env: dict[str, str], tree: Path,
                          hint="commit the lock file upstream, or add it with a patch series")
     lock_hash = sha256_file(lock)
     home = cargo_home(builds)
+    _no_kept_cargo_config(tree, builds, home)
     shared = target_dir(builds, target, fingerprint, lock_hash)
     out = {k: v.replace(CARGO_HOME, str(home)).replace(TARGET_DIR, str(shared))
            for k, v in env.items()}
@@ -142,6 +143,20 @@ def tree_env(target: Target, tc: RustToolchain, env: dict[str, str], tree: Path,
     shared.mkdir(parents=True, exist_ok=True)
     out["CARGO_TARGET_DIR"] = str(shared)
     return out
+
+
+def _no_kept_cargo_config(tree: Path, builds: Path, home: Path) -> None:
+    """Cargo reads a config from every folder above the tree and from its home; one there can
+    name commands it runs (``build.rustc-wrapper``, a linker, a runner). patchbench writes none
+    under builds/ (the crate cache is restored in CI from a cache a pull request can influence),
+    so one found there is refused, never used."""
+    places = [home / name for name in ("config", "config.toml", "credentials",
+                                       "credentials.toml")]
+    places += [d / ".cargo" for d in tree.parents if d == builds or builds in d.parents]
+    for place in places:
+        if place.exists() or place.is_symlink():
+            raise BuildError(f"{place} is a cargo configuration patchbench did not write (it can "
+                             "name commands cargo runs); refused", hint=f"remove it: rm -r {place}")
 
 
 def _source_files(tree: Path) -> dict[str, str]:

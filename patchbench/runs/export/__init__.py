@@ -7,7 +7,8 @@ interface, as hyperfine's ``src/export/`` has them: each format is an :class:`Ex
 - ``csv``: one row per measured run;
 - ``benchstat``: Go's benchmark text format, one file per variant;
 - ``bmf``: Bencher Metric Format (latency in nanoseconds, the median with its 95% CI);
-- ``html``: the self-contained ``report.html`` (for runs saved before it existed).
+- ``html``: the self-contained ``report.html`` (for runs saved before it existed);
+- ``syscalls``: every traced run's syscalls, phases and each scan's fits.
 
 Adding a format is one module and one line here; the command line's ``--format`` choices
 (patchbench/cli/spec.py) list the same names, which a test checks.
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from patchbench.errors import ReportError
 from patchbench.results import RunInput, as_results
-from patchbench.runs.export import benchstat, bmf, csv, html, hyperfine
+from patchbench.runs.export import benchstat, bmf, csv, html, hyperfine, syscalls
 from patchbench.runs.export.base import Exporter, Files, timed_cells
 from patchbench.util.files import write_text_atomic
 
@@ -29,6 +30,7 @@ FORMATS: dict[str, Exporter] = {
     "benchstat": benchstat.EXPORTER,
     "bmf": bmf.EXPORTER,
     "html": html.EXPORTER,
+    "syscalls": syscalls.EXPORTER,
 }
 
 

@@ -1,0 +1,53 @@
+"""A build's commands run apart from patchbench's own process.
+
+A build runs upstream code (a Makefile, ``go generate``, a ``build.rs``), as root on a measuring
+machine. Its environment is an allowlist (build/toolchains), but a child can still read its
+parent's whole environment, secrets included, through ``/proc/<parent>/environ``. So on the
+host each recipe command runs under ``unshare --user --map-current-user --pid --fork --mount
+--mount-proc --kill-child``: in its own PID namespace it sees only its own processes, and even
+through the host's /proc (a new user namespace may unmount the new one) the kernel lets it read
+no environment of a process outside its user namespace, patchbench's included. The user keeps its
+uid (0 as root), files it writes are owned as before, the network is the same (fetches the
+recipe makes still work), and when the command ends or is killed, everything it started ends with
+it.
+
+Where user namespaces are not available (a container that forbids them, a kernel that disables
+them for users), the command runs as before with its clean environment, and one warning says so.
+Other systems than Linux have no such namespaces: there the command runs as before, silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import sys
+
+from patchbench.util import command, progress
+
+UNSHARE = ["unshare", "--user", "--map-current-user", "--pid", "--fork", "--mount",
+           "--mount-proc", "--kill-child"]
+
+
+@functools.cache
+def available() -> bool:
+    """Whether ``UNSHARE`` works on this machine, for this user (tried once per process)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    if shutil.which("unshare") is None:
+        progress.say("warning: builds run without namespaces of their own (no unshare on PATH): "
+                     "a build can read patchbench's environment")
+        return False
+    res = command.run([*UNSHARE, "true"], timeout=30, check=False)
+    if res.returncode != 0:
+        reason = (res.stderr.strip().splitlines() or ["it failed"])[-1]
+        progress.say(f"warning: builds run without namespaces of their own ({reason}): a build "
+                     "can read patchbench's environment")
+        return False
+    return True
+
+
+def isolated(argv: list[str]) -> list[str]:
+    """``argv`` run in namespaces of its own, where that works; else ``argv`` as it is. Its
+    program is found here, so that a missing one is named as without namespaces."""
+    program = command.which(argv[0])
+    return [*UNSHARE, "--", program, *argv[1:]] if available() else [program, *argv[1:]]
