@@ -5,9 +5,9 @@ docs/cost.md and benchmarks/results/tool_cost.md).
 
 tool_cost.py measures one checkout at a time, three warm runs each: on the shared machine its
 phase moves the overhead by a point or two between two such runs, more than a change of 50 ms
-moves it. Here every checkout gets its own builds/ (a cold run, then a warm one, whose warmup
-call the next run starts early, as in tool_cost.py), and then ``--repeat`` warm `invoke compare
-demo` runs each, the checkouts alternating run by run (the order reversed every repetition). For
+moves it. Here every checkout gets its own builds/ (a cold run, then a warm one), and then
+``--repeat`` warm `invoke compare demo` runs each, each checkout's own code imported, the
+checkouts alternating run by run (the order reversed every repetition). For
 each it prints the median and quartiles of the overhead net of the configured warmups (tool_cost.py's
 definition: wall minus the measured runs and the warmups once per cell, at each cell's median),
 of the wall time and of the tool's CPU time, and the median of the paired differences to the
@@ -47,7 +47,7 @@ def main() -> None:
         for tool in tools.values():
             tool.builds.parent.mkdir(parents=True)
             tool.run("compare", "demo")  # cold: fetch, build
-            tool.run("compare", "demo")  # warm: keeps the call the next one starts early
+            tool.run("compare", "demo")  # warm: the page cache and the launcher built
         for i in range(args.repeat):
             for c in checkouts if i % 2 == 0 else checkouts[::-1]:
                 w = tools[c].run("compare", "demo")

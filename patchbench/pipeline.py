@@ -9,10 +9,10 @@ import secrets
 import time
 from pathlib import Path
 
-from patchbench import __version__, build, config, redact, results, runtimes, scenarios
+from patchbench import __version__, build, config, plan, redact, results, runtimes, scenarios
 from patchbench.analysis import sequential
 from patchbench.build import aa
-from patchbench.config import Comparison, Project, kept
+from patchbench.config import Comparison, NamedTarget, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError, PatchError, RequirementError
 from patchbench.measure import machine as measure_machine
@@ -21,24 +21,20 @@ from patchbench.scenarios import session
 from patchbench.source import cache as source
 from patchbench.source import patching
 from patchbench.upstream import fetch, fetch_submodules, patch_check
-from patchbench.util import cleanup, idle, ownership
+from patchbench.util import cleanup, ownership
 from patchbench.util.progress import say
 from patchbench.util.workspace import Switches, Workspace
 
 
-def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset(),
-         only: str | None = None) -> Project:
-    """The matrix, validated whole and kept; ``only`` (a comparison's name): that comparison and
-    the targets alone when these bytes were validated whole before with this code and their
-    facts still hold (config/kept.py)."""
-    ownership.check_project(ws.matrix, ws.root, ws.builds)  # as root: StrictModes-style
-    for what in cleanup.sweep_all(ws.builds):  # what runs killed with SIGKILL left behind
-        say(what)
-    project = kept.load(ws.matrix, ws.layout.listing_cache, pending_series=pending_series,
-                        only=only, keep=ws.builds.is_dir())  # a dry run makes no builds/
-    project = project.with_backend(ws.backend)
+def load(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Project:
+    """The matrix, validated whole, with ``--backend`` applied; then, as root, the ownership of
+    what it names (StrictModes-style), and what runs killed with SIGKILL left behind, swept."""
+    project = config.load(ws.matrix, pending_series=pending_series).with_backend(ws.backend)
     for warning in config.check_source_names(project, ws.sources, ws.source_flags):
         say(warning)
+    ownership.check_project(project.path, project.root, ws.builds)
+    for what in cleanup.sweep_all(ws.builds):
+        say(what)
     return project
 
 
@@ -49,26 +45,27 @@ def variants_of(comp: Comparison) -> list[build.Variant]:
     return out
 
 
-def target_for_series(project: Project, series: str) -> tuple[str, Comparison | None]:
+def comparison_for_series(project: Project, series: str) -> Comparison:
+    """The first comparison that applies ``series`` (to its baseline or a candidate)."""
     for comp in project.matrix.comparisons.values():
         if any(series in s for s in comp.candidates.values()) or series in comp.baseline:
-            return comp.target, comp
+            return comp
     raise PatchError(f"no comparison in {project.path.name} uses patch series {series!r}",
                      hint="known series: " + ", ".join(project.all_series()))
 
 
-def build_variants(project: Project, ws: Workspace, target_name: str,
+def build_variants(project: Project, ws: Workspace, target: NamedTarget,
                    variants: list[build.Variant], overlays: list[str],
-                   checkout: source.Checkout | None = None) -> list[build.Built]:
-    """Build every variant from one checkout with one toolchain. Without ``checkout``, fetch and
-    check the machine first (a caller passing one has done both)."""
-    if checkout is None:  # fetch and check the patches first: they run anywhere
-        checkout = fetch(project, ws, target_name)
-        check_machine(project, ws, target_name, variants, checkout, None)
+                   comp: Comparison | None = None) -> list[build.Built]:
+    """Fetch the target, check that this machine can build it (and, for ``comp``, run it),
+    then build every variant from that one checkout with one toolchain. The fetch and the
+    series' check run anywhere, so they come first."""
+    checkout = fetch(project, ws, target)
+    check_machine(project, ws, target, variants, checkout, comp)
     ovs = [patching.load_overlay(project.root, o) for o in overlays]
     try:
-        pinned = fetch_submodules(project, ws, target_name, checkout)
-        plan = build.BuildPlan.prepare(project, target_name, checkout, ws.layout, ovs,
+        pinned = fetch_submodules(ws, target, checkout)
+        plan = build.BuildPlan.prepare(project, target, checkout, ws.layout, ovs,
                                        submodules=pinned)
         built = [build.build_variant(plan, v) for v in variants]
     finally:
@@ -82,71 +79,65 @@ def build_variants(project: Project, ws: Workspace, target_name: str,
     return built
 
 
-def check_machine(project: Project, ws: Workspace, target_name: str,
+def check_machine(project: Project, ws: Workspace, target: NamedTarget,
                   variants: list[build.Variant], checkout: source.Checkout,
                   comp: Comparison | None) -> None:
     """Stop before building when this machine cannot build or run the target; the fetch is done
     by then and the series are checked against the pinned commit, so the message says what was
     verified here."""
-    target = project.target(target_name)
+    spec = target.spec
     series = sorted({s for v in variants for s in v.series})
     for name in series:
         patching.load_series(project.root, name)
     try:
-        runtimes.check_requirements(target)
-        runtime = runtimes.get(config.runtime_of(project, comp) if comp else target.runtime)
+        runtimes.check_requirements(spec)
+        runtime = runtimes.get(config.runtime_of(comp, spec) if comp else spec.runtime)
         if runtime is not None and comp is not None:
-            runtime.check(project, comp, target)
+            runtime.check(project, comp, spec)
     except RequirementError as exc:
         checked = ""
         if series:
             patch_check(project, ws, series, checkout=checkout)
             checked = f"; the series {', '.join(series)} apply to {checkout.commit[:12]}"
         raise RequirementError(
-            f"{target_name}: fetched {target.ref} ({checkout.commit[:12]}){checked}; but building "
+            f"{target.name}: fetched {spec.ref} ({checkout.commit[:12]}){checked}; but building "
             f"and measuring stop here: {exc.message}", hint=exc.hint) from None
 
 
 def build_for_patch(project: Project, ws: Workspace, series: str) -> list[build.Built]:
-    target_name, comp = target_for_series(project, series)
-    base = tuple(comp.baseline) if comp else ()
+    comp = comparison_for_series(project, series)
+    base = tuple(comp.baseline)
     variants = [build.Variant("baseline", base), build.Variant(series, (*base, series))]
-    return build_variants(project, ws, target_name, variants, comp.overlays if comp else [])
+    return build_variants(project, ws, project.target_of(comp), variants, comp.overlays)
 
 
 def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = None
             ) -> tuple[results.Results | None, list[str], Path | None]:
     """Run comparison ``name``; return its results, the --dry-run plan lines, and the saved run
     folder (None on a dry run)."""
-    from patchbench import plan
-
     sw = sw or Switches()
     if sw.gate and (sw.aa or sw.aa_layout):  # an A/A's twin is never taken for a candidate
         raise ConfigError("--gate judges candidates; an A/A run (--aa, --aa-layout) has none",
                           hint="run the A/A without --gate: its verdict is the noise floor")
     comp = project.comparison(name)
-    target = project.target(comp.target)
+    target = project.target_of(comp)
     chosen = [scenarios.for_run(s, sw) for s in comp.scenarios if not sw.only or s.name in sw.only]
     unknown = sorted(set(sw.only) - {s.name for s in comp.scenarios})
     if unknown:
         raise ConfigError(f"--scenario {', '.join(unknown)}: no such scenario in {name}",
                           hint="its scenarios: " + ", ".join(s.name for s in comp.scenarios))
     variants = variants_of(comp)
-    variants, layout = aa.variants(target, variants, sw.aa_layout)
+    variants, layout = aa.variants(target.spec, variants, sw.aa_layout)
     if sw.dry_run:
-        return None, plan.lines(project, ws, name, comp, variants, chosen), None
-    checkout = fetch(project, ws, comp.target)  # what runs anywhere comes first
-    check_machine(project, ws, comp.target, variants, checkout, comp)
+        return None, plan.lines(project, ws, name, comp, target, variants, chosen), None
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     seed = next(s for s in (sw.seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
-    built = build_variants(project, ws, comp.target, variants, comp.overlays, checkout)
+    built = build_variants(project, ws, target, variants, comp.overlays, comp)
     built, aa_build = aa.pair(built, layout, sw.aa)
     workdir = ws.layout.new_run(name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
-    machine = measure_machine.machine_info(probe=False)  # the rest (its commands) during the warmups
-    probed = idle.soon(measure_machine.probed, waits=True)  # commands: a thread of its own
+    machine = measure_machine.machine_info()
     extra_files: dict[str, Path] = {}
-    idle.later(runstore.after_measuring)  # done during the warmups, if a kind has them
     target_ci = sw.until_ci
 
     def until(sc: ScenarioConfig) -> sequential.UntilCI | None:  # --until-ci, per scenario
@@ -154,21 +145,14 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             target=target_ci, max_rounds=sw.max_rounds or scenarios.UNTIL_BUDGET * sc.rounds,
             alpha=comp.alpha)
 
-    try:
-        measured = session.measure(project, comp, chosen, built, workdir=workdir,
-                                   layout=ws.layout, seed=seed, extra_files=extra_files,
-                                   until=until)
-    except BaseException:
-        idle.clear()  # nothing of this run's pending work outlives it
-        raise
-    idle.run_pending()  # what no window took (a kind without warmups): needed from here on
-    # the record is made once measuring is over (its models are built during the warmups)
+    measured = session.measure(project, comp, target.spec, chosen, built, workdir=workdir,
+                               layout=ws.layout, seed=seed, extra_files=extra_files, until=until)
     res = results.Results(
         tool=f"patchbench {__version__}", comparison=name, description=comp.description,
-        target=comp.target, url=target.url, ref=target.ref, commit=target.commit,
+        target=target.name, url=target.spec.url, ref=target.spec.ref, commit=target.spec.commit,
         aa=aa_build is not None, aa_build=aa_build, seed=seed,
         settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
-        started_at=started, machine={**machine, **probed.result()},
+        started_at=started, machine=machine,
         builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=measured.scenarios,
         warnings=measured.warnings, teardown=measured.teardown, runtime=measured.runtime,
         stopping=measured.stopping or None,

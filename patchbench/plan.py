@@ -7,17 +7,17 @@ from pathlib import Path
 
 from patchbench import build, config, runtimes, scenarios
 from patchbench.build import toolchains
-from patchbench.config import Comparison, Project
+from patchbench.config import Comparison, NamedTarget, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.util.workspace import Workspace
 
 
-def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
+def lines(project: Project, ws: Workspace, name: str, comp: Comparison, named: NamedTarget,
           variants: list[build.Variant], chosen: list[ScenarioConfig]) -> list[str]:
-    target = project.target(comp.target)
-    url = ws.sources.get(comp.target, target.url)
+    target = named.spec
+    url = ws.sources.get(named.name, target.url)
     out = [f"# plan for comparison {name!r} (dry run: nothing is fetched, built or run)",
-           f"fetch   {comp.target}: {url} ref {target.ref} -> must be {target.commit}",
+           f"fetch   {named.name}: {url} ref {target.ref} -> must be {target.commit}",
            f"require {', '.join(target.requires) or 'nothing special'}; tools: "
            f"{', '.join(target.tools) or '-'}",
            f"toolchain {toolchains.describe(target)}"]
@@ -36,17 +36,19 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison,
         from patchbench.build import docker as docker_backend
 
         out += docker_backend.plan_lines(target, ws.layout.builds)
-    runtime = runtimes.get(config.runtime_of(project, comp))
+    runtime = runtimes.get(config.runtime_of(comp, target))
     fake = ws.layout.dry_run(name)
-    fake_built = [build.Built(v, ws.layout.artifacts(comp.target) / f"<{v.name}>",
-                              {"target": comp.target, "built_commit": "<not built>",
+    fake_built = [build.Built(v, ws.layout.artifacts(named.name) / f"<{v.name}>",
+                              {"target": named.name, "built_commit": "<not built>",
                                "series": [], "fingerprint": {},
                                "artifacts": {Path(a).name: {"sha256": "<not built>"}
                                              for a in target.build.artifacts}},
                               False) for v in variants]
     if runtime is not None:
         runtime.prepare(fake, project, comp, dry_run=True,
-                        variants=[runtimes.VariantBuild(b.variant.name, b.bin) for b in fake_built])
+                        variants=[runtimes.VariantBuild(b.variant.name, b.bin,
+                                                        b.manifest["artifacts"])
+                                  for b in fake_built])
     for i, sc in enumerate(chosen):
         kind = scenarios.get(sc.kind)
         out.append(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell in {sc.rounds} "

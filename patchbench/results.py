@@ -11,7 +11,6 @@ import json
 import math
 import os
 import stat
-import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +27,9 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from patchbench.errors import ReportError
-from patchbench.util import kinds, limits
+from patchbench.util import limits
 from patchbench.util.files import is_sha256
-from patchbench.util.models import NAME_RE, new_dict, new_list
+from patchbench.util.models import NAME_RE
 
 SCHEMA_VERSION = 5
 SCHEMA_HISTORY = {
@@ -78,42 +77,7 @@ RULE5_METHODS = (PAIRED5_METHOD, *SKEW_METHODS)
 
 
 class _Rec(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-def build_models() -> None:
-    """Build every record model's validator now: they are built on first use (``defer_build``,
-    so that `invoke list` does not pay for them), and a comparison builds them in its warmups'
-    window (patchbench.util.idle) rather than after its last measured run. The models a field
-    names are built before the model that names it, whose schema then reuses theirs (about a
-    third less time than from the top down: 38 ms against 54, 2026-12-02)."""
-    models: list[type[BaseModel]] = []
-    todo: list[type[BaseModel]] = [_Rec]
-    while todo:
-        model = todo.pop()
-        todo.extend(model.__subclasses__())
-        models.append(model)
-    done: set[type[BaseModel]] = set()
-
-    def build(model: type[BaseModel]) -> None:
-        if model in done:
-            return
-        done.add(model)
-        for info in model.model_fields.values():  # its fields' models first (as far as known)
-            for named in _models_in(info.annotation):
-                build(named)
-        if not model.__pydantic_complete__:
-            model.model_rebuild()
-
-    for model in models:
-        build(model)
-
-
-def _models_in(annotation: object) -> list[type[BaseModel]]:
-    """The models a field's type names (in a list, a dict, a union, an Annotated ...)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+    model_config = ConfigDict(extra="forbid")
 
 
 def _nan_if_null(value: Any) -> Any:
@@ -147,17 +111,17 @@ PlainName = Annotated[str, Field(pattern=NAME_RE)]  # may become part of a path:
 
 class Samples(_Rec):
     times: Times
-    user: Floats = Field(default_factory=new_list)
-    system: Floats = Field(default_factory=new_list)
-    exit_codes: Ints = Field(default_factory=new_list)
-    rounds: Ints = Field(default_factory=new_list)
+    user: Floats = Field(default_factory=list)
+    system: Floats = Field(default_factory=list)
+    exit_codes: Ints = Field(default_factory=list)
+    rounds: Ints = Field(default_factory=list)
     hyperfine: Annotated[list[dict[str, Any]], Field(max_length=MAX_SAMPLES)] = Field(
-        default_factory=new_list)  # hyperfine's own JSON
+        default_factory=list)  # hyperfine's own JSON
     seconds: float = 0.0  # wall time spent measuring this cell
     # runs that passed their deadline (version 4): their time (about the deadline) and round;
     # never in ``times``, so never in the timing statistics
-    hung_times: Floats = Field(default_factory=new_list)
-    hung_rounds: Ints = Field(default_factory=new_list)
+    hung_times: Floats = Field(default_factory=list)
+    hung_rounds: Ints = Field(default_factory=list)
 
 
 class Hangs(_Rec):
@@ -168,7 +132,7 @@ class Hangs(_Rec):
     hangs: int
     runs: int
     deadline_s: float
-    evidence: list[str] = Field(default_factory=new_list)
+    evidence: list[str] = Field(default_factory=list)
     lost_sigchld: int = 0
     warmup_hangs: int = 0  # warmup runs that hung (not in runs: hyperfine keeps no warmup codes)
 
@@ -192,14 +156,14 @@ class HangTest(_Rec):
 class Instances(_Rec):
     """Per-instance latencies a burst launcher recorded for one cell."""
 
-    latencies: list[float] = Field(default_factory=new_list)
-    exit_codes: list[int] = Field(default_factory=new_list)
+    latencies: list[float] = Field(default_factory=list)
+    exit_codes: list[int] = Field(default_factory=list)
     median: float | None = None
 
 
 class Cell(_Rec):
     variant: PlainName
-    params: dict[str, str] = Field(default_factory=new_dict)
+    params: dict[str, str] = Field(default_factory=dict)
     label: str
     summary: Summary
     samples: Samples
@@ -271,8 +235,8 @@ class Verdict(_Rec):
     method: str = POOLED_METHOD
     rounds: int | None = None  # rounds paired (both variants ran)
     min_rounds: int | None = None
-    round_ids: list[int] = Field(default_factory=new_list)
-    round_ratios: list[float] = Field(default_factory=new_list)
+    round_ids: list[int] = Field(default_factory=list)
+    round_ratios: list[float] = Field(default_factory=list)
     wilcoxon_p: float | None = None
     drift: Drift | None = None
     note: str = ""
@@ -332,7 +296,7 @@ class _Scenario(_Rec):
     rounds: int
     warmup: int
     rate: Rate | None = None
-    order: list[list[str]] = Field(default_factory=new_list)
+    order: list[list[str]] = Field(default_factory=list)
 
     if TYPE_CHECKING:  # for the type checker only: a field here would move it in results.json
         kind: str
@@ -346,14 +310,14 @@ class AppliedCondition(_Rec):
 
     name: str
     summary: str
-    applied: dict[str, Any] = Field(default_factory=new_dict)
+    applied: dict[str, Any] = Field(default_factory=dict)
 
 
 class _Timed(_Scenario):
     cells: Annotated[list[Cell], Field(max_length=MAX_CELLS)]
     comparisons: Annotated[list[Verdict], Field(max_length=MAX_CELLS)]
     deadline_s: float | None = None  # each run's deadline (version 4); null: none
-    conditions: list[AppliedCondition] = Field(default_factory=new_list)  # empty: the default only
+    conditions: list[AppliedCondition] = Field(default_factory=list)  # empty: the default only
     evidence_summary: str | None = None  # a readable account of every hang, in the run folder
 
 
@@ -365,12 +329,10 @@ Record = _Rec  # a record of results.json: an unknown key is refused
 # --- the kinds' result models: a registry below the kinds -----------------------------------
 #
 # Each kind's result model (and its records) lives in its module in patchbench/scenarios/, which
-# registers it through patchbench.scenarios.register when the kind is first needed; results.json
-# is read by dispatching every scenario entry on its ``kind`` through this registry, once
-# ``parse`` has had the kinds it names imported (util/kinds.py: the loader patchbench.scenarios
-# installs). This module imports nothing above it, so whoever reads results imports
-# patchbench.scenarios first (the layers that load do: runs, report, bisect, cli; the tests
-# through tests/conftest.py).
+# registers it through patchbench.scenarios.register; results.json is read by dispatching every
+# scenario entry on its ``kind`` through this registry. This module imports nothing above it, so
+# whoever reads results imports patchbench.scenarios first (the layers that load do: runs,
+# report, bisect, cli; the tests through tests/conftest.py).
 
 
 @dataclass
@@ -382,12 +344,10 @@ class _Registry:
 _REGISTRY = _Registry()
 
 
-def register(kind: str, model: type[ScenarioResult], *, default: bool = False,
-             rebuild: bool = True) -> None:
+def register(kind: str, model: type[ScenarioResult], *, default: bool = False) -> None:
     """Read scenario entries whose ``kind`` is ``kind`` as ``model`` (which must say so: its
     ``kind`` field defaults to ``kind``); ``default``: also entries without ``kind``. A wrong
-    registration is a bug (exit 3), not a user's error. ``rebuild=False``: the caller registers
-    more and calls :func:`kinds_changed` once after the last."""
+    registration is a bug (exit 3), not a user's error."""
     declared = model.model_fields.get("kind")
     if declared is None or declared.default != kind:
         raise RuntimeError(f"bug: the result model {model.__name__} is registered for the kind "
@@ -395,32 +355,28 @@ def register(kind: str, model: type[ScenarioResult], *, default: bool = False,
     if _REGISTRY.models.get(kind, model) is not model:
         raise RuntimeError(f"bug: two result models for the kind {kind!r}: "
                            f"{_REGISTRY.models[kind].__name__} and {model.__name__}")
-    # rebound whole (never seen half-made), in the kinds' order whichever came first
-    _REGISTRY.models = kinds.ranked({**_REGISTRY.models, kind: model})
+    _REGISTRY.models[kind] = model
     if default:
         _REGISTRY.default = kind
-    if rebuild:
-        kinds_changed()
+    _kinds_changed()
 
 
 def unregister(kind: str) -> None:
     """Forget a kind (a test's own kind, registered for that test)."""
-    _REGISTRY.models = {k: m for k, m in _REGISTRY.models.items() if k != kind}
+    _REGISTRY.models.pop(kind, None)
     if _REGISTRY.default == kind:
         _REGISTRY.default = None
-    kinds_changed()
+    _kinds_changed()
 
 
 def result_models() -> dict[str, type[ScenarioResult]]:
-    """Every kind's result model, in the kinds' order: the kinds not imported yet are imported
-    (util/kinds.py)."""
-    kinds.ensure(None)
+    """Every registered kind's result model, in the order the kinds were registered."""
     return dict(_REGISTRY.models)
 
 
-def kinds_changed() -> None:
-    """Results' schema is built on its first use (defer_build) from the kinds registered by
-    then; a kind registered later needs it built again."""
+def _kinds_changed() -> None:
+    """Results' schema is built on its first use (defer_build), when every kind has
+    registered; a kind registered later (a test's) needs it built again."""
     if Results.__pydantic_complete__:
         Results.model_rebuild(force=True)
 
@@ -473,9 +429,9 @@ class RuntimeRecord(_Rec):
     """What a runtime set up for the whole run (docker-run: the engine, image, runtimes)."""
 
     name: str
-    engine: dict[str, str] = Field(default_factory=new_dict)
-    image: dict[str, str] = Field(default_factory=new_dict)  # ref, id, packages
-    registered: dict[str, RegisteredRuntime] = Field(default_factory=new_dict)
+    engine: dict[str, str] = Field(default_factory=dict)
+    image: dict[str, str] = Field(default_factory=dict)  # ref, id, packages
+    registered: dict[str, RegisteredRuntime] = Field(default_factory=dict)
 
 
 class AABuild(_Rec):
@@ -537,8 +493,8 @@ class Results(_Rec):
     # build manifests, as written beside the build; the key names manifest-<variant>.json
     builds: dict[PlainName, dict[str, Any]]
     scenarios: Annotated[list[AnyScenarioResult], Field(max_length=MAX_SCENARIOS)] = Field(
-        default_factory=new_list)
-    warnings: list[str] = Field(default_factory=new_list)
+        default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
     teardown: dict[str, Teardown] | None = None
     runtime: RuntimeRecord | None = None
     run_dir: str | None = None
@@ -698,8 +654,6 @@ def parse(data: Any, where: str, *, untrusted: bool = False) -> Results:
     :func:`problems` refused too."""
     if not isinstance(data, dict):
         raise ReportError(f"{where}: not a results document (the top level is not an object)")
-    # the kinds its entries name, imported before its upgrade steps and its schema need them
-    kinds.ensure(kinds.used_in(data.get("scenarios"), _REGISTRY.default or ""))
     version = data.get("schema_version")
     while isinstance(version, int) and version in UPGRADES:
         try:  # an old file of the wrong shape is a damaged file, not a bug (exit 18)

@@ -7,43 +7,43 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchbench.config import Project
+from patchbench.config import NamedTarget, Project
 from patchbench.errors import PatchError, SourceError
 from patchbench.source import cache as source
-from patchbench.source import patching, submodules
+from patchbench.source import patching, series_ref, submodules
 from patchbench.util.progress import say
 from patchbench.util.workspace import Workspace
 
 
-def fetch(project: Project, ws: Workspace, target_name: str) -> source.Checkout:
-    target = project.target(target_name)
-    override = _source_override(ws, target_name)
-    url = override or target.url
+def fetch(project: Project, ws: Workspace, target: NamedTarget) -> source.Checkout:
+    """The target's pinned commit in the source cache, with the upstream commits that the
+    series of its comparisons name by reference (``--source NAME=...`` replaces its URL)."""
+    spec = target.spec
+    override = _source_override(ws, target.name)
+    url = override or spec.url
     if not override and not _looks_remote(url):
         url = str((project.root / url).resolve())
-    say(f"fetching {target_name} {target.ref} ({target.commit[:12]})")
-    checkout = source.fetch(ws.builds, target_name, url, target.ref, target.commit,
+    used = series_ref.series_of_target(project.matrix.comparisons.values(), target.name)
+    commits = series_ref.commits_for_series(project.root, used)
+    say(f"fetching {target.name} {spec.ref} ({spec.commit[:12]})")
+    checkout = source.fetch(ws.builds, target.name, url, spec.ref, spec.commit,
                             overridden=bool(override))
-    say(f"{target_name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
-    from patchbench.source import series_ref  # upstream commits that series name by reference
-
-    used = series_ref.series_of_target(project.uses, target_name)
-    series_ref.ensure_commits(checkout, series_ref.commits_for_series(project.root, used),
-                              ws.builds)
+    say(f"{target.name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
+    series_ref.ensure_commits(checkout, commits, ws.builds)
     return checkout
 
 
-def fetch_submodules(project: Project, ws: Workspace, target_name: str,
-                     checkout: source.Checkout) -> list[submodules.Pinned]:
+def fetch_submodules(ws: Workspace, target: NamedTarget, checkout: source.Checkout
+                     ) -> list[submodules.Pinned]:
     """The target's submodules at the gitlinks of its pinned tree, fetched (``--source NAME=DIR``
     replaces a submodule's URL)."""
-    target = project.target(target_name)
-    if not target.submodules:
+    declared = target.spec.submodules
+    if not declared:
         return []
-    overrides = {m.name: o for m in target.submodules if (o := _source_override(ws, m.name))}
-    pinned = submodules.resolve(target_name, target.submodules, checkout, ws.builds, overrides)
+    overrides = {m.name: o for m in declared if (o := _source_override(ws, m.name))}
+    pinned = submodules.resolve(target.name, declared, checkout, ws.builds, overrides)
     for p in pinned:
-        say(f"{target_name}: submodule {p.module.path} at {p.commit[:12]} "
+        say(f"{target.name}: submodule {p.module.path} at {p.commit[:12]} "
             + (f"omitted ({p.module.omit})" if p.checkout is None else
                "cached" if p.checkout.from_cache else "fetched"))
     return pinned
@@ -69,9 +69,9 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
     """Apply each series to a throwaway worktree of its target's pinned commit.
     Returns (series, target, result) rows; raises PatchError listing every failure."""
     targets: dict[str, set[str]] = {}
-    for use in project.uses:
-        for s in set(use.baseline) | {s for ss in use.candidates.values() for s in ss}:
-            targets.setdefault(s, set()).add(use.target)
+    for comp in project.matrix.comparisons.values():
+        for s in set(comp.baseline) | {s for ss in comp.candidates.values() for s in ss}:
+            targets.setdefault(s, set()).add(comp.target)
     rows: list[tuple[str, str, str]] = []
     failures: list[str] = []
     unreadable: list[str] = []  # series that could not be read (form, DEP-3): never "did not apply"
@@ -86,7 +86,7 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
             rows.append((name, "-", "not used by any comparison"))
         for target_name in sorted(targets.get(name, set())):
             if checkout is None or checkout.target != target_name:
-                checkout = fetch(project, ws, target_name)
+                checkout = fetch(project, ws, project.named_target(target_name))
             try:
                 rows.append((name, target_name, patching.trial_apply(
                     checkout, series, ws.layout.tmp / f"check-{name}", ws.builds)))

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 import yaml
 
 from patchbench import config, pipeline
+from patchbench.build import Built, Variant
+from patchbench.source import cache as source
 from patchbench.util import locks
 from patchbench.util.workspace import Switches, Workspace
 
@@ -417,3 +420,15 @@ def compare(project: config.Project, ws: Workspace, name: str, sw: Switches | No
     """pipeline.compare, with its results as the dict results.json holds ({} on a dry run)."""
     res, _lines, run_dir = pipeline.compare(project, ws, name, sw or Switches(**switches))
     return (res.dump() if res is not None else {}), run_dir
+
+
+def fetch(project: config.Project, ws: Workspace, target: str) -> source.Checkout:
+    """pipeline.fetch of the target named ``target``."""
+    return pipeline.fetch(project, ws, project.named_target(target))
+
+
+def build(project: config.Project, ws: Workspace, target: str, variants: Iterable[Variant],
+          overlays: Iterable[str] = ()) -> list[Built]:
+    """pipeline.build_variants of the target named ``target``."""
+    return pipeline.build_variants(project, ws, project.named_target(target), list(variants),
+                                   list(overlays))

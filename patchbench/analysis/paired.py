@@ -12,7 +12,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from patchbench.analysis import stats
 from patchbench.results import (
@@ -21,12 +23,6 @@ from patchbench.results import (
     PAIRED6_METHOD,
     RULE5_METHODS,
 )
-from patchbench.util import lazy
-
-if TYPE_CHECKING:
-    import numpy as np
-else:  # numpy on first use (util/lazy.py): `list` and `--help` import this module without it
-    np = lazy.module("numpy")
 
 METHOD = PAIRED6_METHOD  # the rule new comparisons are judged by
 POWER = 0.80  # the power the minimum detectable effect is quoted at
@@ -328,8 +324,7 @@ def sign_test(d: Sequence[float]) -> float:
 def resolution(*groups: np.ndarray) -> float | None:
     """The clock's apparent resolution: the smallest positive gap between distinct times; None
     when every time is the same."""
-    gaps = np.diff(np.sort(np.concatenate(groups)))  # not np.unique: it imports numpy.ma
-    gaps = gaps[gaps > 0]  # between distinct times: np.unique's neighbours' differences
+    gaps = np.diff(np.unique(np.concatenate(groups)))
     if gaps.size == 0:
         return None
     return float(gaps.min())

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from patchbench.analysis import stats
 from patchbench.errors import CommandError
 from patchbench.util import command
 
@@ -87,7 +88,7 @@ def check(paired: Judged, baseline_medians: Sequence[float],
         raise ValueError("no measured delays")
     if not 0 <= tolerance < 1:
         raise ValueError("tolerance must be a fraction in [0, 1)")
-    delay = statistics.median(delays)
+    delay = stats.median(delays)
     want = expected_speedup(baseline_medians, delay)
     band = (expected_speedup(baseline_medians, delay * (1 + tolerance)),
             expected_speedup(baseline_medians, delay * (1 - tolerance)))

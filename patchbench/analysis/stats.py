@@ -11,14 +11,9 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from patchbench.util import lazy
-
-if TYPE_CHECKING:
-    import numpy as np
-else:  # numpy on first use (util/lazy.py): `list` and `--help` import this module without it
-    np = lazy.module("numpy")
+import numpy as np
 
 NOISY_CV = 0.10
 BOOTSTRAP = 10_000
@@ -42,42 +37,10 @@ class Summary:
         return self.cv >= NOISY_CV
 
 
-# np.median, np.percentile and np.unique import numpy.ma on their first call (14 ms of every
-# comparison: issue 21, the tool's own cost); median and percentiles here, and
-# paired.resolution, give their very values without it (tests/unit/test_stats.py holds them to
-# numpy's, bit for bit).
-def median(a: np.ndarray) -> float:
-    """``np.median`` of a non-empty 1-D float array: NaN when one is NaN; for an even size, the
-    mean of the two middle values."""
-    if np.isnan(a).any():
-        return math.nan
-    k = a.size // 2
-    if a.size % 2:
-        return float(np.partition(a, k)[k])
-    part = np.partition(a, (k - 1, k))
-    return float((part[k - 1] + part[k]) / 2)
-
-
-def percentiles(a: np.ndarray, qs: Sequence[float]) -> list[float]:
-    """``np.percentile(a, qs)`` of a non-empty 1-D float array (its default method, "linear"):
-    at the virtual index (n - 1) q / 100, the two neighbours interpolated as numpy does (from the
-    nearer one); NaN when one is NaN."""
-    s = np.sort(a)  # NaN sorts last
-    if np.isnan(s[-1]):
-        return [math.nan] * len(qs)
-    last = s.size - 1
-    out = []
-    for q in qs:
-        v = last * (float(q) / 100)
-        if v >= last:
-            out.append(float(s[last]))
-            continue
-        i = math.floor(v)
-        gamma = v - i
-        lo, hi = float(s[i]), float(s[i + 1])
-        diff = hi - lo
-        out.append(hi - diff * (1 - gamma) if gamma >= 0.5 else lo + diff * gamma)
-    return out
+def median(values: Sequence[float] | np.ndarray) -> float:
+    """The median (for an even count, the mean of the two middle values; NaN when one is NaN):
+    the one every statistic, report and chart uses."""
+    return float(np.median(np.asarray(values, dtype=float)))
 
 
 def summarize(samples: Sequence[float]) -> Summary:
@@ -118,7 +81,7 @@ def median_ci(samples: Sequence[float], *, seed: int, level: float = 0.95,
         return None
     meds = _resampled_medians(a, np.random.default_rng(seed), resamples)
     tail = (1 - level) / 2 * 100
-    low, high = percentiles(meds, [tail, 100 - tail])
+    low, high = np.percentile(meds, [tail, 100 - tail])
     return float(low), float(high)
 
 
@@ -169,7 +132,7 @@ def bootstrap_ratio_ci(
         done += n
     r = np.concatenate(ratios)
     tail = (1 - level) / 2 * 100
-    low, high = percentiles(r, [tail, 100 - tail])
+    low, high = np.percentile(r, [tail, 100 - tail])
     return float(low), float(high)
 
 
@@ -622,13 +585,3 @@ def paired_rounds(
         note=note,
     )
 
-
-def warm_up() -> None:
-    """Each statistic once on a tiny sample. numpy loads what a function needs on its first call
-    (the median, percentiles, the random generator: about 30 ms on the first comparison's
-    statistics, 2026-12-01), which a comparison then pays during its warmups (util/idle.py)
-    instead of after its last measured run. The results are thrown away."""
-    xs, rounds = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1, 1, 2, 2, 3, 3]
-    compare(xs, xs[::-1], resamples=8)
-    median_ci(xs, seed=0, resamples=8)
-    paired_rounds(xs, rounds, xs[::-1], rounds, alpha=0.05, min_effect=0.02, min_rounds=2)

@@ -11,7 +11,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsA
 from patchbench import scenarios
 from patchbench.results import ScenarioResult
 from patchbench.scenarios.steps import StepRule
-from patchbench.util.models import new_dict, new_list
 
 SCHEMA_VERSION = 1  # the schema_version of both files
 
@@ -53,7 +52,7 @@ class MeasurementRec(_Rec):
     commits: list[str]  # full SHAs; variants are named by the first 12 hex digits
     factor: int  # the scenario's runs (and rounds) times this
     seed: int
-    warnings: list[str] = Field(default_factory=new_list)
+    warnings: list[str] = Field(default_factory=list)
     # the kind's own result model, dumped as that model (not as the fields every kind shares)
     result: Annotated[SerializeAsAny[ScenarioResult], BeforeValidator(_judged)]
 
@@ -68,8 +67,8 @@ class StepRec(_Rec):
     value: str  # the commit's median [CI] or its hangs
     vs_good: str = ""
     vs_bad: str = ""
-    factors: list[int] = Field(default_factory=new_list)  # runs/rounds multipliers tried
-    measurements: list[int] = Field(default_factory=new_list)  # indices into ``measurements``
+    factors: list[int] = Field(default_factory=list)  # runs/rounds multipliers tried
+    measurements: list[int] = Field(default_factory=list)  # indices into ``measurements``
     skipped_reason: str = ""
 
 
@@ -95,16 +94,16 @@ class Bisect(_Rec):
     first_bad: CommitRec | None = None
     # the merge commits the search descended through, outermost first (None: none)
     descended: list[CommitRec] | None = None
-    range: list[CommitRec] = Field(default_factory=new_list)  # the candidates when not found
+    range: list[CommitRec] = Field(default_factory=list)  # the candidates when not found
     ends: str = ""  # bad against good, as measured first
     why: str = ""
-    steps: list[StepRec] = Field(default_factory=new_list)
-    skipped: list[CommitRec] = Field(default_factory=new_list)
-    builds: dict[str, dict[str, Any]] = Field(default_factory=new_dict)  # sha -> manifest
+    steps: list[StepRec] = Field(default_factory=list)
+    skipped: list[CommitRec] = Field(default_factory=list)
+    builds: dict[str, dict[str, Any]] = Field(default_factory=dict)  # sha -> manifest
     built_fresh: int = 0
-    build_failures: dict[str, str] = Field(default_factory=new_dict)
-    machine: dict[str, Any] = Field(default_factory=new_dict)
-    measurements: list[MeasurementRec] = Field(default_factory=new_list)
+    build_failures: dict[str, str] = Field(default_factory=dict)
+    machine: dict[str, Any] = Field(default_factory=dict)
+    measurements: list[MeasurementRec] = Field(default_factory=list)
 
 
 class PointRec(_Rec):
@@ -134,9 +133,9 @@ class History(_Rec):
     started_at: str
     finished_at: str = ""
     points: list[PointRec]
-    builds: dict[str, dict[str, Any]] = Field(default_factory=new_dict)
-    machine: dict[str, Any] = Field(default_factory=new_dict)
-    measurements: list[MeasurementRec] = Field(default_factory=new_list)
+    builds: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    machine: dict[str, Any] = Field(default_factory=dict)
+    measurements: list[MeasurementRec] = Field(default_factory=list)
 
 
 def parse_bisect(data: Any) -> Bisect:

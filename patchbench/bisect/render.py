@@ -6,9 +6,10 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from tabulate import tabulate
+
 from patchbench.bisect.record import Bisect, History, MeasurementRec, step_rule
 from patchbench.scenarios.steps import StepRule, Value
-from patchbench.util.tables import tabulate
 
 COLOURS = {"good": "#2e7d32", "bad": "#c62828", "undecided": "#f9a825", "skipped": "#9e9e9e",
            "": "#1565c0"}

@@ -66,7 +66,7 @@ def _check_target(project: Project, target: str, spec: str) -> None:
 
 def _chain(project: Project, ws: Workspace, target: str, good: str, bad: str
            ) -> tuple[list[history.Commit], Any]:
-    checkout = upstream.fetch(project, ws, target)
+    checkout = upstream.fetch(project, ws, project.named_target(target))
     history.fetch_history(checkout, ws.builds)
     g, b = history.resolve(checkout, good), history.resolve(checkout, bad)
     return history.first_parent(checkout, g, b), checkout

@@ -89,13 +89,14 @@ class Session:
 
         name, comp, sc = scenario_of(project, spec)
         sc = scenarios.override(sc, runs, rounds, None)
-        checkout = upstream.fetch(project, ws, comp.target)
-        pipeline.check_machine(project, ws, comp.target, [build.Variant("baseline",
+        target = project.target_of(comp)
+        checkout = upstream.fetch(project, ws, target)
+        pipeline.check_machine(project, ws, target, [build.Variant("baseline",
                                tuple(comp.baseline))], checkout, comp)
         say(f"fetching the history of {comp.target} from {checkout.url}")
         history.fetch_history(checkout, ws.builds)
         ovs = [patching.load_overlay(project.root, o) for o in comp.overlays]
-        plan = build.BuildPlan.prepare(project, comp.target, checkout, ws.layout, ovs)
+        plan = build.BuildPlan.prepare(project, target, checkout, ws.layout, ovs)
         workdir = ws.layout.new_run(f"bisect-{comp.target}")
         return cls(project, ws, name, comp, sc, checkout, plan, workdir, seed)
 
@@ -139,9 +140,9 @@ class Session:
         say(f"{label}: measuring {', '.join(s[:12] for s in shas)} interleaved "
             f"({chosen.runs} runs per commit" + (f", {chosen.rounds} rounds)" if rounds else ")"))
         extra: dict[str, Path] = {}
-        measured = session.measure(self.project, self.comp, [chosen], built, workdir=workdir,
-                                   layout=self.ws.layout, seed=seed, extra_files=extra,
-                                   announce=False)
+        measured = session.measure(self.project, self.comp, self.plan.target, [chosen], built,
+                                   workdir=workdir, layout=self.ws.layout, seed=seed,
+                                   extra_files=extra, announce=False)
         (out,), warnings = measured.scenarios, measured.warnings
         prefix = f"m{len(self.measurements):02d}-"
         self.extra_files.update({prefix + k: v for k, v in extra.items()})

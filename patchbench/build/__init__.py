@@ -26,7 +26,7 @@ from patchbench import redact
 from patchbench.build import cache_verify, toolchains
 from patchbench.build.manifest import Manifest
 from patchbench.build.toolchains import LayoutChange, Runner
-from patchbench.config import BuildRecipe, Project, Target
+from patchbench.config import BuildRecipe, NamedTarget, Project, Target
 from patchbench.errors import BuildError, ToolchainError
 from patchbench.source import cache as source
 from patchbench.source import patching
@@ -126,13 +126,13 @@ class BuildPlan:
     def prepare(
         cls,
         project: Project,
-        target_name: str,
+        named: NamedTarget,
         checkout: source.Checkout,
         layout: Layout,
         overlays: list[Overlay],
         submodules: list[gitmodules.Pinned] | None = None,
     ) -> BuildPlan:
-        target = project.target(target_name)
+        target = named.spec
         env = toolchains.build_env(target, checkout.commit_epoch())
         where = backend(target.build.backend)
         docker = cast("DockerBackend", where) if target.build.backend == "docker" else None
@@ -147,7 +147,7 @@ class BuildPlan:
         fp = toolchains.fingerprint(target, env, runner)
         if docker is not None:
             fp.update(docker.fingerprint_extra(target))  # the image ID: same for all variants
-        return cls(project, target_name, target, checkout, layout, overlays, env, fp,
+        return cls(project, named.name, target, checkout, layout, overlays, env, fp,
                    list(submodules or []))
 
     def at(self, commit: str) -> BuildPlan:

@@ -3,9 +3,10 @@ turn an inconclusive bisect into its exit code (after its report is saved)."""
 
 from __future__ import annotations
 
+from tabulate import tabulate
+
 from patchbench.cli.commands import load_project
 from patchbench.errors import BisectInconclusive
-from patchbench.util.tables import tabulate
 from patchbench.util.workspace import Workspace
 
 

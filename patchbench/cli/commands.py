@@ -3,7 +3,6 @@ and the one place where errors are caught and turned into one line and an exit c
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
@@ -12,37 +11,25 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchbench import config
+from patchbench.config import Project
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
-from patchbench.util import command, gcpause
+from patchbench.util import command
 from patchbench.util.escape import terminal
 from patchbench.util.workspace import Switches, Workspace
 
 if TYPE_CHECKING:
     from patchbench import build
-    from patchbench.config import Project
-
-# The pipeline (numpy, GitPython, the build and scenario modules) is imported by the commands
-# that need it, so `invoke list` and `invoke --help` start fast.
 
 GATE_FAILED_EXIT_CODE = 4
 
 
-def load_project(ws: Workspace, *, only: str | None = None,
-                 pending_series: frozenset[str] = frozenset()) -> Project:
-    """``pipeline.load`` (the matrix validated) with the pipeline's imports, the garbage
-    collector held off meanwhile (util/gcpause.py)."""
-    with gcpause.starting():
-        from patchbench import pipeline
+def load_project(ws: Workspace, *, pending_series: frozenset[str] = frozenset()) -> Project:
+    """``pipeline.load``: the matrix validated, the ownership checked, what killed runs left
+    swept."""
+    from patchbench import pipeline
 
-        return pipeline.load(ws, only=only, pending_series=pending_series)
-
-
-def _source_overrides(pairs: list[str], environ: dict[str, str]) -> dict[str, str]:
-    if not pairs and not any(k.startswith("PATCHBENCH_SOURCE_") for k in environ):
-        return {}  # without pydantic (patchbench.config): `list` and `--help` start fast
-    from patchbench import config
-
-    return config.parse_source_overrides(pairs, environ)
+    return pipeline.load(ws, pending_series=pending_series)
 
 
 def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix: str | None = None,
@@ -61,7 +48,7 @@ def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix
         root=root, matrix=matrix_path,
         builds=Path(builds or env.get("PATCHBENCH_BUILDS") or root / "builds").resolve(),
         reports=Path(reports or env.get("PATCHBENCH_REPORTS") or root / "reports").resolve(),
-        sources=_source_overrides(list(sources), dict(env)),
+        sources=config.parse_source_overrides(list(sources), dict(env)),
         backend=backend or env.get("PATCHBENCH_BACKEND") or None,
         source_flags=frozenset(p.partition("=")[0] for p in sources), verbose=verbose,
     )
@@ -71,21 +58,10 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def guarded(fn: Callable[[], int | None], *, fast_exit: bool = False) -> None:
+def guarded(fn: Callable[[], int | None]) -> None:
     """Run ``fn``; the only place errors are caught. Exit codes: see patchbench.errors.
     SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) unwind like Ctrl-C, so every
-    ``finally`` runs: child process groups are killed and nothing half-written is kept.
-    ``fast_exit`` (the command line's): end the process as soon as the exit handlers have run and
-    the output is flushed (``end_process``), not through SystemExit."""
-    try:
-        _guarded(fn)
-    except SystemExit as exc:
-        if not fast_exit:
-            raise
-        end_process(exc.code)
-
-
-def _guarded(fn: Callable[[], int | None]) -> None:
+    ``finally`` runs: child process groups are killed and nothing half-written is kept."""
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGHUP, _interrupt)
     try:
@@ -108,45 +84,11 @@ def _guarded(fn: Callable[[], int | None]) -> None:
     sys.exit(code)
 
 
-def end_process(code: object) -> None:
-    """Exit with ``code`` (as SystemExit's) without the interpreter's teardown (freeing every
-    module and object: about half a second after a comparison): the exit handlers run first
-    (a build engine's close, temporary directories), then stdout and stderr are flushed. With
-    another non-daemon thread still running, the usual exit (which waits for it) instead."""
-    import atexit
-    import threading
-
-    status = 0 if code is None else code if isinstance(code, int) else 1
-    if isinstance(code, str):
-        print(code, file=sys.stderr)
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
-           if t is not threading.main_thread()):
-        sys.exit(status)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a reader that left, a closed stream
-            stream.flush()
-    os._exit(status)
-
-
-def _after_compare() -> None:
-    """What do_compare prints the results with, imported during the warmups (util/idle.py)."""
-    from patchbench import gate, report  # noqa: F401
-    from patchbench.runs import summary  # noqa: F401
-
-
 def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None = None) -> int:
-    from patchbench.util import idle
-
-    project = load_project(ws, only=name)
+    project = load_project(ws)
     from patchbench import pipeline
 
-    if not sw.dry_run:
-        idle.later(_after_compare)
-    try:
-        results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
-    finally:
-        idle.clear()  # taken by a window or done by the pipeline; else (an error) not needed
+    results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
     if results is None or run_dir is None:
         print("\n".join(plan_lines))
         return 0
@@ -198,8 +140,9 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
         built = pipeline.build_for_patch(project, ws, patch)
     else:
         for name in [target] if target else list(project.matrix.targets):
-            built += pipeline.build_variants(project, ws, name, [Variant("baseline", ())], [])
-    from patchbench.util.tables import tabulate
+            built += pipeline.build_variants(project, ws, project.named_target(name),
+                                             [Variant("baseline", ())], [])
+    from tabulate import tabulate
 
     rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
              "cached" if b.cached else f"built in {b.manifest['duration_s']:.1f} s",
@@ -211,8 +154,9 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
 
 def do_patch_check(ws: Workspace, series: list[str]) -> int:
     project = load_project(ws)
+    from tabulate import tabulate
+
     from patchbench import upstream
-    from patchbench.util.tables import tabulate
 
     rows = upstream.patch_check(project, ws, series)
     print(tabulate(rows, headers=["series", "target", "result"]))
@@ -223,38 +167,27 @@ def do_fetch(ws: Workspace, target: str) -> int:
     project = load_project(ws)
     from patchbench import upstream
 
-    checkout = upstream.fetch(project, ws, target)
+    checkout = upstream.fetch(project, ws, project.named_target(target))
     print(f"{target} {checkout.ref} {checkout.commit} "
           f"({'cached' if checkout.from_cache else 'fetched'})")
     return 0
 
 
-def list_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
-    """``list``'s rows: those kept by the last validation of these bytes with this code
-    (util/validated.py), else of the matrix validated whole (and kept)."""
-    from patchbench.util import validated
-
-    raw, want = validated.matrix_key(ws.matrix)
-    kept = validated.cached(ws.layout.listing_cache, want)
-    if kept is None:
-        with gcpause.starting():
-            from patchbench import config, scenarios  # noqa: F401  (a matrix is read with the kinds)
-
-            project = config.load(ws.matrix, raw=raw)
-        kept = validated.keep(ws.layout.listing_cache, want, project)
-    return kept.targets, kept.comparisons
-
-
 def do_list(ws: Workspace) -> int:
-    from patchbench.util import validated
-    from patchbench.util.tables import tabulate
+    from tabulate import tabulate
 
-    targets, comparisons = list_rows(ws)
+    from patchbench import scenarios  # noqa: F401  (a matrix is read with the kinds)
+
+    m = config.load(ws.matrix).matrix
     # at most about 100 columns: long cells wrap inside their column
-    print(tabulate(targets, headers=validated.TARGET_HEADERS,
+    print(tabulate([[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
+                     ", ".join(t.requires) or "-"] for n, t in m.targets.items()],
+                   headers=["target", "url", "ref", "commit", "toolchain", "requires"],
                    maxcolwidths=[16, 30, 12, 12, 14, 12]))
     print()
-    print(tabulate(comparisons, headers=validated.COMPARISON_HEADERS,
+    print(tabulate([[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
+                     " ".join(c.description.split())] for n, c in m.comparisons.items()],
+                   headers=["comparison", "target", "candidates", "scenarios", "description"],
                    maxcolwidths=[22, 14, 22, 16, 34]))
     return 0
 

@@ -111,4 +111,4 @@ def write_matrix(ws: Workspace, text: str, *, pending_series: frozenset[str] = f
         mode = stat.S_IMODE(os.stat(ws.matrix).st_mode)
     files.write_text_atomic(ws.matrix, text, mode=mode, check=validate, exclusive=new)
     project = loaded[0]
-    return config.Project(project.matrix, ws.matrix, project.uses)
+    return config.Project(project.matrix, ws.matrix)

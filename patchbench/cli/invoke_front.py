@@ -44,13 +44,12 @@ def route(project: Path) -> None:
         if argv and argv[0] in spec.COMMANDS:
             from patchbench.cli import main
 
-            main.run(argv, project=str(project), prog="invoke", fast_exit=True)  # exits
+            main.run(argv, project=str(project), prog="invoke")  # exits
         help_on = self.args["help"].value if "help" in self.args else None
         if isinstance(help_on, str) and help_on in spec.COMMANDS:  # invoke --help compare
             from patchbench.cli import main
 
-            main.run([help_on, "--help"], project=str(project), prog="invoke",
-                     fast_exit=True)  # exits
+            main.run([help_on, "--help"], project=str(project), prog="invoke")  # exits
         original(self)
 
     Program.parse_tasks = parse_tasks  # type: ignore[method-assign]

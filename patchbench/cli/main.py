@@ -72,15 +72,7 @@ def _compare(v: Values, project: str | None) -> int:
                   gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"],
                   until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"],
                   profile=tuple(dict.fromkeys(v["profile"])))
-    ws = _ws(v, project)
-    from patchbench.measure import headstart
-
-    try:
-        if not sw.dry_run:  # the last run's warmups, started now
-            headstart.begin(ws.layout, ws.matrix, v["name"], v)
-        return commands.do_compare(ws, v["name"], sw, v["summary"])
-    finally:
-        headstart.end()
+    return commands.do_compare(_ws(v, project), v["name"], sw, v["summary"])
 
 
 def _build(v: Values, project: str | None) -> int:
@@ -229,11 +221,9 @@ HANDLERS.update({"bisect": _bisect, "history": _history, "init": _init, "target"
                  "templates": _templates})
 
 
-def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench",
-        fast_exit: bool = False) -> None:
+def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench") -> None:
     """Parse ``argv`` (the command name first) and run it; exits with the command's code
-    (``fast_exit``: without the interpreter's teardown, once everything is flushed: the front
-    ends; in-process callers such as tests get SystemExit)."""
+    (SystemExit)."""
     from patchbench.cli import commands
 
     def go() -> int:
@@ -262,11 +252,11 @@ def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench"
             exc.matrix = _matrix_shown(parsed.values, project)
             raise
 
-    commands.guarded(go, fast_exit=fast_exit)
+    commands.guarded(go)
 
 
 def main() -> None:  # the console script
     name = Path(sys.argv[0]).name
     # `python3 -m patchbench` runs __main__.py: its usage lines say what to type
     prog = "python3 -m patchbench" if name in ("__main__.py", "") else name
-    run(sys.argv[1:], project=None, prog=prog, fast_exit=True)
+    run(sys.argv[1:], project=None, prog=prog)

@@ -21,7 +21,7 @@ from patchbench.errors import ConfigError, PatchbenchError, PatchError, SourceEr
 from patchbench.source import patchform
 from patchbench.util import files, safeargs
 from patchbench.util.git import run_git
-from patchbench.util.names import NAME_RE, NAME_RULE
+from patchbench.util.models import NAME_RE, NAME_RULE
 from patchbench.util.progress import say
 from patchbench.util.suggest import suggest
 from patchbench.util.workspace import Workspace
@@ -143,7 +143,7 @@ def _origins(ws: Workspace, project: config.Project, target: str, clone: Path,
         if not (local / ".git").exists() and not (local / "objects").is_dir():
             return {}  # a plain folder (snapshotted) has no history to recognise commits in
     try:
-        checkout = upstream.fetch(project, ws, target)
+        checkout = upstream.fetch(project, ws, project.named_target(target))
         history.fetch_history(checkout, ws.builds)
         return provenance.recognise(checkout, clone, shas)
     except PatchbenchError as exc:
@@ -241,7 +241,7 @@ def series_add(ws: Workspace, name: str, target: str, commits: list[str], *,
     if not shas and number is None:
         raise ConfigError("series add: name upstream commits (full SHAs) or a pull request",
                           hint=f"patchbench series add {name} --target {target} SHA... (or --pr N)")
-    checkout = upstream.fetch(project, ws, target)
+    checkout = upstream.fetch(project, ws, project.named_target(target))
     if not shas and number is not None:
         shas = provenance.pr_commits(checkout, number, ws.builds, MAX_COMMITS)
         say(f"pull request {number}: {len(shas)} commit{'s' if len(shas) > 1 else ''} on top of "

@@ -29,7 +29,7 @@ from patchbench.errors import ConfigError, SourceError, ToolchainError
 from patchbench.source import cache
 from patchbench.util import command, safeargs
 from patchbench.util.git import run_git
-from patchbench.util.names import NAME_RE, NAME_RULE
+from patchbench.util.models import NAME_RE, NAME_RULE
 from patchbench.util.progress import say
 from patchbench.util.workspace import Workspace
 

@@ -13,12 +13,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tabulate import tabulate
+
 from patchbench import config
 from patchbench.cli import editing, spec
 from patchbench.errors import ConfigError
-from patchbench.util.names import NAME_RE
+from patchbench.util.models import NAME_RE
 from patchbench.util.suggest import suggest
-from patchbench.util.tables import tabulate
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def get(name: str) -> Template:
 @cache
 def _validated(name: str) -> config.Project:
     with resources.as_file(_folder() / f"{name}.yaml") as path:
-        return config.load(Path(path), raw=get(name).text.encode())
+        return config.load(Path(path))
 
 
 def _shape(t: config.Target) -> tuple[str, str | None, tuple[str, ...]]:

@@ -10,32 +10,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from patchbench.config.scenarios import (
-    DEFAULT_KIND,
     AnyScenario,
     ScenarioConfig,
     config_models,
     no_kind_registered,
     rebuild_on_registration,
-    registered_models,
 )
 from patchbench.errors import ConfigError
-from patchbench.util import kinds, safeargs
-from patchbench.util.facts import inside
+from patchbench.util import safeargs, yamlsafe
 from patchbench.util.limits import MAX_CELLS, MAX_SCENARIOS, MAX_TIMEOUT_S
-from patchbench.util.models import NAME_RE, Name, new_dict, new_list
+from patchbench.util.models import NAME_RE, Name
 from patchbench.util.models import StrictModel as _Model
 from patchbench.util.suggest import suggest
 
-if TYPE_CHECKING:
-    import yaml
-
-# PyYAML (util/yamlsafe.py: the safe loader only, libyaml's when built) is imported when a matrix
-# is parsed, not by whatever imports the models
 SCHEMA_VERSION = 1
 REQUIREMENTS = ("linux", "macos", "apple-silicon", "root", "cgroups")
 
@@ -53,7 +46,7 @@ class GoToolchain(_Model):
         "(`GOTOOLCHAIN=go<version>`); otherwise the go on `PATH` must be that version."))
     cgo: bool = Field(default=False, description=(
         "Build with cgo: the C compiler, linker and C library join the fingerprint."))
-    fingerprint: dict[Name, list[str]] = Field(default_factory=new_dict, description=(
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint "
         "(C compiler, libseccomp, ...)."))
 
@@ -64,7 +57,7 @@ class SwiftToolchain(_Model):
 
     kind: Literal["swift"] = Field(description="`swift`: Swift/Xcode on macOS.")
     version: str = Field(description="The Swift version the builds must be made with.")
-    fingerprint: dict[Name, list[str]] = Field(default_factory=new_dict, description=(
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint."))
 
 
@@ -86,13 +79,13 @@ class CToolchain(_Model):
     cppflags: str = Field(default="", description="`CPPFLAGS`, pinned.")
     ldflags: str = Field(default="", description="`LDFLAGS`, pinned.")
     libraries: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]] = Field(
-        default_factory=new_list, description=(
+        default_factory=list, description=(
             "pkg-config names of the libraries the build links (e.g. `libseccomp`); each one's "
             "`--modversion` joins the fingerprint, and a missing one stops the build."))
     ccache: bool = Field(default=False, description=(
         "Compile through ccache (Debian's `ccache`), in a cache directory keyed by the "
         "toolchain fingerprint under `builds/ccache/`, shared by the variants."))
-    fingerprint: dict[Name, list[str]] = Field(default_factory=new_dict, description=(
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint "
         "(autoconf, automake, libtool versions, ...)."))
 
@@ -116,7 +109,7 @@ class RustToolchain(_Model):
     rustflags: str = Field(default="", description=(
         "`RUSTFLAGS`, pinned; `--remap-path-prefix` for the crate cache and the target "
         "directory is appended."))
-    fingerprint: dict[Name, list[str]] = Field(default_factory=new_dict, description=(
+    fingerprint: dict[Name, list[str]] = Field(default_factory=dict, description=(
         "Extra commands (name → argv) whose output goes into the toolchain fingerprint."))
 
 
@@ -151,7 +144,7 @@ class BuildRecipe(_Model):
         "(`--backend` overrides it)."))
     commands: list[list[str]] = Field(min_length=1, description=(
         "The build commands (argv lists), run one after the other in the patched worktree."))
-    env: dict[str, str] = Field(default_factory=new_dict, description=(
+    env: dict[str, str] = Field(default_factory=dict, description=(
         "Environment variables added to the toolchain's allowlisted environment (over its own "
         "values), recorded in the fingerprint and the manifest; a cargo profile override such as "
         "`CARGO_PROFILE_RELEASE_LTO: \"false\"` also gives the target its own shared target "
@@ -164,7 +157,7 @@ class BuildRecipe(_Model):
     image: str | ImageRecipe | None = Field(default=None, description=(
         "Docker backend only: a registry image pinned by digest (`name@sha256:...`, never pulled "
         "when the engine holds it) or `{recipe: NAME}`, an image made here without a registry."))
-    version: list[str] = Field(default_factory=new_list, description=(
+    version: list[str] = Field(default_factory=list, description=(
         "A command run after the build from the artifacts directory; its output goes into the "
         "manifest (e.g. `[runc, --version]`, to show the patched commit, never `-dirty`)."))
 
@@ -233,12 +226,12 @@ class Target(_Model):
     toolchain: Toolchain = Field(description="The pinned toolchain, chosen by its `kind`.")
     build: BuildRecipe = Field(description="How every variant is built.")
     requires: list[Literal["linux", "macos", "apple-silicon", "root", "cgroups"]] = Field(
-        default_factory=new_list, description=(
+        default_factory=list, description=(
             "What the machine must offer; an unmet requirement stops with exit 16 before "
             "building."))
-    tools: list[str] = Field(default_factory=new_list, description=(
+    tools: list[str] = Field(default_factory=list, description=(
         "Run-time tools that must be on `PATH`, e.g. `busybox`."))
-    submodules: list[Submodule] = Field(default_factory=new_list, description=(
+    submodules: list[Submodule] = Field(default_factory=list, description=(
         "Its git submodules, recursively (each one's commit is its parent's gitlink); every "
         "gitlink of the pinned tree must be declared, fetched or `omit`ted."))
     runtime: Literal["runc", "apple-container", "docker-run", "containerd"] | None = Field(
@@ -290,7 +283,7 @@ class Comparison(_Model):
 
     description: str = Field(default="", description="Free text shown by `invoke list`.")
     target: Name = Field(description="The target (a key of `targets`) every variant is built from.")
-    baseline: list[Name] = Field(default_factory=new_list, description=(
+    baseline: list[Name] = Field(default_factory=list, description=(
         "Patch series applied to the baseline too (e.g. measuring hooks); empty: the pinned "
         "commit unchanged."))
     candidates: dict[Name, list[Name]] = Field(min_length=1, description=(
@@ -298,7 +291,7 @@ class Comparison(_Model):
         "on top of the baseline's. With the baseline, times a scenario's cells per variant "
         f"(conditions, parameters), at most {MAX_CELLS:,} cells, the cells a scenario of a saved "
         "run may hold."))
-    overlays: list[Name] = Field(default_factory=new_list, description=(
+    overlays: list[Name] = Field(default_factory=list, description=(
         "Directories under `overlays/` whose files are added identically to every variant."))
     scenarios: list[AnyScenario] = Field(min_length=1, max_length=MAX_SCENARIOS, description=(
         "What is measured, each a scenario of one kind (`kind`, default `command`); names "
@@ -367,44 +360,22 @@ def _check_relative(path: str, what: str) -> None:
 
 
 @dataclass(frozen=True)
-class SeriesUse:
-    """Which patch series a comparison applies to which target: what fetching a target and
-    checking series read of every comparison, also when one comparison alone was validated
-    (``load``'s ``only``; the others' come from the kept validation, util/validated.py)."""
+class NamedTarget:
+    """A target of the matrix with its name, resolved once (``Project.target_of``, ``named_target``)
+    and handed to every stage: the name keys the source and artifact caches and names it in messages,
+    the spec is what is fetched, checked and built."""
 
-    target: str
-    baseline: tuple[str, ...]
-    candidates: dict[str, tuple[str, ...]]
-
-    @classmethod
-    def of(cls, comp: Comparison) -> SeriesUse:
-        return cls(comp.target, tuple(comp.baseline),
-                   {k: tuple(v) for k, v in comp.candidates.items()})
-
-    def kept(self) -> dict[str, Any]:
-        return {"target": self.target, "baseline": list(self.baseline),
-                "candidates": {k: list(v) for k, v in self.candidates.items()}}
-
-    @classmethod
-    def from_kept(cls, kept: dict[str, Any]) -> SeriesUse:
-        """The inverse of :meth:`kept` (of a shape util/validated.py has checked)."""
-        return cls(kept["target"], tuple(kept["baseline"]),
-                   {k: tuple(v) for k, v in kept["candidates"].items()})
+    name: str
+    spec: Target
 
 
 class Project:
     """The loaded matrix plus where it came from (the repository root holds patches/, overlays/)."""
 
-    def __init__(self, matrix: Matrix, path: Path, uses: list[SeriesUse] | None = None):
+    def __init__(self, matrix: Matrix, path: Path):
         self.matrix = matrix
         self.path = path
         self.root = path.parent
-        # what ``load`` found true of the file system (a fact: ["file", path], ["dir", path] or
-        # ["inside", root, relative]); the same bytes and these facts load the same again
-        self.facts: list[list[str]] = []
-        # every comparison's series by target (the matrix's, or the kept ones: config/kept.py)
-        self.uses = uses if uses is not None else [SeriesUse.of(c)
-                                                   for c in matrix.comparisons.values()]
 
     def with_backend(self, backend: str | None) -> Project:
         """This project with every Go, C and Rust target built by ``backend`` (``--backend``):
@@ -420,7 +391,7 @@ class Project:
                 t = t.model_copy(update={"build": t.build.model_copy(
                     update={"backend": backend, "image": image})})
             targets[name] = t
-        return Project(self.matrix.model_copy(update={"targets": targets}), self.path, self.uses)
+        return Project(self.matrix.model_copy(update={"targets": targets}), self.path)
 
     def target(self, name: str) -> Target:
         if name not in self.matrix.targets:
@@ -430,6 +401,14 @@ class Project:
                      "--runtime R --source DIR_OR_URL --ref REF",
             )
         return self.matrix.targets[name]
+
+    def named_target(self, name: str) -> NamedTarget:
+        """The target ``name`` with its name (ConfigError, with a suggestion, for no such one)."""
+        return NamedTarget(name, self.target(name))
+
+    def target_of(self, comp: Comparison) -> NamedTarget:
+        """The target a comparison of this matrix builds (``load`` checked that it exists)."""
+        return NamedTarget(comp.target, self.matrix.targets[comp.target])
 
     def comparison(self, name: str) -> Comparison:
         if name not in self.matrix.comparisons:
@@ -459,14 +438,10 @@ class Project:
 def _line_index(text: str, path: Path | None = None) -> dict[tuple[str, ...], int]:
     """Map each key path of the YAML document to its 1-based line, for error messages; with
     ``path``, a key given twice in one mapping is an error."""
-    import yaml
-
-    from patchbench.util.yamlsafe import SAFE_LOADER
-
     index: dict[tuple[str, ...], int] = {}
     duplicates: list[tuple[tuple[str, ...], int, int]] = []
     try:
-        root = yaml.compose(text, Loader=SAFE_LOADER)
+        root = yaml.compose(text, Loader=yamlsafe.SAFE_LOADER)
     except yaml.YAMLError:
         return index
 
@@ -574,15 +549,11 @@ def _format_validation(
     )
 
 
-def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
-         raw: bytes | None = None, only: str | None = None) -> Project:
-    """Load and validate ``path`` (``raw``: its bytes, already read); also check that every
-    named patch series and overlay exists (except ``pending_series``: the series a ``series
-    add`` is about to make). ``only``: validate the comparison of that name alone, with the
-    targets (the caller knows the rest valid: config/kept.py); a matrix without it is
-    validated whole. Only the kinds the validated comparisons name are imported."""
+def load(path: Path, *, pending_series: frozenset[str] = frozenset()) -> Project:
+    """Load and validate ``path``; also check that every named patch series and overlay exists
+    (except ``pending_series``: the series a ``series add`` is about to make)."""
     try:
-        raw = path.read_bytes() if raw is None else raw
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}", hint=(
             f"no project in {path.parent}: make one there with `patchbench --project "
@@ -594,10 +565,6 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
         at = raw[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{at}: not UTF-8 text (byte {exc.start})",
                           hint="save the matrix as UTF-8") from None
-    import yaml
-
-    from patchbench.util import yamlsafe
-
     try:
         # the safe loader only (libyaml's when built), after bounds on size, depth and aliases
         data = yamlsafe.load(text)
@@ -615,19 +582,7 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: the top level must be a mapping with 'version', 'targets'")
     lines = _line_index(text, path)  # also refuses duplicate keys
-    comps = data.get("comparisons")
-    if only is not None and isinstance(comps, dict) and only in comps:
-        data = {**data, "comparisons": {only: comps[only]}}
-        comps = data["comparisons"]
-    if isinstance(comps, dict):  # the kinds the validated comparisons name (else: every kind)
-        used = {DEFAULT_KIND}
-        for comp in comps.values():
-            if isinstance(comp, dict):
-                used |= kinds.used_in(comp.get("scenarios"), DEFAULT_KIND)
-        kinds.ensure(used)
-    else:
-        kinds.ensure(None)
-    if not registered_models():
+    if not config_models():
         raise no_kind_registered()
     try:
         matrix = Matrix.model_validate(data)
@@ -648,18 +603,14 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
         for key, series in named:
             if series in pending_series:
                 continue
-            if (project.series_dir(series) / "series").is_file():
-                project.facts.append(["file", str(project.series_dir(series) / "series")])
-            else:
+            if not (project.series_dir(series) / "series").is_file():
                 line = lines.get(("comparisons", cname, *key.split(".")), "?")
                 raise ConfigError(
                     f"{path}:{line}: comparisons.{cname}.{key}: patch series {series!r} has no "
                     f"file patches/{series}/series" + suggest(series, existing),
                 )
         for overlay in comp.overlays:
-            if project.overlay_dir(overlay).is_dir():
-                project.facts.append(["dir", str(project.overlay_dir(overlay))])
-            else:
+            if not project.overlay_dir(overlay).is_dir():
                 line = lines.get(("comparisons", cname, "overlays"), "?")
                 raise ConfigError(
                     f"{path}:{line}: comparisons.{cname}.overlays: no directory overlays/{overlay}"
@@ -678,9 +629,10 @@ def load(path: Path, *, pending_series: frozenset[str] = frozenset(),
     return project
 
 
-def runtime_of(project: Project, comp: Comparison) -> str | None:
-    """The runtime a comparison measures with: its own ``runtime:``, else its target's."""
-    return comp.runtime or project.target(comp.target).runtime
+def runtime_of(comp: Comparison, target: Target) -> str | None:
+    """The runtime a comparison of ``target`` measures with: its own ``runtime:``, else its
+    target's."""
+    return comp.runtime or target.runtime
 
 
 def shown(path: Path) -> str:
@@ -697,10 +649,9 @@ def _check_repo_path(
     p = Path(value)
     if p.is_absolute():
         return  # an explicit path of the user's machine, given on purpose
-    if not inside(str(project.root), value):
+    if not (project.root / value).resolve().is_relative_to(project.root.resolve()):
         line = lines.get(tuple(key.split(".")), "?")
         raise ConfigError(f"{project.path}:{line}: {key}: {value!r} leaves the repository")
-    project.facts.append(["inside", str(project.root), value])
 
 
 def check_source_names(project: Project, sources: dict[str, str],

@@ -20,8 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from patchbench.config.scenarios import ByKind, config_models, no_kind_registered
-from patchbench.util.models import NAME_RE
-from patchbench.util.names import NAME_MAX
+from patchbench.util.models import NAME_MAX, NAME_RE
 
 DEFAULT_OUT = Path("docs") / "matrix.md"
 _NAME_NOTE = ("*name*: lower-case letters, digits, `.`, `_` and `-`, starting with a letter or "

@@ -19,9 +19,8 @@ from pydantic import Field, GetCoreSchemaHandler, model_validator
 from pydantic_core import core_schema
 
 from patchbench.measure.conditions import DEFAULT, Condition
-from patchbench.util import kinds
 from patchbench.util.limits import MAX_SAMPLES, MAX_TIMEOUT_S
-from patchbench.util.models import NAME_RE, StrictModel, new_list
+from patchbench.util.models import NAME_RE, StrictModel
 
 # the kind of a scenario without ``kind`` (its kind module registers it like any other)
 DEFAULT_KIND = "command"
@@ -35,10 +34,10 @@ class ScenarioConfig(StrictModel):
     name: str = Field(pattern=NAME_RE, description=(
         "The scenario's name, unique in its comparison (`--scenario NAME` runs only it)."))
     description: str = Field(default="", description="Free text shown in the report.")
-    setup: list[list[str]] = Field(default_factory=new_list, description=(
+    setup: list[list[str]] = Field(default_factory=list, description=(
         "Commands (argv lists, placeholders filled) run before a variant's runs (in the timed "
         "kinds: before each cell's runs in every round); a failing one stops the scenario."))
-    teardown: list[list[str]] = Field(default_factory=new_list, description=(
+    teardown: list[list[str]] = Field(default_factory=list, description=(
         "Commands run after them, also after a failure."))
     warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description=(
         "Timed kinds: unmeasured runs of a cell before its first round (at most 1 in its later "
@@ -122,7 +121,7 @@ class TimedConfig(ScenarioConfig):
         "hyperfine `--cleanup`: a shell command after each round's runs."))
     rate: Rate | None = Field(default=None, description=(
         "Also report count/time as a rate (e.g. lines/s)."))
-    verify: list[str] = Field(default_factory=new_list, description=(
+    verify: list[str] = Field(default_factory=list, description=(
         "A check command run once per variant after measuring (exit 0 = pass; `--gate` fails "
         "a candidate that fails it); its stdout is kept."))
     conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1,
@@ -159,12 +158,10 @@ _MODELS: dict[str, type[ScenarioConfig]] = {}  # in the order the kinds register
 _REBUILD: list[Callable[[], None]] = []  # rebuilds of the models whose schema holds AnyScenario
 
 
-def register_config(kind: str, model: type[ScenarioConfig], *, rebuild: bool = True) -> None:
+def register_config(kind: str, model: type[ScenarioConfig]) -> None:
     """Validate scenarios whose ``kind`` is ``kind`` (or, for DEFAULT_KIND, that give none) as
     ``model``, whose ``kind`` field must default to ``kind``. A wrong registration is a bug
-    (exit 3), not a user's error. ``rebuild=False``: the caller registers more and calls
-    :func:`kinds_changed` once after the last."""
-    global _MODELS
+    (exit 3), not a user's error."""
     declared = model.model_fields.get("kind")
     if declared is None or declared.default != kind:
         raise RuntimeError(f"bug: the config model {model.__name__} is registered for the kind "
@@ -172,28 +169,19 @@ def register_config(kind: str, model: type[ScenarioConfig], *, rebuild: bool = T
     if _MODELS.get(kind, model) is not model:
         raise RuntimeError(f"bug: two config models for the kind {kind!r}: "
                            f"{_MODELS[kind].__name__} and {model.__name__}")
-    _MODELS = kinds.ranked({**_MODELS, kind: model})  # rebound whole: never seen half-made
-    if rebuild:
-        kinds_changed()
+    _MODELS[kind] = model
+    _kinds_changed()
 
 
 def unregister_config(kind: str) -> None:
     """Forget a kind's config model (a test's own kind, registered for that test)."""
-    global _MODELS
-    if kind in _MODELS:
-        _MODELS = {k: m for k, m in _MODELS.items() if k != kind}
-        kinds_changed()
+    if _MODELS.pop(kind, None) is not None:
+        _kinds_changed()
 
 
 def config_models() -> dict[str, type[ScenarioConfig]]:
-    """Every kind's config model, in the kinds' order (the "unknown scenario kind" message and
-    docs/matrix.md list them so): the kinds not imported yet are imported (util/kinds.py)."""
-    kinds.ensure(None)
-    return dict(_MODELS)
-
-
-def registered_models() -> dict[str, type[ScenarioConfig]]:
-    """The config models of the kinds imported so far (none imported: none)."""
+    """Every registered kind's config model, in the order the kinds were registered (the
+    "unknown scenario kind" message and docs/matrix.md list them so)."""
     return dict(_MODELS)
 
 
@@ -204,8 +192,8 @@ def rebuild_on_registration(rebuild: Callable[[], None]) -> None:
     _REBUILD.append(rebuild)
 
 
-def kinds_changed() -> None:
-    """Rebuild the models whose schema holds the union (after one or more registrations)."""
+def _kinds_changed() -> None:
+    """Rebuild the models whose schema holds the union."""
     for rebuild in _REBUILD:
         rebuild()
 

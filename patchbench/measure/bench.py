@@ -24,7 +24,6 @@ once a round; the progress lines follow each call.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import shlex
@@ -35,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import BenchmarkError, ConfigError
-from patchbench.measure import hangs, headstart
-from patchbench.util import command, idle, procguard
+from patchbench.measure import hangs
+from patchbench.util import command, procguard
 from patchbench.util.progress import RoundProgress, estimate_left, round_text, step
 
 # Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
@@ -309,7 +308,6 @@ def measure(
     workdir: Path,
     on_round: Callable[[int, Cell, dict[str, Any]], None] | None = None,
     more: Callable[[dict[Cell, Samples], int], int] | None = None,
-    head_start: bool = False,
 ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
     ``runs // rounds`` runs per cell; ``timeout`` is seconds per run. Returns samples and the order
@@ -325,14 +323,7 @@ def measure(
     first run may pay for following another cell (caches, the page cache of another binary) every
     cell pays alike, since each round is a fresh permutation, and the round-paired statistics
     compare round medians, which one slow first run barely moves. Repeating a warmup every round
-    cost a hyperfine-sized share of the tool's wall time for no sample it keeps.
-
-    When round 1's cells share one hyperfine call, their warmups are a call of their own before
-    it (``_warm_up``), the cells in their given order: a window (patchbench.util.idle) in which
-    the tool's pending work (what it needs after measuring) runs meanwhile, joined before the
-    first measured run. With
-    ``head_start`` that call may have started before the run reached it (measure/headstart.py:
-    the same call, the same files, still unmeasured)."""
+    cost a hyperfine-sized share of the tool's wall time for no sample it keeps."""
     workdir.mkdir(parents=True, exist_ok=True)
     order = schedule(cells, rounds, seed)
     per_round = runs // rounds
@@ -341,14 +332,6 @@ def measure(
     log = workdir / f"{scenario}.hyperfine.log"
     shown = RoundProgress(rounds, label=scenario)  # round r/R and the time left, on a terminal
     share = [True]  # False for the rest of the scenario once a shared call left a process
-    # the warmups in the cells' given order, not round 1's: the same call every run, so that
-    # the next run can start it early (head_start)
-    try:
-        if order and _warm_up(scenario, list(cells), expand, samples, share, warmup=warmup,
-                              timeout=timeout, workdir=workdir, log=log, head_start=head_start):
-            warmed.update(cells)
-    finally:  # taken by now or never: no early call (this scenario's or another's) runs beside
-        headstart.close()  # a measured run
     r = 0
     per_call: float | None = None  # seconds per round of the last call
     batchable: bool | None = None  # whether the cells share a call (asked once, when it matters)
@@ -502,86 +485,24 @@ def _shared_call(
     cells: Sequence[Cell], invs: Sequence[Invocation], samples: dict[Cell, Samples],
     share: list[bool], *, runs: int, warmup: int, timeout: float, export: Path, log: Path,
     names: Sequence[str], call: str,
-    around: contextlib.AbstractContextManager[None] | None = None,
-    early: headstart.Early | None = None,
 ) -> list[dict[str, Any]]:
-    """One hyperfine call for ``cells`` (their ``invs``, in this order) inside ``around`` (a
-    window), then the escape check; its wall time is added to the cells' ``seconds`` in
-    proportion to their recorded runs. ``early``: that call, started before the run reached it
-    (measure/headstart.py): waited for (its ``seconds`` count from here), its files moved to the
-    run's folder, its cgroup checked too, and ended on every way out."""
-    t0 = time.monotonic()  # an early call counts from here: the time the run waited for it
+    """One hyperfine call for ``cells`` (their ``invs``, in this order), then the escape check;
+    its wall time is added to the cells' ``seconds`` in proportion to their recorded runs."""
+    t0 = time.monotonic()
     try:
-        with around or contextlib.nullcontext():  # left before the check: what the window's
-            if early is None:  # work started has ended, and is no escape
-                got = hyperfine_many(invs, runs=runs, warmup=warmup, per_run_timeout=timeout,
-                                     export=export, log=log, names=names, name=call)
-            else:
-                got = _early_results(early, invs, runs=runs + warmup, per_run_timeout=timeout,
-                                     export=export, log=log, names=names, name=call)
-            returned = time.monotonic()
-        waited = time.monotonic() - returned  # for the window's work: not the cells' cost
+        got = hyperfine_many(invs, runs=runs, warmup=warmup, per_run_timeout=timeout,
+                             export=export, log=log, names=names, name=call)
     finally:
         variants = {c.variant for c in cells}
         one = next(iter(variants)) if len(variants) == 1 else None
-        escaped = False
-        try:
-            escaped = procguard.check_active(call, one) is not None
-        finally:
-            if early is not None:  # killed if it still runs (an error), checked, gone
-                escaped = early.end(call, one) is not None or escaped
-        if escaped and one is None:
+        if procguard.check_active(call, one) is not None and one is None:
             share[0] = False  # from now on attributable: one call per cell
-    wall = time.monotonic() - t0 - waited  # the call and its check
+    wall = time.monotonic() - t0  # the call and its check
     total = sum(sum(res["times"]) for res in got)
     for cell, res in zip(cells, got, strict=True):
         samples[cell].seconds += wall * (sum(res["times"]) / total if total > 0
                                          else 1 / len(cells))
     return got
-
-
-def _early_results(early: headstart.Early, invs: Sequence[Invocation], *, runs: int,
-                   per_run_timeout: float, export: Path, log: Path, names: Sequence[str],
-                   name: str) -> list[dict[str, Any]]:
-    """What ``hyperfine_many`` returns, from the call started early (or from the call made
-    again, when a file it ran no longer has its kept hash)."""
-    try:
-        taken = early.finish(export.parent, name, log)
-    except BenchmarkError as exc:
-        raise explained(exc, invs, runs=runs, timeout=early.call.timeout, log=log,
-                        name=name) from None
-    if not taken:  # a file it ran has another hash now (it was stopped): the warmups again,
-        # over the new file; its cgroup is checked after them (_shared_call)
-        return hyperfine_many(invs, runs=runs, warmup=0, per_run_timeout=per_run_timeout,
-                              export=export, log=log, names=names, name=name)
-    return exported(export, invs, name)
-
-
-def _warm_up(scenario: str, cells: Sequence[Cell], expand: Expander,
-             samples: dict[Cell, Samples], share: list[bool], *, warmup: int, timeout: float,
-             workdir: Path, log: Path, head_start: bool = False) -> bool:
-    """Round 1's warmups, ``warmup`` runs of each of ``cells`` in one hyperfine call of their
-    own, when the cells can share one (else False: they stay in round 1's calls). Nothing of
-    them is recorded (hyperfine does not record warmups either; their export is kept beside the
-    rounds'); the tool's pending work runs meanwhile (patchbench.util.idle.window).
-    ``head_start``: the call may have been started early (measure/headstart.py), and is kept
-    for the next run, when it inherits the environment and has no wrap (no condition)."""
-    invs = [expand(c) for c in cells]
-    if warmup < 1 or not share[0] or not shareable(invs):
-        return False
-    labels = ", ".join(c.label for c in cells)
-    export = workdir / f"{scenario}.warmup.json"
-    names = [f"{scenario} {c.label} warmup" for c in cells]
-    early = None
-    if head_start and invs[0].env is None and not invs[0].wrap:
-        argv, limit = hyperfine_call(invs, runs=warmup, warmup=0, per_run_timeout=timeout,
-                                     export=export, names=names)
-        early = headstart.claim(argv, limit, workdir)
-    _shared_call(cells, invs, samples, share, runs=warmup, warmup=0, timeout=timeout,
-                 export=export, log=log, names=names,
-                 call=f"{scenario} warmups (cells {labels} in one hyperfine call)",
-                 around=idle.window(), early=early)
-    return True
 
 
 def _take(s: Samples, result: dict[str, Any], r: int, inv: Invocation, name: str,

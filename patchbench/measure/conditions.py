@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from patchbench.errors import BenchmarkError, ConfigError, RequirementError
 from patchbench.util import cleanup, command, procguard
 from patchbench.util.command import Background
-from patchbench.util.models import new_dict
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_PREFIX = "patchbench-cond-"
@@ -46,7 +45,7 @@ class Condition(BaseModel):
     name: str = Field(description=(
         "The condition's name, in the cells' names (`condition=NAME`); `default` has no settings."))
     description: str = Field(default="", description="Free text shown in the report.")
-    env: dict[str, str] = Field(default_factory=new_dict, description=(
+    env: dict[str, str] = Field(default_factory=dict, description=(
         "Environment variables for the measured command (e.g. `GOMAXPROCS: \"1\"`)."))
     cpus: list[int] | None = Field(default=None, description=(
         "CPU affinity: the cores the command may run on (e.g. `[0]`)."))

@@ -60,13 +60,13 @@ def _mem_total() -> int | None:
     return None
 
 
-def machine_info(tools: dict[str, list[str]] | None = None, *, probe: bool = True
-                 ) -> dict[str, Any]:
-    """What the machine is and does now; with ``probe=False`` without what takes a command to
-    learn (``virtualization`` and ``tools``: see ``probed``), which a comparison adds from a
-    window of its warmups (patchbench.util.idle)."""
+def machine_info(tools: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """What the machine is and does now: its hardware, load and kernel, what it runs in and the
+    first line each tool prints about itself (hyperfine, git, go, and ``tools``)."""
     uname = platform.uname()
-    info: dict[str, Any] = {
+    versions = {"hyperfine": ["hyperfine", "--version"], "git": ["git", "--version"],
+                "go": ["go", "version"], **(tools or {})}
+    return {
         "system": uname.system,
         "kernel": uname.release,
         "machine": uname.machine,
@@ -77,19 +77,9 @@ def machine_info(tools: dict[str, list[str]] | None = None, *, probe: bool = Tru
         "load_avg": list(os.getloadavg()),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "cpu_mhz": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"),
-        "virtualization": None,
+        "virtualization": _virtualization(),
         "cgroup_v2": Path("/sys/fs/cgroup/cgroup.controllers").exists(),
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "tools": {},
+        "tools": {name: _version(argv) for name, argv in versions.items()},
     }
-    return {**info, **probed(tools)} if probe else info
-
-
-def probed(tools: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    """The machine's facts that take a command each: what it runs in (systemd-detect-virt) and
-    the first line each tool prints about itself (hyperfine, git, go, and ``tools``)."""
-    base = {"hyperfine": ["hyperfine", "--version"], "git": ["git", "--version"],
-            "go": ["go", "version"]}
-    return {"virtualization": _virtualization(),
-            "tools": {name: _version(argv) for name, argv in {**base, **(tools or {})}.items()}}

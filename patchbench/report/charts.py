@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from patchbench.analysis import stats
 from patchbench.util.escape import xml_text
 
 WIDTH, HEIGHT = 1100, 620  # px, 16:9-ish (the PNGs were 11 x 6.2 in at 100 dpi)
@@ -297,20 +300,6 @@ def time_unit(values: Sequence[float]) -> tuple[float, str]:
     return 1e6, "µs"
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100), linearly interpolated between the closest ranks (numpy's
-    default)."""
-    v = sorted(values)
-    pos = (len(v) - 1) * q / 100.0
-    i = math.floor(pos)
-    j = min(i + 1, len(v) - 1)
-    return v[i] + (v[j] - v[i]) * (pos - i)
-
-
-def median(values: Sequence[float]) -> float:
-    return percentile(values, 50.0)
-
-
 def _variants(sc: dict[str, Any]) -> list[str]:
     seen: list[str] = []
     for c in sc.get("cells", []):
@@ -368,7 +357,7 @@ def distribution_chart(sc: dict[str, Any]) -> bytes | None:
     for i, c in enumerate(cells):  # the first cell at the top
         color = COLORS[variants.index(c["variant"]) % len(COLORS)]
         t = [x * scale for x in c["samples"]["times"]]
-        q1, med, q3 = percentile(t, 25), percentile(t, 50), percentile(t, 75)
+        q1, med, q3 = (float(q) for q in np.percentile(t, [25, 50, 75]))
         y = panel.py(i)
         half = 0.275 * band
         svg.rect(panel.px(q1), y - half, panel.px(q3) - panel.px(q1), 2 * half,
@@ -403,7 +392,7 @@ def round_ratios(sc: dict[str, Any], comp: dict[str, Any]) -> list[tuple[int, fl
         b = [t for t, rr in zip(base["times"], base["rounds"], strict=True) if rr == r]
         c = [t for t, rr in zip(cand["times"], cand["rounds"], strict=True) if rr == r]
         if b and c:
-            out.append((int(r), median(b) / median(c)))
+            out.append((int(r), stats.median(b) / stats.median(c)))
     return out
 
 

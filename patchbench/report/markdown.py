@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from tabulate import tabulate
+
 from patchbench.analysis import sequential
 from patchbench.report.blocks import (
     Block,
@@ -44,7 +46,6 @@ from patchbench.results import (
 )
 from patchbench.scenarios import KINDS
 from patchbench.util.escape import md_cell, md_code, md_fence, md_text
-from patchbench.util.tables import tabulate
 
 __all__ = ["fmt_ci", "fmt_delta", "fmt_p", "fmt_ratio", "fmt_time", "fmt_verdict", "md_table",
            "render", "summary_table"]

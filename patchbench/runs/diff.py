@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tabulate import tabulate
+
 from patchbench.analysis import paired, stats
 from patchbench.errors import ReportError
 from patchbench.results import Cell, Results, RunInput, TimedResult, as_results
 from patchbench.scenarios import profile, scans
 from patchbench.scenarios.profile import Profile
 from patchbench.scenarios.scans import ScanResult
-from patchbench.util.tables import tabulate
 
 
 def compare_samples(a: Sequence[float], b: Sequence[float], *, rounds_a: Sequence[int] | None,

@@ -27,17 +27,6 @@ RESULTS = "results.json"
 ATTACHED = "attached.json"  # name in the report folder -> file relative to the run directory
 
 
-def after_measuring() -> None:
-    """What the statistics, ``save_complete`` and ``publish`` import or build after a
-    comparison's last measured run: numpy and the first call of each statistic, the results'
-    record models, report.md's and report.html's modules; a comparison has it done during its
-    warmups (util/idle.py)."""
-    from patchbench.report import html, markdown  # noqa: F401
-    from patchbench.scenarios.base import statistics_ready
-
-    statistics_ready()  # numpy (util/lazy.py) and its first calls, the record models
-
-
 def save_complete(run_dir: Path, results: Results, extra_files: dict[str, Path]) -> Path:
     """Write the complete results into ``run_dir``; return the results file. Extra files (charts,
     bundles) are copied in when they live elsewhere. When the run directory cannot be written, the

@@ -358,8 +358,7 @@ class RuncRuntime:
     ) -> None:
         self.workdir = workdir
         if dry_run:  # nothing built yet: the CLI the target's artifacts name (crun, youki)
-            arts = project.target(comparison.target).build.artifacts
-            self.cli = oci_cli([Path(a.rstrip("/")).name for a in arts])
+            self.cli = oci_cli([name for v in variants[:1] for name in v.artifacts])
         if dry_run or bin_dir is None:
             return
         self.cli = oci_cli([p.name for p in bin_dir.iterdir()])

@@ -9,7 +9,6 @@ import os
 import secrets
 import shlex
 import signal
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -149,21 +148,6 @@ def header(sc: Any, command: str) -> dict[str, Any]:
             "rate": rate.model_dump() if rate is not None else None}
 
 
-_READY: list[bool] = []  # statistics_ready has run in this process
-
-
-def statistics_ready() -> None:
-    """numpy imported and the record models built, in the calling thread, before the statistics
-    and the verify checks start threads beside it: numpy is a lazy module (util/lazy.py), which
-    two threads must not load at once, and pydantic's ``model_rebuild`` is not thread-safe. A
-    comparison has both done during its warmups (runs/store.after_measuring); bisect and history
-    have not. Once per process."""
-    if not _READY:
-        stats.warm_up()
-        results.build_models()
-        _READY.append(True)
-
-
 def cell_result(cell: Cell, samples: Samples, seed: int = 0, hangs: Hangs | None = None
                 ) -> CellResult:
     """A cell's summary and raw samples. Its timing statistics are of the runs that finished;
@@ -279,15 +263,12 @@ def noisy_warnings(name: str, cells: list[CellResult]) -> list[str]:
             for c in cells if c.summary.noisy]
 
 
-def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_template: list[str],
-               stop: threading.Event | None = None) -> dict[str, Check]:
-    """Run a check once per variant; a failing or hanging check is a finding, kept and shown.
-    A set ``stop`` starts no further check (the caller is leaving on an error)."""
+def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_template: list[str]
+               ) -> dict[str, Check]:
+    """Run a check once per variant; a failing or hanging check is a finding, kept and shown."""
     out: dict[str, Check] = {}
     sc = ctx.scenario
     for cell in cells:
-        if stop is not None and stop.is_set():
-            break
         argv = bench.fill_argv(argv_template, ctx.values(ctx.build_of(cell.variant), cell),
                                sc.name)
         try:

@@ -46,7 +46,7 @@ from patchbench.scenarios.command import (
 from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.views import k_chart, k_tables, timed_blocks, timed_charts
 from patchbench.util import command, progress
-from patchbench.util.models import Name, StrictModel, new_list
+from patchbench.util.models import Name, StrictModel
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -66,10 +66,10 @@ class BurstConfig(TimedConfig):
     kind: Literal["burst"] = Field(default="burst", description="`burst`.")
     k: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description=(
         "The instance counts to scan; each k is its own cell (`{k}`; `{i}` is the instance)."))
-    phases: list[Phase] = Field(default_factory=new_list, description=(
+    phases: list[Phase] = Field(default_factory=list, description=(
         "After timing, launch k instances whose start is split into these phases, run one after "
         "the other, and report each phase's median (for targets whose logs cannot time phases)."))
-    phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=new_list, description=(
+    phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description=(
         "The instance counts the phases are timed at (needed with `phases`)."))
     phase_runs: int = Field(default=3, ge=1, description="Phase launches per variant and k.")
 
@@ -116,7 +116,7 @@ class BurstResult(TimedResult):
     launcher_overhead: dict[str, float]
     chart: str | None = None
     phases: dict[str, dict[str, PhaseCell]] | None = None
-    phase_names: list[str] = Field(default_factory=new_list)
+    phase_names: list[str] = Field(default_factory=list)
 
     upgrades: ClassVar[Mapping[int, ScenarioUpgrade]] = {1: upgrade_v1}
 

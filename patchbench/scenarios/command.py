@@ -10,7 +10,6 @@ condition runs as its own set of interleaved cells, named by a ``condition`` par
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -41,7 +40,6 @@ from patchbench.scenarios.base import (
     plan_invocation,
     precision_rule,
     run_verify,
-    statistics_ready,
     verdict_warnings,
 )
 from patchbench.scenarios.command_bundle import BundleConfig
@@ -49,8 +47,7 @@ from patchbench.scenarios.profile import Profile
 from patchbench.scenarios.scans import ScanConfig, ScanResult
 from patchbench.scenarios.steps import ByTime, StepRule
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
-from patchbench.util import idle, progress
-from patchbench.util.models import new_list
+from patchbench.util import progress
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -60,7 +57,7 @@ class CommandConfig(TimedConfig):
 
     kind: Literal["command"] = Field(default="command", description=(
         "`command` (the default when `kind` is left out)."))
-    profile: list[Literal["syscalls", "cpu"]] = Field(default_factory=new_list, description=(
+    profile: list[Literal["syscalls", "cpu"]] = Field(default_factory=list, description=(
         "After measuring, `profile_runs` runs of every cell apart from the timed ones: "
         "`syscalls`, every syscall of the process tree counted (`profile_tracer`), with each "
         "candidate's syscall diff and, for an OCI runtime CLI, the phases of its start; `cpu`, "
@@ -92,14 +89,13 @@ class CommandResult(TimedResult):
 
 
 def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expand: Expander,
-                  sc: ScenarioConfig, seed: int | None = None, *, head_start: bool = False
+                  sc: ScenarioConfig, seed: int | None = None
                   ) -> tuple[dict[Cell, Samples], list[list[str]]]:
-    """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench);
-    ``head_start``: its warmups may start before the run reaches them (measure/headstart.py)."""
+    """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench)."""
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
                          seed=ctx.seed if seed is None else seed, workdir=ctx.workdir,
-                         more=precision_rule(ctx, cells), head_start=head_start)
+                         more=precision_rule(ctx, cells))
 
 
 def plan_deadline(sc: TimedConfig) -> list[str]:
@@ -127,8 +123,8 @@ def measure_conditions(ctx: ScenarioContext[CommandConfig], cells: list[Cell], e
     own interleaved set (cells named by a ``condition`` parameter unless only the default
     runs); return the samples, the order and what each condition applied."""
     sc = ctx.scenario
-    if not sc.conditioned:  # a head start needs no runtime state (measure/headstart.py)
-        samples, order = measure_cells(ctx, cells, expand, sc, head_start=ctx.runtime is None)
+    if not sc.conditioned:
+        samples, order = measure_cells(ctx, cells, expand, sc)
         return samples, order, []
     all_samples: dict[Cell, Samples] = {}
     all_order: list[list[str]] = []
@@ -159,18 +155,11 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
     summary: list[str] = []
     base = ctx.built[0].variant.name
     pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
-    # the comparisons in a thread beside the cells' summaries: numpy leaves the interpreter
-    # during their bootstraps, so the two use both cores (each has its own seed: same figures)
-    statistics_ready()
-    compared = idle.beside(lambda: [compare_cells(b, c, samples, ctx, deadline=True, order=order)
-                                    for b, c in pairs])
-    try:
-        cell_results = [cell_result(c, samples[c], ctx.seed,
-                                    cell_hangs(ctx, c, samples[c], sc.timeout, summary))
-                        for c in cells]
-    finally:  # on an error or Ctrl-C too: nothing it does outlives this step
-        compared.join()
-    comparisons = compared.result()
+    cell_results = [cell_result(c, samples[c], ctx.seed,
+                                cell_hangs(ctx, c, samples[c], sc.timeout, summary))
+                    for c in cells]
+    comparisons = [compare_cells(b, c, samples, ctx, deadline=True, order=order)
+                   for b, c in pairs]
     warnings = (noisy_warnings(sc.name, cell_results) + verdict_warnings(sc.name, comparisons)
                 + hang_warnings(sc.name, cell_results))
     return cell_results, comparisons, evidence_summary(ctx, summary), warnings
@@ -203,21 +192,9 @@ class CommandKind:
         samples, order, applied = measure_conditions(ctx, plain, expand)
         cells = list(samples)
         traced, why_warnings = why(ctx, sc, plain)
-        # the checks (commands) run while this thread does the statistics: both after measuring
-        statistics_ready()  # before any thread beside this one
-        stop = threading.Event()
         checked = first_cells(sc, variants)
-        checks = (idle.beside(lambda: run_verify(ctx, checked, sc.verify, stop))
-                  if sc.verify else None)
-        try:
-            cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples, order)
-        except BaseException:  # an error or Ctrl-C: no next check
-            stop.set()
-            raise
-        finally:  # nothing the checks started outlives this scenario
-            if checks is not None:
-                checks.join()
-        verify = checks.result() if checks else None
+        verify = run_verify(ctx, checked, sc.verify) if sc.verify else None
+        cell_results, comparisons, ev_summary, warnings = timed_results(ctx, cells, samples, order)
         res = CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
             comparisons=comparisons, verify=verify, deadline_s=sc.timeout, conditions=applied,

@@ -17,7 +17,7 @@ from patchbench.errors import ConfigError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.scenarios.base import ScenarioContext
-from patchbench.util.models import StrictModel, new_list
+from patchbench.util.models import StrictModel
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the runtimes
     from patchbench.runtimes.runc import BundleSpec, RuncRuntime
@@ -38,7 +38,7 @@ class BundleConfig(StrictModel):
         "count of generated ones (`PB_ENV_0=00000000`, ...), a scan's placeholder for a count "
         "(`\"{envs}\"`), or a list of `NAME=value`."))
     binaries: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9._+-]+$")]] = Field(
-        default_factory=new_list, description=(
+        default_factory=list, description=(
             "Host programs copied into a copy of the rootfs (found with `PATH`, at the same "
             "path; a dynamically linked one with the shared libraries `ldd` names, refused when "
             "one cannot be found), e.g. `env`."))

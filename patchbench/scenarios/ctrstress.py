@@ -45,7 +45,6 @@ from patchbench.scenarios.views import images_line, round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
 from patchbench.util.limits import MAX_SAMPLES
-from patchbench.util.models import new_dict, new_list
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
     from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
@@ -112,7 +111,7 @@ class CtrStressCensus(Record):
     shims: int
     tasks: int
     containers: int
-    errors: list[str] = Field(default_factory=new_list)  # listings that failed
+    errors: list[str] = Field(default_factory=list)  # listings that failed
 
 
 class CtrStressRound(Record):
@@ -127,16 +126,16 @@ class CtrStressRound(Record):
     hangs: int
     # kill/delete per container: hit (took effect), missed (it had finished), refused (its
     # start failed anyway), hang, failed (still refused at the timeout); restart: 1
-    action_outcomes: dict[str, int] = Field(default_factory=new_dict)
+    action_outcomes: dict[str, int] = Field(default_factory=dict)
     restart_s: float | None = None  # stopping and starting the daemon again
     settle_s: float
     left: CtrStressCensus
-    left_detail: list[str] = Field(default_factory=new_list)
-    removed: list[str] = Field(default_factory=new_list)
+    left_detail: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
     fresh_ok: bool
     fresh_output: str = ""
     fresh_left: CtrStressCensus
-    evidence: list[str] = Field(default_factory=new_list)  # evidence of hung `ctr run` clients
+    evidence: list[str] = Field(default_factory=list)  # evidence of hung `ctr run` clients
 
 
 class CtrStressVariant(Record):
@@ -155,7 +154,7 @@ class CtrStressVariant(Record):
     tasks: int = 0
     containers: int = 0
     rounds_with_leftovers: int = 0
-    action_outcomes: dict[str, int] = Field(default_factory=new_dict)  # summed over the rounds
+    action_outcomes: dict[str, int] = Field(default_factory=dict)  # summed over the rounds
 
 
 class CtrStressResult(ScenarioResult):
@@ -170,7 +169,7 @@ class CtrStressResult(ScenarioResult):
     images: dict[str, str]  # L -> manifest digest
     rounds_detail: list[CtrStressRound]
     per_variant: dict[str, CtrStressVariant]
-    runc: dict[str, str] = Field(default_factory=new_dict)
+    runc: dict[str, str] = Field(default_factory=dict)
     evidence_summary: str | None = None  # a readable account of every hang
 
 

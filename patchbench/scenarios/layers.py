@@ -47,7 +47,6 @@ from patchbench.scenarios.views import (
     verify_page,
 )
 from patchbench.util import command, progress
-from patchbench.util.models import new_list
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
     from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
@@ -107,7 +106,7 @@ class LayersResult(TimedResult):
     active_snapshots: dict[str, int]  # cell label -> most active snapshots after a round
     verify: dict[str, Check]
     runc: dict[str, str]
-    charts: list[str] = Field(default_factory=new_list)
+    charts: list[str] = Field(default_factory=list)
 
 
 SYSCALLS = ("open_tree", "mount_setattr", "move_mount", "mount", "umount2")

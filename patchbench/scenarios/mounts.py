@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import random
 import shlex
-import statistics
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from patchbench.analysis import stats
 from patchbench.config.scenarios import Argv, ScenarioConfig
 from patchbench.measure import bench, mounttrace, syscalls
 from patchbench.measure.bench import Cell
@@ -27,7 +27,6 @@ from patchbench.scenarios.profile import Profile, TracedRun
 from patchbench.scenarios.steps import StepRule
 from patchbench.util import command, progress
 from patchbench.util.limits import MAX_SAMPLES
-from patchbench.util.models import new_dict, new_list
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -40,7 +39,7 @@ class MountsConfig(ScenarioConfig):
     command: list[str] = Field(min_length=1, description=(
         "One start (argv, placeholders filled; `{i}` is the start's number, `{round}` its "
         "round), traced with its descendants."))
-    after: list[Argv] = Field(default_factory=new_list, description=(
+    after: list[Argv] = Field(default_factory=list, description=(
         "Commands run after every start, traced or not (e.g. `{runtime} --root {root} delete "
         "-f {id}-m{i}`); one that fails is a warning."))
     tracer: Literal["bpftrace", "strace"] = Field(default="bpftrace", description=(
@@ -85,7 +84,7 @@ class MountStart(Record):
     exit_code: int
     calls: dict[str, int]  # syscall -> calls, every traced syscall listed
     errors: dict[str, int]  # syscall -> calls that returned an error
-    by_comm: dict[str, int] = Field(default_factory=new_dict)  # process name -> calls
+    by_comm: dict[str, int] = Field(default_factory=dict)  # process name -> calls
 
 
 class MountsResult(ScenarioResult):
@@ -142,7 +141,7 @@ def spread(starts: list[MountStart], syscalls: list[str], variants: list[str]
 def medians(starts: list[MountStart], syscalls: list[str], variants: list[str]
             ) -> dict[str, dict[str, float]]:
     """variant -> syscall (and ``all``, ``failed``) -> the median over its starts."""
-    return {v: {n: float(statistics.median(xs)) for n, xs in per.items()}
+    return {v: {n: stats.median(xs) for n, xs in per.items()}
             for v, per in figures(starts, syscalls, variants).items()}
 
 

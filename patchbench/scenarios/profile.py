@@ -34,7 +34,6 @@ from patchbench.report.numbers import fmt_time
 from patchbench.results import MAX_CELLS, Record
 from patchbench.scenarios.base import ScenarioContext
 from patchbench.util import command, progress
-from patchbench.util.models import new_dict, new_list
 
 TRACE_SLOWDOWN = 5.0  # a traced run may take this many times the scenario's timeout (ptrace)
 SHOWN_ROWS = 15  # syscalls per table in report.md (report.html shows every one)
@@ -50,8 +49,8 @@ class TracedRun(Record):
     exit_code: int | None  # None: past its deadline under the tracer, killed
     wall_s: float  # from the trace's first line to its last
     calls: dict[str, int]
-    errors: dict[str, int] = Field(default_factory=new_dict)  # only syscalls that failed
-    seconds: dict[str, float] = Field(default_factory=new_dict)  # strace -T, summed
+    errors: dict[str, int] = Field(default_factory=dict)  # only syscalls that failed
+    seconds: dict[str, float] = Field(default_factory=dict)  # strace -T, summed
     phases: dict[str, float] | None = None  # syscalls.PHASES -> seconds
 
 
@@ -65,7 +64,7 @@ class CpuProfile(Record):
     frequency: int
     runs: dict[str, int]  # cell -> profiled runs
     stacks: dict[str, dict[str, int]]  # cell -> folded stack -> samples
-    failed: list[str] = Field(default_factory=new_list)  # "cell run i: exited N"
+    failed: list[str] = Field(default_factory=list)  # "cell run i: exited N"
 
 
 class Profile(Record):

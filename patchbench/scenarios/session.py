@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from patchbench import config, results, runtimes
-from patchbench.config import Comparison, Project
+from patchbench.config import Comparison, Project, Target
 from patchbench.config.scenarios import ScenarioConfig
-from patchbench.measure import headstart
 from patchbench.scenarios import get
 from patchbench.scenarios.base import ScenarioContext
 from patchbench.util import cleanup, procguard
@@ -41,14 +40,15 @@ class Measured:
     runtime: results.RuntimeRecord | None = None
 
 
-def measure(project: Project, comp: Comparison, chosen: Sequence[ScenarioConfig],
-            built: list[Built], *, workdir: Path, layout: Layout, seed: int,
+def measure(project: Project, comp: Comparison, target: Target,
+            chosen: Sequence[ScenarioConfig], built: list[Built], *, workdir: Path, layout: Layout, seed: int,
             extra_files: dict[str, Path], until: Callable[[ScenarioConfig], UntilCI | None]
             | None = None, announce: bool = True) -> Measured:
-    """Run ``chosen`` against ``built`` (scenario ``i`` with the seed ``seed + i``), their files
-    under ``workdir``; ``announce`` says each scenario's line before it runs."""
+    """Run ``chosen`` (scenarios of ``comp``, a comparison of ``target``) against ``built``
+    (scenario ``i`` with the seed ``seed + i``), their files under ``workdir``; ``announce`` says
+    each scenario's line before it runs."""
     out = Measured()
-    runtime = runtimes.get(config.runtime_of(project, comp))
+    runtime = runtimes.get(config.runtime_of(comp, target))
     if runtime is not None:
         runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin,
                         variants=[runtimes.VariantBuild(b.variant.name, b.bin,
@@ -56,8 +56,6 @@ def measure(project: Project, comp: Comparison, chosen: Sequence[ScenarioConfig]
     guard = procguard.activate(f"{workdir.name[:60]}-{cleanup.cgroup_tag()}")  # its cgroup
     try:
         for i, sc in enumerate(chosen):
-            if i:  # the warmups' head start is the first scenario's, or no one's
-                headstart.close()
             if announce:
                 say(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell, {sc.rounds} "
                     f"round{'s' if sc.rounds != 1 else ''}")

@@ -44,7 +44,6 @@ from patchbench.scenarios.views import round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
 from patchbench.util.limits import MAX_SAMPLES
-from patchbench.util.models import new_dict, new_list
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
     from patchbench.build import Built
@@ -73,20 +72,20 @@ class StressConfig(ScenarioConfig):
             "nothing (`none`)."))
     launch: list[str] = Field(min_length=1, description=(
         "The launched command (`{i}` is the instance, `{round}` the round)."))
-    kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=new_dict, description=(
+    kill: dict[Literal["delete", "stop"], list[str]] = Field(default_factory=dict, description=(
         "The command per instance for the `delete` and `stop` actions."))
     list_cmd: list[str] = Field(min_length=1, alias="list", description=(
         "Lists what is left after the action; it must answer within the timeout."))
     fresh: list[str] = Field(min_length=1, description=(
         "A fresh instance that must run after every round."))
-    exit_labels: dict[int, str] = Field(default_factory=new_dict, description=(
+    exit_labels: dict[int, str] = Field(default_factory=dict, description=(
         "Names for exit codes of the launched command, shown in the report."))
     mode: Literal["run", "exec"] = Field(default="run", description=(
         "`exec`: every round first starts a host container (`host`, named `{host}`) into which "
         "the instances are launched."))
-    host: list[Argv] = Field(default_factory=new_list, description=(
+    host: list[Argv] = Field(default_factory=list, description=(
         "mode `exec`: commands that start the round's host container `{host}`."))
-    host_teardown: list[Argv] = Field(default_factory=new_list, description=(
+    host_teardown: list[Argv] = Field(default_factory=list, description=(
         "mode `exec`: commands that remove the host container, on every path."))
     signals: SignalCheck | None = Field(default=None, description=(
         "The signal check: signals sent once each instance is ready; only with "
@@ -134,9 +133,9 @@ class StressRound(Record):
     # added later (optional; older files read as before): the exec mode's host container, the
     # signal check per signal name, launched processes that never said they were ready
     host: str | None = None
-    signals: dict[str, SignalCount] = Field(default_factory=new_dict)
+    signals: dict[str, SignalCount] = Field(default_factory=dict)
     not_ready: int = 0
-    evidence: list[str] = Field(default_factory=new_list)  # hang evidence files (version 4)
+    evidence: list[str] = Field(default_factory=list)  # hang evidence files (version 4)
 
 
 class StressBuild(Record):
@@ -149,7 +148,7 @@ class StressBuild(Record):
     list_latency_median_s: float
     list_latency_max_s: float
     outcomes: dict[str, int]
-    signals: dict[str, SignalCount] = Field(default_factory=new_dict)  # added later, optional
+    signals: dict[str, SignalCount] = Field(default_factory=dict)  # added later, optional
     not_ready: int = 0  # added later, optional
 
 
@@ -169,7 +168,7 @@ class StressResult(ScenarioResult):
     delay: list[float]
     actions: list[str]
     mode: Literal["run", "exec"] = "run"  # added later, optional
-    not_forwarded: list[str] = Field(default_factory=new_list)  # added later: by design, never gated
+    not_forwarded: list[str] = Field(default_factory=list)  # added later: by design, never gated
     evidence_summary: str | None = None  # a readable account of every hang (version 4)
 
     upgrades: ClassVar[Mapping[int, ScenarioUpgrade]] = {1: upgrade_v1}

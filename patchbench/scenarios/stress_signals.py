@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from patchbench.config.scenarios import canonical
 from patchbench.results import Record
 from patchbench.util.command import Background
-from patchbench.util.models import StrictModel, new_list
+from patchbench.util.models import StrictModel
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -29,7 +29,7 @@ class SignalCheck(StrictModel):
         "Signals sent to each ready instance (e.g. `SIGUSR1`); each counts as forwarded or lost."))
     ready: str = Field(default="ready", min_length=1, description=(
         "The line the process writes when its signal traps are set."))
-    not_forwarded: list[str] = Field(default_factory=new_list, description=(
+    not_forwarded: list[str] = Field(default_factory=list, description=(
         "Signals the runtime does not forward by design: a missing one is \"by design\", never lost."))
     ready_timeout: float | None = Field(default=None, gt=0, description=(
         "Seconds to wait for an instance's readiness line; default: the scenario's timeout."))

@@ -51,17 +51,6 @@ class Layout:
         return self.builds / "runs"
 
     @property
-    def listing_cache(self) -> Path:
-        """The last validation of the whole matrix: list's rows and everything it read
-        (util/validated.py)."""
-        return self.builds / "matrix-listing.json"
-
-    def head_start(self, comparison: str) -> Path:
-        """The warmup call a comparison's last run made, kept to start the next one's warmups
-        early (measure/headstart.py)."""
-        return self.builds / "headstart" / f"{comparison}.json"
-
-    @property
     def toolchain_hashes(self) -> Path:
         """The toolchain binaries' hashes, by path, with the stat they were taken at."""
         return self.builds / "toolchain-hashes.json"

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchbench.util.names import NAME_RE as NAME_RE  # re-exported: the models' rule
-
+# the one rule for the names matrix.yaml gives (targets, comparisons, series, candidates,
+# scenarios). A name becomes a folder, a file name and part of others (a build folder, a
+# container id), so its length is bounded here, where it is validated, not by the file system's
+# ENAMETOOLONG half-way through a build.
+NAME_MAX = 64  # characters
+NAME_RE = rf"^[a-z0-9][a-z0-9._-]{{0,{NAME_MAX - 1}}}$"
+NAME_RULE = (f"lower case letters, digits, '.', '_', '-', starting with a letter or digit, at "
+             f"most {NAME_MAX} characters")
 Name = Annotated[str, Field(pattern=NAME_RE)]
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
-                              defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-
-# A field's empty default, made by these rather than by the builtins list and dict: pydantic
-# inspects every default factory's signature when it builds a model, and a builtin's signature
-# is parsed from its text by the tokenizer (about 19 ms per comparison, 13 of them compiling the
-# tokenizer's pattern; issue 21). tests/unit/test_models_cost.py keeps builtins out.
-def new_list() -> list[Any]:
-    """A new empty list (a field's default)."""
-    return []
-
-
-def new_dict() -> dict[Any, Any]:
-    """A new empty dict (a field's default)."""
-    return {}

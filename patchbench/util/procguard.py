@@ -43,7 +43,6 @@ class Found:
     survivors: list[Survivor] = field(default_factory=list)
     killed: bool = False
     variant: str | None = None  # the variant whose command it was, when it was one variant's
-    gated: bool = True  # False: of no measured command (warmups started early, not taken)
 
     def as_dict(self) -> dict[str, object]:
         return {"step": self.step, "count": len(self.survivors), "killed": self.killed,
@@ -146,7 +145,7 @@ class ProcGuard:
         """Put patchbench itself (all its threads) into the cgroup, remembering where it was:
         every process it starts from now on is inside from its fork, with no join of its own.
         A join of cgroup v1 waits for an RCU grace period unless another came just before
-        (5-15 ms on this machine, docs/cost.md), which one join per command paid every time."""
+        (5-15 ms on this machine), which one join per command paid every time."""
         if not self.available or self.path is None or self.kind is None or self.home:
             return self.home is not None
         home = own_cgroup(self.kind, self.path.parent.parent)
@@ -255,9 +254,6 @@ _ACTIVE: ProcGuard | None = None
 ESCAPED = "escaped process"  # the prefix of the warnings the gate fails on
 # the baseline's own escapes are reported but fail no candidate (as in stress and soak)
 ESCAPED_BASELINE = "escaped process of the baseline (reported, not gated)"
-# warmups started early from the last run's call and not taken (measure/headstart.py): maybe
-# another build's, killed midway; what they left is killed and said, but fails no candidate
-ESCAPED_UNUSED = "escaped process of warmups started early and not used (reported, not gated)"
 
 
 def activate(run_id: str) -> ProcGuard:
@@ -353,8 +349,6 @@ def check_active(step: str, variant: str | None = None) -> Found | None:
 
 
 def _prefix(found: Found) -> str:
-    if not found.gated:
-        return ESCAPED_UNUSED
     return ESCAPED_BASELINE if found.variant == "baseline" else ESCAPED
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import build, pipeline
+from patchbench import build
 from patchbench.build import Variant, cache_verify
 from patchbench.util import files
+from tests import support
 from tests.support import TARGET, Project
 
 
@@ -92,7 +93,7 @@ def test_rehashing_a_runc_sized_binary_is_cheap(tmp_path: Path) -> None:
 # --- end to end, with real builds -----------------------------------------------------------
 
 def built(project: Project) -> list[build.Built]:
-    return pipeline.build_variants(project.load(), project.options(), TARGET,
+    return support.build(project.load(), project.options(), TARGET,
                                    [Variant("baseline", ()), Variant("greet", ("greet",))], [])
 
 

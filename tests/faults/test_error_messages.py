@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from patchbench import config, errors, pipeline
+from patchbench import config, errors
 from patchbench.build.toolchains import go
 from patchbench.errors import SourceError, ToolchainError
 from patchbench.util import command
 from patchbench.util.workspace import Workspace
+from tests import support
 from tests.support import TARGET, Project
 
 
@@ -70,6 +71,6 @@ def test_a_plain_directory_as_source_is_not_a_git_repository(project: Project,
     ws = Workspace(root=project.root, matrix=project.matrix, builds=project.builds,
                    reports=project.reports, sources={TARGET: str(plain)})
     with pytest.raises(SourceError) as info:
-        pipeline.fetch(project.load(), ws, TARGET)
+        support.fetch(project.load(), ws, TARGET)
     assert f"{plain} is not a git repository" in info.value.message
     assert "moved" not in info.value.message + (info.value.hint or "")

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from patchbench import pipeline
 from patchbench.build import Variant
 from patchbench.errors import BuildError, PatchError
 from patchbench.source import patching
+from tests import support
 from tests.faults.test_results_safe import full_disk
 from tests.faults.trust_support import demo, diff, merge, save
 from tests.support import TARGET, Project
@@ -119,7 +119,7 @@ def test_a_full_disk_while_the_binary_is_copied_is_exit_14(
 
     monkeypatch.setattr(shutil, "copy2", copy2)
     with pytest.raises(BuildError) as info:
-        pipeline.build_variants(project.load(), project.options(), TARGET,
+        support.build(project.load(), project.options(), TARGET,
                                 [Variant("baseline", ())], [])
     err = info.value
     assert err.exit_code == 14

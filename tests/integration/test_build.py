@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import build, pipeline
+from patchbench import build
 from patchbench.build import Variant
 from patchbench.errors import BuildError, ToolchainError
+from tests import support
 from tests.support import TARGET, Project, assert_nothing_left, cache_state
 
 pytestmark = pytest.mark.integration
@@ -26,7 +27,7 @@ def build_all(project: Project, variants: list[Variant], builds: Path | None = N
     opts = project.options()
     if builds is not None:
         opts = dataclasses.replace(opts, builds=builds)
-    return pipeline.build_variants(project.load(), opts, TARGET, variants, [])
+    return support.build(project.load(), opts, TARGET, variants, [])
 
 
 def run_binary(b: build.Built) -> str:
@@ -161,7 +162,7 @@ def test_a_directory_artifact_is_kept_whole_and_hashed(project: Project) -> None
     data["comparisons"]["fx"]["scenarios"][0]["command"] = ["{bin}/install/bin/hello"]
     write_matrix(project.root, data)
     opts = project.options()
-    (b,) = pipeline.build_variants(project.load(), opts, TARGET, [Variant("baseline", ())], [])
+    (b,) = support.build(project.load(), opts, TARGET, [Variant("baseline", ())], [])
     assert (b.bin / "install" / "bin" / "hello").is_file()
     assert (b.bin / "install" / "libexec" / "p").read_text() == "x\n"
     art = b.manifest["artifacts"]["install"]

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from patchbench import build, config, pipeline
+from patchbench import build, config
 from patchbench.errors import SourceError
 from patchbench.util.workspace import Workspace
+from tests import support
 from tests.support import git
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
@@ -110,7 +111,7 @@ def _build(matrix: Path, builds: Path, sources: dict[str, str] | None = None) ->
     ws = Workspace(root=matrix.parent, matrix=matrix, builds=builds,
                    reports=matrix.parent / "reports", sources=sources or {})
     project = config.load(matrix)
-    built = pipeline.build_variants(project, ws, "hello", [build.Variant("baseline", ())], [])
+    built = support.build(project, ws, "hello", [build.Variant("baseline", ())], [])
     return built[0]
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import build, pipeline
+from patchbench import build
 from patchbench.build import Variant
 from patchbench.cli import commands as cli
 from patchbench.util.workspace import Switches, Workspace
+from tests import support
 from tests.support import (
     REPO_ROOT,
     TARGET,
@@ -136,7 +137,7 @@ def test_an_interrupted_build_is_not_cached(project: Project, tmp_path: Path) ->
     assert_nothing_left(project.builds, project.cache)
     # the next build builds it afresh
     slow.unlink()
-    (built,) = pipeline.build_variants(project.load(), project.options(), TARGET,
+    (built,) = support.build(project.load(), project.options(), TARGET,
                                        [Variant("baseline", ())], [])
     assert not built.cached
     assert (built.path / build.STAMP).is_file()

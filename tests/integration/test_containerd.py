@@ -33,6 +33,7 @@ from patchbench.scenarios.layers import KIND, LayersConfig
 from patchbench.util import command
 from patchbench.util.layout import Layout
 from patchbench.util.workspace import Workspace
+from tests import support
 from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -130,7 +131,7 @@ def built_containerd(tmp_path_factory: pytest.TempPathFactory) -> build.Built:
                 mp.setenv(key, value)
         ws = Workspace(root=REPO_ROOT, matrix=REPO_ROOT / "matrix.yaml", builds=tmp / "builds",
                        reports=tmp / "reports", sources={"containerd": CONTAINERD_GIT})
-        (built,) = pipeline.build_variants(pipeline.load(ws), ws, "containerd",
+        (built,) = support.build(pipeline.load(ws), ws, "containerd",
                                            [build.Variant("baseline", ())], [])
     return built
 

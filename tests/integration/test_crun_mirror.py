@@ -15,6 +15,7 @@ import pytest
 
 from patchbench import build, config, pipeline
 from patchbench.util.workspace import Workspace
+from tests import support
 from tests.support import REPO_ROOT
 
 MIRRORS = {name: os.environ.get(f"PATCHBENCH_TEST_{var}_GIT", "")  # read before conftest drops them
@@ -33,7 +34,7 @@ def test_crun_and_its_submodules_build_from_pinned_mirrors(tmp_path: Path) -> No
                    reports=tmp_path / "reports", sources=dict(MIRRORS))
     project = config.load(ws.matrix)
     comp = project.comparison("crun-mounts")
-    base, cand = pipeline.build_variants(project, ws, "crun", pipeline.variants_of(comp), [])
+    base, cand = support.build(project, ws, "crun", pipeline.variants_of(comp), [])
     assert build.toolchains.differing_keys(base.manifest["fingerprint"],
                                            cand.manifest["fingerprint"]) == []
     assert base.manifest["artifacts"]["crun"]["sha256"] != cand.manifest["artifacts"]["crun"]["sha256"]

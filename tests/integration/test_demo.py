@@ -213,27 +213,6 @@ def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
     assert report.load_run(run_dir).scenarios[0].runs == 4
 
 
-def test_the_next_run_starts_its_warmups_before_its_imports(
-        demo_run: tuple[dict[str, Any], Path], demo_base: Path) -> None:
-    """measure/headstart.py: the first run keeps its warmup call, the second starts it at once
-    and takes it (the same call over the same binaries), and leaves nothing of it behind."""
-    args = ["compare", "demo", "--runs", "4", "--rounds", "2", "--warmup", "1", "--seed", "1",
-            "--builds", str(demo_base / "builds"), "--reports", str(demo_base / "hs-reports")]
-    first = invoke(*args, cwd=demo_base)
-    assert first.returncode == 0, first.stderr
-    assert "started early" not in first.stderr
-    assert (demo_base / "builds" / "headstart" / "demo.json").is_file()
-    second = invoke(*args, cwd=demo_base)
-    assert second.returncode == 0, second.stderr
-    assert "warmups: started early" in second.stderr
-    run = re.search(r"raw hyperfine output in (\S+)", second.stderr)
-    assert run is not None
-    assert json.loads((Path(run.group(1)) / "start-8.warmup.json").read_text())["results"]
-    assert not list((demo_base / "builds" / "tmp").glob("headstart-*"))
-    saved = re.search(r"^saved: (.+)$", second.stdout, re.M)
-    assert saved is not None and report.load_run(Path(saved.group(1))).scenarios[0].runs == 4
-
-
 def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
         demo_run: tuple[dict[str, Any], Path], demo_base: Path) -> None:
     """`--until-ci 3 --max-rounds 12` on the demo, small runs (2 per round)."""
@@ -268,42 +247,3 @@ def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
     for bad in (["--max-rounds", "20"], ["--until-ci", "three"], ["--until-ci", "0"]):
         wrong = invoke("compare", "demo", "--dry-run", *bad, cwd=demo_base)
         assert wrong.returncode == 10, (bad, wrong.stderr)
-
-
-def test_a_failing_statistics_step_waits_for_the_verify_check_and_starts_no_other(
-        demo_run: tuple[dict[str, Any], Path], demo_base: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The verify checks run beside the statistics (util/idle.beside): when the statistics
-    fail, the running check ends inside the scenario (in the run's cgroup) and no next one
-    starts, so nothing of them outlives the run or is taken for an escape of the next."""
-    import threading
-    import time
-
-    from patchbench.scenarios import command as command_kind
-    from patchbench.util import procguard
-
-    checked: list[tuple[str, bool]] = []
-    real_run = command_kind.run_verify
-
-    def slow_verify(ctx: Any, cells: Any, argv: Any, stop: Any = None) -> Any:
-        def one(cell: Any) -> Any:
-            time.sleep(0.3)  # still running when the statistics fail
-            checked.append((cell.variant, procguard.active() is not None))
-            return real_run(ctx, [cell], argv)[cell.variant]
-        out = {}
-        for cell in cells:
-            if stop is not None and stop.is_set():
-                break
-            out[cell.variant] = one(cell)
-        return out
-
-    def broken(*a: Any, **k: Any) -> Any:
-        raise RuntimeError("a bug in the statistics")
-
-    monkeypatch.setattr(command_kind, "run_verify", slow_verify)
-    monkeypatch.setattr(command_kind, "timed_results", broken)
-    ws, sw = options(demo_base)
-    with pytest.raises(RuntimeError, match="a bug in the statistics"):
-        pipeline.compare(pipeline.load(ws), ws, "demo", sw)
-    assert checked == [("baseline", True)]  # the first ended in the cgroup; no second started
-    assert not [t for t in threading.enumerate() if t.name == "patchbench-beside"]

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from patchbench import build, pipeline
+from patchbench import build
 from patchbench.build import Variant
 from patchbench.build import docker as docker_backend
 from patchbench.docker import engine, images
 from patchbench.errors import ToolchainError
+from tests import support
 from tests.support import TARGET, Project, assert_nothing_left, matrix_data, write_matrix
 
 pytestmark = [
@@ -84,7 +85,7 @@ def write_docker(project: Project, **kw: Any) -> None:
 
 def build_all(project: Project, variants: list[Variant], builds: Path) -> list[build.Built]:
     opts = dataclasses.replace(project.options(), builds=builds)
-    return pipeline.build_variants(project.load(), opts, TARGET, variants, [])
+    return support.build(project.load(), opts, TARGET, variants, [])
 
 
 def test_docker_build_fingerprints_inside_and_is_reproducible(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import pipeline
 from patchbench.build import Variant
+from tests import support
 from tests.support import TARGET, Project, git, matrix_data, write_matrix
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,7 @@ def test_describe_is_the_same_whatever_the_git_config_says(project: Project, tmp
     data["targets"][TARGET]["build"]["artifacts"] = ["hello", "describe.txt"]
     write_matrix(project.root, data)
     opts = project.options()
-    first = pipeline.build_variants(project.load(), opts, TARGET, [Variant("baseline", ())], [])[0]
+    first = support.build(project.load(), opts, TARGET, [Variant("baseline", ())], [])[0]
     described = (first.bin / "describe.txt").read_text()
     assert described == f"v1-0-g{project.upstream.a[:7]}\n"
     assert first.manifest["fingerprint"]["env"]["GIT_CONFIG_VALUE_0"] == "7"
@@ -35,7 +35,7 @@ def test_describe_is_the_same_whatever_the_git_config_says(project: Project, tmp
     git(home, "config", "--file", str(home / ".gitconfig"), "core.abbrev", "12")
     monkeypatch.setenv("HOME", str(home))
     Path(first.path / "COMPLETE").unlink()  # force a rebuild of the same key
-    again = pipeline.build_variants(project.load(), opts, TARGET, [Variant("baseline", ())], [])[0]
+    again = support.build(project.load(), opts, TARGET, [Variant("baseline", ())], [])[0]
     assert not again.cached
     assert (again.bin / "describe.txt").read_text() == described
     assert again.manifest["artifacts"] == first.manifest["artifacts"]

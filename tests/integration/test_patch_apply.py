@@ -10,6 +10,7 @@ import pytest
 from patchbench import pipeline
 from patchbench.build import Variant
 from patchbench.errors import PatchError
+from tests import support
 from tests.integration.test_patching import ESCAPES
 from tests.support import (
     TARGET,
@@ -38,7 +39,7 @@ def test_patch_check_ok(project: Project) -> None:
 def test_patch_check_conflict(project: Project) -> None:
     project.write(candidates=ALL)
     opts = project.options()
-    pipeline.fetch(project.load(), opts, TARGET)
+    support.fetch(project.load(), opts, TARGET)
     before = cache_state(project.cache)
     with pytest.raises(PatchError) as info:
         pipeline.patch_check(project.load(), opts, [])
@@ -59,11 +60,11 @@ def test_a_conflict_during_a_build_leaves_nothing(project: Project) -> None:
     project.write(candidates={"conflict": ["conflict"]})
     opts = project.options()
     proj = project.load()
-    pipeline.build_variants(proj, opts, TARGET, [Variant("baseline", ())], [])
+    support.build(proj, opts, TARGET, [Variant("baseline", ())], [])
     before = cache_state(project.cache)
     artifacts = sorted((project.builds / "artifacts" / TARGET).iterdir())
     with pytest.raises(PatchError) as info:
-        pipeline.build_variants(proj, opts, TARGET, [Variant("baseline", ()),
+        support.build(proj, opts, TARGET, [Variant("baseline", ()),
                                                      Variant("conflict", ("conflict",))], [])
     err = info.value
     assert err.message == CONFLICT
@@ -82,7 +83,7 @@ def test_an_escaping_patch_is_refused_before_anything_is_written(
     project.write(candidates={"evil": ["evil"]})
     opts = project.options()
     with pytest.raises(PatchError, match="outside the tree; refused before anything was written"):
-        pipeline.build_variants(project.load(), opts, TARGET,
+        support.build(project.load(), opts, TARGET,
                                 [Variant("baseline", ()), Variant("evil", ("evil",))], [])
     # refused before any worktree or build existed
     assert not (project.builds / "tmp").exists()
@@ -99,7 +100,7 @@ def test_apply_series_in_a_worktree(project: Project, tmp_path: Path) -> None:
     from patchbench.source import cache as source
     from patchbench.source import patching
 
-    co = pipeline.fetch(project.load(), project.options(), TARGET)
+    co = support.fetch(project.load(), project.options(), TARGET)
     heads = []
     for i in range(2):
         wt = tmp_path / f"wt{i}"
@@ -136,7 +137,7 @@ def test_an_overlay_adds_files_to_every_variant(project: Project) -> None:
     (ov / "extra_test.go").write_text("package main\n")
     data = project.root / "matrix.yaml"
     data.write_text(data.read_text().replace("  fx:\n", "  fx:\n    overlays: [extra]\n"))
-    built = pipeline.build_variants(project.load(), project.options(), TARGET,
+    built = support.build(project.load(), project.options(), TARGET,
                                     [Variant("baseline", ()), Variant("greet", ("greet",))],
                                     ["extra"])
     for b in built:
@@ -151,7 +152,7 @@ def test_an_overlay_may_not_replace_an_upstream_file(project: Project) -> None:
     ov.mkdir(parents=True)
     (ov / "main.go").write_text("package main\n\nfunc main() {}\n")
     with pytest.raises(PatchError, match=r"main\.go already exists in the tree"):
-        pipeline.build_variants(project.load(), project.options(), TARGET,
+        support.build(project.load(), project.options(), TARGET,
                                 [Variant("baseline", ())], ["clobber"])
     assert not (project.builds / "artifacts").exists()
     assert_nothing_left(project.builds, project.cache)

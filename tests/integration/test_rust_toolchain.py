@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from patchbench import build, config, pipeline
+from patchbench import build, config
 from patchbench.build.toolchains import rust
 from patchbench.util.files import sha256_file
 from patchbench.util.workspace import Workspace
+from tests import support
 from tests.support import git
 
 CARGO_BIN = Path.home() / ".cargo" / "bin"  # the real HOME's: read before the tests change HOME
@@ -79,7 +80,7 @@ def _project(tmp: Path) -> tuple[Path, Path]:
 def _build(matrix: Path, builds: Path, *variants: build.Variant) -> list[build.Built]:
     ws = Workspace(root=matrix.parent, matrix=matrix, builds=builds,
                    reports=matrix.parent / "reports")
-    return pipeline.build_variants(config.load(matrix), ws, "hello", list(variants), [])
+    return support.build(config.load(matrix), ws, "hello", list(variants), [])
 
 
 BASE = build.Variant("baseline", ())

@@ -12,6 +12,7 @@ import pytest
 from patchbench import pipeline
 from patchbench.errors import ConfigError, PatchError, SourceError
 from patchbench.source import series_ref
+from tests import support
 from tests.support import Project, assert_nothing_left, git, write_series
 
 pytestmark = pytest.mark.integration
@@ -32,7 +33,7 @@ def use(project: Project, name: str, line: str) -> None:
 def test_series_add_writes_the_pin_with_the_subject(project: Project) -> None:
     proj = project.load()
     opts = project.options()
-    checkout = pipeline.fetch(proj, opts, "hello")
+    checkout = support.fetch(proj, opts, "hello")
     b = project.upstream.b
     lines = series_ref.add(project.root, checkout, "readme", [b.upper()], opts.builds)
     expected = f"upstream {b} patch-id:{patch_id(project, b)}  # hello: add a README"

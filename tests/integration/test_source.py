@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import pipeline
 from patchbench.errors import SourceError
 from patchbench.source import cache as source
+from tests import support
 from tests.support import TARGET, Project, assert_nothing_left, cache_state, git
 
 pytestmark = pytest.mark.integration
 
 
 def fetch(project: Project, **opts: object) -> source.Checkout:
-    return pipeline.fetch(project.load(), project.options(**opts), TARGET)
+    return support.fetch(project.load(), project.options(**opts), TARGET)
 
 
 def test_fetch_then_cached(project: Project) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,6 @@ import pytest
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell, Invocation
-from patchbench.util import idle
 
 CELLS = [Cell("baseline"), Cell("a"), Cell("b"), Cell("c", (("k", "4"),))]
 
@@ -91,9 +88,7 @@ class FakeHyperfine:
             self.calls.append({"cmd": inv.command, "runs": runs, "warmup": warmup,
                                "name": cmd_name, "timeout": per_run_timeout, "export": export,
                                "call": self.n_calls, "call_name": name})
-            # the warmups' own call (bench._warm_up) is "round 0" here
-            rnd = 0 if cmd_name.endswith(" warmup") else \
-                int(cmd_name.rsplit("round ", 1)[1].split("/")[0])
+            rnd = int(cmd_name.rsplit("round ", 1)[1].split("/")[0])
             variant = inv.command[0]
             codes = [0] * runs
             if self.fail_at == (variant, rnd):
@@ -216,22 +211,17 @@ def test_a_round_of_shareable_cells_is_one_call_in_the_rounds_order(
     fake = FakeHyperfine().install(monkeypatch)
     cells = [Cell("baseline"), Cell("fix")]
     samples, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path, **SCENARIO)
-    # the warmups, then one per round (not one per cell per round), or round 1 and rounds 2-3
-    assert fake.n_calls == (1 + 2 if batch else 1 + 3)
-    # warmups once per cell: a call of their own before round 1, in round 1's order
-    warm = [c for c in fake.calls if c["call"] == 1]
-    assert [c["cmd"][0] for c in warm] == order[0]
-    assert [(c["name"], c["runs"], c["warmup"]) for c in warm] == \
-        [(f"s {label} warmup", 2, 0) for label in order[0]]
-    assert {c["export"] for c in warm} == {tmp_path / "s.warmup.json"}
-    measured = [c for c in fake.calls if c["call"] > 1]
+    # one per round (not one per cell per round), or round 1 and rounds 2-3
+    assert fake.n_calls == (2 if batch else 3)
+    measured = fake.calls
     assert [(c["cmd"][0], c["name"]) for c in measured] == \
         [(label, f"s {label} round {r}/3") for r, labels in enumerate(order, 1)
          for label in labels]  # every round's (balanced) order, round after round
-    assert {c["warmup"] for c in measured} == {0}
+    # warmups once per cell: in round 1's call, none later
+    assert [c["warmup"] for c in measured] == [2, 2] + [0] * 4
     for r in (1, 2, 3):
         in_round = [c for c in measured if c["name"].endswith(f" round {r}/3")]
-        call = 2 if r == 1 else 3 if batch else r + 1
+        call = 1 if r == 1 else 2 if batch else r
         assert {(c["call"], c["export"]) for c in in_round} == {
             (call, tmp_path / ("s.r2-3.json" if batch and r > 1 else f"s.r{r}.json"))}
     # every cell gets its own command's results, one hyperfine dict per round
@@ -258,7 +248,7 @@ def test_the_batches_follow_the_last_calls_time_per_round(
     monkeypatch.setattr(bench.time, "monotonic", lambda: now[0])
     bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
                   **{**SCENARIO, "runs": 14, "rounds": 7})
-    rounds_per_call = Counter(c["call"] for c in fake.calls if c["call"] > 1)
+    rounds_per_call = Counter(c["call"] for c in fake.calls)
     assert [n // 2 for n in rounds_per_call.values()] == [1, 2, 2, 2]
 
 
@@ -269,7 +259,7 @@ def test_a_failed_run_in_a_batch_names_its_round(tmp_path: Path,
         bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
                       **SCENARIO)
     assert info.value.message == "s fix round 3/3: 1 of 2 runs failed (exit codes [3])"
-    assert fake.n_calls == 3  # the warmups, round 1, rounds 2-3
+    assert fake.n_calls == 2  # round 1, rounds 2-3
 
 
 def test_cells_that_cannot_share_a_call_are_never_batched(tmp_path: Path,
@@ -296,7 +286,7 @@ def test_a_shared_calls_wall_time_is_split_in_proportion(tmp_path: Path,
     samples, _ = bench.measure("s", cells, expand, seed=11, workdir=tmp_path,
                                **{**SCENARIO, "rounds": 1, "runs": 2})
     base, fix = samples[Cell("baseline")].seconds, samples[Cell("fix")].seconds
-    assert base + fix == pytest.approx(3.0 + 3.0)  # the warmups' call and round 1's
+    assert base + fix == pytest.approx(3.0)  # round 1's call, its warmups included
     assert base / fix == pytest.approx((0.2 + 0.201) / (0.1 + 0.101))
 
 
@@ -327,85 +317,15 @@ def test_an_escape_after_a_shared_call_is_gated_and_ends_the_sharing(
     monkeypatch.setattr(bench.procguard, "check_active", check)
     cells = [Cell("baseline"), Cell("fix")]
     _, order = bench.measure("s", cells, expand, seed=11, workdir=tmp_path, **SCENARIO)
-    # the warmups' shared call: its escape cannot be told apart by cell, so no variant (gated)
-    assert checks[0] == (f"s warmups (cells {', '.join(order[0])} in one hyperfine call)", None)
-    # every round: one call per cell again, each checked as its own variant's
-    assert fake.n_calls == 1 + 6
+    # round 1's shared call: its escape cannot be told apart by cell, so no variant (gated)
+    assert checks[0] == (f"s round 1/3 (cells {', '.join(order[0])} in one hyperfine call)",
+                         None)
+    # every later round: one call per cell again, each checked as its own variant's
+    assert fake.n_calls == 1 + 4
     assert checks[1:] == [(f"s {label} round {r}/3", label)
-                          for r, labels in enumerate(order, 1) for label in labels]
-    # round 1 then warms nothing again: its cells were warmed
+                          for r, labels in enumerate(order, 1) if r > 1 for label in labels]
+    # the later rounds warm nothing again: round 1 warmed every cell
     assert {c["warmup"] for c in fake.calls[2:]} == {0}
-
-
-def test_the_tools_pending_work_runs_during_the_warmups_and_ends_before_round_1(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeHyperfine().install(monkeypatch)
-    started, finished = threading.Event(), threading.Event()
-    seen: list[tuple[str, bool]] = []
-    many = fake.many
-
-    def recording(invs: list[Invocation], **kw: Any) -> list[dict[str, Any]]:
-        if kw["name"].startswith("s warmups"):
-            assert started.wait(10)  # the work runs while the warmups do
-        seen.append((kw["name"], finished.is_set()))
-        return many(invs, **kw)
-
-    def work() -> None:
-        started.set()
-        time.sleep(0.05)
-        finished.set()
-
-    monkeypatch.setattr(bench, "hyperfine_many", recording)
-    idle.later(work)
-    bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
-                  **SCENARIO)
-    assert seen[0][0].startswith("s warmups")
-    assert all(done for name, done in seen[1:])  # finished before any measured run
-
-
-def test_the_windows_work_ends_before_the_warmups_escape_check(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A command the pending work runs (the machine's tool versions) is never in the run's
-    cgroup when the warmups' call is checked for escaped processes."""
-    FakeHyperfine().install(monkeypatch)
-    finished = threading.Event()
-    checks: list[tuple[str, bool]] = []
-    monkeypatch.setattr(bench.procguard, "check_active",
-                        lambda step, variant=None: checks.append((step, finished.is_set())))
-
-    def work() -> None:
-        time.sleep(0.05)
-        finished.set()
-
-    idle.later(work)
-    bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
-                  **SCENARIO)
-    assert checks[0][0].startswith("s warmups") and all(done for _, done in checks)
-
-
-def test_the_wait_for_the_windows_work_is_not_the_cells_cost(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Samples.seconds is what each cell cost; waiting for the tool's own work at the end of
-    the warmups' window is not part of it."""
-    FakeHyperfine().install(monkeypatch)
-    idle.later(lambda: time.sleep(0.5))
-    got, _ = bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11,
-                           workdir=tmp_path, **SCENARIO)
-    assert all(s.seconds < 0.25 for s in got.values())
-
-
-def test_without_warmups_no_window_opens_and_the_work_waits(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeHyperfine().install(monkeypatch)
-    ran: list[str] = []
-    idle.later(lambda: ran.append("work"))
-    try:
-        bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
-                      **{**SCENARIO, "warmup": 0})
-        assert fake.n_calls == 2 and ran == []  # round 1, rounds 2-3: nothing ran beside
-    finally:
-        idle.run_pending()
-    assert ran == ["work"]
 
 
 def test_hyperfine_many_gives_one_command_each_and_reads_each_result(
@@ -461,7 +381,7 @@ def test_an_escape_in_a_batch_ends_the_batches(tmp_path: Path,
     # rounds 4 and 5 (added by `more`): one call per cell, each checked as its variant's
     assert checks[-4:] == [(f"s {label} round {r}/5", label)
                            for r in (4, 5) for label in order[r - 1]]
-    assert fake.n_calls == 1 + 1 + 1 + 4
+    assert fake.n_calls == 1 + 1 + 4
 
 
 def test_a_per_round_callback_or_one_round_runs_no_batch(tmp_path: Path,
@@ -471,11 +391,11 @@ def test_a_per_round_callback_or_one_round_runs_no_batch(tmp_path: Path,
     seen: list[int] = []
     bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
                   on_round=lambda r, cell, result: seen.append(r), **SCENARIO)
-    assert fake.n_calls == 1 + 3 and seen == [1, 1, 2, 2, 3, 3]
+    assert fake.n_calls == 3 and seen == [1, 1, 2, 2, 3, 3]
     fake = FakeHyperfine().install(monkeypatch)
     bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path / "1",
                   **{**SCENARIO, "rounds": 1, "runs": 2})
-    assert fake.n_calls == 2  # the warmups, round 1
+    assert fake.n_calls == 1  # round 1
 
 
 def test_a_batch_holds_at_most_max_batch_rounds(tmp_path: Path,
@@ -485,5 +405,5 @@ def test_a_batch_holds_at_most_max_batch_rounds(tmp_path: Path,
     fake = FakeHyperfine().install(monkeypatch)
     bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11, workdir=tmp_path,
                   **{**SCENARIO, "rounds": 8, "runs": 16})
-    per_call = Counter(c["call"] for c in fake.calls if c["call"] > 1)
+    per_call = Counter(c["call"] for c in fake.calls)
     assert [n // 2 for n in per_call.values()] == [1, 3, 3, 1]

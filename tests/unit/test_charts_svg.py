@@ -9,7 +9,6 @@ from typing import Any
 from xml.etree import ElementTree
 
 import numpy as np
-import pytest
 
 from patchbench import results as results_mod
 from patchbench.report import charts
@@ -116,12 +115,6 @@ def test_nothing_to_draw_is_no_chart() -> None:
     assert charts.distribution_chart({"name": "s", "cells": []}) is None
     assert charts.round_ratio_chart(scenario(rounds=1)) is None  # one round: no line
     assert charts.merge_chart([("a", [("m1", None)])]) is None
-
-
-@pytest.mark.parametrize("q", [0, 10, 25, 50, 75, 90, 100])
-def test_percentiles_interpolate_as_numpy_does(q: float) -> None:
-    values = [random.Random(q).random() for _ in range(17)]
-    assert charts.percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
 
 
 def test_ticks_are_round_numbers_inside_the_axis() -> None:

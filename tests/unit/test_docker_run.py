@@ -56,10 +56,10 @@ def _matrix(tmp: Path, target_runtime: str | None, comp_runtime: str | None) -> 
 def test_comparison_selects_docker_run_for_a_runc_target(tmp_path: Path) -> None:
     project = config.load(_matrix(tmp_path, "runc", "docker-run"))
     comp = project.comparison("cmp")
-    assert config.runtime_of(project, comp) == "docker-run"
+    assert config.runtime_of(comp, project.target(comp.target)) == "docker-run"
     assert isinstance(runtimes.get("docker-run"), DockerRunRuntime)
     plain = config.load(_matrix(tmp_path, "runc", None))
-    assert config.runtime_of(plain, plain.comparison("cmp")) == "runc"
+    assert config.runtime_of(plain.comparison("cmp"), plain.target("t")) == "runc"
 
 
 def test_docker_run_refused_for_a_target_that_is_not_runc(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 from patchbench import runtimes
 from patchbench.config import Comparison, Target
 from patchbench.errors import BenchmarkError, PatchbenchError, RequirementError
-from patchbench.runtimes import runc
+from patchbench.runtimes import VariantBuild, runc
 from patchbench.runtimes.runc import RuncRuntime
 
 # What `runc spec` (1.2) writes, trimmed to the keys patchbench touches plus a few it keeps.
@@ -458,10 +458,10 @@ def test_prepare_cleans_stale_state_then_makes_the_bundles(
 def test_a_dry_run_prepare_touches_nothing(tmp_path: Path) -> None:
     rt = RuncRuntime(cgroup_base=tmp_path / "cgroup")
     workdir = tmp_path / "runs" / "x-DRYRUN"
-    targets = {"fx": SimpleNamespace(build=SimpleNamespace(artifacts=["crun"]))}
-    project = SimpleNamespace(root=tmp_path, target=targets.__getitem__)
+    project = SimpleNamespace(root=tmp_path)
     rt.prepare(workdir, project, comparison(target="fx"),  # type: ignore[arg-type]
-               dry_run=True, bin_dir=tmp_path / "bin")
+               dry_run=True, bin_dir=tmp_path / "bin",
+               variants=[VariantBuild("baseline", tmp_path / "bin", {"crun": {}})])
     assert rt.workdir == workdir
     assert not workdir.exists()
     assert rt.cli == "crun"  # the plan names the target's CLI, not runc
