@@ -43,7 +43,7 @@ class Scaffold:
     def process(self, *args: str, prelude: str = "") -> subprocess.Popen[str]:
         """The same as a process of its own; ``prelude``: Python run first (a fault planted)."""
         code = (f"{prelude}\nimport sys\nfrom patchbench.cli import main\n"
-                "main.run(sys.argv[1:], fast_exit=True)")
+                "main.run(sys.argv[1:])")
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
         return subprocess.Popen([sys.executable, "-c", code, *self.argv(*args)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
