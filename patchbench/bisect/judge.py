@@ -4,18 +4,26 @@ The scenario's kind judges its own results (its ``step`` rule, patchbench/scenar
 time by the round-paired verdict ``compare`` uses, or events such as hangs by their counts; this
 module asks the registry for the rule (``record.step_rule``) and never names a kind.
 
-A step's commit is *like good* when it does not differ from good and differs from bad, *like
-bad* the other way round, else *undecided*.
+A step's commit is put on a side only from positive evidence, in the direction the ends differ
+(bad slower than good, say): *like good* when it is shown equivalent to good or faster than bad,
+*like bad* when it is shown equivalent to bad or slower than good, and not both; else it is
+*undecided* (an inconclusive comparison shows nothing; a commit beyond an end, slower than bad
+say, is no evidence for either side).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from patchbench.bisect.record import step_rule
 from patchbench.bisect.search import Class
 from patchbench.bisect.session import Measurement
 from patchbench.scenarios.steps import Pair, Value
 
-__all__ = ["Pair", "Value", "classify", "pair", "value"]
+__all__ = ["Direction", "Pair", "Value", "classify", "pair", "power", "value"]
+
+Direction = Literal["more", "less"]  # how bad differs from good: slower (more hangs), or faster
+OPPOSITE: dict[Direction, Direction] = {"more": "less", "less": "more"}
 
 
 def value(m: Measurement, sha: str) -> Value:
@@ -28,9 +36,36 @@ def pair(m: Measurement, ref: str, sha: str, alpha: float, min_effect: float) ->
                                          min_effect=min_effect, seed=m.seed)
 
 
-def classify(vs_good: Pair, vs_bad: Pair) -> Class:
-    if vs_good.differs is False and vs_bad.differs is True:
-        return "good"
-    if vs_bad.differs is False and vs_good.differs is True:
-        return "bad"
-    return "undecided"
+def power(m: Measurement, ref: str, sha: str, runs: int, level: float) -> float | None:
+    """The chance that a comparison of ``runs`` runs each, at ``level``, tells a commit like
+    ``sha`` from one like ``ref`` as ``m`` measured them (None: the kind's rule does not say)."""
+    return step_rule(m.result.kind).power(m.result, ref[:12], sha[:12], runs, level)
+
+
+def classify(vs_good: Pair, vs_bad: Pair, direction: Direction,
+             ways: tuple[str, str] = ("more", "less")) -> tuple[Class, str]:
+    """The step's class and why, from its commit against good and against bad; ``direction``
+    is how bad differs from good ("more": slower, or hangs more), ``ways`` how the rule words
+    "more" and "less" (its ``ways``: "slower", "faster")."""
+    back = OPPOSITE[direction]
+    word: dict[Direction, str] = {"more": ways[0], "less": ways[1]}
+    for_good = [why for shown, why in (
+        (vs_good.shift == "same", "the same as good"),
+        (vs_bad.shift == back, f"{word[back]} than bad")) if shown]
+    for_bad = [why for shown, why in (
+        (vs_bad.shift == "same", "the same as bad"),
+        (vs_good.shift == direction, f"{word[direction]} than good")) if shown]
+    if for_good and not for_bad:
+        return "good", " and ".join(for_good)
+    if for_bad and not for_good:
+        return "bad", " and ".join(for_bad)
+    if for_good:
+        return "undecided", " and ".join(for_good + for_bad) + ": evidence for both sides"
+    beyond = [f"{word[far]} than {end}" for s, end, far in (
+        (vs_good.shift, "good", back), (vs_bad.shift, "bad", direction)) if s == far]
+    if beyond:
+        return "undecided", " and ".join(beyond) + ": beyond an end, evidence for neither side"
+    if vs_good.differs is None or vs_bad.differs is None:
+        return "undecided", "withheld: no verdict"
+    return "undecided", "no evidence for either side"
+
