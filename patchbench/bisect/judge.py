@@ -13,6 +13,8 @@ say, is no evidence for either side).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Literal
 
 from patchbench.bisect.record import step_rule
@@ -20,7 +22,8 @@ from patchbench.bisect.search import Class
 from patchbench.bisect.session import Measurement
 from patchbench.scenarios.steps import Pair, Value
 
-__all__ = ["Direction", "Pair", "Value", "classify", "pair", "power", "value"]
+__all__ = ["Direction", "Pair", "Step", "Value", "classify", "ends", "pair", "power", "step",
+           "value"]
 
 Direction = Literal["more", "less"]  # how bad differs from good: slower (more hangs), or faster
 OPPOSITE: dict[Direction, Direction] = {"more": "less", "less": "more"}
@@ -69,3 +72,39 @@ def classify(vs_good: Pair, vs_bad: Pair, direction: Direction,
         return "undecided", "withheld: no verdict"
     return "undecided", "no evidence for either side"
 
+
+
+def ends(look: Callable[[int], Pair], factors: list[int]) -> tuple[Pair, int]:
+    """Bad against good at each planned look (``look(factor)`` measures them at that multiplier
+    of the runs and judges them) until they differ, are shown the same, or no look is left:
+    the last comparison and its multiplier."""
+    for factor in factors:
+        shown = look(factor)
+        if shown.differs is True or shown.shift == "same":
+            break
+    return shown, factor
+
+
+@dataclass
+class Step:
+    """A step judged: its class and why, the last look's comparisons, the multipliers tried."""
+
+    cls: Class
+    why: str
+    vs_good: Pair
+    vs_bad: Pair
+    factors: list[int] = field(default_factory=list)
+
+
+def step(look: Callable[[int], tuple[Pair, Pair]], factors: list[int], direction: Direction,
+         ways: tuple[str, str]) -> Step:
+    """A step's commit at each planned look (``look(factor)``: it against good and against bad)
+    until it is put on a side or no look is left."""
+    tried: list[int] = []
+    for factor in factors:
+        vs_good, vs_bad = look(factor)
+        tried.append(factor)
+        cls, why = classify(vs_good, vs_bad, direction, ways)
+        if cls != "undecided":
+            break
+    return Step(cls, why, vs_good, vs_bad, tried)

@@ -138,13 +138,16 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
     ends_looks = levels.looks(1, budget)
     rec.spending = spent = Spending(ends_looks=ends_looks,
                                     ends_level=levels.per_comparison(alpha, ends_looks, 1))
-    for factor in ends_looks:  # the ends, measured again (as an undecided step is) while unclear
-        ends = s.measure("ends", [g.sha, b.sha], factor)
-        pair = judge.pair(ends, g.sha, b.sha, spent.ends_level, min_effect)
-        if pair.differs is True or pair.shift == "same" or factor == ends_looks[-1]:
-            break
-        say(f"ends: no difference yet ({pair.text}); measuring again with {factor * 2}x the "
-            "runs and rounds")
+    made: list[Measurement] = []
+
+    def look_at_ends(factor: int) -> judge.Pair:  # measured again, as a step is, while unclear
+        if made:
+            say(f"ends: no difference yet; measuring again with {factor}x the runs and rounds")
+        made.append(s.measure("ends", [g.sha, b.sha], factor))
+        return judge.pair(made[-1], g.sha, b.sha, spent.ends_level, min_effect)
+
+    pair, factor = judge.ends(look_at_ends, ends_looks)
+    ends = made[-1]
     rec.ends = pair.text + (f" (at {factor}x the runs and rounds)" if factor > 1 else "")
     shares = levels.StepShares(alpha)
     share = shares.plan(rec.expected_steps)
@@ -174,26 +177,28 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
                                          skipped_reason="does not build"))
                 return "skipped"
             level = levels.per_comparison(shares.take(), step_looks, comparisons)
-            factors, used = [], []
-            for factor in step_looks:
+            used: list[int] = []
+
+            def look(factor: int) -> tuple[judge.Pair, judge.Pair]:
+                if used:
+                    say(f"step {step} ({c.sha[:12]}): undecided; measuring again with "
+                        f"{factor}x the runs and rounds")
                 m = s.measure(f"step {step} ({c.sha[:12]})", [c.sha, g.sha, b.sha], factor)
-                factors.append(factor)
                 used.append(len(s.measurements) - 1)
-                vg = judge.pair(m, g.sha, c.sha, level, min_effect)
-                vb = judge.pair(m, b.sha, c.sha, level, min_effect)
-                cls, why = judge.classify(vg, vb, direction, rule.ways)
-                if cls != "undecided" or factor == step_looks[-1]:
-                    break
-                say(f"step {step} ({c.sha[:12]}): undecided ({why}); measuring again with "
-                    f"{factor * 2}x the runs and rounds")
+                return (judge.pair(m, g.sha, c.sha, level, min_effect),
+                        judge.pair(m, b.sha, c.sha, level, min_effect))
+
+            j = judge.step(look, step_looks, direction, rule.ways)
             rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
-                                     classification=cls, value=judge.value(m, c.sha).text,
-                                     vs_good=vg.text, vs_bad=vb.text, factors=factors,
-                                     measurements=used, level=level, reason=why))
-            say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {cls} ({why})"
-                if cls != "undecided" else f"step {step}: {c.sha[:12]} undecided after "
-                f"{factor}x ({why})")
-            return cls
+                                     classification=j.cls,
+                                     value=judge.value(s.measurements[used[-1]], c.sha).text,
+                                     vs_good=j.vs_good.text, vs_bad=j.vs_bad.text,
+                                     factors=j.factors, measurements=used, level=level,
+                                     reason=j.why))
+            say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {j.cls} ({j.why})"
+                if j.cls != "undecided" else f"step {step}: {c.sha[:12]} undecided after "
+                f"{j.factors[-1]}x ({j.why})")
+            return j.cls
 
         out = search.search(len(chain), lambda i: probe_commit(chain[i], i))
         if out.found:

@@ -166,3 +166,35 @@ def test_bisect_json_keeps_the_rule_it_was_judged_by() -> None:
     assert line.startswith("levels: alpha 0.05 for the ends, at 0.017 per look (1x/2x/4x); then")
     assert "each of the 2 comparisons of a look at 0.0021" in line
     assert record.parse_bisect(new.model_dump(mode="json")) == new
+
+
+def test_the_ends_are_measured_again_until_they_differ_or_are_shown_the_same() -> None:
+    from patchbench.bisect import judge
+
+    unclear, same, slower = judge.Pair(False, ""), judge.Pair(False, "", "same"), \
+        judge.Pair(True, "", "more")
+    for answers, expected in (([unclear, unclear, slower], (slower, 4)),
+                              ([unclear, same, slower], (same, 2)),
+                              ([unclear, unclear, unclear], (unclear, 4)),
+                              ([judge.Pair(None, ""), slower, unclear], (slower, 2))):
+        asked: list[int] = []
+
+        def look(factor: int, answers: list[judge.Pair] = answers,
+                 asked: list[int] = asked) -> judge.Pair:
+            asked.append(factor)
+            return answers[len(asked) - 1]
+
+        assert judge.ends(look, [1, 2, 4]) == expected
+        assert asked == [1, 2, 4][:len(asked)] and asked[-1] == expected[1]
+
+
+def test_a_step_is_measured_again_while_undecided() -> None:
+    from patchbench.bisect import judge
+
+    unclear, faster = judge.Pair(False, ""), judge.Pair(True, "", "less")
+    answers = [(unclear, unclear), (unclear, faster), (unclear, unclear)]
+    j = judge.step(lambda f: answers[{1: 0, 2: 1, 4: 2}[f]], [1, 2, 4], "more",
+                   ("slower", "faster"))
+    assert (j.cls, j.why, j.factors) == ("good", "faster than bad", [1, 2])
+    j = judge.step(lambda f: (unclear, unclear), [2, 4], "more", ("slower", "faster"))
+    assert (j.cls, j.factors) == ("undecided", [2, 4])
