@@ -1,6 +1,6 @@
 """Calibration of a bisect's error control, with the tool's own code.
 
-    python3 benchmarks/bisect_calibration.py [--replicates 2000] [--time-replicates 1000]
+    python3 benchmarks/bisect_calibration.py [--replicates 4000] [--time-replicates 1000]
         [--jobs 2] [--seed N] [--out FILE] [--quick]
 
 Simulates whole bisects of a 64-commit first-parent chain as patchbench runs them: the search
