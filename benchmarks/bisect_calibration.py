@@ -306,9 +306,9 @@ def report(tallies: dict[tuple[int, str], Tally], args: argparse.Namespace, seco
              "evidence in the ends' direction, the first look raised for the power); "
              "`schema-1`: the earlier rule (every look at alpha, classified by \"differs\"), "
              "on the same seeds.", "",
-             "In %; `wrong answers` (a wrong commit, or a range without the right one; with no "
-             "change: any answer but \"the ends do not differ\") with its 95 % Clopper-Pearson "
-             "interval; `meets`: its upper bound is at most 5 %.", "",
+             "In %; `wrong answers`: a wrong commit or a range without the right one; with no "
+             "change, \"the ends differ\" (any answer, or a refusal for too few runs), with its "
+             "95 % Clopper-Pearson interval; `meets`: its upper bound is at most 5 %.", "",
              "| model | rule | replicates | right commit | range with it | range without it | "
              "wrong commit | ends do not differ | refused (power) | wrong answers [95 % CI] | "
              "meets | steps (mean) | runs per bisect (mean) | first look raised |",
@@ -320,7 +320,9 @@ def report(tallies: dict[tuple[int, str], Tally], args: argparse.Namespace, seco
             if t is None or not t.n:
                 continue
             o = t.outcomes
-            wrong = o["wrong"] + o["range-without"]
+            # with no change every answer is wrong, and a refusal too says the ends differ
+            wrong = (o["wrong"] + o["range-without"] if cell.after is not None
+                     else t.n - o["no-difference"])
             meets = clopper_pearson(wrong, t.n)[1] <= TARGET
             if rule == "spent":
                 ok = ok and meets

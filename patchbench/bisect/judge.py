@@ -8,7 +8,8 @@ A step's commit is put on a side only from positive evidence, in the direction t
 (bad slower than good, say): *like good* when it is shown equivalent to good or faster than bad,
 *like bad* when it is shown equivalent to bad or slower than good, and not both; else it is
 *undecided* (an inconclusive comparison shows nothing; a commit beyond an end, slower than bad
-say, is no evidence for either side).
+say, is no evidence for either side). "Faster" and "slower" here are the pair's ``way``: a
+difference of any size, one-sided; the ends have already shown one beyond min_effect.
 """
 
 from __future__ import annotations
@@ -52,26 +53,26 @@ def classify(vs_good: Pair, vs_bad: Pair, direction: Direction,
     "more" and "less" (its ``ways``: "slower", "faster")."""
     back = OPPOSITE[direction]
     word: dict[Direction, str] = {"more": ways[0], "less": ways[1]}
-    for_good = [why for shown, why in (
-        (vs_good.shift == "same", "the same as good"),
-        (vs_bad.shift == back, f"{word[back]} than bad")) if shown]
-    for_bad = [why for shown, why in (
-        (vs_bad.shift == "same", "the same as bad"),
-        (vs_good.shift == direction, f"{word[direction]} than good")) if shown]
+
+    def way(p: Pair, w: Direction, end: str) -> str | None:
+        return f"{word[w]} than {end} (p {p.p_way:.2g})" if p.way == w else None
+
+    for_good = [x for x in ("the same as good" if vs_good.shift == "same" else None,
+                            way(vs_bad, back, "bad")) if x]
+    for_bad = [x for x in ("the same as bad" if vs_bad.shift == "same" else None,
+                           way(vs_good, direction, "good")) if x]
     if for_good and not for_bad:
         return "good", " and ".join(for_good)
     if for_bad and not for_good:
         return "bad", " and ".join(for_bad)
     if for_good:
         return "undecided", " and ".join(for_good + for_bad) + ": evidence for both sides"
-    beyond = [f"{word[far]} than {end}" for s, end, far in (
-        (vs_good.shift, "good", back), (vs_bad.shift, "bad", direction)) if s == far]
+    beyond = [x for x in (way(vs_good, back, "good"), way(vs_bad, direction, "bad")) if x]
     if beyond:
         return "undecided", " and ".join(beyond) + ": beyond an end, evidence for neither side"
     if vs_good.differs is None or vs_bad.differs is None:
         return "undecided", "withheld: no verdict"
     return "undecided", "no evidence for either side"
-
 
 
 def ends(look: Callable[[int], Pair], factors: list[int]) -> tuple[Pair, int]:

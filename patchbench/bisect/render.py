@@ -109,7 +109,7 @@ def _looks(factors: list[int]) -> str:
     return "/".join(f"{f}x" for f in factors)
 
 
-def levels_line(rec: Bisect) -> list[str]:
+def levels_lines(rec: Bisect) -> list[str]:
     """Schema 2: how alpha was spent, and the power of a step's first look when estimated."""
     sp = rec.spending
     if sp is None:
@@ -128,7 +128,7 @@ def headline(rec: Bisect) -> list[str]:
     out = [f"bisect {rec.target} with {rec.comparison}:{rec.scenario} ({rec.scenario_kind}): "
            f"good {rec.good.sha[:12]}, bad {rec.bad.sha[:12]}, {rec.chain} commits on the "
            f"first-parent chain (at most {rec.expected_steps} steps without skips)",
-           f"ends: bad against good: {rec.ends}", *levels_line(rec)]
+           f"ends: bad against good: {rec.ends}", *levels_lines(rec)]
     if rec.outcome == "underpowered":
         out.append(f"refused before the first step: {rec.why}")
     elif rec.outcome == "found" and rec.first_bad is not None:

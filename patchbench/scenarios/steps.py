@@ -4,15 +4,20 @@ A kind that can be bisected names its rule as ``step`` (the ``ScenarioKind`` int
 and history reach it through the registry and never ask which kind they measured. Two rules:
 
 - :class:`ByTime`: the round-paired verdict of patchbench.analysis (the one ``compare`` uses),
-  for a kind with cells (``results.TimedResult``): "faster" or "slower" differ (and say which
-  way), "equivalent" shows the two the same, "inconclusive" and "withheld" show nothing.
+  for a kind with cells (``results.TimedResult``): "faster" or "slower" differ (beyond
+  min_effect), "equivalent" shows the two the same (within it), "inconclusive" and "withheld"
+  show nothing.
 - :class:`ByCount`: events the kind counts (hangs), summed over its conditions, by Fisher's exact
-  test: two-sided p < alpha differs; one-sided p < alpha says which way. It has no test of
-  equivalence: two counts are never shown the same.
+  test: two-sided p < alpha differs. It has no test of equivalence: two counts are never shown
+  the same.
 
-A comparison is judged at the level it is given, for the pair as a whole (a bisect spends its
-alpha over its looks: patchbench/bisect/levels.py). A rule also says how a commit's value is
-shown, its point on the chart by commit, and (counts) how many runs a comparison needs."""
+Beside the verdict a pair says which way it shows a difference of any size: the one-sided p of
+the side the estimate is on (time: half the two-sided p of the verdict; counts: Fisher one-sided)
+below the level. A bisect step reads that, once its ends have shown a change beyond min_effect:
+which side of the change a commit is on needs no margin. A comparison is judged at the level it
+is given, for the pair as a whole (a bisect spends its alpha over its looks:
+patchbench/bisect/levels.py). A rule also says how a commit's value is shown, its point on the
+chart by commit, and (counts) how many runs a comparison needs."""
 
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from patchbench.results import ScenarioResult, TimedResult
 # what a comparison shows of ``other`` against ``ref``: "more" (slower, or more hangs), "less"
 # (faster, fewer hangs) or "same" (equivalent within min_effect)
 Shift = Literal["more", "less", "same"]
+Way = Literal["more", "less"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,9 @@ class Pair:
 
     differs: bool | None  # two-sided, at the level given; None: no verdict (withheld)
     text: str  # "1.041x [1.031, 1.052], p 0.0003 (slower)" / "hangs 0 of 200 vs 12 of 200, ..."
-    shift: Shift | None = None  # what it shows at that level; None: nothing (inconclusive)
+    shift: Shift | None = None  # the verdict at that level; None: nothing (inconclusive)
+    way: Way | None = None  # a difference of any size shown one-sided at that level
+    p_way: float | None = None  # its one-sided p
 
 
 @dataclass(frozen=True)
@@ -145,10 +153,12 @@ SHIFTS: dict[str, Shift] = {"slower": "more", "faster": "less", "equivalent": "s
 
 def judged_pair(judged: Sequence[tuple[str | None, Mapping[str, Any]]]) -> Pair:
     """The pair from the verdict record of each condition (``verdict.record``'s dict, or
-    ``PairedVerdict.as_dict()``; the condition's name or None): withheld if any is; it shows
-    "more" or "less" when some condition does and none shows the other way, "same" when every
-    one is equivalent."""
-    texts, shifts = [], []
+    ``PairedVerdict.as_dict()``; the condition's name or None): withheld if any is; the verdict
+    "more" or "less" when some condition shows it and none the other way, "same" when every one
+    is equivalent; the way likewise, from each record's one-sided p (half its two-sided p, on the
+    side of its estimate) below its ``alpha``, or from its verdict when the clock's resolution
+    bounds it (zero spread)."""
+    texts, shifts, ways = [], [], []
     for cond, rec in judged:
         if rec["verdict"] == "withheld":
             return Pair(None, f"withheld: {rec['note']}")
@@ -158,20 +168,37 @@ def judged_pair(judged: Sequence[tuple[str | None, Mapping[str, Any]]]) -> Pair:
         ci = f" [{1.0 / hi:.3f}, {1.0 / lo:.3f}]" if lo and hi else ""
         texts.append((f"{cond}: " if cond else "") + f"{1.0 / rec['speedup']:.3f}x{ci}, "
                      f"p {rec['p_value']:.2g} ({rec['verdict']})")
-    ways = [x for x in ("more", "less") if x in shifts]
-    shift: Shift | None = None
+        p = rec["p_value"]
+        if rec.get("resolution_s") is not None:
+            if shifts[-1] in ("more", "less"):
+                ways.append((shifts[-1], p / 2))
+        elif p is not None and p / 2 < rec["alpha"] and rec["speedup"] != 1.0:
+            ways.append(("more" if rec["speedup"] < 1.0 else "less", p / 2))
+    return Pair(any(x in ("more", "less") for x in shifts), "; ".join(texts),
+                _one(shifts, all(x == "same" for x in shifts)), *_way(ways))
+
+
+def _one(shown: Sequence[Shift | None], same: bool) -> Shift | None:
+    """"more" or "less" when shown one way and not the other, else "same" if ``same``."""
+    ways = {x for x in shown if x in ("more", "less")}
     if len(ways) == 1:
-        shift = "more" if ways == ["more"] else "less"
-    elif all(x == "same" for x in shifts):
-        shift = "same"
-    return Pair(bool(ways), "; ".join(texts), shift)
+        return "more" if "more" in ways else "less"
+    return "same" if same and not ways else None
+
+
+def _way(ways: Sequence[tuple[Shift | None, float]]) -> tuple[Way | None, float | None]:
+    """The way the conditions show, and its smallest one-sided p; (None, None) if both ways."""
+    way = _one([w for w, _ in ways], False)
+    if way not in ("more", "less"):
+        return None, None
+    return way, min(p for w, p in ways if w == way)
 
 
 @dataclass
 class ByCount:
     """Events a kind counts in every run (``counts(result, variant)``: events and runs), the
     commit's against the reference's by Fisher's exact test: two-sided for ``differs``, one-sided
-    for the way it shows."""
+    for the way it shows (its ``shift`` and its ``way``)."""
 
     counts: Callable[[ScenarioResult, str], tuple[int, int]]
     measures: str = "hangs"  # the events, as the text names them: "hangs 3 of 40"
@@ -193,11 +220,12 @@ class ByCount:
         assert r_runs and o_runs
         cmp = hangs.compare_hangs(hangs.HangCount(ref, r, r_runs),
                                   hangs.HangCount(other, o, o_runs))
-        shift: Shift | None = ("more" if cmp.p_more < alpha else
-                               "less" if cmp.p_less < alpha else None)
+        way: Way | None = ("more" if cmp.p_more < alpha else
+                           "less" if cmp.p_less < alpha else None)
         return Pair(cmp.p_value < alpha, f"{self.measures} {o} of {o_runs} vs {r} of {r_runs}, "
                     f"Fisher p {cmp.p_value:.2g} (one-sided: more {cmp.p_more:.2g}, fewer "
-                    f"{cmp.p_less:.2g})", shift)
+                    f"{cmp.p_less:.2g})", way, way,
+                    None if way is None else cmp.p_more if way == "more" else cmp.p_less)
 
     def plot(self, value: Value) -> Plot:
         y = value.hangs / value.runs if value.hangs is not None and value.runs else None

@@ -107,38 +107,56 @@ def test_a_count_comparison_says_which_way_one_sided() -> None:
     result = counts_of({"good": (0, 3000), "bad": (5, 3000), "mid": (0, 3000)})
     more = rule.pair(result, "good", "bad", alpha=0.05, min_effect=0.02, seed=0)
     # two-sided p 0.062: no difference; one-sided 0.031: more hangs
-    assert more.differs is False and more.shift == "more"
+    assert more.differs is False and more.shift == more.way == "more"
+    assert more.p_way == pytest.approx(1 / 32, rel=0.01)
     assert more.text == ("hangs 5 of 3000 vs 0 of 3000, Fisher p 0.062 (one-sided: more 0.031, "
                          "fewer 1)")
     fewer = rule.pair(result, "bad", "mid", alpha=0.05, min_effect=0.02, seed=0)
-    assert fewer.shift == "less" and fewer.differs is False
+    assert fewer.shift == fewer.way == "less" and fewer.differs is False
     none = rule.pair(result, "good", "mid", alpha=0.05, min_effect=0.02, seed=0)
-    assert none.shift is None and none.differs is False  # 0 and 0 are never shown the same
+    assert none.shift is none.way is None and none.differs is False  # never shown the same
     assert rule.ways == ("more hangs", "fewer hangs") and not rule.shows_same
     power = rule.power(result, "good", "bad", 3000, 0.01)
     assert power == pytest.approx(hangs.fisher_power(3000, 0.0, 5 / 3000, 0.01))
     assert rule.power(result, "bad", "good", 3000, 0.01) == power  # either way round
 
 
-def verdict(v: str, speedup: float = 1.0) -> dict[str, Any]:
+def verdict(v: str, speedup: float = 1.0, p: float = 0.01, **kw: Any) -> dict[str, Any]:
     return {"verdict": v, "ci_low": speedup * 0.99, "ci_high": speedup * 1.01,
-            "speedup": speedup, "p_value": 0.01, "note": "too few rounds"}
+            "speedup": speedup, "p_value": p, "note": "too few rounds", "alpha": 0.05,
+            "resolution_s": None, **kw}
 
 
 def test_a_time_comparison_over_conditions() -> None:
     slower, faster = verdict("slower", 0.9), verdict("faster", 1.1)
-    same, unclear = verdict("equivalent"), verdict("inconclusive")
+    same, unclear = verdict("equivalent", p=0.6), verdict("inconclusive", p=0.6)
     one = steps.judged_pair([(None, slower)])
-    assert (one.differs, one.shift) == (True, "more")
+    assert (one.differs, one.shift, one.way, one.p_way) == (True, "more", "more", 0.005)
     assert one.text == "1.111x [1.100, 1.122], p 0.01 (slower)"
     assert steps.judged_pair([(None, faster)]).shift == "less"
     assert steps.judged_pair([("a", slower), ("b", unclear)]).shift == "more"
     both = steps.judged_pair([("a", slower), ("b", faster)])
-    assert both.differs is True and both.shift is None
+    assert both.differs is True and both.shift is both.way is None
     assert steps.judged_pair([("a", same), ("b", same)]).shift == "same"
     assert steps.judged_pair([("a", same), ("b", unclear)]).shift is None
     held = steps.judged_pair([("a", slower), ("b", verdict("withheld"))])
     assert held.differs is None and held.text == "withheld: too few rounds"
+
+
+def test_a_time_comparison_shows_a_way_without_the_margin() -> None:
+    # 1.5 % slower, significant (one-sided p 0.002) but not beyond min_effect: inconclusive, with
+    # a way; a step reads the way (its ends have shown a change beyond min_effect already)
+    small = steps.judged_pair([(None, verdict("inconclusive", 1 / 1.015, p=0.004))])
+    assert (small.differs, small.shift, small.way, small.p_way) == (False, None, "more", 0.002)
+    assert steps.judged_pair([(None, verdict("inconclusive", 1 / 1.015, p=0.2))]).way is None
+    # equivalent and significant at once: the same, and a way
+    tight = steps.judged_pair([(None, verdict("equivalent", 1.005, p=0.001))])
+    assert (tight.shift, tight.way) == ("same", "less")
+    # zero spread: the clock's resolution bounds it, the verdict says the way
+    coarse = verdict("inconclusive", 0.95, p=0.002, resolution_s=0.001)
+    assert steps.judged_pair([(None, coarse)]).way is None
+    coarse["verdict"] = "slower"
+    assert steps.judged_pair([(None, coarse)]).way == "more"
 
 
 def a_bisect(**kw: Any) -> dict[str, Any]:
@@ -172,7 +190,7 @@ def test_the_ends_are_measured_again_until_they_differ_or_are_shown_the_same() -
     from patchbench.bisect import judge
 
     unclear, same, slower = judge.Pair(False, ""), judge.Pair(False, "", "same"), \
-        judge.Pair(True, "", "more")
+        judge.Pair(True, "", "more", "more", 0.001)
     for answers, expected in (([unclear, unclear, slower], (slower, 4)),
                               ([unclear, same, slower], (same, 2)),
                               ([unclear, unclear, unclear], (unclear, 4)),
@@ -191,10 +209,10 @@ def test_the_ends_are_measured_again_until_they_differ_or_are_shown_the_same() -
 def test_a_step_is_measured_again_while_undecided() -> None:
     from patchbench.bisect import judge
 
-    unclear, faster = judge.Pair(False, ""), judge.Pair(True, "", "less")
+    unclear, faster = judge.Pair(False, ""), judge.Pair(True, "", "less", "less", 0.001)
     answers = [(unclear, unclear), (unclear, faster), (unclear, unclear)]
     j = judge.step(lambda f: answers[{1: 0, 2: 1, 4: 2}[f]], [1, 2, 4], "more",
                    ("slower", "faster"))
-    assert (j.cls, j.why, j.factors) == ("good", "faster than bad", [1, 2])
+    assert (j.cls, j.why, j.factors) == ("good", "faster than bad (p 0.001)", [1, 2])
     j = judge.step(lambda f: (unclear, unclear), [2, 4], "more", ("slower", "faster"))
     assert (j.cls, j.factors) == ("undecided", [2, 4])

@@ -67,7 +67,9 @@ def test_pick_prefers_the_middle_then_the_nearest_unskipped() -> None:
 
 
 def test_a_step_is_put_on_a_side_only_from_positive_evidence_in_the_ends_direction() -> None:
-    slower, faster = judge.Pair(True, "", "more"), judge.Pair(True, "", "less")
+    # a difference of any size, one-sided (the pair's way), whatever the verdict's margin says
+    slower = judge.Pair(False, "", None, "more", 0.001)
+    faster = judge.Pair(True, "", "less", "less", 0.0001)
     same, unclear, withheld = judge.Pair(False, "", "same"), judge.Pair(False, ""), \
         judge.Pair(None, "")
     ways = ("slower", "faster")
@@ -83,12 +85,14 @@ def test_a_step_is_put_on_a_side_only_from_positive_evidence_in_the_ends_directi
         cls, why = judge.classify(vs_good, vs_bad, "more", ways)
         assert cls == expected, (vs_good, vs_bad, why)
     assert judge.classify(unclear, slower, "more", ways)[1] == (
-        "slower than bad: beyond an end, evidence for neither side")
+        "slower than bad (p 0.001): beyond an end, evidence for neither side")
     assert judge.classify(slower, faster, "more", ways)[1] == (
-        "faster than bad and slower than good: evidence for both sides")
+        "faster than bad (p 0.0001) and slower than good (p 0.001): evidence for both sides")
+    assert judge.classify(same, faster, "more", ways)[1] == (
+        "the same as good and faster than bad (p 0.0001)")
     # the ends the other way round (bad faster than good): the roles of the ways swap
-    assert judge.classify(faster, unclear, "less", ways) == ("bad", "faster than good")
-    assert judge.classify(unclear, slower, "less", ways) == ("good", "slower than bad")
+    assert judge.classify(faster, unclear, "less", ways) == ("bad", "faster than good (p 0.0001)")
+    assert judge.classify(unclear, slower, "less", ways) == ("good", "slower than bad (p 0.001)")
     assert judge.classify(slower, unclear, "less", ways)[0] == "undecided"
 
 
