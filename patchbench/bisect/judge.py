@@ -55,21 +55,21 @@ def classify(vs_good: Pair, vs_bad: Pair, direction: Direction,
     word: dict[Direction, str] = {"more": ways[0], "less": ways[1]}
 
     def way(p: Pair, w: Direction, end: str) -> str | None:
-        return f"{word[w]} than {end} (p {p.p_way:.2g})" if p.way == w else None
+        return f"{word[w]} than {end}, p {p.p_way:.2g}" if p.way == w else None
 
     for_good = [x for x in ("the same as good" if vs_good.shift == "same" else None,
                             way(vs_bad, back, "bad")) if x]
     for_bad = [x for x in ("the same as bad" if vs_bad.shift == "same" else None,
                            way(vs_good, direction, "good")) if x]
     if for_good and not for_bad:
-        return "good", " and ".join(for_good)
+        return "good", "; ".join(for_good)
     if for_bad and not for_good:
-        return "bad", " and ".join(for_bad)
+        return "bad", "; ".join(for_bad)
     if for_good:
-        return "undecided", " and ".join(for_good + for_bad) + ": evidence for both sides"
+        return "undecided", "; ".join(for_good + for_bad) + ": evidence for both sides"
     beyond = [x for x in (way(vs_good, back, "good"), way(vs_bad, direction, "bad")) if x]
     if beyond:
-        return "undecided", " and ".join(beyond) + ": beyond an end, evidence for neither side"
+        return "undecided", "; ".join(beyond) + ": beyond an end, evidence for neither side"
     if vs_good.differs is None or vs_bad.differs is None:
         return "undecided", "withheld: no verdict"
     return "undecided", "no evidence for either side"

@@ -117,9 +117,10 @@ def levels_lines(rec: Bisect) -> list[str]:
     out = f"levels: alpha {rec.alpha:g} for the ends, at {sp.ends_level:.2g} per look " \
           f"({_looks(sp.ends_looks)})"
     if sp.step_level is not None:
+        each = (f"each of a look's {sp.comparisons} comparisons" if sp.comparisons > 1
+                else "a look's comparison")
         out += (f"; then alpha {rec.alpha:g} for the steps: {sp.planned_steps} planned and one "
-                f"share held back, looks {_looks(sp.step_looks)}, each of the "
-                f"{sp.comparisons} comparison{'s' if sp.comparisons > 1 else ''} of a look at "
+                f"share held back, looks {_looks(sp.step_looks)}, {each} at "
                 f"{sp.step_level:.2g}; a wrong answer has probability at most {rec.alpha:g}")
     return [out] + ([f"power: {sp.power}"] if sp.power else [])
 

@@ -182,7 +182,7 @@ def test_bisect_json_keeps_the_rule_it_was_judged_by() -> None:
     assert new.schema_version == 2 and new.rule == record.BISECT2_METHOD
     line = render.headline(new)[2]
     assert line.startswith("levels: alpha 0.05 for the ends, at 0.017 per look (1x/2x/4x); then")
-    assert "each of the 2 comparisons of a look at 0.0021" in line
+    assert "each of a look's 2 comparisons at 0.0021" in line
     assert record.parse_bisect(new.model_dump(mode="json")) == new
 
 
@@ -213,6 +213,53 @@ def test_a_step_is_measured_again_while_undecided() -> None:
     answers = [(unclear, unclear), (unclear, faster), (unclear, unclear)]
     j = judge.step(lambda f: answers[{1: 0, 2: 1, 4: 2}[f]], [1, 2, 4], "more",
                    ("slower", "faster"))
-    assert (j.cls, j.why, j.factors) == ("good", "faster than bad (p 0.001)", [1, 2])
+    assert (j.cls, j.why, j.factors) == ("good", "faster than bad, p 0.001", [1, 2])
     j = judge.step(lambda f: (unclear, unclear), [2, 4], "more", ("slower", "faster"))
     assert (j.cls, j.factors) == ("undecided", [2, 4])
+
+
+def test_a_bisect_of_rare_hangs_starts_its_steps_at_more_runs_or_refuses(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from patchbench.bisect import judge, run
+
+    counts = {"good": (0, 12000), "bad": (16, 12000)}  # the ends at 4x: 0 -> 4 in 3000
+    monkeypatch.setattr(judge, "value", lambda m, sha: steps.Value(
+        f"hangs {counts[sha][0]} of {counts[sha][1]}", hangs=counts[sha][0], runs=counts[sha][1]))
+    rule = steps.ByCount(lambda result, variant: counts[variant])
+    monkeypatch.setattr(judge, "power", lambda m, ref, sha, runs, level: rule.power(
+        None, ref, sha, runs, level))  # type: ignore[arg-type]
+
+    def bisect(budget: int) -> tuple[int | None, record.Bisect]:
+        rec = record.parse_bisect(a_bisect(spending={"ends_looks": [1], "ends_level": 0.05}))
+        share = levels.StepShares(0.05).plan(6)
+        return run._first_look(rec, rule, None, "good", "bad", 3000, budget,  # type: ignore[arg-type]
+                               share), rec
+
+    first, rec = bisect(4)  # 3000 runs are hopeless; at 4x, a single look at the whole share
+    assert first == 4 and rec.spending is not None
+    assert rec.spending.power.startswith("a step's first look (12000 runs of each commit) tells "
+                                         "hangs 16 of 12000 from hangs 0 of 12000 with power 9")
+    first, rec = bisect(2)
+    need = hangs.runs_for_power(0.0, 16 / 12000, 0.05 / 7, levels.POWER)
+    assert first is None and need is not None and rec.why == (
+        f"a step needs about {need} runs of each commit to tell hangs 16 of 12000 from hangs 0 of "
+        f"12000 with 80% power (one-sided, at 0.0071), the budget allows 6000 (3000 runs x "
+        "budget 2)")
+
+
+def test_an_underpowered_bisect_exits_10_with_the_runs_it_needs(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from patchbench.bisect import run
+    from patchbench.cli import bisect_cmd
+    from patchbench.errors import ConfigError
+
+    rec = record.parse_bisect(a_bisect(
+        outcome="underpowered", why="a step needs about 9000 runs of each commit",
+        spending={"ends_looks": [1, 2, 4], "ends_level": 0.05 / 3}))
+    monkeypatch.setattr(bisect_cmd, "load_project", lambda ws: None)
+    monkeypatch.setattr(run, "bisect", lambda *a, **kw: (rec, tmp_path))
+    with pytest.raises(ConfigError, match="a step needs about 9000 runs") as exc:
+        bisect_cmd.do_bisect(None, "t", "a", "b", "c:s", seed=0, budget=4,  # type: ignore[arg-type]
+                             dry_run=False)
+    assert exc.value.exit_code == 10
+    assert "refused before the first step: a step needs about 9000 runs" in capsys.readouterr().out

@@ -85,14 +85,14 @@ def test_a_step_is_put_on_a_side_only_from_positive_evidence_in_the_ends_directi
         cls, why = judge.classify(vs_good, vs_bad, "more", ways)
         assert cls == expected, (vs_good, vs_bad, why)
     assert judge.classify(unclear, slower, "more", ways)[1] == (
-        "slower than bad (p 0.001): beyond an end, evidence for neither side")
+        "slower than bad, p 0.001: beyond an end, evidence for neither side")
     assert judge.classify(slower, faster, "more", ways)[1] == (
-        "faster than bad (p 0.0001) and slower than good (p 0.001): evidence for both sides")
+        "faster than bad, p 0.0001; slower than good, p 0.001: evidence for both sides")
     assert judge.classify(same, faster, "more", ways)[1] == (
-        "the same as good and faster than bad (p 0.0001)")
+        "the same as good; faster than bad, p 0.0001")
     # the ends the other way round (bad faster than good): the roles of the ways swap
-    assert judge.classify(faster, unclear, "less", ways) == ("bad", "faster than good (p 0.0001)")
-    assert judge.classify(unclear, slower, "less", ways) == ("good", "slower than bad (p 0.001)")
+    assert judge.classify(faster, unclear, "less", ways) == ("bad", "faster than good, p 0.0001")
+    assert judge.classify(unclear, slower, "less", ways) == ("good", "slower than bad, p 0.001")
     assert judge.classify(slower, unclear, "less", ways)[0] == "undecided"
 
 
