@@ -4,18 +4,30 @@ The scenario's kind judges its own results (its ``step`` rule, patchbench/scenar
 time by the round-paired verdict ``compare`` uses, or events such as hangs by their counts; this
 module asks the registry for the rule (``record.step_rule``) and never names a kind.
 
-A step's commit is *like good* when it does not differ from good and differs from bad, *like
-bad* the other way round, else *undecided*.
+A step's commit is put on a side only from positive evidence, in the direction the ends differ
+(bad slower than good, say): *like good* when it is shown equivalent to good or faster than bad,
+*like bad* when it is shown equivalent to bad or slower than good, and not both; else it is
+*undecided* (an inconclusive comparison shows nothing; a commit beyond an end, slower than bad
+say, is no evidence for either side). "Faster" and "slower" here are the pair's ``way``: a
+difference of any size, one-sided; the ends have already shown one beyond min_effect.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
 
 from patchbench.bisect.record import step_rule
 from patchbench.bisect.search import Class
 from patchbench.bisect.session import Measurement
 from patchbench.scenarios.steps import Pair, Value
 
-__all__ = ["Pair", "Value", "classify", "pair", "value"]
+__all__ = ["Direction", "Pair", "Step", "Value", "classify", "ends", "pair", "power", "step",
+           "value"]
+
+Direction = Literal["more", "less"]  # how bad differs from good: slower (more hangs), or faster
+OPPOSITE: dict[Direction, Direction] = {"more": "less", "less": "more"}
 
 
 def value(m: Measurement, sha: str) -> Value:
@@ -28,9 +40,72 @@ def pair(m: Measurement, ref: str, sha: str, alpha: float, min_effect: float) ->
                                          min_effect=min_effect, seed=m.seed)
 
 
-def classify(vs_good: Pair, vs_bad: Pair) -> Class:
-    if vs_good.differs is False and vs_bad.differs is True:
-        return "good"
-    if vs_bad.differs is False and vs_good.differs is True:
-        return "bad"
-    return "undecided"
+def power(m: Measurement, ref: str, sha: str, runs: int, level: float) -> float | None:
+    """The chance that a comparison of ``runs`` runs each, at ``level``, tells a commit like
+    ``sha`` from one like ``ref`` as ``m`` measured them (None: the kind's rule does not say)."""
+    return step_rule(m.result.kind).power(m.result, ref[:12], sha[:12], runs, level)
+
+
+def classify(vs_good: Pair, vs_bad: Pair, direction: Direction,
+             ways: tuple[str, str] = ("more", "less")) -> tuple[Class, str]:
+    """The step's class and why, from its commit against good and against bad; ``direction``
+    is how bad differs from good ("more": slower, or hangs more), ``ways`` how the rule words
+    "more" and "less" (its ``ways``: "slower", "faster")."""
+    back = OPPOSITE[direction]
+    word: dict[Direction, str] = {"more": ways[0], "less": ways[1]}
+
+    def way(p: Pair, w: Direction, end: str) -> str | None:
+        return f"{word[w]} than {end}, p {p.p_way:.2g}" if p.way == w else None
+
+    for_good = [x for x in ("the same as good" if vs_good.shift == "same" else None,
+                            way(vs_bad, back, "bad")) if x]
+    for_bad = [x for x in ("the same as bad" if vs_bad.shift == "same" else None,
+                           way(vs_good, direction, "good")) if x]
+    if for_good and not for_bad:
+        return "good", "; ".join(for_good)
+    if for_bad and not for_good:
+        return "bad", "; ".join(for_bad)
+    if for_good:
+        return "undecided", "; ".join(for_good + for_bad) + ": evidence for both sides"
+    beyond = [x for x in (way(vs_good, back, "good"), way(vs_bad, direction, "bad")) if x]
+    if beyond:
+        return "undecided", "; ".join(beyond) + ": beyond an end, evidence for neither side"
+    if vs_good.differs is None or vs_bad.differs is None:
+        return "undecided", "withheld: no verdict"
+    return "undecided", "no evidence for either side"
+
+
+def ends(look: Callable[[int], Pair], factors: list[int]) -> tuple[Pair, int]:
+    """Bad against good at each planned look (``look(factor)`` measures them at that multiplier
+    of the runs and judges them) until they differ, are shown the same, or no look is left:
+    the last comparison and its multiplier."""
+    for factor in factors:
+        shown = look(factor)
+        if shown.differs is True or shown.shift == "same":
+            break
+    return shown, factor
+
+
+@dataclass
+class Step:
+    """A step judged: its class and why, the last look's comparisons, the multipliers tried."""
+
+    cls: Class
+    why: str
+    vs_good: Pair
+    vs_bad: Pair
+    factors: list[int] = field(default_factory=list)
+
+
+def step(look: Callable[[int], tuple[Pair, Pair]], factors: list[int], direction: Direction,
+         ways: tuple[str, str]) -> Step:
+    """A step's commit at each planned look (``look(factor)``: it against good and against bad)
+    until it is put on a side or no look is left."""
+    tried: list[int] = []
+    for factor in factors:
+        vs_good, vs_bad = look(factor)
+        tried.append(factor)
+        cls, why = classify(vs_good, vs_bad, direction, ways)
+        if cls != "undecided":
+            break
+    return Step(cls, why, vs_good, vs_bad, tried)

@@ -1,18 +1,27 @@
 """The versioned results file of a bisect or history run (``bisect.json`` / ``history.json``):
 the commits, every step or point, the builds' manifests and every measurement whole (the scenario
-kind's own result, as results.json holds it), so the classification can be checked again."""
+kind's own result, as results.json holds it), so the classification can be checked again.
+
+``bisect.json`` keeps the rule it was judged by. Schema 1 (``BISECT1_METHOD``): every look of the
+ends and of a step at alpha, a step like good when it did not differ from good and differed from
+bad. Schema 2 (``BISECT2_METHOD``, patchbench/bisect/levels.py): alpha spent over the looks of the
+ends and over the planned steps and their looks (``spending``), a step put on a side only from
+positive evidence in the ends' direction (``reason``). A schema-1 file is read as it was written
+(:func:`parse_bisect`): its new fields stay unset and ``Bisect.rule`` names its rule."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, model_validator
 
 from patchbench import scenarios
 from patchbench.results import ScenarioResult
 from patchbench.scenarios.steps import StepRule
 
-SCHEMA_VERSION = 1  # the schema_version of both files
+SCHEMA_VERSION: Literal[2] = 2  # the schema_version of new bisect.json files (history.json: 1)
+BISECT1_METHOD = "bisect1-each-look-at-alpha"
+BISECT2_METHOD = "bisect2-alpha-spent"
 
 
 class _Rec(BaseModel):
@@ -70,10 +79,26 @@ class StepRec(_Rec):
     factors: list[int] = Field(default_factory=list)  # runs/rounds multipliers tried
     measurements: list[int] = Field(default_factory=list)  # indices into ``measurements``
     skipped_reason: str = ""
+    # schema 2: the level each comparison of the step's looks was judged at, and the evidence
+    level: float | None = None
+    reason: str | None = None
+
+
+class Spending(_Rec):
+    """How a schema-2 bisect spent alpha (patchbench/bisect/levels.py)."""
+
+    ends_looks: list[int]  # the planned multipliers of the ends' runs (and rounds)
+    ends_level: float  # each look of the ends, two-sided
+    direction: Literal["more", "less"] | None = None  # how bad differs from good, when it does
+    planned_steps: int = 0  # the steps planned; one more share is held back for any beyond
+    step_looks: list[int] = Field(default_factory=list)  # a step's planned multipliers
+    comparisons: int = 0  # per look that can put a commit on the wrong side
+    step_level: float | None = None  # each comparison of a planned step's look
+    power: str = ""  # the power of a step's first look, as estimated from the ends
 
 
 class Bisect(_Rec):
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
     kind: Literal["bisect"] = "bisect"
     tool: str
     target: str
@@ -90,7 +115,9 @@ class Bisect(_Rec):
     bad: CommitRec
     chain: int  # commits on the first-parent chain, both ends included
     expected_steps: int
-    outcome: Literal["found", "range", "no-difference"]
+    # "underpowered" (schema 2): the ends differ, but no step could tell them apart with the
+    # runs the budget allows (refused before the first step, exit 10)
+    outcome: Literal["found", "range", "no-difference", "underpowered"]
     first_bad: CommitRec | None = None
     # the merge commits the search descended through, outermost first (None: none)
     descended: list[CommitRec] | None = None
@@ -104,6 +131,25 @@ class Bisect(_Rec):
     build_failures: dict[str, str] = Field(default_factory=dict)
     machine: dict[str, Any] = Field(default_factory=dict)
     measurements: list[MeasurementRec] = Field(default_factory=list)
+    method: str | None = None  # schema 2: BISECT2_METHOD (schema 1: unset, BISECT1_METHOD)
+    spending: Spending | None = None  # schema 2
+
+    @property
+    def rule(self) -> str:
+        """The rule this bisect was judged by."""
+        return self.method or BISECT1_METHOD
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> Bisect:
+        if self.schema_version == 1:
+            if self.method is not None or self.spending is not None:
+                raise ValueError("schema 1 has no `method` or `spending` (its rule is "
+                                 f"{BISECT1_METHOD})")
+            if self.outcome == "underpowered":
+                raise ValueError("outcome 'underpowered' is of schema 2")
+        elif self.method is None:
+            self.method = BISECT2_METHOD
+        return self
 
 
 class PointRec(_Rec):
@@ -139,6 +185,8 @@ class History(_Rec):
 
 
 def parse_bisect(data: Any) -> Bisect:
+    """A bisect.json of any schema: schema 1 read as written (judged by ``BISECT1_METHOD``, its
+    schema-2 fields unset, so it renders as it did), schema 2 as it is."""
     return Bisect.model_validate(data)
 
 

@@ -106,12 +106,34 @@ STEP_HEADERS = ["step", "commit", "subject", "value", "vs good", "vs bad", "clas
                 "runs x"]
 
 
+def _looks(factors: list[int]) -> str:
+    return "/".join(f"{f}x" for f in factors)
+
+
+def levels_lines(rec: Bisect) -> list[str]:
+    """Schema 2: how alpha was spent, and the power of a step's first look when estimated."""
+    sp = rec.spending
+    if sp is None:
+        return []
+    out = f"levels: alpha {rec.alpha:g} for the ends, at {sp.ends_level:.2g} per look " \
+          f"({_looks(sp.ends_looks)})"
+    if sp.step_level is not None:
+        each = (f"each of a look's {sp.comparisons} comparisons" if sp.comparisons > 1
+                else "a look's comparison")
+        out += (f"; then alpha {rec.alpha:g} for the steps: {sp.planned_steps} planned and one "
+                f"share held back, looks {_looks(sp.step_looks)}, {each} at "
+                f"{sp.step_level:.2g}; a wrong answer has probability at most {rec.alpha:g}")
+    return [out] + ([f"power: {sp.power}"] if sp.power else [])
+
+
 def headline(rec: Bisect) -> list[str]:
     out = [f"bisect {rec.target} with {rec.comparison}:{rec.scenario} ({rec.scenario_kind}): "
            f"good {rec.good.sha[:12]}, bad {rec.bad.sha[:12]}, {rec.chain} commits on the "
            f"first-parent chain (at most {rec.expected_steps} steps without skips)",
-           f"ends: bad against good: {rec.ends}"]
-    if rec.outcome == "found" and rec.first_bad is not None:
+           f"ends: bad against good: {rec.ends}", *levels_lines(rec)]
+    if rec.outcome == "underpowered":
+        out.append(f"refused before the first step: {rec.why}")
+    elif rec.outcome == "found" and rec.first_bad is not None:
         c = rec.first_bad
         out.append(f"first bad commit: {c.sha} {c.subject!r} ({c.author_date})")
         if rec.descended:
@@ -136,7 +158,8 @@ def step_rows(rec: Bisect) -> list[list[str]]:
     return [[str(s.step), s.commit.sha[:12],
              s.commit.subject[:60] + (f" ({s.branch})" if s.branch else ""), s.value, s.vs_good,
              s.vs_bad,
-             s.classification + (f" ({s.skipped_reason})" if s.skipped_reason else ""),
+             s.classification + (f" ({s.skipped_reason or s.reason})"
+                                 if s.skipped_reason or s.reason else ""),
              "/".join(str(f) for f in s.factors) or "-"] for s in rec.steps]
 
 
@@ -170,13 +193,21 @@ def bisect_markdown(rec: Bisect) -> str:
     lines += [f"- {line}" for line in headline(rec)]
     table = (tabulate(step_rows(rec), STEP_HEADERS, tablefmt="github") if rec.steps else
              "No steps: " + ("the ends do not differ." if rec.outcome == "no-difference"
+                             else "the runs cannot tell the ends apart."
+                             if rec.outcome == "underpowered"
                              else "nothing lies between the ends."))
     lines += ["", "## Steps", "", table, "",
               "Each step measured its commit interleaved with both ends; `vs good` and `vs bad` "
               "are the commit against each end (time: its time relative to the end's, the "
               "round-paired CI and verdict; hangs: its hangs against the end's, Fisher's exact "
-              "p). `runs x` are the multipliers of the scenario's runs and rounds tried.", "",
-              "The chart (value by commit along the chain) is in report.html.", ""]
+              "p). `runs x` are the multipliers of the scenario's runs and rounds tried.", ""]
+    if rec.spending is not None:
+        lines += ["A step is like good only when shown the same as good or different from bad "
+                  "the way good differs from it, like bad the other way round, and not both "
+                  "(the evidence is in brackets); an inconclusive comparison shows nothing. "
+                  "Each comparison is judged at the level in `levels` above (docs/bisect.md).",
+                  ""]
+    lines += ["The chart (value by commit along the chain) is in report.html.", ""]
     return "\n".join(lines)
 
 

@@ -6,9 +6,10 @@ the runs and rounds and again up to ``budget`` times the scenario's, the bisect 
 so. Then the first-parent chain between them is bisected (patchbench.bisect.search):
 each step builds its commit (cached by commit) and measures it interleaved with both ends;
 an undecided step is measured again with twice the runs and rounds, up to ``budget`` times the
-scenario's, and then the answer is the range that is left. Commits that do not build are
-skipped and named. history: the commits measured interleaved in one measurement, each against
-the first, round-paired."""
+scenario's, and then the answer is the range that is left. Every look is judged at the level
+patchbench.bisect.levels spends alpha at, so that the answer as a whole errs with probability
+at most alpha. Commits that do not build are skipped and named. history: the commits measured
+interleaved in one measurement, each against the first, round-paired."""
 
 from __future__ import annotations
 
@@ -20,19 +21,24 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import __version__, results, scenarios, upstream
-from patchbench.bisect import judge, render, search
+from patchbench.bisect import judge, levels, render, search
 from patchbench.bisect.record import (
+    BISECT2_METHOD,
     Bisect,
     CommitRec,
     History,
     MeasurementRec,
     PointRec,
+    Spending,
     StepRec,
+    step_rule,
 )
 from patchbench.bisect.session import Measurement, Session, now, scenario_of
 from patchbench.config import Project
 from patchbench.errors import BuildError, ConfigError
+from patchbench.measure import hangs
 from patchbench.measure.machine import machine_info
+from patchbench.scenarios.steps import StepRule
 from patchbench.source import history
 from patchbench.util.files import write_json_atomic
 from patchbench.util.progress import say
@@ -77,11 +83,14 @@ def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: st
     """--dry-run: the chain (its history is fetched, nothing is built or measured) and the
     number of steps, builds and runs the bisect expects."""
     _check_target(project, target, spec)
-    _, _comp, sc = scenario_of(project, spec)
+    _, comp, sc = scenario_of(project, spec)
     sc = scenarios.override(sc, runs, rounds, None)
     chain, _ = _chain(project, ws, target, good, bad)
     steps = search.expected_steps(len(chain))
     factors = sum(2 ** k for k in range(budget.bit_length()) if 2 ** k <= budget)
+    rule, looks = step_rule(sc.kind), levels.looks(1, budget)
+    comparisons = 2 if rule.shows_same else 1
+    share = comp.alpha / (steps + 1)
     return [f"# plan for bisect {target} {spec} (dry run: the history is fetched; nothing is "
             "built or measured)",
             f"chain   {len(chain)} commits on the first-parent history from {chain[0].sha[:12]} "
@@ -93,6 +102,11 @@ def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: st
             f"first); each step: 3 x {sc.runs} (its commit and both ends), "
             f"up to 3 x {sc.runs * factors} if undecided (budget {budget}x); at least "
             f"{2 * sc.runs + 3 * sc.runs * steps} runs in all",
+            f"levels  alpha {comp.alpha:g}: the ends at {comp.alpha / len(looks):.2g} per look; "
+            f"each step {comp.alpha:g} / {steps + 1} ({steps} planned, one share held back), "
+            f"each comparison of its looks at {share / len(looks) / comparisons:.2g}"
+            + ("" if rule.shows_same else "; the steps start at more runs when the ends' rates "
+               "need them for 80 % power (or the bisect stops before the first step, exit 10)"),
             f"report  {ws.reports / ('bisect-' + target)}/<UTC time>/ (report.md, report.html, "
             "bisect.json)"]
 
@@ -112,29 +126,49 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
                  min_effect=s.comp.min_effect, budget=budget, seed=s.seed, started_at=started,
                  good=_crec(g), bad=_crec(b), chain=len(chain),
                  expected_steps=search.expected_steps(len(chain)), outcome="range",
-                 machine=machine_info())
+                 machine=machine_info(), method=BISECT2_METHOD)
     say(f"bisect {target}: {len(chain)} commits from {g.sha[:12]} to {b.sha[:12]}, at most "
         f"{rec.expected_steps} steps without skips")
     for role, c in (("good", g), ("bad", b)):
         if s.build_at(c.sha) is None:
             raise BuildError(f"bisect: the {role} end {c.sha[:12]} does not build: "
                              f"{s.failed[c.sha]}")
-    factor = 1
-    while True:  # the ends, measured again (as an undecided step is) before they are said the same
-        ends = s.measure("ends", [g.sha, b.sha], factor)
-        pair = judge.pair(ends, g.sha, b.sha, s.comp.alpha, s.comp.min_effect)
-        if pair.differs is True or factor * 2 > budget:
-            break
-        say(f"ends: no difference yet ({pair.text}); measuring again with {factor * 2}x the "
-            "runs and rounds")
-        factor *= 2
+    alpha, min_effect = s.comp.alpha, s.comp.min_effect
+    rule = step_rule(sc.kind)
+    ends_looks = levels.looks(1, budget)
+    rec.spending = spent = Spending(ends_looks=ends_looks,
+                                    ends_level=levels.per_comparison(alpha, ends_looks, 1))
+    made: list[Measurement] = []
+
+    def look_at_ends(factor: int) -> judge.Pair:  # measured again, as a step is, while unclear
+        if made:
+            say(f"ends: no difference yet; measuring again with {factor}x the runs and rounds")
+        made.append(s.measure("ends", [g.sha, b.sha], factor))
+        return judge.pair(made[-1], g.sha, b.sha, spent.ends_level, min_effect)
+
+    pair, factor = judge.ends(look_at_ends, ends_looks)
+    ends = made[-1]
     rec.ends = pair.text + (f" (at {factor}x the runs and rounds)" if factor > 1 else "")
-    if pair.differs is not True:
+    shares = levels.StepShares(alpha)
+    share = shares.plan(rec.expected_steps)
+    direction: judge.Direction = "more" if pair.shift == "more" else "less"
+    differ = pair.differs is True and pair.shift in ("more", "less")
+    if differ:
+        spent.direction, spent.planned_steps = direction, rec.expected_steps
+    if not differ:
         rec.outcome = "no-difference"
-        rec.why = (f"the ends do not differ ({pair.text}): there is no change to look for "
-                   "between them")
+        shown = "are the same within min_effect" if pair.shift == "same" else "do not differ"
+        rec.why = f"the ends {shown} ({pair.text}): there is no change to look for between them"
+        say(f"bisect: {rec.why}")
+    elif (first := _first_look(rec, rule, ends, g.sha, b.sha, s.scenario.runs, budget,
+                               share)) is None:
+        rec.outcome = "underpowered"
         say(f"bisect: {rec.why}")
     else:
+        spent.step_looks = step_looks = levels.looks(first, budget)
+        spent.comparisons = comparisons = 2 if rule.shows_same else 1
+        spent.step_level = levels.per_comparison(share, step_looks, comparisons)
+
         def probe_commit(c: history.Commit, i: int, branch: str | None = None) -> search.Class:
             step = len(rec.steps) + 1
             if s.build_at(c.sha) is None:
@@ -142,32 +176,35 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
                                          classification="skipped", value="-",
                                          skipped_reason="does not build"))
                 return "skipped"
-            factor, factors, used = 1, [], []
-            while True:
+            level = levels.per_comparison(shares.take(), step_looks, comparisons)
+            used: list[int] = []
+
+            def look(factor: int) -> tuple[judge.Pair, judge.Pair]:
+                if used:
+                    say(f"step {step} ({c.sha[:12]}): undecided; measuring again with "
+                        f"{factor}x the runs and rounds")
                 m = s.measure(f"step {step} ({c.sha[:12]})", [c.sha, g.sha, b.sha], factor)
-                factors.append(factor)
                 used.append(len(s.measurements) - 1)
-                vg = judge.pair(m, g.sha, c.sha, s.comp.alpha, s.comp.min_effect)
-                vb = judge.pair(m, b.sha, c.sha, s.comp.alpha, s.comp.min_effect)
-                cls = judge.classify(vg, vb)
-                if cls != "undecided" or factor * 2 > budget:
-                    break
-                say(f"step {step} ({c.sha[:12]}): undecided; measuring again with "
-                    f"{factor * 2}x the runs and rounds")
-                factor *= 2
+                return (judge.pair(m, g.sha, c.sha, level, min_effect),
+                        judge.pair(m, b.sha, c.sha, level, min_effect))
+
+            j = judge.step(look, step_looks, direction, rule.ways)
             rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
-                                     classification=cls, value=judge.value(m, c.sha).text,
-                                     vs_good=vg.text, vs_bad=vb.text, factors=factors,
-                                     measurements=used))
-            say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {cls}" if cls != "undecided"
-                else f"step {step}: {c.sha[:12]} undecided after {factor}x")
-            return cls
+                                     classification=j.cls,
+                                     value=judge.value(s.measurements[used[-1]], c.sha).text,
+                                     vs_good=j.vs_good.text, vs_bad=j.vs_bad.text,
+                                     factors=j.factors, measurements=used, level=level,
+                                     reason=j.why))
+            say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {j.cls} ({j.why})"
+                if j.cls != "undecided" else f"step {step}: {c.sha[:12]} undecided after "
+                f"{j.factors[-1]}x ({j.why})")
+            return j.cls
 
         out = search.search(len(chain), lambda i: probe_commit(chain[i], i))
         if out.found:
             rec.outcome = "found"
             rec.first_bad = _crec(chain[out.hi])
-            _descend(s, rec, probe_commit)
+            _descend(s, rec, probe_commit, shares)
         else:
             rec.why = out.why
             rec.range = [_crec(c) for c in chain[out.lo + 1:out.hi + 1]]
@@ -182,18 +219,50 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
     return rec, folder
 
 
+def _first_look(rec: Bisect, rule: StepRule, ends: Measurement, good: str, bad: str, runs: int,
+                budget: int, share: float) -> int | None:
+    """The multiplier of a step's first look: 1, or for a rule that estimates power (counts),
+    the smallest at which a step tells the ends apart with levels.POWER, from their rates as
+    measured; None (the reason in ``rec.why``) when even the budget does not."""
+    assert rec.spending is not None
+    comparisons = 2 if rule.shows_same else 1
+    first, power = levels.first_look(lambda n, level: judge.power(ends, good, bad, n, level),
+                                     runs, budget, share, comparisons)
+    if power is None:  # the rule does not estimate it (time): re-measurement is the remedy
+        return first
+    g, b = judge.value(ends, good), judge.value(ends, bad)
+    if first is not None:
+        rec.spending.power = (f"a step's first look ({runs * first} runs of each commit) tells "
+                              f"{b.text} from {g.text} with power {power:.0%}")
+        if first > 1:
+            say(f"bisect: {rec.spending.power}: the steps start at {first}x the runs")
+        return first
+    level = levels.per_comparison(share, [budget], comparisons)
+    low, high = sorted((v.hangs or 0) / (v.runs or 1) for v in (g, b))
+    need = hangs.runs_for_power(low, high, level, levels.POWER)
+    rec.spending.power = f"power {power:.0%} at the budget ({runs * budget} runs of each commit)"
+    rec.why = (f"a step needs {f'about {need}' if need else 'more than 10^8'} runs of each "
+               f"commit to tell {b.text} from {g.text} with {levels.POWER:.0%} power "
+               f"(one-sided, at {level:.2g}), the budget allows {runs * budget} ({runs} runs x "
+               f"budget {budget})")
+    return None
+
+
 def _descend(s: Session, rec: Bisect,
-             probe: Callable[[history.Commit, int, str | None], search.Class]) -> None:
+             probe: Callable[[history.Commit, int, str | None], search.Class],
+             shares: levels.StepShares) -> None:
     """When the first bad commit is a merge, the change may have come with the branch it merged:
     its tip (the merge's second parent) is measured; like bad, that branch is bisected from the
     merge base (like the merge's first parent: good) to its tip, and again while the answer is a
     merge. Like good: the merge commit itself brought the change (a conflict resolution, or two
-    branches that are only slow together), and it stays the answer."""
+    branches that are only slow together), and it stays the answer. The tip and the branch's
+    steps are planned from the alpha the steps have left (``shares``)."""
     while rec.first_bad is not None:
         merge = rec.first_bad
         side = history.merged_branch(s.checkout, merge.sha)
         if side is None:
             return
+        shares.plan(1 + search.expected_steps(len(side)))
         where = f"merged by {merge.sha[:12]}"
         say(f"bisect: {merge.sha[:12]} is a merge; measuring the tip of the branch it merged")
         tip = probe(side[-1], len(side) - 1, where)

@@ -1,12 +1,12 @@
 """``bisect`` and ``history`` behind the command line: run, print the headline and the table, and
-turn an inconclusive bisect into its exit code (after its report is saved)."""
+turn an inconclusive or underpowered bisect into its exit code (after its report is saved)."""
 
 from __future__ import annotations
 
 from tabulate import tabulate
 
 from patchbench.cli.commands import load_project
-from patchbench.errors import BisectInconclusive
+from patchbench.errors import BisectInconclusive, ConfigError
 from patchbench.util.workspace import Workspace
 
 
@@ -28,6 +28,9 @@ def do_bisect(ws: Workspace, target: str, good: str, bad: str, spec: str, *, see
         print()
         print(tabulate(render.step_rows(rec), render.STEP_HEADERS, tablefmt="simple"))
     print(f"\nreport: {folder}")
+    if rec.outcome == "underpowered":
+        raise ConfigError(f"bisect {target}: {rec.why}",
+                          hint=f"raise --runs or --budget; the report: {folder}")
     if rec.outcome != "found":
         what = ("the ends do not differ" if rec.outcome == "no-difference"
                 else "the answer is a range: " + ", ".join(c.sha[:12] for c in rec.range))

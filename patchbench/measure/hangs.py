@@ -1,16 +1,19 @@
 """Hangs: counting runs that passed their deadline, reading the evidence the launcher saved before
 the kill (process tree, signal masks, wchan, zombie children; a zombie under a sleeping parent is
-named as the lost-SIGCHLD signature), and comparing hang counts with Fisher's exact test. A hung
-run exits with ``HANG_EXIT_CODE`` (124) under the launcher, so that hyperfine records it as an
-exit code and the measurement goes on. Data only; the report renders it."""
+named as the lost-SIGCHLD signature), comparing hang counts with Fisher's exact test, and the runs
+that test needs to tell two hang rates apart. A hung run exits with ``HANG_EXIT_CODE`` (124)
+under the launcher, so that hyperfine records it as an exit code and the measurement goes on.
+Data only; the report renders it."""
 
 from __future__ import annotations
 
 import json
+import math
 import signal
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -325,13 +328,93 @@ class HangComparison:
     baseline: HangCount
     p_value: float  # Fisher's exact test, two-sided: do the two hang rates differ?
     p_more: float  # one-sided: does the candidate hang more often than the baseline?
+    p_less: float  # one-sided: does the candidate hang less often than the baseline?
 
 
 def compare_hangs(baseline: HangCount, candidate: HangCount) -> HangComparison:
     a, b = candidate.hangs, candidate.runs - candidate.hangs
     c, d = baseline.hangs, baseline.runs - baseline.hangs
     return HangComparison(candidate, baseline, stats.fisher_exact(a, b, c, d),
-                          stats.fisher_exact(a, b, c, d, alternative="greater"))
+                          stats.fisher_exact(a, b, c, d, alternative="greater"),
+                          stats.fisher_exact(a, b, c, d, alternative="less"))
+
+
+# --- the runs a comparison needs ---------------------------------------------------------------
+
+EXACT_EVENTS = 500  # above this many expected hangs in all, power by the normal approximation
+
+
+def _binomial(n: int, p: float) -> dict[int, float]:
+    """The probabilities of Binomial(n, p) where they are not negligible (within 9 sd)."""
+    if p <= 0.0 or p >= 1.0:
+        return {0 if p <= 0.0 else n: 1.0}
+    mean, sd = n * p, math.sqrt(n * p * (1 - p))
+    lo, hi = max(0, math.floor(mean - 9 * sd - 5)), min(n, math.ceil(mean + 9 * sd + 5))
+    lp, lq = math.log(p), math.log1p(-p)
+    return {k: math.exp(stats._log_comb(n, k) + k * lp + (n - k) * lq) for k in range(lo, hi + 1)}
+
+
+def _critical(runs: int, total: int, level: float) -> int:
+    """The smallest count x of one of two groups of ``runs`` runs, ``total`` hangs in both, at
+    which the one-sided Fisher test (that group hangs more) has p < ``level``; above ``total``
+    when none has."""
+    hi = min(runs, total)
+    top = min(hi, math.floor(total / 2 + 10 * math.sqrt(total) + 5))  # beyond: below 1e-40
+    log_all = stats._log_comb(2 * runs, total)
+    tail = 0.0
+    for x in range(top, max(0, total - runs) - 1, -1):
+        tail += math.exp(stats._log_comb(runs, x) + stats._log_comb(runs, total - x) - log_all)
+        if tail >= level:
+            return x + 1
+    return max(0, total - runs)
+
+
+def fisher_power(runs: int, rate_low: float, rate_high: float, level: float) -> float:
+    """The chance that the one-sided Fisher test at ``level`` finds that a commit hanging at
+    ``rate_high`` hangs more than one hanging at ``rate_low``, with ``runs`` runs of each: exact
+    (every pair of counts, the test's own critical value), or by the normal approximation when
+    more than ``EXACT_EVENTS`` hangs are expected."""
+    if runs < 1 or not 0.0 <= rate_low < rate_high <= 1.0:
+        return 0.0
+    if runs * (rate_low + rate_high) > EXACT_EVENTS:
+        z = NormalDist().inv_cdf(1 - level)
+        mean = (rate_low + rate_high) / 2
+        null_sd = math.sqrt(2 * mean * (1 - mean))
+        sd = math.sqrt(rate_low * (1 - rate_low) + rate_high * (1 - rate_high))
+        return NormalDist().cdf(((rate_high - rate_low) * math.sqrt(runs) - z * null_sd) / sd)
+    xs, ys = _binomial(runs, rate_high), _binomial(runs, rate_low)
+    critical: dict[int, int] = {}
+    power = 0.0
+    for x, px in xs.items():
+        for y, py in ys.items():
+            t = x + y
+            if t not in critical:
+                critical[t] = _critical(runs, t, level)
+            if x >= critical[t]:
+                power += px * py
+    return min(1.0, power)
+
+
+def runs_for_power(rate_low: float, rate_high: float, level: float, power: float,
+                   limit: int = 10**8) -> int | None:
+    """The fewest runs of each commit at which :func:`fisher_power` reaches ``power`` (the
+    smallest found by doubling and then halving the step: Fisher's test is discrete, so a few
+    more runs can lose a little power); None when even ``limit`` runs do not."""
+    if not 0.0 <= rate_low < rate_high <= 1.0:
+        return None
+    hi = 1
+    while fisher_power(hi, rate_low, rate_high, level) < power:
+        if hi >= limit:
+            return None
+        hi = min(limit, hi * 2)
+    lo = hi // 2  # below power (or 0)
+    while hi - lo > max(1, hi // 200):
+        mid = (lo + hi) // 2
+        if fisher_power(mid, rate_low, rate_high, level) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def gate_failures(counts: Mapping[str, HangCount], baseline: str) -> list[str]:
@@ -360,8 +443,10 @@ __all__ = [
     "compare_hangs",
     "count_hangs",
     "describe",
+    "fisher_power",
     "gate_failures",
     "load_evidence",
     "load_evidence_file",
+    "runs_for_power",
     "signal_names",
 ]

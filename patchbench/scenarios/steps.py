@@ -4,30 +4,46 @@ A kind that can be bisected names its rule as ``step`` (the ``ScenarioKind`` int
 and history reach it through the registry and never ask which kind they measured. Two rules:
 
 - :class:`ByTime`: the round-paired verdict of patchbench.analysis (the one ``compare`` uses),
-  for a kind with cells (``results.TimedResult``): "faster" or "slower" differ, "no significant
-  difference" is the same, "withheld" decides nothing.
+  for a kind with cells (``results.TimedResult``): "faster" or "slower" differ (beyond
+  min_effect), "equivalent" shows the two the same (within it), "inconclusive" and "withheld"
+  show nothing.
 - :class:`ByCount`: events the kind counts (hangs), summed over its conditions, by Fisher's exact
-  test (two-sided): p < alpha differs, else the same.
+  test: two-sided p < alpha differs. It has no test of equivalence: two counts are never shown
+  the same.
 
-A rule also says how a commit's value is shown: its text, and its point on the chart by commit."""
+Beside the verdict a pair says which way it shows a difference of any size: the one-sided p of
+the side the estimate is on (time: half the two-sided p of the verdict; counts: Fisher one-sided)
+below the level. A bisect step reads that, once its ends have shown a change beyond min_effect:
+which side of the change a commit is on needs no margin. A comparison is judged at the level it
+is given, for the pair as a whole (a bisect spends its alpha over its looks:
+patchbench/bisect/levels.py). A rule also says how a commit's value is shown, its point on the
+chart by commit, and (counts) how many runs a comparison needs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from patchbench.analysis import verdict
 from patchbench.measure import hangs
 from patchbench.results import ScenarioResult, TimedResult
+
+# what a comparison shows of ``other`` against ``ref``: "more" (slower, or more hangs), "less"
+# (faster, fewer hangs) or "same" (equivalent within min_effect)
+Shift = Literal["more", "less", "same"]
+Way = Literal["more", "less"]
 
 
 @dataclass(frozen=True)
 class Pair:
     """One commit against another, both measured in one interleaved measurement."""
 
-    differs: bool | None  # None: no verdict (withheld)
+    differs: bool | None  # two-sided, at the level given; None: no verdict (withheld)
     text: str  # "1.041x [1.031, 1.052], p 0.0003 (slower)" / "hangs 0 of 200 vs 12 of 200, ..."
+    shift: Shift | None = None  # the verdict at that level; None: nothing (inconclusive)
+    way: Way | None = None  # a difference of any size shown one-sided at that level
+    p_way: float | None = None  # its one-sided p
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,11 @@ class StepRule(Protocol):
     measures: str  # what a step compares, in a word: "time", "hangs"
     axis: str  # the chart's y axis
     scales_rounds: bool  # a second look multiplies the rounds with the runs (False: no rounds)
+    shows_same: bool  # it can show two commits the same (a test of equivalence)
+
+    @property
+    def ways(self) -> tuple[str, str]:
+        """How "more" and "less" read: ("slower", "faster"), ("more hangs", "fewer hangs")."""
 
     def value(self, result: ScenarioResult, variant: str) -> Value:
         """What ``variant`` measured in ``result``."""
@@ -69,6 +90,12 @@ class StepRule(Protocol):
     def plot(self, value: Value) -> Plot:
         """Where ``value`` (also one read back from history.json) is drawn."""
 
+    def power(self, result: ScenarioResult, ref: str, other: str, runs: int, level: float
+              ) -> float | None:
+        """The chance that a comparison with ``runs`` runs of each commit, at ``level`` and one
+        way, tells a commit like ``other`` from one like ``ref`` as they measured in ``result``;
+        None when the rule does not estimate it."""
+
 
 class ByTime:
     """Time, by the round-paired verdict of each of the commit's cells against the reference's
@@ -77,6 +104,8 @@ class ByTime:
     measures = "time"
     axis = "median (ms)"
     scales_rounds = True
+    shows_same = True
+    ways = ("slower", "faster")
 
     def value(self, result: ScenarioResult, variant: str) -> Value:
         assert isinstance(result, TimedResult)
@@ -90,28 +119,23 @@ class ByTime:
 
     def pair(self, result: ScenarioResult, ref: str, other: str, *, alpha: float,
              min_effect: float, seed: int) -> Pair:
-        """Differs if any pair of cells does, withheld if any is."""
+        """Differs if any pair of cells does, withheld if any is; with several conditions each
+        is judged at alpha / conditions (Bonferroni), so that alpha holds for the pair."""
         assert isinstance(result, TimedResult)
-        texts, differs = [], False
-        for rc in (c for c in result.cells if c.variant == ref):
+        refs = [c for c in result.cells if c.variant == ref]
+        judged = []
+        for rc in refs:
             oc = next((c for c in result.cells if c.variant == other and c.params == rc.params),
                       None)
             if oc is None or not set(rc.samples.rounds) & set(oc.samples.rounds):
                 return Pair(None, "withheld: no round has finished runs of both")
             rec = verdict.record(rc.samples.times, rc.samples.rounds, oc.samples.times,
-                                 oc.samples.rounds, alpha=alpha, min_effect=min_effect, seed=seed)
-            if rec["verdict"] == "withheld":
-                return Pair(None, f"withheld: {rec['note']}")
-            differs = differs or rec["verdict"] in ("faster", "slower")
-            # speedup = median(ref) / median(other): other's time relative to ref's is 1/speedup
-            lo, hi = rec["ci_low"], rec["ci_high"]
-            ci = f" [{1.0 / hi:.3f}, {1.0 / lo:.3f}]" if lo and hi else ""
-            cond = dict(rc.params).get("condition")
-            texts.append((f"{cond}: " if cond else "") + f"{1.0 / rec['speedup']:.3f}x{ci}, "
-                         f"p {rec['p_value']:.2g} ({rec['verdict']})")
-        if not texts:
+                                 oc.samples.rounds, alpha=alpha / len(refs),
+                                 min_effect=min_effect, seed=seed)
+            judged.append((dict(rc.params).get("condition"), rec))
+        if not judged:
             return Pair(None, f"withheld: {ref} was not measured")
-        return Pair(differs, "; ".join(texts))
+        return judged_pair(judged)
 
     def plot(self, value: Value) -> Plot:
         lo, hi = (value.ci[0] * 1e3, value.ci[1] * 1e3) if value.ci else (None, None)
@@ -119,16 +143,72 @@ class ByTime:
             return Plot(None, lo, hi, value.text)
         return Plot(value.median * 1e3, lo, hi, f"{value.median * 1e3:.2f} ms")
 
+    def power(self, result: ScenarioResult, ref: str, other: str, runs: int, level: float
+              ) -> float | None:
+        return None
+
+
+SHIFTS: dict[str, Shift] = {"slower": "more", "faster": "less", "equivalent": "same"}
+
+
+def judged_pair(judged: Sequence[tuple[str | None, Mapping[str, Any]]]) -> Pair:
+    """The pair from the verdict record of each condition (``verdict.record``'s dict, or
+    ``PairedVerdict.as_dict()``; the condition's name or None): withheld if any is; the verdict
+    "more" or "less" when some condition shows it and none the other way, "same" when every one
+    is equivalent; the way likewise, from each record's one-sided p (half its two-sided p, on the
+    side of its estimate) below its ``alpha``, or from its verdict when the clock's resolution
+    bounds it (zero spread)."""
+    texts, shifts, ways = [], [], []
+    for cond, rec in judged:
+        if rec["verdict"] == "withheld":
+            return Pair(None, f"withheld: {rec['note']}")
+        shifts.append(SHIFTS.get(rec["verdict"]))
+        # speedup = median(ref) / median(other): other's time relative to ref's is 1/speedup
+        lo, hi = rec["ci_low"], rec["ci_high"]
+        ci = f" [{1.0 / hi:.3f}, {1.0 / lo:.3f}]" if lo and hi else ""
+        texts.append((f"{cond}: " if cond else "") + f"{1.0 / rec['speedup']:.3f}x{ci}, "
+                     f"p {rec['p_value']:.2g} ({rec['verdict']})")
+        p = rec["p_value"]
+        if rec.get("resolution_s") is not None:
+            if shifts[-1] in ("more", "less"):
+                ways.append((shifts[-1], p / 2))
+        elif p is not None and p / 2 < rec["alpha"] and rec["speedup"] != 1.0:
+            ways.append(("more" if rec["speedup"] < 1.0 else "less", p / 2))
+    return Pair(any(x in ("more", "less") for x in shifts), "; ".join(texts),
+                _one(shifts, all(x == "same" for x in shifts)), *_way(ways))
+
+
+def _one(shown: Sequence[Shift | None], same: bool) -> Shift | None:
+    """"more" or "less" when shown one way and not the other, else "same" if ``same``."""
+    ways = {x for x in shown if x in ("more", "less")}
+    if len(ways) == 1:
+        return "more" if "more" in ways else "less"
+    return "same" if same and not ways else None
+
+
+def _way(ways: Sequence[tuple[Shift | None, float]]) -> tuple[Way | None, float | None]:
+    """The way the conditions show, and its smallest one-sided p; (None, None) if both ways."""
+    way = _one([w for w, _ in ways], False)
+    if way not in ("more", "less"):
+        return None, None
+    return way, min(p for w, p in ways if w == way)
+
 
 @dataclass
 class ByCount:
     """Events a kind counts in every run (``counts(result, variant)``: events and runs), the
-    commit's against the reference's by Fisher's exact test (two-sided)."""
+    commit's against the reference's by Fisher's exact test: two-sided for ``differs``, one-sided
+    for the way it shows (its ``shift`` and its ``way``)."""
 
     counts: Callable[[ScenarioResult, str], tuple[int, int]]
     measures: str = "hangs"  # the events, as the text names them: "hangs 3 of 40"
     axis: str = "hang rate"
     scales_rounds: bool = False
+    shows_same: bool = False
+
+    @property
+    def ways(self) -> tuple[str, str]:
+        return f"more {self.measures}", f"fewer {self.measures}"
 
     def value(self, result: ScenarioResult, variant: str) -> Value:
         n, runs = self.counts(result, variant)
@@ -140,9 +220,21 @@ class ByCount:
         assert r_runs and o_runs
         cmp = hangs.compare_hangs(hangs.HangCount(ref, r, r_runs),
                                   hangs.HangCount(other, o, o_runs))
+        way: Way | None = ("more" if cmp.p_more < alpha else
+                           "less" if cmp.p_less < alpha else None)
         return Pair(cmp.p_value < alpha, f"{self.measures} {o} of {o_runs} vs {r} of {r_runs}, "
-                    f"Fisher p {cmp.p_value:.2g}")
+                    f"Fisher p {cmp.p_value:.2g} (one-sided: more {cmp.p_more:.2g}, fewer "
+                    f"{cmp.p_less:.2g})", way, way,
+                    None if way is None else cmp.p_more if way == "more" else cmp.p_less)
 
     def plot(self, value: Value) -> Plot:
         y = value.hangs / value.runs if value.hangs is not None and value.runs else None
         return Plot(y, None, None, f"{self.measures} {value.hangs} of {value.runs}")
+
+    def power(self, result: ScenarioResult, ref: str, other: str, runs: int, level: float
+              ) -> float | None:
+        """From the two commits' rates in ``result`` (the one that hangs more is ``other`` or
+        ``ref``): one-sided Fisher, ``runs`` runs of each (:func:`hangs.fisher_power`)."""
+        (r, r_runs), (o, o_runs) = self.counts(result, ref), self.counts(result, other)
+        low, high = sorted((r / r_runs, o / o_runs))
+        return hangs.fisher_power(runs, low, high, level)

@@ -91,7 +91,7 @@ def _max_builds(chain: int) -> int:
 
 def _check_report(folder: Path, rec: record.Bisect, ws: Workspace) -> None:
     data = json.loads((folder / "bisect.json").read_text())
-    assert record.parse_bisect(data) == rec and data["schema_version"] == 1
+    assert record.parse_bisect(data) == rec and data["schema_version"] == 2
     md = (folder / "report.md").read_text()
     page = (folder / "report.html").read_text()
     assert "## Steps" in md and re.search(r"^\|\s+step\s+\|\s+commit", md, re.M)

@@ -1,5 +1,6 @@
 """The bisect search without builds: found within ceil(log2(N)) probes, skips (commits that do
-not build), an undecided step ending in a range, the classification rule and the chart."""
+not build), an undecided step ending in a range, the classification rule (positive evidence in
+the ends' direction) and the chart."""
 
 from __future__ import annotations
 
@@ -65,12 +66,34 @@ def test_pick_prefers_the_middle_then_the_nearest_unskipped() -> None:
         search.search(1, lambda i: "good")
 
 
-def test_classification_needs_one_end_the_same_and_the_other_different() -> None:
-    same, diff, none = judge.Pair(False, ""), judge.Pair(True, ""), judge.Pair(None, "")
-    assert judge.classify(same, diff) == "good"
-    assert judge.classify(diff, same) == "bad"
-    for a, b in ((same, same), (diff, diff), (none, diff), (diff, none), (none, none)):
-        assert judge.classify(a, b) == "undecided"
+def test_a_step_is_put_on_a_side_only_from_positive_evidence_in_the_ends_direction() -> None:
+    # a difference of any size, one-sided (the pair's way), whatever the verdict's margin says
+    slower = judge.Pair(False, "", None, "more", 0.001)
+    faster = judge.Pair(True, "", "less", "less", 0.0001)
+    same, unclear, withheld = judge.Pair(False, "", "same"), judge.Pair(False, ""), \
+        judge.Pair(None, "")
+    ways = ("slower", "faster")
+    for vs_good, vs_bad, expected in (
+            (same, unclear, "good"), (unclear, faster, "good"), (same, faster, "good"),
+            (unclear, same, "bad"), (slower, unclear, "bad"), (slower, same, "bad"),
+            (slower, slower, "bad"),  # slower than good: beyond bad too, still like bad
+            (unclear, unclear, "undecided"), (withheld, faster, "good"),
+            (same, same, "undecided"), (slower, faster, "undecided"),  # in between
+            # slower than bad and inconclusive against good: no evidence (it was "good")
+            (unclear, slower, "undecided"), (faster, unclear, "undecided"),
+            (withheld, withheld, "undecided")):
+        cls, why = judge.classify(vs_good, vs_bad, "more", ways)
+        assert cls == expected, (vs_good, vs_bad, why)
+    assert judge.classify(unclear, slower, "more", ways)[1] == (
+        "slower than bad, p 0.001: beyond an end, evidence for neither side")
+    assert judge.classify(slower, faster, "more", ways)[1] == (
+        "faster than bad, p 0.0001; slower than good, p 0.001: evidence for both sides")
+    assert judge.classify(same, faster, "more", ways)[1] == (
+        "the same as good; faster than bad, p 0.0001")
+    # the ends the other way round (bad faster than good): the roles of the ways swap
+    assert judge.classify(faster, unclear, "less", ways) == ("bad", "faster than good, p 0.0001")
+    assert judge.classify(unclear, slower, "less", ways) == ("good", "slower than bad, p 0.001")
+    assert judge.classify(slower, unclear, "less", ways)[0] == "undecided"
 
 
 def test_every_nth_commit_keeps_both_ends() -> None:
