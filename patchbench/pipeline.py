@@ -137,6 +137,9 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     workdir = ws.layout.new_run(name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
     machine = measure_machine.machine_info()
+    busy = measure_machine.load_warning()  # said now, and kept with the run's warnings
+    if busy:
+        say(f"warning: {busy}")
     extra_files: dict[str, Path] = {}
     target_ci = sw.until_ci
 
@@ -154,7 +157,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
         started_at=started, machine=machine,
         builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=measured.scenarios,
-        warnings=measured.warnings, teardown=measured.teardown, runtime=measured.runtime,
+        warnings=[*([busy] if busy else []), *measured.warnings], teardown=measured.teardown,
+        runtime=measured.runtime,
         stopping=measured.stopping or None,
         gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=3)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

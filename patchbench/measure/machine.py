@@ -83,3 +83,20 @@ def machine_info(tools: dict[str, list[str]] | None = None) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "tools": {name: _version(argv) for name, argv in versions.items()},
     }
+
+
+def load_warning() -> str | None:
+    """Said before measuring when the machine is busier than its cores (the 1-minute load above
+    the number of CPUs): other work then competes with every run, so the runs spread more, the
+    intervals are wider and a verdict needs more rounds. None on a machine that is not."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return None
+    cores = os.cpu_count() or 1
+    if load <= cores:
+        return None
+    return (f"the 1-minute load is {load:.1f} on {cores} cores before measuring: other work "
+            "competes with every run, so expect wider intervals and more inconclusive verdicts; "
+            "run when the machine is quieter, or let the rounds grow until the answer is "
+            "decided (--budget, --until-ci)")

@@ -13,3 +13,16 @@ def test_virtualization_says_what_the_machine_runs_in(monkeypatch: pytest.Monkey
     assert machine._virtualization() == "vm: kvm, container: docker"
     answers.update({"--vm": "none", "--container": "none"})
     assert machine._virtualization() is None
+
+
+def test_a_machine_busier_than_its_cores_is_said_before_measuring(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from patchbench.measure import machine
+
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(machine.os, "getloadavg", lambda: (7.0, 5.0, 3.0))
+    said = machine.load_warning()
+    assert said is not None and "1-minute load is 7.0 on 2 cores" in said
+    assert "--budget" in said and "more inconclusive" in said
+    monkeypatch.setattr(machine.os, "getloadavg", lambda: (2.0, 5.0, 3.0))
+    assert machine.load_warning() is None  # as busy as its cores: nothing to say
