@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import ReportError
-from patchbench.results import Cell, Results, RunInput, Samples, TimedResult, as_results
+from patchbench.results import Cell, Results, RunInput, TimedResult, as_results
+from patchbench.runs import metric_columns
 from patchbench.util.escape import csv_cell
 from patchbench.util.files import write_text_atomic
 
@@ -54,20 +55,6 @@ def _median(xs: list[float]) -> float:
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
 
 
-def _cpu_time(samples: Samples, key: str) -> float | None:
-    """Mean user or system time over every run: the per-run values when recorded, else
-    hyperfine's per-round means weighted by the runs of each round."""
-    values = samples.user if key == "user" else samples.system
-    if values:
-        return sum(values) / len(values)
-    # hyperfine's own JSON of each round (kept as hyperfine wrote it), read by its own keys
-    rounds = [h for h in samples.hyperfine if h.get(key) is not None]
-    n = sum(len(h["times"]) for h in rounds)
-    if not n:
-        return None
-    return float(sum(h[key] * len(h["times"]) for h in rounds) / n)
-
-
 def hyperfine_cell(sc: TimedResult, cell: Cell) -> dict[str, Any]:
     """One cell as a hyperfine ``--export-json`` document, every round merged."""
     times = cell.samples.times
@@ -80,8 +67,8 @@ def hyperfine_cell(sc: TimedResult, cell: Cell) -> dict[str, Any]:
         "mean": sum(times) / len(times),
         "stddev": _stdev(times),
         "median": _median(times),
-        "user": _cpu_time(cell.samples, "user"),
-        "system": _cpu_time(cell.samples, "system"),
+        "user": metric_columns.cpu_mean(cell.samples, "user"),
+        "system": metric_columns.cpu_mean(cell.samples, "system"),
         "min": min(times),
         "max": max(times),
         "times": times,
@@ -101,16 +88,20 @@ CSV_COLUMNS = ["scenario", "cell", "variant", "params", "round", "run", "time_s"
 
 
 def to_csv(run: RunInput) -> Files:
+    """One row per run; a run that recorded other metrics than wall time gets a column each."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for sc, cell in _cells(as_results(run)):
+    results = as_results(run)
+    extra = metric_columns.run_metrics(results)
+    w.writerow(CSV_COLUMNS + metric_columns.csv_headers(extra))
+    for sc, cell in _cells(results):
         s = cell.samples
         params = ";".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
         rounds: list[int | None] = [*s.rounds] or [None] * len(s.times)
         for i, (t, code, r) in enumerate(zip(s.times, s.exit_codes, rounds, strict=True)):
             w.writerow([csv_cell(sc.name), csv_cell(cell.label), csv_cell(cell.variant),
-                        csv_cell(params), "" if r is None else r, i + 1, repr(float(t)), code])
+                        csv_cell(params), "" if r is None else r, i + 1, repr(float(t)), code,
+                        *metric_columns.csv_values(cell, extra, i)])
     return {"results.csv": buf.getvalue()}
 
 
@@ -141,7 +132,8 @@ def to_benchstat(run: RunInput) -> Files:
             raise ReportError(f"two scenarios map to the same Go benchmark name {name}",
                               hint="rename one of them in matrix.yaml")
         lines = per_variant.setdefault(cell.variant, [])
-        lines += [f"{name} \t       1\t{t * 1e9:.0f} ns/op" for t in cell.samples.times]
+        lines += [f"{name} \t       1\t{t * 1e9:.0f} ns/op" + metric_columns.benchstat_pairs(cell, i)
+                  for i, t in enumerate(cell.samples.times)]
     return {f"benchstat/{_safe(v)}.txt": "\n".join([*header, *lines]) + "\n"
             for v, lines in per_variant.items()}
 
@@ -154,9 +146,11 @@ def _goarch(machine: str) -> str:
 def to_bmf(run: RunInput) -> Files:
     """Bencher Metric Format: ``{benchmark: {"latency": {value, lower_value, upper_value}}}``,
     in nanoseconds; the value is the median, the bounds its 95% bootstrap CI (min and max when
-    there were too few runs for a CI)."""
+    there were too few runs for a CI); every other metric recorded is a measure of its own
+    (``cpu-time`` in nanoseconds, ``peak-rss`` in bytes, ...: runs/metric_columns.py)."""
     out: dict[str, Any] = {}
-    for sc, cell in _cells(as_results(run)):
+    results = as_results(run)
+    for sc, cell in _cells(results):
         s = cell.summary
         ci = s.median_ci or [s.min, s.max]
         params = "".join(f"/{k}={v}" for k, v in cell.params.items())
@@ -165,6 +159,7 @@ def to_bmf(run: RunInput) -> Files:
             "latency": {"value": round(s.median * 1e9, 3),
                         "lower_value": round(ci[0] * 1e9, 3),
                         "upper_value": round(ci[1] * 1e9, 3)},
+            **metric_columns.bmf_measures(cell, results.seed),
         }
     return {"bmf.json": json.dumps(out, indent=2) + "\n"}
 

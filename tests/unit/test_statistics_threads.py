@@ -33,7 +33,7 @@ for v in ("baseline", "fix", "fix2"):
     for r in range(5):
         for _ in range(4):
             s.times.append(1 + rng.random()); s.rounds.append(r + 1); s.exit_codes.append(0)
-            s.user.append(0.1); s.system.append(0.1)
+            s.metrics.setdefault("user", []).append(0.1); s.metrics.setdefault("system", []).append(0.1)
     samples[Cell(v)] = s
 cells, comparisons, _, _ = timed_results(ctx, list(samples), samples)
 print(len(cells), [c.verdict for c in comparisons])
