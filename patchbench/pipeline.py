@@ -15,9 +15,10 @@ from patchbench.build import aa
 from patchbench.config import Comparison, Project, kept
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError, PatchError, RequirementError
+from patchbench.measure import engine
 from patchbench.measure import machine as measure_machine
 from patchbench.runs import store as runstore
-from patchbench.scenarios import session
+from patchbench.scenarios import budget, session
 from patchbench.source import cache as source
 from patchbench.source import patching
 from patchbench.upstream import fetch, fetch_submodules, patch_check
@@ -134,10 +135,14 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
                           hint="its scenarios: " + ", ".join(s.name for s in comp.scenarios))
     variants = variants_of(comp)
     variants, layout = aa.variants(target, variants, sw.aa_layout)
+    gated = list(sw.gate_metrics) or comp.gate  # the gate's metrics (and --budget's)
+    for problem in config.gate_problems(gated, chosen):
+        raise ConfigError(f"--gate-metric: {problem}")
     if sw.dry_run:
         return None, plan.lines(project, ws, name, comp, variants, chosen), None
     checkout = fetch(project, ws, comp.target)  # what runs anywhere comes first
     check_machine(project, ws, comp.target, variants, checkout, comp)
+    engine.check_scenarios(chosen)  # hyperfine 2 and every metric asked for, before building
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     seed = next(s for s in (sw.seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
     built = build_variants(project, ws, comp.target, variants, comp.overlays, checkout)
@@ -149,9 +154,12 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     extra_files: dict[str, Path] = {}
     idle.later(runstore.after_measuring)  # done during the warmups, if a kind has them
     target_ci = sw.until_ci
+    given = None if sw.budget is None else budget.start(sw.budget, comp.alpha, gated, chosen)
 
-    def until(sc: ScenarioConfig) -> sequential.UntilCI | None:  # --until-ci, per scenario
-        return None if target_ci is None else sequential.UntilCI(
+    def until(sc: ScenarioConfig) -> sequential.UntilCI | sequential.Budget | None:
+        if given is not None:  # --budget: one for the whole measurement
+            return given
+        return None if target_ci is None else sequential.UntilCI(  # --until-ci, per scenario
             target=target_ci, max_rounds=sw.max_rounds or 4 * sc.rounds, alpha=comp.alpha)
 
     try:
@@ -172,7 +180,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=measured.scenarios,
         warnings=measured.warnings, teardown=measured.teardown, runtime=measured.runtime,
         stopping=measured.stopping or None,
-        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=2)
+        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=2,
+        gate_metrics=gated)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact.tree(redact.paths(res.dump(), {
         str(workdir): "<run>", str(ws.builds): "<builds>", str(project.root): "<project>"})),

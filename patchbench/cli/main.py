@@ -50,6 +50,18 @@ def _percent(text: object) -> float | None:
     return value / 100
 
 
+def _duration(text: object) -> float | None:
+    """--budget DURATION in seconds."""
+    if text is None:
+        return None
+    from patchbench.analysis.sequential import parse_duration
+
+    try:
+        return parse_duration(str(text))
+    except ValueError as exc:
+        raise ConfigError(f"compare --budget: {exc}") from None
+
+
 def _compare(v: Values, project: str | None) -> int:
     from patchbench.cli import commands
     from patchbench.util.workspace import Switches
@@ -58,11 +70,14 @@ def _compare(v: Values, project: str | None) -> int:
         raise ConfigError("--gate-allow-inconclusive is an option of --gate; give both")
     if v["max_rounds"] is not None and v["until_ci"] is None:
         raise ConfigError("--max-rounds is the budget of --until-ci; give both")
+    if v["budget"] is not None and v["until_ci"] is not None:
+        raise ConfigError("--budget and --until-ci both decide when to stop; give one")
     sw = Switches(seed=v["seed"], aa=v["aa"], aa_layout=v["aa_layout"], dry_run=v["dry_run"],
                   runs=v["runs"],
                   rounds=v["rounds"], warmup=v["warmup"], only=tuple(v["scenario"]),
                   gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"],
-                  until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"])
+                  until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"],
+                  budget=_duration(v["budget"]), gate_metrics=tuple(v["gate_metric"]))
     ws = _ws(v, project)
     from patchbench.measure import headstart
 

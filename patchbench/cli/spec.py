@@ -117,10 +117,19 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "scenario is at most PCT %, or --max-rounds is spent; alpha is spent over the "
              "looks (docs/statistics.md)", metavar="PCT"),
          Opt("max_rounds", "with --until-ci: the budget of rounds per scenario", kind="int",
-             metavar="N", minimum=1, default="4x the scenario's rounds")),
+             metavar="N", minimum=1, default="4x the scenario's rounds"),
+         Opt("budget", "after the configured rounds, add rounds (at looks planned from their "
+             "pace, alpha spent over them) until every gated metric of every comparison is "
+             "decided (faster, slower or equivalent) or DURATION (30s, 5m, 1h) of measuring is "
+             "spent; prints the verdicts, the MDE reached and the rounds run",
+             metavar="DURATION"),
+         Opt("gate_metric", "the metrics whose \"slower\" fails --gate (and that --budget "
+             "waits for), instead of the comparison's `gate`", kind="list", metavar="METRIC",
+             default="the comparison's gate, else wall")),
         (*BUILD_SHARED, "backend"),
         ("compare demo --gate", "compare demo --aa-layout",
          "compare demo --until-ci 3 --max-rounds 20",
+         "compare demo-metrics --budget 30s --gate-metric wall --gate-metric cpu",
          "compare runc-signal --source runc=$HOME/src/runc --runs 40 --rounds 10")),
     Command(
         "build", "Build the baseline and a patch series from one pinned commit (cached).", (),

@@ -6,6 +6,8 @@ matplotlib's import and rendering cost 1.5 s and more per report (issue 21).
 
 - :func:`distribution_chart`: every run's time per cell, a box, and the median with its 95% CI;
 - :func:`round_ratio_chart`: per round, median(baseline) / median(candidate), so drift is seen;
+- :func:`metrics_chart`: a small multiple, one panel per metric (wall, CPU, user, system time,
+  peak memory, counters), every run of every cell and its mean;
 - :func:`burst_chart`: a burst scan: time against k and speedup against k, with 95% CI bars;
 - :func:`stress_chart`: what happened to each launched instance in stress rounds, per build;
 - :func:`merge_chart`: the speedup with its CI on every machine of a merged report;
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchbench.analysis import metrics as mx
 from patchbench.util.escape import xml_text
 
 WIDTH, HEIGHT = 1100, 620  # px, 16:9-ish (the PNGs were 11 x 6.2 in at 100 dpi)
@@ -401,6 +404,78 @@ def distribution_chart(sc: dict[str, Any]) -> bytes | None:
             svg.line(x1, yc - 6, x1, yc + 6, "#000000", 2.0)
             svg.line(x2, yc - 6, x2, yc + 6, "#000000", 2.0)
             svg.diamond(xm, yc, 6.0, "#000000")
+    return svg.done()
+
+
+def _memory_unit(values: Sequence[float]) -> tuple[float, str]:
+    top = max(values) if values else 0.0
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if top >= size:
+            return 1 / size, unit
+    return 1.0, "B"
+
+
+def _count_unit(values: Sequence[float]) -> tuple[float, str]:
+    top = max(values) if values else 0.0
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if top >= size:
+            return 1 / size, unit
+    return 1.0, ""
+
+
+def metrics_chart(sc: dict[str, Any]) -> bytes | None:
+    """A small multiple, one panel per metric (wall time first, then every metric the cells
+    recorded): every run of every cell (dots, thinned beyond MAX_DOTS) and its mean (a bar), each
+    panel on its own linear scale in its own unit."""
+    cells = [c for c in sc.get("cells", []) if c.get("samples", {}).get("times")]
+    if not cells:
+        return None
+    names = ["wall"] + [n for n in cells[0]["samples"].get("metrics", {})
+                        if all(len(c["samples"].get("metrics", {}).get(n, []))
+                               == len(c["samples"]["times"]) for c in cells)]
+    if len(names) < 2:
+        return None
+    labels = [str(c["label"]) for c in cells]
+    ncols = 2 if len(names) <= 4 else 3
+    rows = math.ceil(len(names) / ncols)
+    band = 34.0
+    panel_h = band * len(cells) + 20
+    left_labels = _left_margin(labels, axis_label=False, cap=220)
+    col_w = (WIDTH - 20) / ncols
+    height = 40 + rows * (panel_h + 96)
+    title = f"{sc['name']}: every metric per cell (dots: runs; bar: mean)"
+    svg = Svg(WIDTH, height, title)
+    svg.text(WIDTH / 2, 22, _fit(title, TITLE, WIDTH - 20), size=TITLE, anchor="middle",
+             full=title)
+    variants = _variants(sc)
+    rng = random.Random(0)
+    for k, name in enumerate(names):
+        known = mx.METRICS.get(name)
+        label, quantity = (known.label, known.quantity) if known else (name, "count")
+        per = [c["samples"]["times"] if name == "wall" else c["samples"]["metrics"][name]
+               for c in cells]
+        flat = [v for vs in per for v in vs]
+        scale, unit = (time_unit(flat) if quantity == "time" else
+                       _memory_unit(flat) if quantity == "memory" else _count_unit(flat))
+        x0 = 10 + (k % ncols) * col_w
+        y0 = 40 + (k // ncols) * (panel_h + 96) + 36
+        left = left_labels if k % ncols == 0 else 18.0
+        panel = Panel(svg, x0 + left, y0, col_w - left - 22, panel_h,
+                      span([v * scale for v in flat], include=[0.0]),
+                      Scale(-0.6, len(cells) - 0.4), invert_y=True)
+        ticks = [(i, lab) for i, lab in enumerate(labels)] if k % ncols == 0 else [
+            (i, "") for i in range(len(cells))]
+        panel.axes(yticks=ticks, xticks=nice_ticks(panel.xs, 4),
+                   xlabel=f"{label} ({unit})" if unit else label, title=label)
+        for i, (c, vs) in enumerate(zip(cells, per, strict=True)):
+            color = COLORS[variants.index(c["variant"]) % len(COLORS)]
+            y = panel.py(i)
+            for v in thinned(vs, 400):
+                svg.circle(panel.px(v * scale), y + rng.uniform(-0.25, 0.25) * band, 2.2, color,
+                           0.4, cls="run")
+            mean = sum(vs) / len(vs)
+            svg.line(panel.px(mean * scale), y - 0.4 * band, panel.px(mean * scale),
+                     y + 0.4 * band, "#000000", 2.5, cls="median")
     return svg.done()
 
 

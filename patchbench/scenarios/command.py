@@ -19,7 +19,7 @@ from pydantic import Field
 
 from patchbench import results
 from patchbench.config.scenarios import ScenarioConfig, TimedConfig
-from patchbench.measure import bench, conditions, launcher
+from patchbench.measure import bench, conditions, engine, launcher
 from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import AppliedCondition, Check, ScenarioResult, TimedResult, Verdict
@@ -42,6 +42,7 @@ from patchbench.scenarios.base import (
     statistics_ready,
     verdict_warnings,
 )
+from patchbench.scenarios.metric_views import metric_page, said
 from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.util import idle, progress
 
@@ -67,7 +68,10 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
                   sc: ScenarioConfig, seed: int | None = None, *, head_start: bool = False
                   ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench);
-    ``head_start``: its warmups may start before the run reaches them (measure/headstart.py)."""
+    ``head_start``: its warmups may start before the run reaches them (measure/headstart.py).
+    Stops first (exit 16) without hyperfine 2 or a metric of ``sc`` this machine cannot give."""
+    if isinstance(sc, TimedConfig):
+        engine.check(sc.metric_names, f"scenario {sc.name}")
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
                          seed=ctx.seed if seed is None else seed, workdir=ctx.workdir,
@@ -185,7 +189,7 @@ class CommandKind:
         res = CommandResult(
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
             comparisons=comparisons, verify=verify, deadline_s=sc.timeout, conditions=applied,
-            evidence_summary=ev_summary)
+            evidence_summary=ev_summary, metrics=sc.metric_names)
         warnings += [f"{sc.name} {v}: the verify check FAILED (exit {r.exit_code})"
                      for v, r in (verify or {}).items() if not r.passed]
         return res, warnings
@@ -196,11 +200,12 @@ class CommandKind:
                 ] + hang_gate(result.name, result.comparisons, result.cells)
 
     def report(self, result: CommandResult, *, details: bool = True) -> list[Block]:
-        return ((timed_blocks(result, deadlines=True) if details else [])
+        return ((timed_blocks(result, deadlines=True) if details else said(result.comparisons))
                 + verify_blocks(result.verify))
 
     def page(self, result: CommandResult) -> list[Block]:
-        return verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))
+        return (verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))
+                + metric_page(result))
 
     def summary(self, result: CommandResult) -> Table | None:
         return None

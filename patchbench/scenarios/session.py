@@ -25,7 +25,7 @@ from patchbench.util.layout import Layout
 from patchbench.util.progress import say
 
 if TYPE_CHECKING:
-    from patchbench.analysis.sequential import UntilCI
+    from patchbench.analysis.sequential import Budget, UntilCI
     from patchbench.build import Built
 
 
@@ -43,7 +43,8 @@ class Measured:
 
 def measure(project: Project, comp: Comparison, chosen: Sequence[ScenarioConfig],
             built: list[Built], *, workdir: Path, layout: Layout, seed: int,
-            extra_files: dict[str, Path], until: Callable[[ScenarioConfig], UntilCI | None]
+            extra_files: dict[str, Path],
+            until: Callable[[ScenarioConfig], UntilCI | Budget | None]
             | None = None, announce: bool = True) -> Measured:
     """Run ``chosen`` against ``built`` (scenario ``i`` with the seed ``seed + i``), their files
     under ``workdir``; ``announce`` says each scenario's line before it runs."""

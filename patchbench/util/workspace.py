@@ -43,3 +43,5 @@ class Switches:
     # --until-ci PCT (as a fraction) and its budget --max-rounds (None: 4x a scenario's rounds)
     until_ci: float | None = None
     max_rounds: int | None = None
+    budget: float | None = None  # --budget, in seconds
+    gate_metrics: tuple[str, ...] = ()  # --gate-metric (empty: the comparison's `gate`)
