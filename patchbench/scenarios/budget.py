@@ -118,8 +118,8 @@ def rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
             alpha=budget.alpha, alpha_per_look=level[0], planned_looks=list(plan),
             looks=list(seen), stopped_at=done, reason=reason, rule=sequential.BUDGET_RULE,
             budget_s=budget.seconds, metrics=names, seconds=now - started, mde=mde))
-        progress.say(f"  {sc.name}: " + describe(done, reason, now - started, budget.seconds,
-                                                 mde))
+        progress.say(f"  {sc.name}: round {done}: CI half-width {shown}; "
+                     + describe(done, reason, now - started, budget.seconds, mde))
         return 0
 
     return more
