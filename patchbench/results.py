@@ -60,8 +60,10 @@ Format history (every change gets a new version and a line here; ``load`` upgrad
   wall time, its round-paired verdict: ``MetricVerdict``); the run records ``gate_metrics`` (the
   metrics whose "slower" fails the gate) and ``stopping`` may be a ``--budget`` record (its
   ``budget_s``, the gated ``metrics``, each look's half-width per metric, the ``mde`` reached).
-  Version 5 files read with their per-run ``user``/``system`` arrays, where present, as the
-  metrics ``user``, ``system`` and ``cpu`` (their sum); no peak memory; no metric verdicts.
+  hyperfine's JSON per call is kept without its per-run ``measurements`` (schema 2), whose every
+  value the samples hold. Version 5 files read with their per-run ``user``/``system`` arrays,
+  where present, as the metrics ``user``, ``system`` and ``cpu`` (their sum); no peak memory;
+  no metric verdicts.
 """
 
 from __future__ import annotations
@@ -234,7 +236,7 @@ class Samples(_Rec):
     exit_codes: Ints = Field(default_factory=new_list)
     rounds: Ints = Field(default_factory=new_list)
     hyperfine: Annotated[list[dict[str, Any]], Field(max_length=MAX_SAMPLES)] = Field(
-        default_factory=new_list)  # hyperfine's own JSON
+        default_factory=new_list)  # hyperfine's own JSON (version 6: without per-run measurements)
     seconds: float = 0.0  # wall time spent measuring this cell
     # runs that passed their deadline (version 4): their time (about the deadline) and round;
     # never in ``times``, so never in the timing statistics

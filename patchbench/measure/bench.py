@@ -112,7 +112,7 @@ class Samples:
             self.rounds.append(rnd)
             for name, values in got.values.items():
                 self.metrics.setdefault(name, []).append(values[n])
-        self.hyperfine.append(result)
+        self.hyperfine.append(engine.kept(result))
         hung = {hangs.HANG_EXIT_CODE} if deadline else set()
         return [c for c in codes if c != 0 and c not in hung]
 

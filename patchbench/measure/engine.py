@@ -155,6 +155,16 @@ def _value(run: dict[str, Any], name: str, i: int) -> float:
     return float(value)
 
 
+def kept(result: dict[str, Any]) -> dict[str, Any]:
+    """What results.json keeps of one result of hyperfine's export: all of it but schema 2's
+    per-run ``measurements`` (about 330 bytes a run, ten times the rest), whose every value the
+    cell's samples hold (times, exit codes, the metrics it records); hyperfine's own summary per
+    metric stays. A 1.x result is kept whole."""
+    if "measurements" not in result:
+        return result
+    return {k: v for k, v in result.items() if k != "measurements"}
+
+
 def median(result: dict[str, Any]) -> float:
     """The median wall time of one result (0.0 when it has no runs)."""
     if "measurements" not in result:

@@ -35,6 +35,7 @@ TITLE, LABEL, TICK, LEGEND = 17, 15, 13, 13  # font sizes, px
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 GRID = "#dddddd"
 MAX_DOTS = 1500  # dots per cell in the distribution chart: beyond, evenly spaced quantiles
+PANEL_DOTS = 120  # dots per cell in a small multiple's panel (metrics_chart)
 
 
 def _n(v: float) -> str:
@@ -425,8 +426,8 @@ def _count_unit(values: Sequence[float]) -> tuple[float, str]:
 
 def metrics_chart(sc: dict[str, Any]) -> bytes | None:
     """A small multiple, one panel per metric (wall time first, then every metric the cells
-    recorded): every run of every cell (dots, thinned beyond MAX_DOTS) and its mean (a bar), each
-    panel on its own linear scale in its own unit."""
+    recorded): every run of every cell (dots; beyond PANEL_DOTS, that many evenly spaced
+    quantiles) and its mean (a bar), each panel on its own linear scale in its own unit."""
     cells = [c for c in sc.get("cells", []) if c.get("samples", {}).get("times")]
     if not cells:
         return None
@@ -470,7 +471,7 @@ def metrics_chart(sc: dict[str, Any]) -> bytes | None:
         for i, (c, vs) in enumerate(zip(cells, per, strict=True)):
             color = COLORS[variants.index(c["variant"]) % len(COLORS)]
             y = panel.py(i)
-            for v in thinned(vs, 400):
+            for v in thinned(vs, PANEL_DOTS):
                 svg.circle(panel.px(v * scale), y + rng.uniform(-0.25, 0.25) * band, 2.2, color,
                            0.4, cls="run")
             mean = sum(vs) / len(vs)
