@@ -181,3 +181,34 @@ DECIDED = (paired.Verdict.FASTER, paired.Verdict.SLOWER, paired.Verdict.EQUIVALE
 def decided(verdict: str) -> bool:
     """Whether a verdict is an answer (faster, slower, equivalent), not inconclusive or withheld."""
     return verdict in DECIDED
+
+
+def rest(wall_base: Sequence[float], base: Sequence[float], base_rounds: Sequence[int],
+         wall_cand: Sequence[float], cand: Sequence[float], cand_rounds: Sequence[int], *,
+         alpha: float) -> tuple[float, float | None, float | None] | None:
+    """How much of the change of wall time a time metric (CPU time) does not account for, per
+    run: the mean over rounds of (gm_c,r - gm_b,r) - (mean_c,r - mean_b,r) (wall time by
+    geometric means, as its effect; the metric by arithmetic means, as its own), with its
+    (1 - ``alpha``) t interval; None without two rounds of both. Its sign is the wall change's
+    when the metric moved less than wall time (the rest is waiting, or work overlapped), the
+    opposite when it moved more (part of it ran in parallel)."""
+    def per_round(times: Sequence[float], values: Sequence[float], rounds: Sequence[int]
+                  ) -> dict[int, float]:
+        logs: dict[int, list[float]] = {}
+        for t, r in zip(times, rounds, strict=True):
+            logs.setdefault(int(r), []).append(math.log(t))
+        means = round_means(values, rounds)
+        return {r: math.exp(math.fsum(v) / len(v)) - means[r] for r, v in logs.items()}
+
+    b = per_round(wall_base, base, base_rounds)
+    c = per_round(wall_cand, cand, cand_rounds)
+    x = [c[r] - b[r] for r in sorted(set(b) & set(c))]
+    n = len(x)
+    if n < 2:
+        return None
+    mean = math.fsum(x) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in x) / (n - 1))
+    if sd == 0:
+        return mean, None, None
+    q = stats.t_ppf(1 - alpha / 2, n - 1) * sd / math.sqrt(n)
+    return mean, mean - q, mean + q

@@ -200,7 +200,7 @@ class CommandKind:
                 ] + hang_gate(result.name, result.comparisons, result.cells)
 
     def report(self, result: CommandResult, *, details: bool = True) -> list[Block]:
-        return ((timed_blocks(result, deadlines=True) if details else said(result.comparisons))
+        return ((timed_blocks(result, deadlines=True) if details else said(result))
                 + verify_blocks(result.verify))
 
     def page(self, result: CommandResult) -> list[Block]:

@@ -12,6 +12,7 @@ inconclusive or withheld one: an inconclusive metric says nothing here."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -25,26 +26,12 @@ from patchbench.report.numbers import (
     fmt_metric_ratio,
     metric_verdict_word,
 )
-from patchbench.results import MetricVerdict, Verdict
+from patchbench.results import Cell, MetricVerdict, Verdict
 
 CHANGED = ("faster", "slower")
 
 
-def _interval(effect: float | None, low: float | None, high: float | None
-              ) -> tuple[float, float] | None:
-    if effect is None or math.isnan(effect):
-        return None
-    if low is None or high is None:
-        return effect, effect
-    return low, high
-
-
-def _similar(a: tuple[float, float], b: tuple[float, float]) -> int:
-    """0 when two effects' intervals overlap (their sizes cannot be told apart); else 1 when the
-    second is larger in size, -1 when smaller (both intervals on the same side of 0)."""
-    if a[0] <= b[1] and b[0] <= a[1]:
-        return 0
-    return 1 if min(abs(b[0]), abs(b[1])) > max(abs(a[0]), abs(a[1])) else -1
+Rest = tuple[float, float | None, float | None]
 
 
 def _pct(m: MetricVerdict) -> str:
@@ -53,12 +40,38 @@ def _pct(m: MetricVerdict) -> str:
     return ""
 
 
-def wall_and_cpu(c: Verdict, cpu: MetricVerdict) -> str | None:
+def rest_of(c: Verdict, cells: Mapping[str, Cell]) -> Rest | None:
+    """The part of the candidate's wall-time change that CPU time does not account for, with
+    its interval (patchbench.analysis.metrics.rest), from the cells' runs; None without them."""
+    base, cand = cells.get(c.baseline), cells.get(c.candidate)
+    if base is None or cand is None:
+        return None
+    b, k = base.samples, cand.samples
+    if any(len(s.metrics.get("cpu", [])) != len(s.times) for s in (b, k)):
+        return None
+    return mx.rest(b.times, b.metrics["cpu"], b.rounds, k.times, k.metrics["cpu"], k.rounds,
+                   alpha=c.alpha)
+
+
+def _same_size(rest: Rest | None, wall: float) -> int | None:
+    """Whether CPU time moved by about as much as wall time (0), less (-1: the rest goes the
+    wall change's way) or more (1), from the rest's interval; None when it cannot tell (the
+    interval holds 0 but reaches beyond half the wall change)."""
+    if rest is None:
+        return None
+    mean, lo, hi = rest
+    lo, hi = (mean, mean) if lo is None or hi is None else (lo, hi)
+    if lo > 0 or hi < 0:  # the rest is not 0
+        return -1 if (mean > 0) == (wall > 0) else 1
+    return 0 if max(abs(lo), abs(hi)) <= abs(wall) / 2 else None
+
+
+def wall_and_cpu(c: Verdict, cpu: MetricVerdict, rest: Rest | None = None) -> str | None:
     """The sentence wall time and CPU time make together, or None when either is not an answer
-    (or both are "equivalent": nothing changed)."""
-    wall, w = c.verdict, _interval(c.effect_s, c.effect_ci_low_s, c.effect_ci_high_s)
-    cv, k = cpu.verdict, _interval(cpu.effect, cpu.effect_ci_low, cpu.effect_ci_high)
-    if not (mx.decided(wall) and mx.decided(cv)) or w is None or k is None:
+    (or both are "equivalent": nothing changed). ``rest``: the part of the wall change CPU time
+    does not account for (:func:`rest_of`), which tells "about as much" from "part of it"."""
+    wall, cv = c.verdict, cpu.verdict
+    if not (mx.decided(wall) and mx.decided(cv)) or c.effect_s is None or math.isnan(c.effect_s):
         return None
     dw, dc = fmt_effect_in(c.effect_s, mx.WALL), fmt_effect_in(cpu.effect, "cpu")
     within = f"within ±{cpu.min_effect:.0%}"
@@ -81,21 +94,25 @@ def wall_and_cpu(c: Verdict, cpu: MetricVerdict) -> str | None:
         return (f"wall time {dw} while CPU time fell ({dc}): less work done in parallel "
                 "(serialised, or waiting where work ran before)")
     if wall in CHANGED and cv == wall:
-        size = _similar(w, k)
-        if wall == "faster":
-            if size == 0:
-                return (f"wall time {dw}, CPU time {dc}, about as much: work removed")
-            if size > 0:
-                return (f"CPU time {dc}, more than wall time ({dw}): work removed, part of it "
-                        "from work that ran in parallel")
-            return (f"wall time {dw}, of which CPU time {dc}: part work removed, the rest "
-                    "waiting removed or work overlapped")
+        size = _same_size(rest, c.effect_s)
+        left = ""
+        if rest is not None:
+            left = fmt_effect_in(rest[0], mx.WALL)
+            if rest[1] is not None and rest[2] is not None:
+                left += (f" [{fmt_effect_in(rest[1], mx.WALL)}, "
+                         f"{fmt_effect_in(rest[2], mx.WALL)}]")
+        removed = "removed" if wall == "faster" else "added"
         if size == 0:
-            return f"wall time {dw}, CPU time {dc}, about as much: work added"
-        if size > 0:
-            return (f"CPU time {dc}, more than wall time ({dw}): work added, part of it in "
-                    "parallel")
-        return (f"wall time {dw}, of which CPU time {dc}: part work added, the rest waiting")
+            return f"wall time {dw}, CPU time {dc}, about as much: work {removed}"
+        if size == 1:
+            return (f"CPU time {dc}, more than wall time ({dw}): work {removed}, part of it "
+                    "work that runs in parallel")
+        if size == -1:
+            waited = "waiting removed or work overlapped" if wall == "faster" else "waiting"
+            return (f"wall time {dw}, of which CPU time {dc}: part work {removed}, the rest "
+                    f"({left}) {waited}")
+        return (f"wall time {dw}, CPU time {dc}: work {removed}; how much of the wall-time "
+                "change it accounts for is not decided" + (f" (the rest: {left})" if left else ""))
     return None
 
 
@@ -115,13 +132,14 @@ def where_cpu(c: Verdict) -> str | None:
     return None
 
 
-def words(c: Verdict) -> list[str]:
-    """What one comparison's metrics say together (empty without metric verdicts)."""
+def words(c: Verdict, cells: Mapping[str, Cell] | None = None) -> list[str]:
+    """What one comparison's metrics say together (empty without metric verdicts); ``cells``
+    (label -> cell) give the runs that tell how much of wall time CPU time accounts for."""
     if not c.metrics or not c.rule5:
         return []
     out: list[str] = []
     cpu = c.metrics.get("cpu")
-    said = wall_and_cpu(c, cpu) if cpu is not None else None
+    said = (wall_and_cpu(c, cpu, rest_of(c, cells or {})) if cpu is not None else None)
     out += [said] if said else []
     where = where_cpu(c)
     out += [where] if where else []
@@ -158,9 +176,12 @@ def metric_table(comparisons: list[Verdict]) -> list[Block]:
                    "ratio [95% CI], effect [95% CI]", "answer"], rows, "metrics")]
 
 
-def said(comparisons: list[Verdict]) -> list[Block]:
-    """The words of every comparison, as one list (nothing when none has anything to say)."""
-    items = [[f"{c.candidate}: {w}"] for c in _judged(comparisons) for w in words(c)]
+def said(sc: Any) -> list[Block]:
+    """The words of every comparison of a timed scenario ``sc``, as one list (nothing when none
+    has anything to say)."""
+    cells = {cell.label: cell for cell in sc.cells}
+    items = [[f"{c.candidate}: {w}"] for c in _judged(list(sc.comparisons))
+             for w in words(c, cells)]
     if not items:
         return []
     return [text("What the metrics say (from verdicts that are answers only):"),
@@ -174,9 +195,10 @@ def notes(comparisons: list[Verdict]) -> list[Block]:
     return [bullets(items, "metric-notes")] if items else []
 
 
-def metric_blocks(comparisons: list[Verdict]) -> list[Block]:
-    """report.md's part: the table, the words and the notes."""
-    return metric_table(comparisons) + said(comparisons) + notes(comparisons)
+def metric_blocks(sc: Any) -> list[Block]:
+    """report.md's part of a timed scenario ``sc``: the table, the words and the notes."""
+    comps = list(sc.comparisons)
+    return metric_table(comps) + said(sc) + notes(comps)
 
 
 def metric_page(sc: Any) -> list[Block]:
@@ -186,7 +208,7 @@ def metric_page(sc: Any) -> list[Block]:
     if not _judged(comps):
         return []
     data = sc.model_dump(mode="json")
-    return [Heading("Metrics"), *metric_blocks(comps),
+    return [Heading("Metrics"), *metric_blocks(sc),
             Chart("metrics", partial(charts.metrics_chart, data),
                   "One panel per metric: every run of every cell (dots) and its mean (bar); "
                   "wall time first.")]

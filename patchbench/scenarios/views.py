@@ -123,7 +123,7 @@ def timed_blocks(sc: Any, *, deadlines: bool) -> list[Block]:
     kind whose runs have deadlines) the hangs."""
     if not sc.cells:
         return []
-    return (paired_blocks(sc.comparisons) + metric_blocks(sc.comparisons)
+    return (paired_blocks(sc.comparisons) + metric_blocks(sc)
             + (hang_blocks(sc) if deadlines else []))
 
 
