@@ -79,9 +79,13 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
 
 
 def plan_deadline(sc: TimedConfig) -> list[str]:
-    """Dry-run lines for the per-run deadline and the conditions."""
+    """Dry-run lines for the per-run deadline, the metrics and the conditions."""
+    own = {m.name: m.min_effect for m in sc.metrics if m.min_effect is not None}
     lines = [f"  every run: deadline {sc.timeout:g} s (patchbench's launcher; a run past it is "
-             "a hang: evidence saved, killed, counted, left out of the timing)"]
+             "a hang: evidence saved, killed, counted, left out of the timing)",
+             "  metrics recorded and judged: " + ", ".join(
+                 n + (f" (min_effect {own[n]:.0%})" if n in own else "")
+                 for n in sc.metric_names)]
     if sc.conditioned:
         lines += [f"  condition {c.name}: {c.summary()}" for c in sc.conditions]
     return lines
