@@ -132,14 +132,17 @@ EXPORT = re.compile(r"^\{run\}/[A-Za-z0-9._-]+\.json$")
 
 def shaped(argv: list[str] | tuple[str, ...]) -> bool:
     """Whether ``argv`` is a warmup call as ``bench.hyperfine_call`` makes it with no prepare,
-    cleanup or wrap: its runs, no warmup of its own, its export in the run's folder, one
-    ``--command-name`` per command, and the commands after ``--``."""
+    cleanup or wrap: its runs, no warmup of its own, its export in the run's folder, the
+    metrics, one ``--command-name`` per command, and the commands after ``--``."""
     head, rest = list(argv[:len(SHAPE)]), list(argv[len(SHAPE):])
     if len(head) != len(SHAPE) or any(w is not None and h != w for h, w in zip(head, SHAPE,
                                                                                 strict=True)):
         return False
     if not re.fullmatch(r"[1-9][0-9]{0,3}", head[6]) or not EXPORT.match(head[10]):
         return False
+    if rest[:1] == ["--metrics"] and len(rest) > 1 and re.fullmatch(r"[a-z_]+(,[a-z_]+)*",
+                                                                      rest[1]):
+        rest = rest[2:]  # the metrics hyperfine records (measure/engine.py)
     if "--" not in rest:
         return False
     names, commands = rest[:rest.index("--")], rest[rest.index("--") + 1:]
