@@ -56,19 +56,24 @@ def test_the_planted_effects_are_found_in_their_metrics_and_said_in_words(
         assert set(s["metrics"]) == {"cpu", "user", "system", "peak-rss"}
         assert all(len(v) == len(s["times"]) for v in s["metrics"].values())
     comps = {c["candidate"]: c for c in sc["comparisons"]}
+    seen = {name: {"wall": (c["verdict"], c["effect_s"])} | {
+        m: (v["verdict"], v["effect"]) for m, v in c["metrics"].items()}
+        for name, c in comps.items()}  # what a failure shows
 
-    spin = comps["demo-spin-5ms"]  # CPU work: wall and CPU time slower by about 5 ms
-    assert spin["verdict"] == "slower" and 2.5 * MS <= spin["effect_s"] <= 10 * MS
+    # CPU work: wall and CPU time slower by about 5 ms (a wall-clock busy-wait: on a loaded
+    # machine it is preempted for part of its 5 ms, and gets less CPU time)
+    spin = comps["demo-spin-5ms"]
+    assert spin["verdict"] == "slower" and 2.5 * MS <= spin["effect_s"] <= 10 * MS, seen
     cpu = spin["metrics"]["cpu"]
-    assert cpu["verdict"] == "slower" and 2.5 * MS <= cpu["effect"] <= 7.5 * MS
+    assert cpu["verdict"] == "slower" and 2 * MS <= cpu["effect"] <= 7.5 * MS, seen
 
     sleep = comps["demo-sleep-5ms"]  # a sleep: wall slower, CPU time never slower
-    assert sleep["verdict"] == "slower" and 2.5 * MS <= sleep["effect_s"] <= 10 * MS
-    assert sleep["metrics"]["cpu"]["verdict"] == "equivalent"
+    assert sleep["verdict"] == "slower" and 2.5 * MS <= sleep["effect_s"] <= 10 * MS, seen
+    assert sleep["metrics"]["cpu"]["verdict"] == "equivalent", seen
 
     alloc = comps["demo-alloc-64mib"]  # 64 MiB touched: peak memory larger by about that
     rss = alloc["metrics"]["peak-rss"]
-    assert rss["verdict"] == "slower" and 56 * MIB <= rss["effect"] <= 72 * MIB
+    assert rss["verdict"] == "slower" and 56 * MIB <= rss["effect"] <= 72 * MIB, seen
 
     assert run_dir is not None
     md = (run_dir / "report.md").read_text()
