@@ -15,9 +15,10 @@ from patchbench.build import aa
 from patchbench.config import Comparison, NamedTarget, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError, PatchError, RequirementError
+from patchbench.measure import engine
 from patchbench.measure import machine as measure_machine
 from patchbench.runs import store as runstore
-from patchbench.scenarios import session
+from patchbench.scenarios import budget, session
 from patchbench.source import cache as source
 from patchbench.source import patching
 from patchbench.upstream import fetch, fetch_submodules, patch_check
@@ -128,8 +129,12 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
                           hint="its scenarios: " + ", ".join(s.name for s in comp.scenarios))
     variants = variants_of(comp)
     variants, layout = aa.variants(target.spec, variants, sw.aa_layout)
+    gated = list(sw.gate_metrics) or comp.gate  # the gate's metrics (and --budget's)
+    for problem in config.gate_problems(gated, chosen):
+        raise ConfigError(f"--gate-metric: {problem}")
     if sw.dry_run:
         return None, plan.lines(project, ws, name, comp, target, variants, chosen), None
+    engine.check_scenarios(chosen)  # hyperfine 2 and every metric asked for, before building
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     seed = next(s for s in (sw.seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
     built = build_variants(project, ws, target, variants, comp.overlays, comp)
@@ -142,9 +147,12 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         say(f"warning: {busy}")
     extra_files: dict[str, Path] = {}
     target_ci = sw.until_ci
+    given = None if sw.budget is None else budget.start(sw.budget, comp.alpha, gated, chosen)
 
-    def until(sc: ScenarioConfig) -> sequential.UntilCI | None:  # --until-ci, per scenario
-        return None if target_ci is None else sequential.UntilCI(
+    def until(sc: ScenarioConfig) -> sequential.UntilCI | sequential.Budget | None:
+        if given is not None:  # --budget: one for the whole measurement
+            return given
+        return None if target_ci is None else sequential.UntilCI(  # --until-ci, per scenario
             target=target_ci, max_rounds=sw.max_rounds or scenarios.UNTIL_BUDGET * sc.rounds,
             alpha=comp.alpha)
 
@@ -160,7 +168,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         warnings=[*([busy] if busy else []), *measured.warnings], teardown=measured.teardown,
         runtime=measured.runtime,
         stopping=measured.stopping or None,
-        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=3)
+        gate=sw.gate, gate_allow_inconclusive=sw.gate_allow_inconclusive, report_format=3,
+        gate_metrics=gated)
     res.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res = results.parse(redact.tree(redact.paths(res.dump(), {
         str(workdir): "<run>", str(ws.builds): "<builds>", str(project.root): "<project>"})),

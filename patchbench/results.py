@@ -23,6 +23,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     ValidationError,
+    model_validator,
 )
 from pydantic_core import core_schema
 
@@ -31,7 +32,7 @@ from patchbench.util import limits
 from patchbench.util.files import is_sha256
 from patchbench.util.models import NAME_RE
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SCHEMA_HISTORY = {
     1: "first version: per scenario, cells with raw samples (times, exit codes, rounds, "
     "hyperfine JSON) and baseline/candidate comparisons",
@@ -43,6 +44,8 @@ SCHEMA_HISTORY = {
     "from the timing (hung_times, hung_rounds) and tested against the baseline; conditions",
     5: "verdicts by per-round mean log times, min_effect on the log scale, faster/slower, "
     "equivalent (TOST) or inconclusive with the minimum detectable effect; the effect in seconds",
+    6: "every metric of hyperfine 2 per run (CPU, user and system time, peak memory, counters) and "
+    "each judged by the round-paired rule; the gate's metrics; --budget",
 }
 
 # What a saved run may hold (docs/security.md) is util/limits.py's MAX_*: a file past them is
@@ -109,19 +112,52 @@ Ints = Annotated[list[int], Field(max_length=MAX_SAMPLES)]
 PlainName = Annotated[str, Field(pattern=NAME_RE)]  # may become part of a path: no '/', no '..'
 
 
+MetricName = Annotated[str, Field(pattern=r"^[a-z][a-z-]{0,31}$")]
+MAX_METRICS = 16  # metrics per cell (hyperfine 2 has 10)
+
+
+def legacy_cpu(samples: dict[str, Any]) -> dict[str, Any]:
+    """Samples as results version 5 (and a bisect record) hold them, with per-run ``user`` and
+    ``system`` arrays (empty unless a hyperfine gave them), as version 6 holds them: those arrays
+    as the metrics ``user`` and ``system`` and their sum as ``cpu`` where they have a value for
+    every timed run; no peak memory (version 5 never had it)."""
+    if "user" not in samples and "system" not in samples:
+        return samples
+    out = {k: v for k, v in samples.items() if k not in ("user", "system")}
+    n = len(out.get("times") or [])
+    got = {k: samples[k] for k in ("user", "system")
+           if isinstance(samples.get(k), list) and samples[k] and len(samples[k]) == n}
+    metrics = dict(out.get("metrics") or {})
+    metrics.update(got)
+    if len(got) == 2:
+        metrics["cpu"] = [u + s for u, s in zip(got["user"], got["system"], strict=True)]
+    if metrics:
+        out["metrics"] = metrics
+    return out
+
+
 class Samples(_Rec):
     times: Times
-    user: Floats = Field(default_factory=list)
-    system: Floats = Field(default_factory=list)
+    # results version 6: metric name -> one value per timed run (aligned with ``times``), in the
+    # metric's base unit (patchbench.analysis.metrics); wall time is ``times``
+    metrics: Annotated[dict[MetricName, Floats], Field(max_length=MAX_METRICS)] = Field(
+        default_factory=dict)
     exit_codes: Ints = Field(default_factory=list)
     rounds: Ints = Field(default_factory=list)
     hyperfine: Annotated[list[dict[str, Any]], Field(max_length=MAX_SAMPLES)] = Field(
-        default_factory=list)  # hyperfine's own JSON
+        default_factory=list)  # hyperfine's own JSON (version 6: without per-run measurements)
     seconds: float = 0.0  # wall time spent measuring this cell
     # runs that passed their deadline (version 4): their time (about the deadline) and round;
     # never in ``times``, so never in the timing statistics
     hung_times: Floats = Field(default_factory=list)
     hung_rounds: Ints = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        # version 5's user/system arrays (a bisect record embeds samples without a results
+        # version of its own)
+        return legacy_cpu(data) if isinstance(data, dict) else data
 
 
 class Hangs(_Rec):
@@ -214,6 +250,43 @@ class Pooled(_Rec):
     assumes: str
 
 
+class MetricVerdict(_Rec):
+    """One metric other than wall time of a candidate against the baseline (results version 6):
+    the round-paired verdict of patchbench.analysis.metrics.judge, its fields named as the
+    comparison's own; ``effect`` (candidate minus baseline) in the metric's ``unit`` (s, B,
+    count); ``baseline`` and ``candidate`` each variant's mean per run; ``estimand`` what a round
+    pairs (geometric means per run, or a round's arithmetic means when a run may be 0)."""
+
+    metric: MetricName
+    unit: str
+    estimand: str
+    baseline: float | None
+    candidate: float | None
+    speedup: Figure  # baseline / candidate: above 1, the candidate has less of it
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    verdict: str  # faster | slower | equivalent | inconclusive | withheld (faster: less of it)
+    alpha: float
+    min_effect: float
+    p_slower: float | None
+    p_faster: float | None
+    p_equivalent: float | None
+    equivalence_low: float | None
+    equivalence_high: float | None
+    mde: float | None
+    effect: float
+    effect_ci_low: float | None
+    effect_ci_high: float | None
+    resolution: float | None
+    rounds: int
+    min_rounds: int
+    round_ids: list[int] = Field(default_factory=list)
+    round_ratios: list[float] = Field(default_factory=list)
+    note: str = ""
+    method: str
+
+
 class Verdict(_Rec):
     """One candidate cell against the baseline cell with the same parameters. Since version 3 the
     verdict is round-paired (patchbench.analysis.verdict.record); older files carry the pooled one, and
@@ -254,6 +327,8 @@ class Verdict(_Rec):
     effect_ci_high_s: float | None = None
     resolution_s: float | None = None
     also: Also | None = None  # PAIRED6_METHOD, when the variants' shapes differ
+    # version 6: every metric other than wall time, judged alike; None: wall time only
+    metrics: dict[MetricName, MetricVerdict] | None = None
 
     @property
     def paired(self) -> bool:
@@ -319,6 +394,7 @@ class _Timed(_Scenario):
     deadline_s: float | None = None  # each run's deadline (version 4); null: none
     conditions: list[AppliedCondition] = Field(default_factory=list)  # empty: the default only
     evidence_summary: str | None = None  # a readable account of every hang, in the run folder
+    metrics: list[MetricName] | None = None  # version 6: the metrics measured; None: wall only
 
 
 TimedResult = _Timed  # a kind with cells and comparisons (the summary table's rows)
@@ -446,34 +522,44 @@ class AABuild(_Rec):
 
 
 class Look(_Rec):
-    """One look of ``--until-ci``: the rounds measured so far and the widest CI half-width of the
-    scenario's comparisons then (a fraction; None: no interval yet)."""
+    """One look of ``--until-ci`` or ``--budget``: the rounds measured so far and the widest CI
+    half-width of the scenario's comparisons then (a fraction; None: no interval yet); with
+    ``--budget``, the widest per gated metric too."""
 
     rounds: int
     half_width: float | None
+    widths: dict[MetricName, float | None] = Field(default_factory=dict)
 
 
 class Stopping(_Rec):
-    """How ``--until-ci`` ended one scenario (one set of interleaved rounds: per condition)."""
+    """How ``--until-ci`` or ``--budget`` ended one scenario (one set of interleaved rounds: per
+    condition)."""
 
     scenario: str
     condition: str = ""
-    target: float  # the CI half-width asked for (a fraction)
+    target: float | None  # --until-ci: the CI half-width asked for (a fraction); --budget: None
     max_rounds: int
     alpha: float  # the nominal level, spent over the looks
     alpha_per_look: float
     planned_looks: list[int]  # the rounds at which a look may be taken
     looks: list[Look]
     stopped_at: int
-    reason: str  # "target" or "budget"
+    # "target" or "budget" (--until-ci); "decided", "budget" or "time" (--budget)
+    reason: str
     rule: str
+    # --budget (results version 6): the seconds given, the gated metrics that must be decided,
+    # the seconds the scenario's rounds took, and the widest MDE per metric at the stop
+    budget_s: float | None = None
+    metrics: list[MetricName] = Field(default_factory=list)
+    seconds: float | None = None
+    mde: dict[MetricName, float | None] = Field(default_factory=dict)
 
 
 class Results(_Rec):
     # the scenario entries' schema is built at first use, from the kinds registered by then
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    schema_version: Literal[5] = 5
+    schema_version: Literal[6] = 6
     schema_history: dict[str, str] = Field(
         default_factory=lambda: {str(k): v for k, v in SCHEMA_HISTORY.items()})
     tool: str
@@ -507,7 +593,10 @@ class Results(_Rec):
     # timing-statistics line in a run without timed comparisons (soak, stress only); 3: the
     # builds table names the upstream commits and pull requests of each series
     report_format: Literal[1, 2, 3] = 1
-    stopping: list[Stopping] | None = None  # --until-ci only
+    stopping: list[Stopping] | None = None  # --until-ci and --budget only
+    # the metrics whose "slower" fails the gate (version 6: the comparison's ``gate`` or
+    # --gate-metric); None: wall time (older files)
+    gate_metrics: list[MetricName] | None = None
 
     def dump(self) -> dict[str, Any]:
         out = self.model_dump(mode="json", exclude_none=False)
@@ -520,6 +609,8 @@ class Results(_Rec):
             out.pop("report_format", None)
         if out.get("stopping") is None:
             out.pop("stopping", None)
+        if out.get("gate_metrics") is None:
+            out.pop("gate_metrics", None)
         return out
 
     def gate_reasons(self, failures: Callable[..., list[str]]) -> list[str] | None:
@@ -586,7 +677,25 @@ def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3, 4: upgrade_v4}
+def upgrade_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 5 file as version 6: each cell's per-run ``user``/``system`` arrays become the
+    metrics ``user``, ``system`` and ``cpu`` where present (:func:`legacy_cpu`); no peak memory,
+    no metric verdicts (the comparisons keep their wall-time verdicts)."""
+    out = dict(data)
+    out["schema_version"] = 6
+    out["schema_history"] = {str(k): v for k, v in SCHEMA_HISTORY.items()}
+    scenarios = []
+    for sc in data.get("scenarios", []):
+        if isinstance(sc, dict) and isinstance(sc.get("cells"), list):
+            sc = {**sc, "cells": [{**c, "samples": legacy_cpu(c["samples"])}
+                                  if isinstance(c, dict) and isinstance(c.get("samples"), dict)
+                                  else c for c in sc["cells"]]}
+        scenarios.append(sc)
+    out["scenarios"] = scenarios
+    return out
+
+
+UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3, 4: upgrade_v4, 5: upgrade_v5}
 
 
 def upgrade(data: dict[str, Any], version: int) -> dict[str, Any]:

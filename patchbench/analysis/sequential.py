@@ -2,12 +2,16 @@
 are added until the CI half-width of every timed comparison of a scenario reaches PCT or the
 budget is spent, without the false alarms of optional stopping: the looks are planned before the
 first round (geometrically spaced, whole blocks of the balanced order), and each is judged at
-alpha / K for K looks (Bonferroni), the level the saved comparison records. docs/statistics.md
-("Stopping by precision"); benchmarks/stats_calibration.py calibrates it."""
+alpha / K for K looks (Bonferroni), the level the saved comparison records. Its sibling
+``--budget DURATION`` (:class:`Budget`) adds rounds until every gated metric of every
+comparison is decided or the time is spent, the looks planned from the pace of the configured
+rounds, alpha spent over them the same way. docs/statistics.md ("Stopping by precision");
+benchmarks/stats_calibration.py calibrates it."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -87,3 +91,76 @@ def describe(stopped_at: int, reason: str, width: float | None, target: float) -
         return f"stopped at round {stopped_at}: CI half-width {shown} <= {target * 100:.3g} %"
     return (f"stopped at round {stopped_at}: budget spent (CI half-width {shown}, "
             f"target {target * 100:.3g} %)")
+
+
+# --- --budget: the best answer in the time given ---------------------------------------------
+
+BUDGET_RULE = ("looks planned at the configured rounds, then about 1.5x more each (whole blocks "
+               "of the balanced order) up to the rounds the time left allows at the pace of the "
+               "configured rounds; alpha spent equally over the planned looks (Bonferroni); "
+               "stopped when every gated metric of every comparison is decided (faster, slower "
+               "or equivalent), or the time is spent")
+
+
+@dataclass
+class Budget:
+    """``compare --budget DURATION``: ``seconds`` of measuring for the whole comparison, spent
+    until every gated metric (``metrics``) of every comparison has an answer; ``sets`` the sets
+    of interleaved rounds (a timed scenario, per condition) that have not finished yet, each
+    given an equal share of the time left when it starts; ``deadline``, the monotonic clock's
+    time it ends, is set when the first set starts (what comes before measuring is not
+    counted)."""
+
+    seconds: float
+    alpha: float
+    metrics: tuple[str, ...]
+    sets: int
+    deadline: float | None = None
+
+    def share(self, now: float) -> float:
+        """The seconds a set starting ``now`` may take."""
+        if self.deadline is None:
+            self.deadline = now + self.seconds
+        return max(0.0, self.deadline - now) / max(1, self.sets)
+
+
+def budget_rounds(done: int, elapsed: float, share: float, block: int) -> int:
+    """The rounds a set may reach when ``done`` rounds took ``elapsed`` seconds of its ``share``:
+    as many as the pace allows, in whole blocks of ``block`` rounds, never fewer than ``done``."""
+    if done < 1 or elapsed <= 0:
+        return done
+    fit = int(share / (elapsed / done))
+    return max(done, fit - fit % block)
+
+
+def decided(verdicts: Sequence[str]) -> bool:
+    """Whether every verdict is an answer: faster, slower or equivalent (none inconclusive or
+    withheld); False for none."""
+    return bool(verdicts) and all(v in ("faster", "slower", "equivalent") for v in verdicts)
+
+
+def parse_duration(text: str) -> float:
+    """``5m``, ``30s``, ``1h``, ``1m30s`` or a number of seconds -> seconds; a ValueError for
+    anything else, or for a duration that is not above 0."""
+    t = text.strip().lower()
+    try:
+        seconds = float(t)
+    except ValueError:
+        parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?", t)
+        if not t or parts is None:
+            raise ValueError(f"{text!r} is not a duration (e.g. 30s, 5m, 1h)") from None
+        h, m, s = (float(x) if x else 0.0 for x in parts.groups())
+        seconds = 3600 * h + 60 * m + s
+    if not seconds > 0 or not math.isfinite(seconds):
+        raise ValueError(f"{text!r}: a duration above 0 is needed")
+    return seconds
+
+
+def fmt_duration(seconds: float) -> str:
+    """``2m05s``, ``45s``, ``1h02m``."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"

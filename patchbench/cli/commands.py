@@ -106,6 +106,8 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
         print(f"A/A run, {label}: {why}\n")
     if report.summary_rows(results):
         print(report.summary_table(results))
+    for line in markdown.stopping_text(results):  # --until-ci, --budget: rounds, MDE reached
+        print(line)
     for sc in results.scenarios:  # each kind's own sections of report.md (no chart files)
         shown = markdown.blocks([b for b in KINDS[sc.kind].report(sc, details=False)
                                  if not isinstance(b, Image)])

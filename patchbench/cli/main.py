@@ -52,6 +52,16 @@ def _percent(text: object) -> float | None:
 
 
 PROFILES = ("syscalls", "cpu")  # compare --profile (the command kind's ``profile`` key)
+def _duration(text: object) -> float | None:
+    """--budget DURATION in seconds."""
+    if text is None:
+        return None
+    from patchbench.analysis.sequential import parse_duration
+
+    try:
+        return parse_duration(str(text))
+    except ValueError as exc:
+        raise ConfigError(f"compare --budget: {exc}") from None
 
 
 def _compare(v: Values, project: str | None) -> int:
@@ -66,12 +76,15 @@ def _compare(v: Values, project: str | None) -> int:
     if unknown:
         raise ConfigError(f"--profile {unknown[0]}: not a profile",
                           hint="one of: " + ", ".join(PROFILES))
+    if v["budget"] is not None and v["until_ci"] is not None:
+        raise ConfigError("--budget and --until-ci both decide when to stop; give one")
     sw = Switches(seed=v["seed"], aa=v["aa"], aa_layout=v["aa_layout"], dry_run=v["dry_run"],
                   runs=v["runs"],
                   rounds=v["rounds"], warmup=v["warmup"], only=tuple(v["scenario"]),
                   gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"],
                   until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"],
-                  profile=tuple(dict.fromkeys(v["profile"])))
+                  profile=tuple(dict.fromkeys(v["profile"])),
+                  budget=_duration(v["budget"]), gate_metrics=tuple(v["gate_metric"]))
     return commands.do_compare(_ws(v, project), v["name"], sw, v["summary"])
 
 

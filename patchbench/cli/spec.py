@@ -135,10 +135,19 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("profile", "after measuring, traced runs of every command scenario's cells: "
              "syscalls (every syscall, the diff, an OCI start's phases) or cpu (perf samples, a "
              "differential flame graph); added to the scenario's own `profile`", kind="list",
-             metavar="KIND")),
+             metavar="KIND"),
+         Opt("budget", "after the configured rounds, add rounds (at looks planned from their "
+             "pace, alpha spent over them) until every gated metric of every comparison is "
+             "decided (faster, slower or equivalent) or DURATION (30s, 5m, 1h) of measuring is "
+             "spent; prints the verdicts, the MDE reached and the rounds run",
+             metavar="DURATION"),
+         Opt("gate_metric", "the metrics whose \"slower\" fails --gate (and that --budget "
+             "waits for), instead of the comparison's `gate`", kind="list", metavar="METRIC",
+             default="the comparison's gate, else wall")),
         (*BUILD_SHARED, "backend"),
         ("compare demo --gate", "compare demo --aa-layout",
          "compare demo --until-ci 3 --max-rounds 20", "compare demo --profile syscalls",
+         "compare demo-metrics --budget 30s --gate-metric wall --gate-metric cpu",
          "compare runc-signal --source runc=$HOME/src/runc --runs 40 --rounds 10")),
     Command(
         "build", "Build the baseline and a patch series from one pinned commit (cached).", (),

@@ -8,6 +8,7 @@ YAML is read with ``safe_load`` only: a ``!!python/object`` tag is an error, nev
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -275,6 +276,25 @@ def default_image(target: Target) -> ImageRecipe:
     return ImageRecipe(recipe="go-busybox")
 
 
+def gate_problems(gate: Sequence[str], scenarios: Sequence[ScenarioConfig]) -> list[str]:
+    """What is wrong with gating on the metrics ``gate``: an unknown name, or one that a timed
+    scenario does not measure (its ``metrics``)."""
+    from patchbench.analysis import metrics as mx
+
+    out = []
+    for name in gate:
+        if name not in mx.METRICS:
+            out.append(f"unknown metric {name!r}{suggest(name, mx.METRICS)}; known: "
+                       + ", ".join(mx.METRICS))
+            continue
+        lacking = [sc.name for sc in scenarios
+                   if (names := getattr(sc, "metric_names", None)) is not None and name not in names]
+        if lacking:
+            out.append(f"{name!r} is not among the metrics of scenario {', '.join(lacking)} "
+                       "(add it to its `metrics`)")
+    return out
+
+
 class Comparison(_Model):
     """One target, its baseline and candidates, and the scenarios that measure them."""
 
@@ -309,6 +329,15 @@ class Comparison(_Model):
     runtime: Literal["docker-run"] | None = Field(default=None, description=(
         "Measure one level up: `docker-run` registers every variant's runc with a dockerd of "
         "patchbench's own (only for a target whose runtime is runc)."))
+    gate: list[str] = Field(default_factory=lambda: ["wall"], min_length=1, description=(
+        "The metrics whose \"slower\" fails `--gate` (each measured by every timed scenario's "
+        "`metrics`); `--gate-metric` overrides it."))
+
+    @model_validator(mode="after")
+    def _gated(self) -> Comparison:
+        for problem in gate_problems(self.gate, self.scenarios):
+            raise ValueError(f"gate: {problem}")
+        return self
 
     @model_validator(mode="after")
     def _unique(self) -> Comparison:

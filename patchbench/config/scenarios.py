@@ -15,9 +15,10 @@ import signal
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import Field, GetCoreSchemaHandler, model_validator
+from pydantic import BeforeValidator, Field, GetCoreSchemaHandler, field_validator, model_validator
 from pydantic_core import core_schema
 
+from patchbench.analysis import metrics as mx
 from patchbench.measure.conditions import DEFAULT, Condition
 from patchbench.util.limits import MAX_SAMPLES, MAX_TIMEOUT_S
 from patchbench.util.models import NAME_RE, StrictModel
@@ -109,6 +110,37 @@ class Rate(StrictModel):
     unit: str = Field(description="The unit's name, shown as `UNIT/s` (e.g. `lines`).")
 
 
+def _named(value: Any) -> Any:
+    """``cpu`` as ``{name: cpu}``: a metric is named alone or with its own min_effect."""
+    return {"name": value} if isinstance(value, str) else value
+
+
+class MetricSpec(StrictModel):
+    """A metric a timed scenario records and judges, by name, optionally with its own
+    min_effect."""
+
+    name: str = Field(description="The metric (see `metrics`).")
+    min_effect: float | None = Field(default=None, ge=0, lt=1, description=(
+        "The smallest change of this metric (a fraction) that counts as faster or slower, "
+        "smaller or larger; default: the comparison's `min_effect`."))
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name not in mx.METRICS:
+            from difflib import get_close_matches
+
+            close = get_close_matches(name, list(mx.METRICS), n=1)
+            raise ValueError(f"unknown metric {name!r}" + (
+                f" (did you mean {close[0]!r}?)" if close else "")
+                + "; known: " + ", ".join(mx.METRICS))
+        return name
+
+
+Metrics = Annotated[list[Annotated[MetricSpec, BeforeValidator(_named)]], Field(min_length=1)]
+
+
+
 class TimedConfig(ScenarioConfig):
     """Keys of the kinds timed by hyperfine in interleaved rounds (the command kind and those
     built on it): the measured command and what runs around it."""
@@ -127,13 +159,36 @@ class TimedConfig(ScenarioConfig):
     conditions: list[Condition] = Field(default_factory=lambda: [DEFAULT], min_length=1,
                                         description=(
         "Machine states the cells run under, each its own set of cells; names must be unique."))
+    metrics: Metrics = Field(
+        default_factory=lambda: [MetricSpec(name=n) for n in mx.DEFAULT], description=(
+            "What hyperfine records per run and each comparison judges, each by the round-paired "
+            "rule: `wall` (wall-clock time, always recorded and judged first), `cpu` (user + "
+            "system), `user`, `system`, `peak-rss` (peak resident memory), and the hardware "
+            "counters `instructions`, `cycles`, `cache-references`, `cache-misses`, "
+            "`branch-misses` (they need a PMU: a machine without one refuses them, exit 16). "
+            "Each item a name or `{name: cpu, min_effect: 0.1}`; default: the first five."))
 
     @model_validator(mode="after")
     def _conditions(self) -> TimedConfig:
         names = [c.name for c in self.conditions]
         if len(set(names)) != len(names):
             raise ValueError("condition names must be unique")
+        metric_names = [m.name for m in self.metrics]
+        if len(set(metric_names)) != len(metric_names):
+            raise ValueError("metrics: each metric once")
+        if any(m.name == mx.WALL and m.min_effect is not None for m in self.metrics):
+            raise ValueError("metrics: wall time's min_effect is the comparison's `min_effect`")
         return self
+
+    @property
+    def metric_names(self) -> list[str]:
+        """The metrics recorded and judged, wall time first (always, listed or not)."""
+        return mx.ordered([mx.WALL, *(m.name for m in self.metrics)])
+
+    def metric_min_effect(self, name: str, default: float) -> float:
+        """Metric ``name``'s min_effect: its own, else ``default`` (the comparison's)."""
+        own = next((m.min_effect for m in self.metrics if m.name == name), None)
+        return default if own is None else own
 
     def shown_command(self) -> str:
         return shlex.join(self.command)
@@ -150,6 +205,7 @@ class TimedConfig(ScenarioConfig):
 
 
 Argv = Annotated[list[str], Field(min_length=1)]  # a command: an argv list, never empty
+
 
 
 # --- the kinds' config models: a registry below the kinds ------------------------------------

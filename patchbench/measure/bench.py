@@ -3,8 +3,10 @@ k for a burst).
 
 Every round runs every cell once, in an order drawn from a seeded generator, so baseline and
 candidate alternate through the whole measurement and never run as all-A-then-all-B. hyperfine does
-the timing (``-N``, warmup, prepare, cleanup, ``--export-json``); this module keeps every run's
-time, exit code and round, and reports a failing run with its round and exit code.
+the timing (``-N``, warmup, prepare, cleanup, ``--export-json``, ``--metrics``); this module keeps
+every run's time, every other metric the cell asks for (CPU, user and system time, peak memory:
+measure/engine.py reads hyperfine 2's export), exit code and round, and reports a failing run with
+its round and exit code.
 
 Per-run deadlines: the kinds run each command under patchbench's launcher with ``-deadline``
 (``Invocation.deadline``), which kills a run past it after saving its evidence and exits 124. Such a
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import BenchmarkError, ConfigError
-from patchbench.measure import hangs
+from patchbench.measure import engine, hangs
 from patchbench.util import command, procguard
 from patchbench.util.progress import RoundProgress, estimate_left, round_text, step
 
@@ -64,8 +66,8 @@ class Cell:
 @dataclass
 class Samples:
     times: list[float] = field(default_factory=list)
-    user: list[float] = field(default_factory=list)
-    system: list[float] = field(default_factory=list)
+    # every other metric recorded, one value per timed run (aligned with times: hung runs have none)
+    metrics: dict[str, list[float]] = field(default_factory=dict)
     exit_codes: list[int] = field(default_factory=list)
     rounds: list[int] = field(default_factory=list)
     hyperfine: list[dict[str, Any]] = field(default_factory=list)
@@ -81,8 +83,7 @@ class Samples:
     def as_dict(self) -> dict[str, Any]:
         return {
             "times": self.times,
-            "user": self.user,
-            "system": self.system,
+            "metrics": self.metrics,
             "exit_codes": self.exit_codes,
             "rounds": self.rounds,
             "hyperfine": self.hyperfine,
@@ -91,16 +92,16 @@ class Samples:
             "hung_rounds": self.hung_rounds,
         }
 
-    def add(self, result: dict[str, Any], rnd: int, *, deadline: bool = True) -> list[int]:
-        """Take one hyperfine call's runs (round ``rnd``): with a per-run ``deadline``, a run that
+    def add(self, result: dict[str, Any], rnd: int, *, deadline: bool = True,
+            metrics: Sequence[str] = ()) -> list[int]:
+        """Take one hyperfine call's runs (round ``rnd``), with the values of ``metrics`` (other
+        than wall time) where the result has them: with a per-run ``deadline``, a run that
         exited 124 (the launcher's hang code) goes to the hung lists; every other run goes to
         the timed ones. Returns the exit codes of the runs that failed otherwise (without a
         deadline, 124 is a failure like any other code)."""
-        codes = [int(c) if c is not None else -1 for c in result.get("exit_codes", [])]
-        times = list(result["times"])
-        user = list(result.get("user_times", []) or [])
-        system = list(result.get("system_times", []) or [])
-        for n, (t, code) in enumerate(zip(times, codes or [0] * len(times), strict=True)):
+        got = engine.runs(result, metrics)
+        codes = got.exit_codes
+        for n, (t, code) in enumerate(zip(got.times, codes, strict=True)):
             if deadline and code == hangs.HANG_EXIT_CODE:
                 self.hung_times.append(t)
                 self.hung_rounds.append(rnd)
@@ -108,11 +109,9 @@ class Samples:
             self.times.append(t)
             self.exit_codes.append(code)
             self.rounds.append(rnd)
-            if n < len(user):
-                self.user.append(user[n])
-            if n < len(system):
-                self.system.append(system[n])
-        self.hyperfine.append(result)
+            for name, values in got.values.items():
+                self.metrics.setdefault(name, []).append(values[n])
+        self.hyperfine.append(engine.kept(result))
         hung = {hangs.HANG_EXIT_CODE} if deadline else set()
         return [c for c in codes if c != 0 and c not in hung]
 
@@ -129,6 +128,7 @@ class Invocation:
     env: Mapping[str, str] | None = None
     wrap: list[str] = field(default_factory=list)  # a prefix for hyperfine (a condition's)
     deadline: float | None = None  # each run's deadline, enforced by the launcher in `command`
+    metrics: tuple[str, ...] = ()  # recorded besides wall time (patchbench.analysis.metrics)
 
 
 def williams(n: int) -> list[list[int]]:
@@ -208,7 +208,7 @@ def hyperfine_call(
     first = invs[0]
     argv = [*first.wrap,
         "hyperfine", "-N", "-i", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
-        "--export-json", str(export),
+        "--export-json", str(export), *engine.option(first.metrics),
     ]
     for n in names:
         argv += ["--command-name", n]
@@ -277,7 +277,7 @@ def shareable(invs: Sequence[Invocation]) -> bool:
         return False
     first = invs[0]
     same = all(inv.wrap == first.wrap and inv.env == first.env and inv.cleanup == first.cleanup
-               for inv in invs)
+               and inv.metrics == first.metrics for inv in invs)
     prepares = {inv.prepare is None for inv in invs}
     return same and len(prepares) == 1
 
@@ -411,7 +411,7 @@ def _run_rounds(
     done: list[dict[Cell, float]] = [{} for _ in batch]
     for (r, cell), inv, name, res in zip(plan, invs, names, got, strict=True):
         _take(samples[cell], res, r, inv, name, export)  # the first failed round: raised
-        done[r - first][cell] = float(res.get("median") or 0.0)
+        done[r - first][cell] = engine.median(res)
     return done
 
 
@@ -442,7 +442,7 @@ def _run_round(
 
     def took(cell: Cell, result: dict[str, Any], export: Path) -> None:
         _take(samples[cell], result, r, invs[cell], names[cell], export)  # a failure: raised
-        medians[cell] = float(result.get("median") or 0.0)
+        medians[cell] = engine.median(result)
         if on_round:
             on_round(r, cell, result)
 
@@ -498,9 +498,9 @@ def _shared_call(
         if procguard.check_active(call, one) is not None and one is None:
             share[0] = False  # from now on attributable: one call per cell
     wall = time.monotonic() - t0  # the call and its check
-    total = sum(sum(res["times"]) for res in got)
+    total = sum(engine.total(res) for res in got)
     for cell, res in zip(cells, got, strict=True):
-        samples[cell].seconds += wall * (sum(res["times"]) / total if total > 0
+        samples[cell].seconds += wall * (engine.total(res) / total if total > 0
                                          else 1 / len(cells))
     return got
 
@@ -509,9 +509,9 @@ def _take(s: Samples, result: dict[str, Any], r: int, inv: Invocation, name: str
           export: Path) -> None:
     """Add one cell's hyperfine result of round ``r`` to its samples; a failed run (not a hang
     under a deadline) is a BenchmarkError naming the cell, the round and the exit codes."""
-    failed = s.add(result, r, deadline=inv.deadline is not None)
+    failed = s.add(result, r, deadline=inv.deadline is not None, metrics=inv.metrics)
     if failed:
-        codes = result.get("exit_codes", [])
+        codes = engine.runs(result).exit_codes
         raise BenchmarkError(
             f"{name}: {len(failed)} of {len(codes)} runs failed "
             f"(exit codes {sorted(set(failed))})",

@@ -1,8 +1,9 @@
 """Charts of a saved run, drawn from results.json data alone as SVG written directly: readable on a
 slide (1100 px wide, large type), crisp at any zoom, and without a plotting library, whose import
-and rendering cost seconds per report. Text from the data is escaped for XML, and marks carry a
-class (``run``, ``box``, ``median``, ``ci``, ``point``, ``bar``) so that a test can count them.
-What each chart shows: docs/reports.md."""
+and rendering cost seconds per report. Among them ``metrics_chart``, a small multiple with one
+panel per metric. Text from the data is escaped for XML, and marks carry a class (``run``,
+``box``, ``median``, ``ci``, ``point``, ``bar``) so that a test can count them. What each chart
+shows: docs/reports.md."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from patchbench.analysis import metrics as mx
 from patchbench.analysis import stats
 from patchbench.util.escape import xml_text
 
@@ -24,6 +26,7 @@ TITLE, LABEL, TICK, LEGEND = 17, 15, 13, 13  # font sizes, px
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 GRID = "#dddddd"
 MAX_DOTS = 1500  # dots per cell in the distribution chart: beyond, evenly spaced quantiles
+PANEL_DOTS = 120  # dots per cell in a small multiple's panel (metrics_chart)
 
 
 def _n(v: float) -> str:
@@ -379,6 +382,78 @@ def distribution_chart(sc: dict[str, Any]) -> bytes | None:
             svg.line(x1, yc - 6, x1, yc + 6, "#000000", 2.0)
             svg.line(x2, yc - 6, x2, yc + 6, "#000000", 2.0)
             svg.diamond(xm, yc, 6.0, "#000000")
+    return svg.done()
+
+
+def _memory_unit(values: Sequence[float]) -> tuple[float, str]:
+    top = max(values) if values else 0.0
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if top >= size:
+            return 1 / size, unit
+    return 1.0, "B"
+
+
+def _count_unit(values: Sequence[float]) -> tuple[float, str]:
+    top = max(values) if values else 0.0
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if top >= size:
+            return 1 / size, unit
+    return 1.0, ""
+
+
+def metrics_chart(sc: dict[str, Any]) -> bytes | None:
+    """A small multiple, one panel per metric (wall time first, then every metric the cells
+    recorded): every run of every cell (dots; beyond PANEL_DOTS, that many evenly spaced
+    quantiles) and its mean (a bar), each panel on its own linear scale in its own unit."""
+    cells = [c for c in sc.get("cells", []) if c.get("samples", {}).get("times")]
+    if not cells:
+        return None
+    names = ["wall"] + [n for n in cells[0]["samples"].get("metrics", {})
+                        if all(len(c["samples"].get("metrics", {}).get(n, []))
+                               == len(c["samples"]["times"]) for c in cells)]
+    if len(names) < 2:
+        return None
+    labels = [str(c["label"]) for c in cells]
+    ncols = 2 if len(names) <= 4 else 3
+    rows = math.ceil(len(names) / ncols)
+    band = 34.0
+    panel_h = band * len(cells) + 20
+    left_labels = _left_margin(labels, axis_label=False, cap=220)
+    col_w = (WIDTH - 20) / ncols
+    height = 40 + rows * (panel_h + 96)
+    title = f"{sc['name']}: every metric per cell (dots: runs; bar: mean)"
+    svg = Svg(WIDTH, height, title)
+    svg.text(WIDTH / 2, 22, _fit(title, TITLE, WIDTH - 20), size=TITLE, anchor="middle",
+             full=title)
+    variants = _variants(sc)
+    rng = random.Random(0)
+    for k, name in enumerate(names):
+        known = mx.METRICS.get(name)
+        label, quantity = (known.label, known.quantity) if known else (name, "count")
+        per = [c["samples"]["times"] if name == "wall" else c["samples"]["metrics"][name]
+               for c in cells]
+        flat = [v for vs in per for v in vs]
+        scale, unit = (time_unit(flat) if quantity == "time" else
+                       _memory_unit(flat) if quantity == "memory" else _count_unit(flat))
+        x0 = 10 + (k % ncols) * col_w
+        y0 = 40 + (k // ncols) * (panel_h + 96) + 36
+        left = left_labels if k % ncols == 0 else 18.0
+        panel = Panel(svg, x0 + left, y0, col_w - left - 22, panel_h,
+                      span([v * scale for v in flat], include=[0.0]),
+                      Scale(-0.6, len(cells) - 0.4), invert_y=True)
+        ticks = [(i, lab) for i, lab in enumerate(labels)] if k % ncols == 0 else [
+            (i, "") for i in range(len(cells))]
+        panel.axes(yticks=ticks, xticks=nice_ticks(panel.xs, 4),
+                   xlabel=f"{label} ({unit})" if unit else label, title=label)
+        for i, (c, vs) in enumerate(zip(cells, per, strict=True)):
+            color = COLORS[variants.index(c["variant"]) % len(COLORS)]
+            y = panel.py(i)
+            for v in thinned(vs, PANEL_DOTS):
+                svg.circle(panel.px(v * scale), y + rng.uniform(-0.25, 0.25) * band, 2.2, color,
+                           0.4, cls="run")
+            mean = sum(vs) / len(vs)
+            svg.line(panel.px(mean * scale), y - 0.4 * band, panel.px(mean * scale),
+                     y + 0.4 * band, "#000000", 2.5, cls="median")
     return svg.done()
 
 

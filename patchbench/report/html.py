@@ -131,7 +131,7 @@ def summary_section(model: Results) -> str:
     if not rows:
         return ""
     headers = summary_headers(model)
-    verdict_col = len(headers) - 1
+    verdict_col = headers.index("verdict")
     body = table(headers, rows, "summary",
                  lambda i, j, v: verdict_class(str(v)) if j == verdict_col
                  else ("num" if 2 <= j <= 5 else ""))

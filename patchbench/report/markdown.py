@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from patchbench.analysis import sequential
+from patchbench.analysis.sequential import fmt_duration
 from patchbench.report.blocks import (
     Block,
     Bullets,
@@ -30,6 +31,7 @@ from patchbench.report.numbers import (
     fmt_aa,
     fmt_ci,
     fmt_delta,
+    fmt_metric_verdict,
     fmt_p,
     fmt_ratio,
     fmt_series,
@@ -42,9 +44,10 @@ from patchbench.results import (
     SKEW_METHODS,
     Results,
     ScenarioResult,
+    Stopping,
     TimedResult,
 )
-from patchbench.scenarios import KINDS
+from patchbench.scenarios import KINDS, budget
 from patchbench.util.escape import md_cell, md_code, md_fence, md_text
 
 __all__ = ["fmt_ci", "fmt_delta", "fmt_p", "fmt_ratio", "fmt_time", "fmt_verdict", "md_table",
@@ -115,14 +118,27 @@ def paired(results: Results) -> bool:
                for c in sc.comparisons)
 
 
+METRICS_HEADER = "other metrics"
+
+
+def with_metrics(results: Results) -> bool:
+    """Whether a comparison of the run judged metrics besides wall time (results version 6)."""
+    return any(c.metrics for sc in results.scenarios if isinstance(sc, TimedResult)
+               for c in sc.comparisons)
+
+
 def summary_headers(results: Results) -> list[str]:
+    extra = [METRICS_HEADER] if with_metrics(results) else []
     if paired(results):
-        return [*SUMMARY_HEADERS[:5], "p (paired t)", "verdict"]
-    return SUMMARY_HEADERS
+        return [*SUMMARY_HEADERS[:5], "p (paired t)", "verdict", *extra]
+    return SUMMARY_HEADERS + extra
 
 
 def summary_rows(results: Results) -> list[list[str]]:
+    """One row per candidate and scenario: wall time's figures and verdict, then (results version
+    6) every other metric's verdict, compact, in one last column."""
     rows = []
+    metrics = with_metrics(results)
     for sc in results.scenarios:
         if not isinstance(sc, TimedResult):
             continue
@@ -136,6 +152,9 @@ def summary_rows(results: Results) -> list[list[str]]:
             if sc.rate:
                 row[2] += f" ({sc.rate.count / base.summary.median:,.0f} {sc.rate.unit})"
                 row[3] += f" ({sc.rate.count / cand.summary.median:,.0f} {sc.rate.unit})"
+            if metrics:
+                row.append("; ".join(fmt_metric_verdict(m) for m in (comp.metrics or {}).values())
+                           or "-")
             rows.append(row)
     return rows
 
@@ -143,7 +162,7 @@ def summary_rows(results: Results) -> list[list[str]]:
 def summary_table(results: Results, fmt: str = "simple") -> str:
     rows = summary_rows(results)
     if fmt == "github":  # names, parameters and verdicts come from the file: escaped
-        rows = [[md_cell(r[0]), md_cell(r[1]), *r[2:-1], md_cell(r[-1])] for r in rows]
+        rows = [[md_cell(r[0]), md_cell(r[1]), *r[2:6], *map(md_cell, r[6:])] for r in rows]
     return md_table(summary_headers(results), rows, fmt)
 
 
@@ -211,11 +230,44 @@ def stopping_lines(results: Results, name: str) -> list[str]:
             continue
         where = f" (condition {s.condition})" if s.condition else ""
         width = s.looks[-1].half_width if s.looks else None
+        if s.target is None:  # --budget (results version 6)
+            out += [budget_line(s, where), ""]
+            continue
         out += [f"Stopping by precision{where}: `--until-ci {s.target * 100:g} --max-rounds "
                 f"{s.max_rounds}`, looks planned at rounds "
                 f"{', '.join(str(r) for r in s.planned_looks)}, each judged at alpha "
                 f"{s.alpha_per_look:.3g} ({s.alpha:g} spent over {len(s.planned_looks)} looks); "
                 + sequential.describe(s.stopped_at, s.reason, width, s.target) + ".", ""]
+    return out
+
+
+def budget_line(s: Stopping, where: str = "") -> str:
+    """How ``--budget`` ended a scenario: the looks planned from the pace of its configured
+    rounds, the level of each, the half-width per gated metric at each look, where it stopped
+    and why, and the MDE reached."""
+    looks = "; ".join(f"round {look.rounds}: " + ", ".join(
+        f"{n} ±{w * 100:.1f} %" if w is not None else f"{n} none"
+        for n, w in look.widths.items()) for look in s.looks)
+    return (f"Best answer in the time given{where}: `--budget {fmt_duration(s.budget_s or 0)}`"
+            f" for the gated metrics {', '.join(s.metrics)}; looks planned at rounds "
+            f"{', '.join(str(r) for r in s.planned_looks)}, each judged at alpha "
+            f"{s.alpha_per_look:.3g} ({s.alpha:g} spent over {len(s.planned_looks)} looks); CI "
+            f"half-width at each look: {looks}; "
+            + budget.describe(s.stopped_at, s.reason, s.seconds, s.budget_s, s.mde) + ".")
+
+
+def stopping_text(results: Results) -> list[str]:
+    """Every stopping record of a run as one line each (what ``compare`` prints)."""
+    out = []
+    for s in results.stopping or []:
+        where = f"{s.scenario}" + (f" (condition {s.condition})" if s.condition else "")
+        if s.target is None:
+            out.append(f"{where}: " + budget.describe(s.stopped_at, s.reason, s.seconds,
+                                                      s.budget_s, s.mde))
+        else:
+            width = s.looks[-1].half_width if s.looks else None
+            out.append(f"{where}: " + sequential.describe(s.stopped_at, s.reason, width,
+                                                          s.target))
     return out
 
 

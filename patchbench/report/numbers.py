@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from patchbench.results import AABuild, Pooled, Samples, Verdict
+    from patchbench.results import AABuild, MetricVerdict, Pooled, Samples, Verdict
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -18,6 +18,84 @@ def fmt_time(seconds: float | None) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.2f} ms"
     return f"{seconds * 1e6:.1f} µs"
+
+
+def fmt_bytes(n: float) -> str:
+    """Binary units: 3.20 MiB, 64.0 MiB, 812 KiB."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {unit}" if abs(n) < 100 * size else f"{n / size:.0f} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_count(n: float) -> str:
+    """1.23 G, 45.6 M, 789 k, 12."""
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.3g}"
+
+
+def fmt_in(value: float | None, metric: str) -> str:
+    """A value of ``metric`` in its unit (times as fmt_time, bytes in KiB/MiB, counts)."""
+    if value is None or math.isnan(value):
+        return "-"
+    from patchbench.analysis.metrics import metric as of
+
+    quantity = of(metric).quantity
+    if quantity == "time":
+        return fmt_time(value)
+    return fmt_bytes(value) if quantity == "memory" else fmt_count(value)
+
+
+def fmt_effect_in(value: float | None, metric: str) -> str:
+    """A signed difference of ``metric`` in its unit: +5.12 ms, +64.0 MiB; "" without one."""
+    if value is None or math.isnan(value):
+        return ""
+    return ("+" if value >= 0 else "-") + fmt_in(abs(value), metric)
+
+
+# the answers of a metric other than time said in its terms: "faster" is less of it
+METRIC_WORDS = {"memory": {"faster": "smaller", "slower": "larger"},
+                "count": {"faster": "fewer", "slower": "more"}}
+
+
+def metric_verdict_word(verdict: str, metric: str) -> str:
+    """``verdict`` as said of ``metric``: peak memory is larger or smaller, counts more or
+    fewer, times slower or faster."""
+    from patchbench.analysis.metrics import metric as of
+
+    return METRIC_WORDS.get(of(metric).quantity, {}).get(verdict, verdict)
+
+
+def fmt_metric_verdict(m: MetricVerdict) -> str:
+    """A metric's verdict, compact: ``cpu slower +5.10 ms``, ``peak-rss equivalent``,
+    ``system inconclusive``."""
+    word = metric_verdict_word(m.verdict, m.metric)
+    effect = fmt_effect_in(m.effect, m.metric) if m.verdict in ("faster", "slower") else ""
+    return f"{m.metric} {word}" + (f" {effect}" if effect else "")
+
+
+def fmt_metric_ratio(m: MetricVerdict) -> str:
+    """A metric's ratio baseline / candidate with its CI, and its effect with its CI."""
+    text = "-" if math.isnan(m.speedup) else f"{m.speedup:.2f}×"
+    if m.ci_low is not None and m.ci_high is not None:
+        text += f" [{m.ci_low:.2f}, {m.ci_high:.2f}]"
+    effect = fmt_effect_in(m.effect, m.metric)
+    if effect:
+        text += f", {effect}"
+        if m.effect_ci_low is not None and m.effect_ci_high is not None:
+            text += (f" [{fmt_effect_in(m.effect_ci_low, m.metric)}, "
+                     f"{fmt_effect_in(m.effect_ci_high, m.metric)}]")
+    return text
+
+
+def fmt_metric_answer(m: MetricVerdict) -> str:
+    """A metric's verdict in its words, with what an inconclusive one could have detected."""
+    word = metric_verdict_word(m.verdict, m.metric)
+    if m.verdict == "inconclusive" and m.mde is not None:
+        return f"{word} (could detect ±{m.mde:.1%})"
+    return word
 
 
 def fmt_delta(seconds: float) -> str:

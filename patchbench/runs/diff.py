@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
+from patchbench.analysis import metrics as mx
 from patchbench.analysis import paired, stats
 from patchbench.errors import ReportError
 from patchbench.results import Cell, Results, RunInput, TimedResult, as_results
@@ -63,6 +64,19 @@ class SpeedupDiff:
 
 
 @dataclass(frozen=True)
+class MetricDiff:
+    """One candidate's round-paired ratio of a metric besides wall time in each run, and their
+    ratio B / A (results version 6: both runs recorded the metric)."""
+
+    scenario: str
+    candidate: str
+    metric: str
+    speedup_a: float
+    speedup_b: float
+    ratio: paired.SpeedupRatio
+
+
+@dataclass(frozen=True)
 class RunDiff:
     comparison: str
     run_a: str
@@ -73,6 +87,7 @@ class RunDiff:
     notes: list[str]
     speedups: list[SpeedupDiff] = field(default_factory=list)
     why: list[str] = field(default_factory=list)  # syscall profiles and scans in both runs
+    metrics: list[MetricDiff] = field(default_factory=list)
 
 
 def speedup_diffs(a: Results, b: Results, alpha: float, min_effect: float) -> list[SpeedupDiff]:
@@ -103,6 +118,36 @@ def speedup_diffs(a: Results, b: Results, alpha: float, min_effect: float) -> li
                 speedup_b=judged[1].speedup,
                 ratio=paired.speedup_ratio(judged[0].round_ratios, judged[1].round_ratios,
                                            alpha=alpha), builds=builds))
+    return out
+
+
+def metric_diffs(a: Results, b: Results, alpha: float, min_effect: float) -> list[MetricDiff]:
+    """Every metric besides wall time that a candidate's cells hold in both runs: its
+    round-paired ratio in each (patchbench.analysis.metrics, from the raw samples) and their
+    ratio B / A, as for wall time."""
+    cells_a, cells_b = _cell_map(a), _cell_map(b)
+    out = []
+    for sc in _timed(a):
+        for comp in sc.comparisons:
+            keys = [(sc.name, comp.baseline), (sc.name, comp.candidate)]
+            if not all(k in cells for k in keys for cells in (cells_a, cells_b)):
+                continue
+            pairs = [(cells[keys[0]].samples, cells[keys[1]].samples)
+                     for cells in (cells_a, cells_b)]
+            for name in mx.METRICS:
+                if not all(name in s.metrics and len(s.metrics[name]) == len(s.times)
+                           for pair in pairs for s in pair):
+                    continue
+                judged = [mx.judge(name, sb.metrics[name], sb.rounds, sk.metrics[name],
+                                   sk.rounds, alpha=alpha, min_effect=min_effect)
+                          for sb, sk in pairs if set(sb.rounds) & set(sk.rounds)]
+                if len(judged) < 2 or not all(j["round_ratios"] for j in judged):
+                    continue
+                out.append(MetricDiff(
+                    scenario=sc.name, candidate=comp.candidate, metric=name,
+                    speedup_a=judged[0]["speedup"], speedup_b=judged[1]["speedup"],
+                    ratio=paired.speedup_ratio(judged[0]["round_ratios"],
+                                               judged[1]["round_ratios"], alpha=alpha)))
     return out
 
 
@@ -176,6 +221,7 @@ def diff_runs(run_a: RunInput, run_b: RunInput, *, name_a: str = "A", name_b: st
         only_b=[" ".join(k) for k in cells_b if k not in cells_a], notes=notes,
         speedups=speedup_diffs(a, b, alpha, min_effect),
         why=why_lines(a, b),
+        metrics=metric_diffs(a, b, alpha, min_effect),
     )
 
 
@@ -252,9 +298,24 @@ def render_diff(d: RunDiff, fmt: str = "github") -> str:
                                tablefmt=fmt, disable_numparse=True)]
     if d.why:
         lines += ["", "why (traced runs and scans in both runs):", *[f"- {w}" for w in d.why]]
+    if d.metrics:
+        mrows = [[m.scenario, m.candidate, m.metric, f"{m.speedup_a:.3f}×", f"{m.speedup_b:.3f}×",
+                  _ratio_text(m.ratio), fmt_p(m.ratio.p_value)] for m in d.metrics]
+        lines += ["", "other metrics: each one's round-paired ratio (baseline / candidate) in each "
+                  "run and their ratio B/A, as for wall time",
+                  "", tabulate(mrows, headers=["scenario", "candidate", "metric", "ratio in A",
+                                               "ratio in B", "B/A [95% CI]", "p"],
+                               tablefmt=fmt, disable_numparse=True)]
     if d.only_a:
         lines += ["", "only in A: " + ", ".join(d.only_a)]
     if d.only_b:
         lines += ["", "only in B: " + ", ".join(d.only_b)]
     lines += [f"\nnote: {n}" for n in d.notes]
     return "\n".join(lines) + "\n"
+
+
+def _ratio_text(r: paired.SpeedupRatio) -> str:
+    text = f"{r.ratio:.3f}"
+    if r.ci_low is not None and r.ci_high is not None:
+        text += f" [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+    return text

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from patchbench.analysis.metrics import METRICS
 from patchbench.errors import ReportError
 from patchbench.report import charts as report_charts
 from patchbench.report.blocks import Across
@@ -29,7 +30,12 @@ from patchbench.report.html import (
     verdict_class,
 )
 from patchbench.report.markdown import md_table
-from patchbench.report.numbers import fmt_delta, fmt_time
+from patchbench.report.numbers import (
+    fmt_delta,
+    fmt_metric_answer,
+    fmt_metric_ratio,
+    fmt_time,
+)
 from patchbench.results import Results, RunInput, TimedResult, Verdict, as_results
 from patchbench.runs.diff import require_same_comparison
 from patchbench.scenarios import KINDS
@@ -39,6 +45,8 @@ from patchbench.util.escape import md_cell, md_code
 BUILD_INPUTS = ("target", "commit", "built_commit", "series", "overlays", "fingerprint", "recipe")
 # Fields that differ from run to run without meaning anything about the build.
 VOLATILE = {"built_at", "duration_s", "log", "url", "fetched_from", "cache_key"}
+METRICS_NOTE = ("Each metric besides wall time on each machine: ratio baseline / candidate [95% "
+                "CI], the effect per run [95% CI], and the answer of the same round-paired rule.")
 
 
 @dataclass(frozen=True)
@@ -261,6 +269,25 @@ def summary_rows(m: Merged) -> list[list[str]]:
             for row in m.rows]
 
 
+def metric_rows(m: Merged) -> list[list[str]]:
+    """Every metric besides wall time (results version 6) of every comparison: its ratio, effect
+    and answer on each machine ("-": not measured there)."""
+    names = [n for n in METRICS if any(
+        c is not None and c.metrics and n in c.metrics for r in m.rows
+        for c in r.per_machine.values())]
+    out = []
+    for row in m.rows:
+        for n in names:
+            cells = []
+            for label in m.labels:
+                c = row.per_machine[label]
+                mv = c.metrics.get(n) if c is not None and c.metrics else None
+                cells.append("-" if mv is None else
+                             f"{fmt_metric_ratio(mv)} {fmt_metric_answer(mv)}")
+            out.append([row.name, n, *cells])
+    return out
+
+
 def median_rows(m: Merged) -> list[list[str]]:
     out = []
     for row in m.rows:
@@ -379,6 +406,9 @@ def render_markdown(m: Merged) -> str:
                   "machine." if disagree else "The verdicts agree on every machine.", ""]
         lines += ["## Medians (baseline → candidate)", "",
                   md_table(["comparison", *labels], _md(median_rows(m))), ""]
+        if metric_rows(m):
+            lines += ["## Other metrics", "", METRICS_NOTE, "",
+                      md_table(["comparison", "metric", *labels], _md(metric_rows(m))), ""]
     for sec in kind_sections(m):
         lines += [f"## {sec.title}", "", f"{sec.note}.", "",
                   md_table([*sec.headers, *labels], _md([list(r) for r in sec.rows])), ""]
@@ -453,6 +483,12 @@ def render_html(m: Merged) -> str:
             "merge", "Speedup with its 95% CI on each machine."))
         body.append("<h2>Medians (baseline → candidate)</h2>"
                     + table(["comparison", *labels], median_rows(m), "medians"))
+        if metric_rows(m):
+            n = len(labels)
+            body.append(f"<h2>Other metrics</h2><p>{esc(METRICS_NOTE)}</p>"
+                        + table(["comparison", "metric", *labels], metric_rows(m), "metrics",
+                                lambda i, j, v: verdict_class(str(v)) if 2 <= j <= n + 1
+                                else ""))
     for sec in kind_sections(m):
         body.append(f"<h2>{esc(sec.title)}</h2><p>{esc(sec.note)}.</p>"
                     + table([*sec.headers, *labels], sec.rows, sec.name))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from patchbench import results
-from patchbench.analysis import paired, sequential, stats, verdict
+from patchbench.analysis import metrics, paired, sequential, stats, verdict
 from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.errors import ConfigError, PatchbenchError
 from patchbench.measure import bench, hangs
@@ -24,6 +24,7 @@ from patchbench.measure.bench import Cell, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import Cell as CellResult
 from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
+from patchbench.scenarios import budget
 from patchbench.scenarios.steps import StepRule
 from patchbench.util import command, progress
 from patchbench.util.command import Background
@@ -58,8 +59,9 @@ class ScenarioContext(Generic[ConfigT]):
     extra_files: dict[str, Path] = field(default_factory=dict)  # copied into the report folder
     # names instances when no runtime does ({id}); stress counts listed names with this prefix
     token: str = field(default_factory=lambda: secrets.token_hex(3))
-    # --until-ci: the stopping rule, and how each set of rounds ended (see precision_rule)
-    until: sequential.UntilCI | None = None
+    # --until-ci or --budget: the stopping rule, and how each set of rounds ended (see
+    # precision_rule)
+    until: sequential.UntilCI | sequential.Budget | None = None
     stops: list[results.Stopping] = field(default_factory=list)
     # a kind's own placeholders of a cell, over the others (a scenario's bundle names {bundle})
     extra: Callable[[Cell], Mapping[str, str]] | None = None
@@ -93,6 +95,7 @@ class ScenarioContext(Generic[ConfigT]):
             teardown=[bench.fill_argv(a, vals, where) for a in sc.teardown],
             prepare=bench.fill(sc.prepare, vals, where) if sc.prepare else None,
             cleanup=bench.fill(sc.cleanup, vals, where) if sc.cleanup else None,
+            metrics=tuple(sc.metric_names),
         )
 
 
@@ -198,21 +201,42 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
                          min_effect=ctx.min_effect, seed=ctx.seed, signs=signs)
     return results.Verdict(baseline=base.label, candidate=cand.label,
                            candidate_variant=cand.variant, params=params,
-                           hangs=hang_test(b, c) if deadline else None, **rec)
+                           hangs=hang_test(b, c) if deadline else None,
+                           metrics=metric_verdicts(b, c, ctx), **rec)
+
+
+def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig]
+                    ) -> dict[str, results.MetricVerdict] | None:
+    """Every metric the scenario records besides wall time, judged alike (each with its own
+    min_effect; patchbench.analysis.metrics); None for a scenario without a ``metrics`` key."""
+    sc = ctx.scenario
+    if not isinstance(sc, TimedConfig):
+        return None
+    out = {}
+    for name in sc.metric_names:
+        if name == metrics.WALL or name not in b.metrics or name not in c.metrics:
+            continue
+        out[name] = results.MetricVerdict(**metrics.judge(
+            name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=ctx.alpha,
+            min_effect=sc.metric_min_effect(name, ctx.min_effect)))
+    return out
 
 
 def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell]
                    ) -> Callable[[dict[Cell, Samples], int], int] | None:
-    """``--until-ci`` (patchbench.analysis.sequential) for one set of interleaved rounds of
-    ``cells``: the ``more`` callback of ``bench.measure``, or None without the option or without
-    a candidate to compare. It plans the looks, sets ``ctx.alpha`` to the level of each look (the
-    comparisons are judged at it), and appends how it stopped to ``ctx.stops``."""
+    """``--until-ci`` (patchbench.analysis.sequential) or ``--budget`` (scenarios/budget.py) for
+    one set of interleaved rounds of ``cells``: the ``more`` callback of ``bench.measure``, or
+    None without either option or without a candidate to compare. It plans the looks, sets
+    ``ctx.alpha`` to the level of each look (the comparisons are judged at it), and appends how
+    it stopped to ``ctx.stops``."""
     until = ctx.until
     base = ctx.built[0].variant.name
     pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
     pairs = [(b, c) for b, c in pairs if b in cells]
     if until is None or not pairs:
         return None
+    if isinstance(until, sequential.Budget):  # --budget: scenarios/budget.py
+        return budget.rule(ctx, cells, pairs, until)
     sc = ctx.scenario
     if until.max_rounds < sc.rounds:
         raise ConfigError(f"--max-rounds {until.max_rounds}: scenario {sc.name} already runs "

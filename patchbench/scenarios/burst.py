@@ -43,6 +43,7 @@ from patchbench.scenarios.command import (
     timed_results,
     with_deadline,
 )
+from patchbench.scenarios.metric_views import metric_page
 from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.views import k_chart, k_tables, timed_blocks, timed_charts
 from patchbench.util import command, progress
@@ -185,7 +186,7 @@ class BurstKind:
                                   for v in variants},
             launcher_overhead=overhead, chart=chart.name, phases=phases,
             phase_names=[p.name for p in sc.phases], deadline_s=sc.timeout,
-            evidence_summary=ev_summary)
+            evidence_summary=ev_summary, metrics=sc.metric_names)
         base_k1 = medians.get((variants[0], min(sc.k)))
         worst = max(overhead.values())
         if base_k1 and worst > 0.25 * base_k1:
@@ -235,7 +236,7 @@ class BurstKind:
         return [*k_tables(self.name, sc.k, sc.cells, sc.comparisons, overhead=sc.launcher_overhead,
                           slopes=sc.slope_s_per_instance, phases=sc.phases,
                           phase_names=sc.phase_names),
-                *timed_charts(data), k_chart(self.name, data)]
+                *timed_charts(data), k_chart(self.name, data), *metric_page(sc)]
 
     def summary(self, result: BurstResult) -> Table | None:
         return None

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from patchbench import results
 from patchbench.config.scenarios import ScenarioConfig, TimedConfig
-from patchbench.measure import bench, conditions, launcher
+from patchbench.measure import bench, conditions, engine, launcher
 from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, Table
 from patchbench.results import AppliedCondition, Check, ScenarioResult, TimedResult, Verdict
@@ -43,6 +43,7 @@ from patchbench.scenarios.base import (
     verdict_warnings,
 )
 from patchbench.scenarios.command_bundle import BundleConfig
+from patchbench.scenarios.metric_views import metric_page, said
 from patchbench.scenarios.profile import Profile
 from patchbench.scenarios.scans import ScanConfig, ScanResult
 from patchbench.scenarios.steps import ByTime, StepRule
@@ -91,7 +92,10 @@ class CommandResult(TimedResult):
 def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expand: Expander,
                   sc: ScenarioConfig, seed: int | None = None
                   ) -> tuple[dict[Cell, Samples], list[list[str]]]:
-    """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench)."""
+    """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench).
+    Stops first (exit 16) without hyperfine 2 or a metric of ``sc`` this machine cannot give."""
+    if isinstance(sc, TimedConfig):
+        engine.check(sc.metric_names, f"scenario {sc.name}")
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout,
                          seed=ctx.seed if seed is None else seed, workdir=ctx.workdir,
@@ -99,9 +103,13 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
 
 
 def plan_deadline(sc: TimedConfig) -> list[str]:
-    """Dry-run lines for the per-run deadline and the conditions."""
+    """Dry-run lines for the per-run deadline, the metrics and the conditions."""
+    own = {m.name: m.min_effect for m in sc.metrics if m.min_effect is not None}
     lines = [f"  every run: deadline {sc.timeout:g} s (patchbench's launcher; a run past it is "
-             "a hang: evidence saved, killed, counted, left out of the timing)"]
+             "a hang: evidence saved, killed, counted, left out of the timing)",
+             "  metrics recorded and judged: " + ", ".join(
+                 n + (f" (min_effect {own[n]:.0%})" if n in own else "")
+                 for n in sc.metric_names)]
     if sc.conditioned:
         lines += [f"  condition {c.name}: {c.summary()}" for c in sc.conditions]
     return lines
@@ -199,7 +207,7 @@ class CommandKind:
             **header(sc, sc.shown_command()), order=order, cells=cell_results,
             comparisons=comparisons, verify=verify, deadline_s=sc.timeout, conditions=applied,
             evidence_summary=ev_summary, profile=traced,
-            scan=scan_result(ctx, sc, cell_results))
+            scan=scan_result(ctx, sc, cell_results), metrics=sc.metric_names)
         warnings += [f"{sc.name} {v}: the verify check FAILED (exit {r.exit_code})"
                      for v, r in (verify or {}).items() if not r.passed]
         return res, warnings + why_warnings
@@ -211,14 +219,14 @@ class CommandKind:
 
     def report(self, result: CommandResult, *, details: bool = True) -> list[Block]:
         base = baseline_of(result)
-        return ((timed_blocks(result, deadlines=True) if details else [])
+        return ((timed_blocks(result, deadlines=True) if details else said(result))
                 + verify_blocks(result.verify) + scans.blocks(result.scan, base)
                 + profile.blocks(result.profile, base, only=shown_cells(result)))
 
     def page(self, result: CommandResult) -> list[Block]:
         base = baseline_of(result)
         return (verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))
-                + scans.page(result.scan, result.name, result.cells, base)
+                + metric_page(result) + scans.page(result.scan, result.name, result.cells, base)
                 + profile.page(result.profile, base))
 
     def summary(self, result: CommandResult) -> Table | None:

@@ -24,7 +24,7 @@ from patchbench.util.layout import Layout
 from patchbench.util.progress import say
 
 if TYPE_CHECKING:
-    from patchbench.analysis.sequential import UntilCI
+    from patchbench.analysis.sequential import Budget, UntilCI
     from patchbench.build import Built
 
 
@@ -42,7 +42,7 @@ class Measured:
 
 def measure(project: Project, comp: Comparison, target: Target,
             chosen: Sequence[ScenarioConfig], built: list[Built], *, workdir: Path, layout: Layout, seed: int,
-            extra_files: dict[str, Path], until: Callable[[ScenarioConfig], UntilCI | None]
+            extra_files: dict[str, Path], until: Callable[[ScenarioConfig], UntilCI | Budget | None]
             | None = None, announce: bool = True) -> Measured:
     """Run ``chosen`` (scenarios of ``comp``, a comparison of ``target``) against ``built``
     (scenario ``i`` with the seed ``seed + i``), their files under ``workdir``; ``announce`` says

@@ -26,6 +26,7 @@ from patchbench.report.blocks import (
 )
 from patchbench.report.numbers import fmt_p, fmt_ratio, fmt_time
 from patchbench.results import Cell, Check, Verdict
+from patchbench.scenarios.metric_views import metric_blocks
 
 
 def links(names: list[str], limit: int | None = None) -> list[Inline]:
@@ -151,11 +152,13 @@ def hang_blocks(sc: Any) -> list[Block]:
 
 
 def timed_blocks(sc: Any, *, deadlines: bool) -> list[Block]:
-    """What report.md shows of a timed scenario after its detail table: the round-paired details
-    and (``deadlines``: a kind whose runs have deadlines) the hangs."""
+    """What report.md shows of a timed scenario after its detail table: the round-paired details,
+    every other metric's verdicts with what they say (results version 6), and (``deadlines``: a
+    kind whose runs have deadlines) the hangs."""
     if not sc.cells:
         return []
-    return paired_blocks(sc.comparisons) + (hang_blocks(sc) if deadlines else [])
+    return (paired_blocks(sc.comparisons) + metric_blocks(sc)
+            + (hang_blocks(sc) if deadlines else []))
 
 
 def _failed_output(checks: dict[str, Check]) -> list[Block]:

@@ -37,7 +37,7 @@ TAIL_LINES = 25
 
 # What to install when a tool is missing (Debian package names).
 INSTALL_HINTS = {
-    "hyperfine": "apt-get install hyperfine",
+    "hyperfine": "cargo install hyperfine --version 2.0.0 --locked --ignore-rust-version (Debian ships 1.x)",
     "git": "apt-get install git",
     "go": "install Go from the official tarball or apt-get install golang",
     "runc": "build it with patchbench, or apt-get install runc",

@@ -44,3 +44,5 @@ class Switches:
     until_ci: float | None = None
     max_rounds: int | None = None
     profile: tuple[str, ...] = ()  # --profile: added to every scenario that has the key
+    budget: float | None = None  # --budget, in seconds
+    gate_metrics: tuple[str, ...] = ()  # --gate-metric (empty: the comparison's `gate`)

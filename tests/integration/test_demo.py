@@ -74,7 +74,7 @@ def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
     _, run_dir = demo_run
     saved = json.loads((run_dir / "results.json").read_text())
     assert saved == report.load_run(run_dir).dump()
-    assert saved["schema_version"] == results.SCHEMA_VERSION == 5
+    assert saved["schema_version"] == results.SCHEMA_VERSION == 6
     assert saved["comparison"] == "demo" and saved["aa"] is False and saved["seed"] == 7
     assert saved["commit"] == "d43fc88e35d5f75debf78106f2c3ebe3b4b13c57"
     (sc,) = saved["scenarios"]

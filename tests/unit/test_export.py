@@ -57,10 +57,17 @@ def test_hyperfine_export_has_every_cell_with_every_run(key: str) -> None:
         assert entry["stddev"] == cell["summary"]["stdev"]
         assert entry["stddev"] == pytest.approx(statistics.stdev(times), rel=1e-9)
         assert (entry["min"], entry["max"]) == (min(times), max(times))
-        # user/system: hyperfine's per-round means, weighted by the runs of each round
-        rounds = cell["samples"]["hyperfine"]
-        n = sum(len(h["times"]) for h in rounds)
-        assert entry["user"] == pytest.approx(sum(h["user"] * len(h["times"]) for h in rounds) / n)
+        # user/system: the per-run values (results version 6), else hyperfine's per-round means,
+        # weighted by the runs of each round
+        per_run = cell["samples"].get("metrics", {})
+        if "user" in per_run:
+            assert entry["user"] == pytest.approx(statistics.mean(per_run["user"]))
+            assert entry["system"] == pytest.approx(statistics.mean(per_run["system"]))
+        else:
+            rounds = cell["samples"]["hyperfine"]
+            n = sum(len(h["times"]) for h in rounds)
+            assert entry["user"] == pytest.approx(sum(h["user"] * len(h["times"]) for h in rounds)
+                                                  / n)
         assert entry["system"] > 0
         assert entry["parameters"] == {"variant": cell["variant"], **cell["params"]}
         assert entry["command"] == sc["command"]  # the command line, not "NAME CELL"
@@ -84,11 +91,15 @@ def test_hyperfine_export_weights_rounds_by_their_runs() -> None:
 def test_csv_has_one_row_per_run(key: str) -> None:
     results = load(key)
     rows = list(csv.DictReader(io.StringIO(export.export(results, "csv")["results.csv"])))
-    assert list(rows[0]) == csv_format.COLUMNS
+    metrics = sorted({n for _, c in cells(results) for n in c["samples"].get("metrics", {})})
+    assert list(rows[0])[:len(csv_format.COLUMNS)] == csv_format.COLUMNS
+    assert len(list(rows[0])) == len(csv_format.COLUMNS) + len(metrics)  # one per metric
     assert len(rows) == sum(len(c["samples"]["times"]) for _, c in cells(results))
     for sc, cell in cells(results):
         mine = [r for r in rows if r["scenario"] == sc["name"] and r["cell"] == cell["label"]]
         assert [float(r["time_s"]) for r in mine] == cell["samples"]["times"]
+        if "cpu" in cell["samples"].get("metrics", {}):
+            assert [float(r["cpu_s"]) for r in mine] == cell["samples"]["metrics"]["cpu"]
         assert [int(r["round"]) for r in mine] == cell["samples"]["rounds"]
         assert {r["variant"] for r in mine} == {cell["variant"]}
 
@@ -98,7 +109,8 @@ def test_csv_params_column_of_a_burst_scan() -> None:
     assert {r["params"] for r in rows} == {f"k={k}" for k in (1, 2, 4, 8, 16, 32)}
 
 
-LINE = re.compile(r"^(Benchmark\S+)\s+1\s+(\d+) ns/op$")
+# a run's line: its wall time, then (results version 6) a value and unit per other metric
+LINE = re.compile(r"^(Benchmark\S+)\s+1\s+(\d+) ns/op((?:\t\d+ [A-Za-z-]+(?:/op)?)*)$")
 
 
 @pytest.mark.parametrize("key", TIMED)

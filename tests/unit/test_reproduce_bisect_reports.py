@@ -8,18 +8,32 @@ from pathlib import Path
 
 import pytest
 
+from patchbench import results
 from patchbench.bisect import record, render
 from tests.support import REPO_ROOT, committed_reports
 
 
 def stored(dump: object, raw: object) -> object:
-    """``dump`` less the fields a newer record model added as None (a verdict record of schema 5
-    has fields, such as the effect in seconds, that reports judged by the older rule lack)."""
+    """``dump`` less the fields a newer record model added as None or empty (a verdict record of
+    schema 5 has fields, such as the effect in seconds, that reports judged by the older rule
+    lack; samples of results version 6 have ``metrics``)."""
     if isinstance(dump, dict) and isinstance(raw, dict):
-        return {k: stored(v, raw.get(k)) for k, v in dump.items() if k in raw or v is not None}
+        return {k: stored(v, raw.get(k)) for k, v in dump.items()
+                if k in raw or v not in (None, {}, [])}
     if isinstance(dump, list) and isinstance(raw, list):
         return [stored(d, r) for d, r in zip(dump, raw, strict=False)] + dump[len(raw):]
     return dump
+
+
+def upgraded(raw: object, key: str = "") -> object:
+    """``raw`` with its samples as results version 6 reads them (per-run user/system arrays as
+    metrics: patchbench.results.legacy_cpu)."""
+    if isinstance(raw, dict):
+        out = {k: upgraded(v, k) for k, v in raw.items()}
+        return results.legacy_cpu(out) if key == "samples" else out
+    if isinstance(raw, list):
+        return [upgraded(v) for v in raw]
+    return raw
 
 
 BISECTS = committed_reports("bisect-*/*/bisect.json")
@@ -36,7 +50,7 @@ def test_a_committed_bisect_report_rerenders(path: Path) -> None:
     rec = record.parse_bisect(json.loads(path.read_text()))
     assert (path.parent / "report.md").read_text() == render.bisect_markdown(rec)
     assert (path.parent / "report.html").read_text() == render.bisect_html(rec)
-    raw = json.loads(path.read_text())
+    raw = upgraded(json.loads(path.read_text()))
     assert stored(rec.model_dump(mode="json"), raw) == raw
 
 
@@ -46,5 +60,5 @@ def test_a_committed_history_report_rerenders(path: Path) -> None:
     rec = record.parse_history(json.loads(path.read_text()))
     assert (path.parent / "report.md").read_text() == render.history_markdown(rec)
     assert (path.parent / "report.html").read_text() == render.history_html(rec)
-    raw = json.loads(path.read_text())
+    raw = upgraded(json.loads(path.read_text()))
     assert stored(rec.model_dump(mode="json"), raw) == raw

@@ -19,14 +19,22 @@ SUMMARY = {"n": 4, "median": 0.1, "mean": 0.1, "stdev": 0.0, "min": 0.1, "max": 
            "noisy": False}
 
 
+def run2(wall: float, user: float, system: float, code: int | None) -> dict[str, Any]:
+    """One run as hyperfine 2's JSON export has it."""
+    def v(x: float, unit: str = "second") -> dict[str, Any]:
+        return {"value": x, "unit": unit}
+    return {"time_wall_clock": v(wall), "time_cpu": v(user + system), "time_user": v(user),
+            "time_system": v(system), "memory_peak_resident": v(3e6, "byte"), "exit_code": code}
+
+
 def test_samples_keep_hung_runs_apart_from_the_timing() -> None:
     s = bench.Samples()
-    failed = s.add({"times": [0.1, 1.2, 0.11, 0.3], "exit_codes": [0, 124, 0, 3],
-                    "user_times": [0.01, 0.02, 0.03, 0.04], "system_times": [0.1, 0.2, 0.3, 0.4]},
-                   2)
+    runs = [run2(0.1, 0.01, 0.1, 0), run2(1.2, 0.02, 0.2, 124), run2(0.11, 0.03, 0.3, 0),
+            run2(0.3, 0.04, 0.4, 3)]
+    failed = s.add({"command": "x", "measurements": runs}, 2, metrics=("wall", "user", "system"))
     assert failed == [3]
     assert s.times == [0.1, 0.11, 0.3] and s.exit_codes == [0, 0, 3] and s.rounds == [2, 2, 2]
-    assert s.user == [0.01, 0.03, 0.04] and s.system == [0.1, 0.3, 0.4]
+    assert s.metrics == {"user": [0.01, 0.03, 0.04], "system": [0.1, 0.3, 0.4]}
     assert s.hung_times == [1.2] and s.hung_rounds == [2]
     assert s.runs == 4 and len(s.hyperfine) == 1
     assert s.add({"times": [0.2], "exit_codes": [None]}, 3) == [-1]  # killed: no exit code
@@ -74,7 +82,7 @@ def test_a_version_3_file_reads_as_runs_without_deadlines() -> None:
         del c["hangs"], c["samples"]["hung_times"], c["samples"]["hung_rounds"]
     del sc["comparisons"][0]["hangs"]
     res = results.parse(old, "t")
-    assert res.schema_version == results.SCHEMA_VERSION == 5
+    assert res.schema_version == results.SCHEMA_VERSION == 6
     (rsc,) = res.scenarios
     assert isinstance(rsc, CommandResult)
     assert rsc.deadline_s is None and all(c.hangs is None for c in rsc.cells)

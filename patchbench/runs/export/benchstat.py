@@ -1,5 +1,6 @@
 """``benchstat``: Go's benchmark text format, one file per variant, so that
-``benchstat baseline.txt CANDIDATE.txt`` compares them; a cell's parameters are sub-benchmarks."""
+``benchstat baseline.txt CANDIDATE.txt`` compares them; a cell's parameters are sub-benchmarks,
+every other metric a value/unit pair of its own on each line."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from patchbench.errors import ReportError
 from patchbench.results import Results
+from patchbench.runs.export import metrics
 from patchbench.runs.export.base import Files, safe_name, timed_cells
 
 
@@ -45,7 +47,8 @@ class BenchstatExporter:
                 raise ReportError(f"two scenarios map to the same Go benchmark name {name}",
                                   hint="rename one of them in matrix.yaml")
             lines = per_variant.setdefault(cell.variant, [])
-            lines += [f"{name} \t       1\t{t * 1e9:.0f} ns/op" for t in cell.samples.times]
+            lines += [f"{name} \t       1\t{t * 1e9:.0f} ns/op" + metrics.benchstat_pairs(cell, i)
+                      for i, t in enumerate(cell.samples.times)]
         return {f"benchstat/{safe_name(v)}.txt": "\n".join([*header, *lines]) + "\n"
                 for v, lines in per_variant.items()}
 

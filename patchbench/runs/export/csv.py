@@ -1,5 +1,5 @@
 """``csv``: one row per measured run (scenario, cell, variant, params, round, run, time, exit
-code), every cell of the run in one file."""
+code, and a column for each other metric the run recorded), every cell of the run in one file."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import csv
 import io
 
 from patchbench.results import Results
+from patchbench.runs.export import metrics
 from patchbench.runs.export.base import Files, timed_cells
 from patchbench.util.escape import csv_cell
 
@@ -19,7 +20,8 @@ class CsvExporter:
     def files(self, results: Results) -> Files:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(COLUMNS)
+        extra = metrics.run_metrics(results)
+        w.writerow(COLUMNS + metrics.csv_headers(extra))
         for sc, cell in timed_cells(results):
             s = cell.samples
             params = ";".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
@@ -27,7 +29,7 @@ class CsvExporter:
             for i, (t, code, r) in enumerate(zip(s.times, s.exit_codes, rounds, strict=True)):
                 w.writerow([csv_cell(sc.name), csv_cell(cell.label), csv_cell(cell.variant),
                             csv_cell(params), "" if r is None else r, i + 1, repr(float(t)),
-                            code])
+                            code, *metrics.csv_values(cell, extra, i)])
         return {"results.csv": buf.getvalue()}
 
 

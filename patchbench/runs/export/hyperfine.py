@@ -7,22 +7,9 @@ from typing import Any
 
 from patchbench.analysis import stats
 from patchbench.errors import ReportError
-from patchbench.results import Cell, Results, Samples, TimedResult
+from patchbench.results import Cell, Results, TimedResult
+from patchbench.runs.export import metrics
 from patchbench.runs.export.base import Files, safe_name, timed_cells
-
-
-def cpu_time(samples: Samples, key: str) -> float | None:
-    """Mean user or system time over every run: the per-run values when recorded, else
-    hyperfine's per-round means weighted by the runs of each round."""
-    values = samples.user if key == "user" else samples.system
-    if values:
-        return stats.summarize(values).mean
-    # hyperfine's own JSON of each round (kept as hyperfine wrote it), read by its own keys
-    rounds = [h for h in samples.hyperfine if h.get(key) is not None]
-    n = sum(len(h["times"]) for h in rounds)
-    if not n:
-        return None
-    return float(sum(h[key] * len(h["times"]) for h in rounds) / n)
 
 
 def hyperfine_cell(sc: TimedResult, cell: Cell) -> dict[str, Any]:
@@ -38,8 +25,8 @@ def hyperfine_cell(sc: TimedResult, cell: Cell) -> dict[str, Any]:
         "mean": summary.mean,
         "stddev": summary.stdev if summary.n > 1 else None,  # hyperfine's null for one run
         "median": summary.median,
-        "user": cpu_time(cell.samples, "user"),
-        "system": cpu_time(cell.samples, "system"),
+        "user": metrics.cpu_mean(cell.samples, "user"),
+        "system": metrics.cpu_mean(cell.samples, "system"),
         "min": summary.min,
         "max": summary.max,
         "times": times,

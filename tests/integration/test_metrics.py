@@ -1,0 +1,130 @@
+"""Every metric of a run, end to end with the real hyperfine 2, on the demo with planted effects
+whose answers are known (comparison demo-metrics: series demo-spin-5ms, demo-sleep-5ms,
+demo-alloc-64mib): 5 ms of CPU work makes wall and CPU time slower by about 5 ms; 5 ms of
+sleep makes wall time slower, never CPU time, and the report says the extra time is waiting;
+64 MiB touched makes peak memory larger by about 64 MiB, called out; an A/A finds no metric
+faster or slower; a counter this machine lacks stops the run (exit 16) naming it; and
+``--budget 30s`` decides the busy-wait well inside the budget and prints the MDE."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+import patchbench
+from patchbench import pipeline
+from patchbench.analysis import metrics as mx
+from patchbench.measure import engine
+from patchbench.util.workspace import Switches, Workspace
+from tests import support
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(next(iter(patchbench.__path__))).resolve().parent
+MS, MIB = 1e-3, 2**20
+
+
+def project(tmp_path: Path, edit: dict[str, object] | None = None) -> Workspace:
+    """This repository's matrix, patches and demo in ``tmp_path`` (the scenario of
+    demo-metrics and demo-spin updated by ``edit``), with builds and reports there too."""
+    data = yaml.safe_load((ROOT / "matrix.yaml").read_text())
+    for name in ("demo-metrics", "demo-spin"):
+        data["comparisons"][name]["scenarios"][0].update(edit or {})
+    root = tmp_path / "project"
+    for part in ("patches", "overlays", "demo"):
+        shutil.copytree(ROOT / part, root / part)
+    (root / "matrix.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return Workspace(root=root, matrix=root / "matrix.yaml", builds=tmp_path / "builds",
+                     reports=tmp_path / "reports")
+
+
+def test_the_planted_effects_are_found_in_their_metrics_and_said_in_words(
+        tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    # 20 rounds of 20: CPU time's 90 % interval within its ±10 % on a loaded machine too (at
+    # 20 rounds of 10 and load 7, the sleep's CPU time came out inconclusive once in a few runs)
+    res, run_dir = support.compare(pipeline.load(ws), ws, "demo-metrics",
+                                   Switches(runs=400, rounds=20, warmup=2, seed=11))
+    (sc,) = res["scenarios"]
+    assert sc["metrics"] == list(mx.DEFAULT)
+    for cell in sc["cells"]:
+        s = cell["samples"]
+        assert set(s["metrics"]) == {"cpu", "user", "system", "peak-rss"}
+        assert all(len(v) == len(s["times"]) for v in s["metrics"].values())
+    comps = {c["candidate"]: c for c in sc["comparisons"]}
+    seen = {name: {"wall": (c["verdict"], c["effect_s"])} | {
+        m: (v["verdict"], v["effect"]) for m, v in c["metrics"].items()}
+        for name, c in comps.items()}  # what a failure shows
+
+    # CPU work: wall and CPU time slower by about 5 ms (a wall-clock busy-wait: on a loaded
+    # machine it is preempted for part of its 5 ms, and gets less CPU time)
+    spin = comps["demo-spin-5ms"]
+    assert spin["verdict"] == "slower" and 2.5 * MS <= spin["effect_s"] <= 10 * MS, seen
+    cpu = spin["metrics"]["cpu"]
+    assert cpu["verdict"] == "slower" and 2 * MS <= cpu["effect"] <= 7.5 * MS, seen
+
+    sleep = comps["demo-sleep-5ms"]  # a sleep: wall slower, CPU time never slower
+    assert sleep["verdict"] == "slower" and 2.5 * MS <= sleep["effect_s"] <= 10 * MS, seen
+    assert sleep["metrics"]["cpu"]["verdict"] == "equivalent", seen
+
+    alloc = comps["demo-alloc-64mib"]  # 64 MiB touched: peak memory larger by about that
+    rss = alloc["metrics"]["peak-rss"]
+    assert rss["verdict"] == "slower" and 56 * MIB <= rss["effect"] <= 72 * MIB, seen
+
+    assert run_dir is not None
+    md = (run_dir / "report.md").read_text()
+    assert "demo-sleep-5ms: wall time +" in md and "the extra time is waiting" in md
+    assert "demo-spin-5ms: wall time +" in md and "work added" in md
+    assert "demo-alloc-64mib: peak memory (RSS) larger by 6" in md
+    assert "other metrics" in md and "cpu slower +" in md
+    page = (run_dir / "report.html").read_text()
+    assert 'data-chart="metrics"' in page
+    machine = json.loads((run_dir / "results.json").read_text())["machine"]
+    assert machine["tools"]["hyperfine"].startswith("hyperfine 2.")
+
+
+def test_an_aa_finds_no_metric_faster_or_slower(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    res, _ = support.compare(pipeline.load(ws), ws, "demo-spin",
+                             Switches(aa=True, runs=100, rounds=10, warmup=2, seed=12))
+    (comp,) = res["scenarios"][0]["comparisons"]
+    answers = {"wall": comp["verdict"]} | {n: m["verdict"] for n, m in comp["metrics"].items()}
+    assert set(answers) == set(mx.DEFAULT)
+    assert not {n for n, v in answers.items() if v in ("faster", "slower")}, answers
+
+
+def test_a_counter_this_machine_lacks_stops_the_run_naming_it(tmp_path: Path) -> None:
+    lacking = [n for n, m in mx.METRICS.items() if m.counter and not engine.available(n)]
+    if not lacking:
+        pytest.skip("this machine has a PMU: every counter is available")
+    ws = project(tmp_path, {"metrics": ["wall", "cpu", lacking[0]]})
+    started = time.monotonic()
+    out = support.invoke("compare", "demo-metrics", "--project", str(ws.root), "--builds",
+                         str(ws.builds), "--reports", str(ws.reports), cwd=tmp_path)
+    assert out.returncode == 16, out.stderr
+    assert f"this machine cannot measure {lacking[0]}" in out.stderr
+    assert not (ws.builds / "artifacts").exists()  # refused before building
+    assert time.monotonic() - started < 60
+
+
+def test_a_budget_decides_the_busy_wait_well_inside_it_and_prints_the_mde(
+        tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = support.invoke("compare", "demo-spin", "--budget", "30s", "--gate", "--seed", "13",
+                         "--project", str(ws.root), "--builds", str(ws.builds), "--reports",
+                         str(ws.reports), cwd=tmp_path, timeout=600)
+    assert out.returncode == 4, out.stderr  # slower in wall and CPU time: the gate fails
+    assert "MDE reached: wall ±" in out.stdout and ", cpu ±" in out.stdout
+    assert "every gated metric decided" in out.stdout
+    assert "start-2 demo-spin-5ms: slower" in out.stdout
+    assert "start-2 demo-spin-5ms cpu: slower" in out.stdout
+    (run,) = ws.reports.glob("demo-spin/*/results.json")
+    (stop,) = json.loads(run.read_text())["stopping"]
+    assert stop["reason"] == "decided" and stop["budget_s"] == 30.0
+    assert stop["metrics"] == ["wall", "cpu"] and stop["seconds"] < 20  # well inside 30 s
+    assert "CI half-width" in out.stderr and "cpu ±" in out.stderr
