@@ -13,6 +13,8 @@ from enum import StrEnum
 from patchbench.analysis import stats
 
 POWER = 0.90  # the chance an unchanged candidate passes, that the rounds needed are quoted at
+# --gate without --max-rounds: looks up to this many times a scenario's configured rounds
+CAP_FACTOR = 20
 
 
 class Call(StrEnum):

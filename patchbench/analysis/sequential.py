@@ -100,6 +100,11 @@ BUDGET_RULE = ("looks planned at the configured rounds, then about 1.5x more eac
                "configured rounds; alpha spent equally over the planned looks (Bonferroni); "
                "stopped when every gated metric of every comparison is decided (faster, slower "
                "or equivalent), or the time is spent")
+GATE_RULE = ("looks planned at the configured rounds, then about 1.5x more each (whole blocks of "
+             "the balanced order) up to the cap (and the time --budget leaves, if given); alpha "
+             "spent equally over the planned looks (Bonferroni); stopped when the gate calls "
+             "every gated metric of every comparison: pass (shown slower by less than the "
+             "margin) or fail (shown slower by more)")
 
 
 @dataclass
@@ -111,14 +116,20 @@ class Budget:
     time it ends, is set when the first set starts (what comes before measuring is not
     counted)."""
 
-    seconds: float
+    seconds: float | None  # None: no time limit (``--gate`` alone: rounds up to ``max_rounds``)
     alpha: float
     metrics: tuple[str, ...]
     sets: int
     deadline: float | None = None
+    # --gate: the margin its calls are made against (patchbench.analysis.gating): a set stops when
+    # every gated metric is called pass or fail, not when its verdict is an answer
+    margin: float | None = None
+    max_rounds: int | None = None  # --max-rounds: the rounds a set may reach (else a default)
 
-    def share(self, now: float) -> float:
-        """The seconds a set starting ``now`` may take."""
+    def share(self, now: float) -> float | None:
+        """The seconds a set starting ``now`` may take (None: no time limit)."""
+        if self.seconds is None:
+            return None
         if self.deadline is None:
             self.deadline = now + self.seconds
         return max(0.0, self.deadline - now) / max(1, self.sets)
