@@ -130,7 +130,7 @@ def test_from_an_empty_folder_to_a_verdict_in_four_commands(installed: Path,
     pb("comparison", "new", "my-fix", "--target", "slowstart", "--candidate", "my-fix")
     res = pb("compare", "my-fix", "--seed", "1")
     assert len(pb.typed) == 4 <= MAX_COMMANDS
-    assert re.search(r"^run\s+my-fix\s.*\bfaster\s*$", res.stdout, re.M), res.stdout
+    assert re.search(r"^run\s+my-fix\s.*\bfaster\b", res.stdout, re.M), res.stdout
     (run_dir,) = (bench / "reports" / "my-fix").iterdir()
     results = json.loads((run_dir / "results.json").read_text())
     (sc,) = results["scenarios"]

@@ -20,7 +20,7 @@ from patchbench.scenarios import budget
 from patchbench.scenarios.base import precision_rule
 from patchbench.scenarios.command import CommandConfig
 from patchbench.util.layout import Layout
-from tests.unit.test_report_verdicts5 import doc
+from tests.unit.test_report_shows_effect_and_answer import doc
 
 
 def test_a_duration_is_read_in_seconds_minutes_or_hours() -> None:

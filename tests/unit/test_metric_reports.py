@@ -147,12 +147,12 @@ def test_diff_merge_and_the_exports_carry_every_metric() -> None:
     m = merge.merge_runs([("one", a), ("two", b)])
     md = merge.render_markdown(m)
     assert "## Other metrics" in md and re.search(r"\| run spin +\| cpu +\| 0\.4\d× ", md)
-    csv = export.to_csv(a)["results.csv"].splitlines()
+    csv = export.export(a, "csv")["results.csv"].splitlines()
     assert csv[0].endswith("exit_code,cpu_s,user_s,system_s,peak_rss_bytes")
     assert len(csv[1].split(",")) == 12
-    bench = export.to_benchstat(a)["benchstat/spin.txt"]
+    bench = export.export(a, "benchstat")["benchstat/spin.txt"]
     assert " ns/op\t" in bench and " cpu-ns/op\t" in bench and " peak-RSS-B" in bench
-    bmf = json.loads(export.to_bmf(a)["bmf.json"])
+    bmf = json.loads(export.export(a, "bmf")["bmf.json"])
     entry = bmf["run/spin"]
     assert set(entry) == {"latency", "cpu-time", "user-time", "system-time", "peak-rss"}
     assert entry["peak-rss"]["value"] == pytest.approx(3 * 2**20, rel=0.01)

@@ -20,7 +20,7 @@ from patchbench.analysis import paired
 from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.measure import engine
 from patchbench.scenarios.command import CommandConfig
-from tests.unit.test_report_verdicts5 import doc
+from tests.unit.test_report_shows_effect_and_answer import doc
 
 TICK = 0.004  # the kernel's accounting tick at HZ=250
 
@@ -57,7 +57,9 @@ def test_a_metric_judged_on_round_means_is_the_ratio_of_mean_cpu_time() -> None:
     means_b = [float(np.mean(base[3 * i:3 * i + 3])) for i in range(8)]
     means_c = [float(np.mean(cand[3 * i:3 * i + 3])) for i in range(8)]
     j = mx.judge("system", base, rounds, cand, rounds, alpha=0.05, min_effect=0.02)
-    assert j["effect"] == pytest.approx(float(np.mean(means_c) - np.mean(means_b)))
+    # the effect from the ratio and the baseline's level (geometric means of the round means)
+    gm_b, gm_c = (float(np.exp(np.mean(np.log(m)))) for m in (means_b, means_c))
+    assert j["effect"] == pytest.approx(gm_c - gm_b)
     assert j["verdict"] == "slower" and j["unit"] == "s" and j["estimand"] == mx.PER_ROUND
     assert j["baseline"] == pytest.approx(float(np.mean(base)))
     # the same judged by hand: one arithmetic mean per round through paired_verdict
