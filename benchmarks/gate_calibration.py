@@ -49,7 +49,6 @@ ALPHA = 0.05
 MIN_EFFECT = 0.02
 MARGIN = 0.02
 FIRST = 10  # the demo's rounds
-CAP_FACTOR = 60  # the gate's default cap: this many times the configured rounds
 MODELS = ("lognormal", "ar1-runs", "random-walk", "shape", "t3")
 SLOWDOWNS = (0.0, MARGIN, 2 * MARGIN)
 
@@ -72,10 +71,10 @@ def run_gate(sim: calib.Sim, cap: int) -> tuple[gating.Call, int, int]:
     return gating.Call.UNDECIDED, p.looks[-1], needed
 
 
-def cell(job: tuple[str, float, int, int]) -> tuple[tuple[str, float], dict[str, Any]]:
-    model, slowdown, replicates, seed = job
+def cell(job: tuple[str, float, int, int, int]) -> tuple[tuple[str, float], dict[str, Any]]:
+    model, slowdown, replicates, seed, cap_factor = job
     fn = calib.MODELS[model][0]
-    cap = CAP_FACTOR * FIRST
+    cap = cap_factor * FIRST
     rng = np.random.default_rng([seed, MODELS.index(model), SLOWDOWNS.index(slowdown)])
     calls = {c: 0 for c in gating.Call}
     rounds: list[int] = []
@@ -116,13 +115,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261203)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    ap.add_argument("--cap-factor", type=int, default=gating.CAP_FACTOR,
+                    help=f"the gate's cap, times the configured rounds ({gating.CAP_FACTOR})")
     args = ap.parse_args(argv)
     t0, load0 = time.monotonic(), os.getloadavg()
-    jobs = [(m, s, args.replicates, args.seed) for m in MODELS for s in SLOWDOWNS]
+    models = [m for m in MODELS if m in args.models]
+    jobs = [(m, s, args.replicates, args.seed, args.cap_factor) for m in models for s in SLOWDOWNS]
     with multiprocessing.Pool(args.jobs) as pool:
         got = dict(pool.imap_unordered(cell, jobs))
     rows, ok = [], True
-    for m in MODELS:
+    for m in models:
         aa, edge, twice = (got[(m, s)] for s in SLOWDOWNS)
         passed = aa["calls"]["pass"]
         failed_edge = edge["n"] - edge["calls"]["pass"]
@@ -141,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end.  ",
         f"Replicates per cell: {args.replicates}; {calib.RUNS} runs per block; alpha {ALPHA}; "
         f"the gate's margin {MARGIN:.0%}; the configured rounds {FIRST}; after them the gate "
-        f"looks again at about 1.5× the rounds each time up to {CAP_FACTOR}× them (alpha spent "
+        f"looks again at about 1.5× the rounds each time up to {args.cap_factor}× them (alpha spent "
         "equally over the looks planned before the first round) and stops at the first look that "
         "decides; an undecided comparison at the last look fails. **needed** = the median of "
         f"what the first look says an unchanged candidate needs to pass with {gating.POWER:.0%} "

@@ -186,3 +186,4 @@ def failures(results: Results, *, allow_inconclusive: bool = False) -> list[str]
         out += scenarios.get(scenario.kind).gate(scenario)
     out += [w for w in results.warnings if w.startswith(procguard.ESCAPED + ":")]
     return out
+

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from patchbench.analysis import stats
+from patchbench.results import PAIRED6_METHOD, Results, TimedResult
 
 POWER = 0.90  # the chance an unchanged candidate passes, that the rounds needed are quoted at
 # --gate without --max-rounds: looks up to this many times a scenario's configured rounds
@@ -109,3 +110,19 @@ def plan(sd: float | None, margin: float, alpha: float, first: int, cap: int, bl
     level = sequential.alpha_per_look(alpha, looks)
     needed = None if sd is None else rounds_needed(sd, margin, level)
     return Plan(looks, level, needed, needed is not None and needed > looks[-1])
+
+
+def passed_text(results: Results) -> str:
+    """Why a gate that found no failure passed, in a few words: by the margin when the run has
+    comparisons of the current rule (patchbench.gate calls those against it), else as the rule
+    of schema 5 says."""
+    st = results.settings
+    margin = st.gate_margin or st.min_effect or None
+    current = any(c.method == PAIRED6_METHOD for sc in results.scenarios
+                  if isinstance(sc, TimedResult) for c in sc.comparisons)
+    if current and margin is not None:
+        return (f"every gated metric of every candidate shown slower by less than the margin "
+                f"(+{margin:.1%}), every check passed")
+    if results.gate_allow_inconclusive:
+        return "no candidate slower, every check passed"
+    return "no candidate slower, inconclusive or withheld, every check passed"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from patchbench.analysis import sequential
+from patchbench.analysis import gating, sequential
 from patchbench.analysis.sequential import fmt_duration
 from patchbench.report.blocks import (
     Block,
@@ -345,13 +345,11 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         for extra in scenario_blocks(sc):
             lines += [extra, ""]
     if gate is not None:
+        allowed = " (with --gate-allow-inconclusive)" if results.gate_allow_inconclusive else ""
         lines += ["## Gate", ""]
         lines += ([f"**FAILED** ({len(gate)} reason{'s' if len(gate) > 1 else ''}):", "",
                    *(f"- {md_cell(r)}" for r in gate)] if gate else
-                  ["**passed**: no candidate slower, inconclusive or withheld, every check passed."
-                   if not results.gate_allow_inconclusive else
-                   "**passed** (with --gate-allow-inconclusive): no candidate slower, every check "
-                   "passed."])
+                  [f"**passed**{allowed}: {gating.passed_text(results)}."])
         lines += [""]
     if results.warnings:
         lines += ["## Warnings", ""] + [f"- {free(w)}" for w in results.warnings] + [""]
