@@ -5,7 +5,7 @@ first round (geometrically spaced, whole blocks of the balanced order), and each
 alpha / K for K looks (Bonferroni), the level the saved comparison records. Its sibling
 ``--budget DURATION`` (:class:`Budget`) adds rounds until every gated metric of every
 comparison is decided or the time is spent, the looks planned from the pace of the configured
-rounds, alpha spent over them the same way. docs/statistics.md ("Stopping by precision");
+rounds, alpha spent over them the same way. docs/statistics.md ("Stopping rules");
 benchmarks/stats_calibration.py calibrates it."""
 
 from __future__ import annotations

@@ -222,13 +222,14 @@ def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig]
     return out
 
 
-def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell]
+def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell], seed: int
                    ) -> Callable[[dict[Cell, Samples], int], int] | None:
     """``--until-ci`` (patchbench.analysis.sequential) or ``--budget`` (scenarios/budget.py) for
     one set of interleaved rounds of ``cells``: the ``more`` callback of ``bench.measure``, or
     None without either option or without a candidate to compare. It plans the looks, sets
     ``ctx.alpha`` to the level of each look (the comparisons are judged at it), and appends how
-    it stopped to ``ctx.stops``."""
+    it stopped to ``ctx.stops``. ``seed``: the order's (``bench.schedule``), so that each look
+    judges with the signs of the order the rounds ran in, as the saved verdict does."""
     until = ctx.until
     base = ctx.built[0].variant.name
     pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
@@ -236,7 +237,7 @@ def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell]
     if until is None or not pairs:
         return None
     if isinstance(until, sequential.Budget):  # --budget: scenarios/budget.py
-        return budget.rule(ctx, cells, pairs, until)
+        return budget.rule(ctx, cells, pairs, until, seed)
     sc = ctx.scenario
     if until.max_rounds < sc.rounds:
         raise ConfigError(f"--max-rounds {until.max_rounds}: scenario {sc.name} already runs "
@@ -254,8 +255,10 @@ def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell]
             if not set(sb.rounds) & set(sk.rounds):
                 widths.append(None)
                 continue
+            order = [[x.label for x in row] for row in bench.schedule(list(cells), done, seed)]
             v = paired.paired_verdict(sb.times, sb.rounds, sk.times, sk.rounds, alpha=level,
-                                      min_effect=ctx.min_effect)
+                                      min_effect=ctx.min_effect,
+                                      signs=paired.neighbour_signs(order, b.label, c.label))
             widths.append(sequential.half_width(v.ci_low, v.ci_high))
         worst = None if any(w is None for w in widths) else max(w for w in widths if w is not None)
         seen.append(results.Look(rounds=done, half_width=worst))

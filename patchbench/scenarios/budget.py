@@ -73,7 +73,7 @@ def _pct(value: float | None) -> str:
 
 
 def rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
-         pairs: Sequence[tuple[Cell, Cell]], budget: sequential.Budget) -> More:
+         pairs: Sequence[tuple[Cell, Cell]], budget: sequential.Budget, seed: int) -> More:
     """The ``more`` callback of one set of rounds of ``cells`` (``pairs``: baseline and
     candidate cells) under ``budget``; it sets ``ctx.alpha`` to the level of its looks (the
     lowest of its sets': the comparisons are judged at it) and appends how it stopped to
@@ -113,8 +113,12 @@ def rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
         widths: dict[str, list[float | None]] = {n: [] for n in names}
         mdes: dict[str, list[float | None]] = {n: [] for n in names}
         needed: list[int] = []
+        # the order the rounds ran in (bench.schedule of the same seed), for the signs of the
+        # noise neighbouring rounds share: each look judges as the saved verdict will
+        order = [[x.label for x in row] for row in bench.schedule(list(cells), done, seed)]
         for b, c in pairs:
             sb, sk = samples[b], samples[c]
+            signs = paired.neighbour_signs(order, b.label, c.label)
             for n in names:
                 if not set(sb.rounds) & set(sk.rounds):
                     verdicts.append("withheld")
@@ -122,9 +126,7 @@ def rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
                     widths[n].append(None)
                     mdes[n].append(None)
                     continue
-                # every boundary taken as the worst case (the order is not at hand): a call made
-                # here holds for the verdict recorded, whose interval is no wider
-                got = _judge(n, sb, sk, alpha=level[0], min_effect=min_effect(n), signs=None)
+                got = _judge(n, sb, sk, alpha=level[0], min_effect=min_effect(n), signs=signs)
                 verdicts.append(got.verdict)
                 widths[n].append(got.width)
                 mdes[n].append(got.mde)

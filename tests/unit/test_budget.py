@@ -106,7 +106,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: Hyperfine2, secon
     _, order = bench.measure("run", cells, lambda c: Invocation(command=[c.variant],
                                                                  metrics=("wall", "cpu")),
                              runs=20, rounds=5, warmup=0, timeout=5, seed=3,
-                             workdir=tmp_path / "w", more=precision_rule(ctx, cells))
+                             workdir=tmp_path / "w", more=precision_rule(ctx, cells, 3))
     assert given.sets == 0  # the set finished: its share is given back
     return ctx, order
 
