@@ -149,10 +149,9 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     target_ci = sw.until_ci
     # --gate adds rounds until each gated metric is called pass or fail (--until-ci stops by its
     # own rule instead); --budget until each is decided, or called when gated, or the time is up
-    margin = (comp.gate_margin or comp.min_effect or None) if sw.gate else None
-    given = (budget.start(sw.budget, comp.alpha, gated, chosen, margin=margin,
-                          max_rounds=sw.max_rounds)
-             if sw.budget is not None or (margin is not None and target_ci is None) else None)
+    given = (budget.start(sw.budget, comp.alpha, gated, chosen, gate=sw.gate,
+                          margin=comp.gate_margin, max_rounds=sw.max_rounds)
+             if sw.budget is not None or (sw.gate and target_ci is None) else None)
 
     def until(sc: ScenarioConfig) -> sequential.UntilCI | sequential.Budget | None:
         if given is not None:  # --budget: one for the whole measurement
@@ -168,7 +167,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         target=target.name, url=target.spec.url, ref=target.spec.ref, commit=target.spec.commit,
         aa=aa_build is not None, aa_build=aa_build, seed=seed,
         settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect,
-                                  gate_margin=margin),
+                                  gate_margin=comp.gate_margin),
         started_at=started, machine=machine,
         builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=measured.scenarios,
         warnings=[*([busy] if busy else []), *measured.warnings], teardown=measured.teardown,

@@ -117,12 +117,15 @@ def passed_text(results: Results) -> str:
     comparisons of the current rule (patchbench.gate calls those against it), else as the rule
     of schema 5 says."""
     st = results.settings
-    margin = st.gate_margin or st.min_effect or None
     current = any(c.method == PAIRED6_METHOD for sc in results.scenarios
                   if isinstance(sc, TimedResult) for c in sc.comparisons)
-    if current and margin is not None:
-        return (f"every gated metric of every candidate shown slower by less than the margin "
-                f"(+{margin:.1%}), every check passed")
+    if current:
+        margin = f"the margin (+{st.gate_margin:.1%})" if st.gate_margin else "its margin"
+        if results.gate_allow_inconclusive:
+            return (f"no gated metric of any candidate shown slower than {margin}, every check "
+                    "passed; undecided ones let through (--gate-allow-inconclusive)")
+        return (f"every gated metric of every candidate shown slower by less than {margin}, "
+                "every check passed")
     if results.gate_allow_inconclusive:
         return "no candidate slower, every check passed"
     return "no candidate slower, inconclusive or withheld, every check passed"

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 GROWTH = 1.5
+MAX_BUDGET_S = 86_400.0  # --budget: at most a day, as a scenario's timeout
 RULE = ("looks planned at the configured rounds, then about 1.5x more each (whole blocks of the "
         "balanced order), the budget last; alpha spent equally over the planned looks "
         "(Bonferroni): each look judged at alpha / looks")
@@ -121,8 +122,10 @@ class Budget:
     metrics: tuple[str, ...]
     sets: int
     deadline: float | None = None
-    # --gate: the margin its calls are made against (patchbench.analysis.gating): a set stops when
-    # every gated metric is called pass or fail, not when its verdict is an answer
+    # --gate: a set stops when every gated metric is called pass or fail (patchbench.analysis.
+    # gating), against ``margin`` (the comparison's gate_margin; None: each metric's min_effect),
+    # not when its verdict is an answer
+    gate: bool = False
     margin: float | None = None
     max_rounds: int | None = None  # --max-rounds: the rounds a set may reach (else a default)
 
@@ -135,12 +138,16 @@ class Budget:
         return max(0.0, self.deadline - now) / max(1, self.sets)
 
 
-def budget_rounds(done: int, elapsed: float, share: float, block: int) -> int:
+def budget_rounds(done: int, elapsed: float, share: float, block: int,
+                  most: int | None = None) -> int:
     """The rounds a set may reach when ``done`` rounds took ``elapsed`` seconds of its ``share``:
-    as many as the pace allows, in whole blocks of ``block`` rounds, never fewer than ``done``."""
+    as many as the pace allows (and at most ``most``), in whole blocks of ``block`` rounds, never
+    fewer than ``done``."""
     if done < 1 or elapsed <= 0:
         return done
     fit = int(share / (elapsed / done))
+    if most is not None:
+        fit = min(fit, most)
     return max(done, fit - fit % block)
 
 
@@ -164,6 +171,8 @@ def parse_duration(text: str) -> float:
         seconds = 3600 * h + 60 * m + s
     if not seconds > 0 or not math.isfinite(seconds):
         raise ValueError(f"{text!r}: a duration above 0 is needed")
+    if seconds > MAX_BUDGET_S:
+        raise ValueError(f"{text!r}: at most {fmt_duration(MAX_BUDGET_S)} (a day)")
     return seconds
 
 

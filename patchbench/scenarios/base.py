@@ -63,6 +63,9 @@ class ScenarioContext(Generic[ConfigT]):
     # precision_rule)
     until: sequential.UntilCI | sequential.Budget | None = None
     stops: list[results.Stopping] = field(default_factory=list)
+    # --budget and --gate: the level of each set's looks, by condition ("" without conditions):
+    # each set's comparisons are judged at the level its own looks were taken at
+    alphas: dict[str, float] = field(default_factory=dict)
     # a kind's own placeholders of a cell, over the others (a scenario's bundle names {bundle})
     extra: Callable[[Cell], Mapping[str, str]] | None = None
 
@@ -197,16 +200,17 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
             note="verdict withheld: no round has finished runs of both variants",
             hangs=hang_test(b, c) if deadline else None)
     signs = paired.neighbour_signs(order, base.label, cand.label) if order else None
-    rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=ctx.alpha,
+    alpha = ctx.alphas.get(base.param("condition") or "", ctx.alpha)
+    rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=alpha,
                          min_effect=ctx.min_effect, seed=ctx.seed, signs=signs)
     return results.Verdict(baseline=base.label, candidate=cand.label,
                            candidate_variant=cand.variant, params=params,
                            hangs=hang_test(b, c) if deadline else None,
-                           metrics=metric_verdicts(b, c, ctx), **rec)
+                           metrics=metric_verdicts(b, c, ctx, alpha), **rec)
 
 
-def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig]
-                    ) -> dict[str, results.MetricVerdict] | None:
+def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig],
+                    alpha: float) -> dict[str, results.MetricVerdict] | None:
     """Every metric the scenario records besides wall time, judged alike (each with its own
     min_effect; patchbench.analysis.metrics); None for a scenario without a ``metrics`` key."""
     sc = ctx.scenario
@@ -217,7 +221,7 @@ def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig]
         if name == metrics.WALL or name not in b.metrics or name not in c.metrics:
             continue
         out[name] = results.MetricVerdict(**metrics.judge(
-            name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=ctx.alpha,
+            name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=alpha,
             min_effect=sc.metric_min_effect(name, ctx.min_effect)))
     return out
 

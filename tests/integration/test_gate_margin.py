@@ -30,13 +30,13 @@ def test_an_unchanged_candidate_passes_the_gate_and_a_planted_delay_fails_it(
     res = results.parse(same, "test")
     assert gate.failures(res) == [], same["stopping"]
     (stop,) = same["stopping"]
-    assert stop["reason"] == "decided" and stop["margin"] == 0.02
+    assert stop["reason"] == "decided" and stop["margin"] is None  # each metric's min_effect
     assert stop["rule"].startswith("looks planned") and "pass" in stop["rule"]
     assert run_dir is not None
     md = (run_dir / "report.md").read_text()
-    assert "shown slower by less than the margin (+2.0%)" in md
+    assert "shown slower by less than its margin" in md
 
     slow, _ = support.compare(pipeline.load(ws), ws, "demo-planted",
                               Switches(gate=True, seed=5, max_rounds=60))
     (why, *_) = gate.failures(results.parse(slow, "test"))
-    assert "slower than the gate's margin" in why or "fails closed" in why
+    assert "slower than the gate's margin" in why, why

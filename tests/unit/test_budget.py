@@ -123,7 +123,7 @@ def test_a_clear_change_is_decided_at_the_first_look(
     assert set(stop.looks[0].widths) == {"wall", "cpu"}
     assert all(w is not None and w > 0 for w in stop.looks[0].widths.values())
     assert set(stop.mde) == {"wall", "cpu"} and all(v is not None for v in stop.mde.values())
-    assert ctx.alpha == stop.alpha_per_look == pytest.approx(0.05 / 4)
+    assert ctx.alphas[""] == stop.alpha_per_look == pytest.approx(0.05 / 4)  # its set's level
 
 
 def test_an_undecided_metric_adds_rounds_until_the_looks_are_spent(

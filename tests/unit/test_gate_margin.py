@@ -81,7 +81,9 @@ def test_an_unchanged_candidate_shown_within_the_margin_passes_though_inconclusi
     not a reason to fail when the interval excludes a slowdown beyond the margin."""
     res = run(judged(1.001, 0.99, 1.012))
     assert gate.failures(res) == []
-    assert "shown slower by less than the margin (+2.0%)" in gating.passed_text(res)
+    assert "shown slower by less than its margin" in gating.passed_text(res)  # min_effect's
+    given = run(judged(1.001, 0.99, 1.012), margin=0.03)
+    assert "shown slower by less than the margin (+3.0%)" in gating.passed_text(given)
 
 
 def test_a_candidate_slower_than_the_margin_fails() -> None:
