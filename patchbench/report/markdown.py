@@ -86,6 +86,9 @@ def block(b: Block) -> str | None:
     if isinstance(b, Bullets):
         return "\n".join(f"- {inline(item)}" for item in b.items)
     if isinstance(b, Table):
+        if b.plain:  # a program's text: no markup, nothing that splits the table
+            return md_table([md_cell(h) for h in b.headers],
+                            [[md_cell(c) for c in row] for row in b.rows])
         return md_table(b.headers, b.rows)
     if isinstance(b, Image):
         return f"![{b.alt}]({b.src})"
