@@ -1,4 +1,4 @@
 """patchbench: prove, with numbers anyone can reproduce, that a patch makes a container runtime
 faster without making it wrong."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

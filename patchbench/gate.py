@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 
 from patchbench import scenarios
+from patchbench.analysis import gating, paired, stats
 from patchbench.analysis import metrics as mx
-from patchbench.analysis import stats
 from patchbench.report.numbers import fmt_effect_in
 from patchbench.results import MetricVerdict, Results, TimedResult, Verdict
 from patchbench.util import procguard
@@ -37,6 +37,10 @@ class Judged:
     effect: str  # the effect in the metric's unit ("+5.12 ms"), "" without one
     rounds: int | None
     min_rounds: int | None
+    method: str = ""
+    low: float | None = None  # the 1 - 2 alpha interval of the ratio: one-sided bounds at alpha
+    high: float | None = None
+    min_effect: float = 0.0
 
 
 def _timed(results: Results) -> list[tuple[str, Verdict]]:
@@ -66,12 +70,14 @@ def _wall(name: str, c: Verdict) -> Judged:
     effect = (f"{c.effect_s * 1e3:+.3g} ms" if c.effect_s is not None
               and not math.isnan(c.effect_s) else "")
     return Judged(name, c.candidate, mx.WALL, c.verdict, c.p_slower, c.alpha, c.speedup, c.mde,
-                  effect, c.rounds, c.min_rounds)
+                  effect, c.rounds, c.min_rounds, c.method, c.equivalence_low,
+                  c.equivalence_high, c.min_effect)
 
 
 def _metric(name: str, c: Verdict, m: MetricVerdict) -> Judged:
     return Judged(name, f"{c.candidate} {m.metric}", m.metric, m.verdict, m.p_slower, m.alpha,
-                  m.speedup, m.mde, fmt_effect_in(m.effect, m.metric), m.rounds, m.min_rounds)
+                  m.speedup, m.mde, fmt_effect_in(m.effect, m.metric), m.rounds, m.min_rounds,
+                  m.method, m.equivalence_low, m.equivalence_high, m.min_effect)
 
 
 # --- the rule, per judged metric -------------------------------------------------------------
@@ -117,18 +123,64 @@ def _slower_old(results: Results) -> list[str]:
             if c.verdict == "slower" and p_adj < c.alpha]
 
 
+# --- the rule of results version 6: non-inferiority against a margin (analysis/gating.py) -----
+
+
+def margin_of(results: Results, j: Judged) -> float | None:
+    """The margin the gate calls a metric of a comparison of the current rule against: the
+    run's ``gate_margin``, else the metric's own ``min_effect`` (None when that is 0: no margin
+    to call against, so the rule of schema 5 judges it)."""
+    return results.settings.gate_margin or j.min_effect or None
+
+
+def _by_margin(results: Results, judged: list[Judged]) -> tuple[list[Judged], list[Judged]]:
+    """The judged metrics the margin rule calls (comparisons of the current rule with a margin),
+    and the others (older rules: p_slower under Holm)."""
+    called = [j for j in judged if j.method == paired.METHOD and margin_of(results, j)]
+    return called, [j for j in judged if j not in called]
+
+
+def _called(results: Results, judged: list[Judged]) -> list[tuple[Judged, gating.GateCall]]:
+    out = []
+    for j in judged:
+        m = margin_of(results, j)
+        if j.verdict != "withheld" and m is not None:
+            out.append((j, gating.call(j.speedup, j.low, j.high, m)))
+    return out
+
+
+def _margin_failures(results: Results, judged: list[Judged]) -> list[str]:
+    return [f"{j.scenario} {j.candidate}: slower than the gate's margin ({c.text()}, one-sided "
+            f"at alpha {j.alpha:.2g})" for j, c in _called(results, judged)
+            if c.call is gating.Call.FAIL]
+
+
+def _margin_undecided(results: Results, judged: list[Judged]) -> list[tuple[Judged, str]]:
+    out = [(j, f"verdict withheld ({j.rounds} rounds, at least {j.min_rounds} needed)")
+           for j in judged if j.verdict == "withheld"]
+    for j, c in _called(results, judged):
+        if c.call is gating.Call.UNDECIDED:
+            out.append((j, f"not shown within the gate's margin in {j.rounds} rounds "
+                           f"({c.text()})"))
+    return out
+
+
 def let_through(results: Results) -> list[str]:
     """What ``allow_inconclusive`` lets pass (to say so in the output)."""
-    return [f"{j.scenario} {j.candidate}: {why}" for j, why in _undecided(gated(results))]
+    by_margin, older = _by_margin(results, gated(results))
+    undecided = _undecided(older) + _margin_undecided(results, by_margin)
+    return [f"{j.scenario} {j.candidate}: {why}" for j, why in undecided]
 
 
 def failures(results: Results, *, allow_inconclusive: bool = False) -> list[str]:
-    judged = gated(results)
-    out = _slower_old(results) + _slower5(judged)
+    by_margin, judged = _by_margin(results, gated(results))
+    out = _slower_old(results) + _slower5(judged) + _margin_failures(results, by_margin)
+    undecided = _undecided(judged) + _margin_undecided(results, by_margin)
     if not allow_inconclusive:
         out += [f"{j.scenario} {j.candidate}: {why}: the gate fails closed ({ALLOW_HINT})"
-                for j, why in _undecided(judged)]
+                for j, why in undecided]
     for scenario in results.scenarios:
         out += scenarios.get(scenario.kind).gate(scenario)
     out += [w for w in results.warnings if w.startswith(procguard.ESCAPED + ":")]
     return out
+

@@ -147,7 +147,11 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         say(f"warning: {busy}")
     extra_files: dict[str, Path] = {}
     target_ci = sw.until_ci
-    given = None if sw.budget is None else budget.start(sw.budget, comp.alpha, gated, chosen)
+    # --gate adds rounds until each gated metric is called pass or fail (--until-ci stops by its
+    # own rule instead); --budget until each is decided, or called when gated, or the time is up
+    given = (budget.start(sw.budget, comp.alpha, gated, chosen, gate=sw.gate,
+                          margin=comp.gate_margin, max_rounds=sw.max_rounds)
+             if sw.budget is not None or (sw.gate and target_ci is None) else None)
 
     def until(sc: ScenarioConfig) -> sequential.UntilCI | sequential.Budget | None:
         if given is not None:  # --budget: one for the whole measurement
@@ -162,7 +166,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         tool=f"patchbench {__version__}", comparison=name, description=comp.description,
         target=target.name, url=target.spec.url, ref=target.spec.ref, commit=target.spec.commit,
         aa=aa_build is not None, aa_build=aa_build, seed=seed,
-        settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect),
+        settings=results.Settings(alpha=comp.alpha, min_effect=comp.min_effect,
+                                  gate_margin=comp.gate_margin),
         started_at=started, machine=machine,
         builds={b.variant.name: dict(b.manifest) for b in built}, scenarios=measured.scenarios,
         warnings=[*([busy] if busy else []), *measured.warnings], teardown=measured.teardown,

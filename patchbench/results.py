@@ -488,6 +488,8 @@ AnyScenarioResult = Annotated[ScenarioResult, _ByKind()]
 class Settings(_Rec):
     alpha: Annotated[float, Field(gt=0, lt=1)]
     min_effect: Annotated[float, Field(ge=0)]
+    # the gate's margin (a fraction; version 6, PAIRED6_METHOD comparisons); None: min_effect
+    gate_margin: Annotated[float, Field(gt=0, lt=1)] | None = None
 
 
 class Teardown(_Rec):
@@ -553,6 +555,7 @@ class Stopping(_Rec):
     metrics: list[MetricName] = Field(default_factory=list)
     seconds: float | None = None
     mde: dict[MetricName, float | None] = Field(default_factory=dict)
+    margin: float | None = None  # --gate: the margin its calls were made against
 
 
 class Results(_Rec):

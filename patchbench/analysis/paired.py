@@ -335,13 +335,16 @@ def paired_verdict(
     cand_rounds: Sequence[int], *, alpha: float, min_effect: float,
     min_rounds: int = stats.MIN_ROUNDS, drift_threshold: float = stats.DRIFT_ALPHA,
     method: str = METHOD, signs: Mapping[int, int] | None = None, seed: int = 0,
+    unit: str = "s",
 ) -> PairedVerdict:
     """Compare two variants round by round under the schema-5 rule. ``*_rounds`` give each run's
     round number; rounds that only one variant has are left out. ``method`` picks the rule (an
     older one recomputes the records judged by it). ``signs`` (:func:`neighbour_signs`, from the
     order the blocks ran in) say how the noise of neighbouring rounds enters their d_r; without
     them every boundary is taken as the worst case. ``seed``: the bootstrap of the 90th
-    percentile's interval, when the shapes differ."""
+    percentile's interval, when the shapes differ. ``unit``: the values' unit ("s" for times;
+    "B" and "count" are exact quantities, which only matters when every round gives the same
+    ratio: :func:`_zero_spread`)."""
     if method not in RULE5_METHODS:
         raise ValueError(f"unknown rule {method!r}")
     if not 0 < alpha < 0.5:
@@ -396,7 +399,8 @@ def paired_verdict(
             mde = detectable(se, df, alpha=alpha, min_effect=min_effect)
         else:
             verdict, p, ci, effect_ci, res, note = _zero_spread(
-                base, cand, common, d, effect, alpha=alpha, delta=delta)
+                base, cand, common, d, effect, alpha=alpha, delta=delta, unit=unit,
+                enough=n >= min_rounds)
             p_slower = p if verdict is Verdict.SLOWER else None
             p_faster = p if verdict is Verdict.FASTER else None
     also = None
@@ -446,8 +450,9 @@ def widened_sd(d: np.ndarray, ids: Sequence[int], signs: Mapping[int, int] | Non
     allowing for noise that neighbouring rounds share: the machine's state carried from the
     last block of one round into the first of the next. Each pair of consecutive rounds adds
     s_r c to the covariance, s_r its sign (:func:`neighbour_signs`; +1 without an order) and c
-    one shared covariance estimated from the signed products of neighbouring deviations (with
-    the bias that centring on the sample mean gives them taken out). The variance of the mean
+    one shared covariance estimated from the signed products of neighbouring deviations over the
+    boundaries that carry it (s_r not 0; with the bias that centring on the sample mean gives
+    them taken out). The variance of the mean
     is s^2 / R + 2 c sum(s_r) / R^2, never below s^2 / R: a negative estimate or a design whose
     boundaries mostly cancel leaves the plain standard error."""
     n = d.size
@@ -458,7 +463,8 @@ def widened_sd(d: np.ndarray, ids: Sequence[int], signs: Mapping[int, int] | Non
     if not pairs or total <= 0 or s2 <= 0:
         return math.sqrt(s2)
     x = d - d.mean()
-    c = (math.fsum(s * float(x[i] * x[i + 1]) for i, s in pairs) + total * s2 / n) / len(pairs)
+    shared = sum(abs(s) for _, s in pairs)  # the boundaries that carry the covariance
+    c = (math.fsum(s * float(x[i] * x[i + 1]) for i, s in pairs) + total * s2 / n) / shared
     return math.sqrt(s2 + 2 * max(0.0, c) * total / n)
 
 
@@ -572,31 +578,60 @@ def drift_check(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common
 
 def _zero_spread(
     base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int], d: np.ndarray,
-    effect: float, *, alpha: float, delta: float,
+    effect: float, *, alpha: float, delta: float, unit: str = "s", enough: bool = True,
 ) -> tuple[Verdict, float, tuple[float, float] | None, tuple[float, float] | None, float | None,
            str]:
-    """Every round gave the same ratio: the sign test for p, the clock's resolution for the
-    interval (each time is known to within one tick); never "equivalent"."""
+    """Every round gave the same ratio: the sign test for p. A time (``unit`` "s") is known to
+    within one tick of the clock, which bounds the interval; it is never "equivalent" (the ticks
+    may hide a difference). An exact quantity (bytes, counts) is what it says: the interval is
+    the ratio itself, "equivalent" (with ``enough`` rounds) when it lies inside the margin; one
+    that gave the same value in every run of both variants did not change (ratio exactly 1)."""
     mean = float(d[0])
     p = sign_test(d.tolist())
     res = resolution(*(base[r] for r in common), *(cand[r] for r in common))
-    if res is None:  # every run of both variants took the same time: nothing to tell apart
+    exact = unit != "s"
+    if res is None:  # every run of both variants gave the same value
+        if exact:
+            verdict = Verdict.EQUIVALENT if enough and delta > 0 else Verdict.INCONCLUSIVE
+            same = _in_unit(_lowest(base, common), unit)
+            return (verdict, 1.0, (1.0, 1.0), (0.0, 0.0), None,
+                    f"every run of both variants gave the same value ({same}): no difference")
         return (Verdict.INCONCLUSIVE, p, None, None, None,
                 "every run of both variants took the same time: the clock cannot tell them apart")
-    tb = min(float(base[r].min()) for r in common)
-    tc = min(float(cand[r].min()) for r in common)
-    bound = res / tb + res / tc  # the most one tick per run can move a round's log ratio
+    tb = _lowest(base, common)
+    tc = _lowest(cand, common)
+    # the most one tick per run can move a round's log ratio; an exact quantity is what it says
+    bound = 0.0 if exact else res / tb + res / tc
     ci = (math.exp(mean - bound), math.exp(mean + bound))
-    effect_ci = (effect - 2 * res, effect + 2 * res)
+    effect_ci = (effect, effect) if exact else (effect - 2 * res, effect + 2 * res)
     verdict = Verdict.INCONCLUSIVE
     if p < alpha and mean - bound > delta:
         verdict = Verdict.FASTER
     elif p < alpha and mean + bound < -delta:
         verdict = Verdict.SLOWER
-    note = (f"every round gave the same ratio (no spread for a t interval): the sign test gives "
-            f"p = {p:.2g} and the clock's resolution ({res * 1e3:.3g} ms) bounds the ratio to "
-            f"[{ci[0]:.3f}, {ci[1]:.3f}]")
+    elif exact and enough and -delta < mean - bound and mean + bound < delta:
+        verdict = Verdict.EQUIVALENT
+    if exact:
+        note = (f"every round gave the same ratio, {math.exp(mean):.4f} (an exact quantity, no "
+                f"spread for a t interval): the sign test gives p = {p:.2g}")
+    else:
+        note = (f"every round gave the same ratio (no spread for a t interval): the sign test "
+                f"gives p = {p:.2g} and the clock's resolution ({_in_unit(res, unit)}) bounds "
+                f"the ratio to [{ci[0]:.3f}, {ci[1]:.3f}]")
     return verdict, p, ci, effect_ci, res, note
+
+
+def _lowest(g: dict[int, np.ndarray], common: list[int]) -> float:
+    """The smallest value of ``g`` over the rounds ``common``."""
+    return min(float(g[r].min()) for r in common)
+
+
+def _in_unit(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value * 1e3:.3g} ms"
+    if unit == "B":
+        return f"{value / 1024:.4g} KiB"
+    return f"{value:.4g}"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ first round (geometrically spaced, whole blocks of the balanced order), and each
 alpha / K for K looks (Bonferroni), the level the saved comparison records. Its sibling
 ``--budget DURATION`` (:class:`Budget`) adds rounds until every gated metric of every
 comparison is decided or the time is spent, the looks planned from the pace of the configured
-rounds, alpha spent over them the same way. docs/statistics.md ("Stopping by precision");
+rounds, alpha spent over them the same way. docs/statistics.md ("Stopping rules");
 benchmarks/stats_calibration.py calibrates it."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 GROWTH = 1.5
+MAX_BUDGET_S = 86_400.0  # --budget: at most a day, as a scenario's timeout
 RULE = ("looks planned at the configured rounds, then about 1.5x more each (whole blocks of the "
         "balanced order), the budget last; alpha spent equally over the planned looks "
         "(Bonferroni): each look judged at alpha / looks")
@@ -100,6 +101,11 @@ BUDGET_RULE = ("looks planned at the configured rounds, then about 1.5x more eac
                "configured rounds; alpha spent equally over the planned looks (Bonferroni); "
                "stopped when every gated metric of every comparison is decided (faster, slower "
                "or equivalent), or the time is spent")
+GATE_RULE = ("looks planned at the configured rounds, then about 1.5x more each (whole blocks of "
+             "the balanced order) up to the cap (and the time --budget leaves, if given); alpha "
+             "spent equally over the planned looks (Bonferroni); stopped when the gate calls "
+             "every gated metric of every comparison: pass (shown slower by less than the "
+             "margin) or fail (shown slower by more)")
 
 
 @dataclass
@@ -111,25 +117,37 @@ class Budget:
     time it ends, is set when the first set starts (what comes before measuring is not
     counted)."""
 
-    seconds: float
+    seconds: float | None  # None: no time limit (``--gate`` alone: rounds up to ``max_rounds``)
     alpha: float
     metrics: tuple[str, ...]
     sets: int
     deadline: float | None = None
+    # --gate: a set stops when every gated metric is called pass or fail (patchbench.analysis.
+    # gating), against ``margin`` (the comparison's gate_margin; None: each metric's min_effect),
+    # not when its verdict is an answer
+    gate: bool = False
+    margin: float | None = None
+    max_rounds: int | None = None  # --max-rounds: the rounds a set may reach (else a default)
 
-    def share(self, now: float) -> float:
-        """The seconds a set starting ``now`` may take."""
+    def share(self, now: float) -> float | None:
+        """The seconds a set starting ``now`` may take (None: no time limit)."""
+        if self.seconds is None:
+            return None
         if self.deadline is None:
             self.deadline = now + self.seconds
         return max(0.0, self.deadline - now) / max(1, self.sets)
 
 
-def budget_rounds(done: int, elapsed: float, share: float, block: int) -> int:
+def budget_rounds(done: int, elapsed: float, share: float, block: int,
+                  most: int | None = None) -> int:
     """The rounds a set may reach when ``done`` rounds took ``elapsed`` seconds of its ``share``:
-    as many as the pace allows, in whole blocks of ``block`` rounds, never fewer than ``done``."""
+    as many as the pace allows (and at most ``most``), in whole blocks of ``block`` rounds, never
+    fewer than ``done``."""
     if done < 1 or elapsed <= 0:
         return done
     fit = int(share / (elapsed / done))
+    if most is not None:
+        fit = min(fit, most)
     return max(done, fit - fit % block)
 
 
@@ -153,6 +171,8 @@ def parse_duration(text: str) -> float:
         seconds = 3600 * h + 60 * m + s
     if not seconds > 0 or not math.isfinite(seconds):
         raise ValueError(f"{text!r}: a duration above 0 is needed")
+    if seconds > MAX_BUDGET_S:
+        raise ValueError(f"{text!r}: at most {fmt_duration(MAX_BUDGET_S)} (a day)")
     return seconds
 
 

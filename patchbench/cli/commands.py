@@ -93,6 +93,7 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
         print("\n".join(plan_lines))
         return 0
     from patchbench import gate, report
+    from patchbench.analysis import gating
     from patchbench.report import markdown
     from patchbench.report.blocks import Image
     from patchbench.runs import summary
@@ -124,8 +125,7 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
         if failed:
             print("gate: FAILED\n" + "\n".join(f"  {f}" for f in failed))
             return GATE_FAILED_EXIT_CODE
-        print("gate: passed (no candidate slower" + ("" if sw.gate_allow_inconclusive else
-              ", inconclusive or withheld") + "; every check passed)")
+        print(f"gate: passed ({gating.passed_text(results)})")
         if sw.gate_allow_inconclusive:
             for w in gate.let_through(results):
                 print(f"  allowed (--gate-allow-inconclusive): {w}")

@@ -70,8 +70,9 @@ def _compare(v: Values, project: str | None) -> int:
 
     if v["gate_allow_inconclusive"] and not v["gate"]:
         raise ConfigError("--gate-allow-inconclusive is an option of --gate; give both")
-    if v["max_rounds"] is not None and v["until_ci"] is None:
-        raise ConfigError("--max-rounds is the budget of --until-ci; give both")
+    if v["max_rounds"] is not None and v["until_ci"] is None and not v["gate"]:
+        raise ConfigError("--max-rounds is the cap of the rounds --until-ci or --gate add; "
+                          "give one of them too")
     unknown = [p for p in v["profile"] if p not in PROFILES]
     if unknown:
         raise ConfigError(f"--profile {unknown[0]}: not a profile",

@@ -130,8 +130,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "order, at planned looks) until the CI half-width of every comparison of a "
              "scenario is at most PCT %, or --max-rounds is spent; alpha is spent over the "
              "looks (docs/statistics.md)", metavar="PCT"),
-         Opt("max_rounds", "with --until-ci: the budget of rounds per scenario", kind="int",
-             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="4x the scenario's rounds"),
+         Opt("max_rounds", "with --until-ci or --gate: the most rounds a scenario may reach",
+             kind="int", metavar="N", minimum=1, maximum=MAX_SAMPLES,
+             default="--until-ci: 4x the scenario's rounds; --gate: 20x"),
          Opt("profile", "after measuring, traced runs of every command scenario's cells: "
              "syscalls (every syscall, the diff, an OCI start's phases) or cpu (perf samples, a "
              "differential flame graph); added to the scenario's own `profile`", kind="list",

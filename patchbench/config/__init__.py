@@ -332,6 +332,10 @@ class Comparison(_Model):
     gate: list[str] = Field(default_factory=lambda: ["wall"], min_length=1, description=(
         "The metrics whose \"slower\" fails `--gate` (each measured by every timed scenario's "
         "`metrics`); `--gate-metric` overrides it."))
+    gate_margin: float | None = Field(default=None, gt=0, lt=1, description=(
+        "`--gate`: the slowdown (a fraction) a candidate may have and still pass. The gate "
+        "passes a candidate shown slower by less than it, fails one shown slower by more, and "
+        "adds rounds while neither is shown; default: `min_effect`."))
 
     @model_validator(mode="after")
     def _gated(self) -> Comparison:

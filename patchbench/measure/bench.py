@@ -13,7 +13,7 @@ Per-run deadlines: the kinds run each command under patchbench's launcher with `
 run is a hang: it is kept apart (``hung_times``, ``hung_rounds``), never timed, and the measurement
 goes on. The timeout of a whole hyperfine call stays as a backstop for the launcher itself.
 
-One hyperfine call per round (issue 21): when the round's cells can share one (no setup or
+One hyperfine call per round: when the round's cells can share one (no setup or
 teardown lists, the same environment, wrap and cleanup, and a prepare for all or none), the round
 runs as one hyperfine call with one command per cell in the round's order, each read back from the
 one export JSON; otherwise (and once an escaped process was found after a shared call, see
@@ -152,7 +152,7 @@ def williams(n: int) -> list[list[int]]:
 
 
 def schedule(cells: Sequence[Cell], rounds: int, seed: int) -> list[list[Cell]]:
-    """A seeded, balanced order (issue 22): the rounds go through a Williams design, block after
+    """A seeded, balanced order: the rounds go through a Williams design, block after
     block (AB/BA for two cells), so that every cell runs in every position of a round equally
     often (within one, when the rounds are not a whole number of blocks) and position effects
     cancel rather than add to the variance. The seed picks which cell is which treatment and the

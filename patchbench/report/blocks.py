@@ -65,11 +65,13 @@ class Bullets:
 
 @dataclass(frozen=True)
 class Table:
-    """A table of text; ``name`` names it for a browser test (the HTML class)."""
+    """A table of text; ``name`` names it for a browser test (the HTML class). ``plain``: its
+    cells are a program's text (a perf symbol), escaped in markdown too, not markup."""
 
     headers: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     name: str = ""
+    plain: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,9 +127,10 @@ def text(*parts: Inline) -> Text:
     return Text(tuple(parts))
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], name: str = "") -> Table:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], name: str = "", *,
+          plain: bool = False) -> Table:
     """A Table from any values (each shown as ``str(value)``)."""
-    return Table(tuple(headers), tuple(tuple(str(v) for v in row) for row in rows), name)
+    return Table(tuple(headers), tuple(tuple(str(v) for v in row) for row in rows), name, plain)
 
 
 def bullets(items: Sequence[Sequence[Inline]], name: str = "") -> Bullets:

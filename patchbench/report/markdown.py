@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from patchbench.analysis import sequential
+from patchbench.analysis import gating, sequential
 from patchbench.analysis.sequential import fmt_duration
 from patchbench.report.blocks import (
     Block,
@@ -86,6 +86,9 @@ def block(b: Block) -> str | None:
     if isinstance(b, Bullets):
         return "\n".join(f"- {inline(item)}" for item in b.items)
     if isinstance(b, Table):
+        if b.plain:  # a program's text: no markup, nothing that splits the table
+            return md_table([md_cell(h) for h in b.headers],
+                            [[md_cell(c) for c in row] for row in b.rows])
         return md_table(b.headers, b.rows)
     if isinstance(b, Image):
         return f"![{b.alt}]({b.src})"
@@ -345,13 +348,11 @@ def render(results: Results, *, gate: Sequence[str] | None = None) -> str:
         for extra in scenario_blocks(sc):
             lines += [extra, ""]
     if gate is not None:
+        allowed = " (with --gate-allow-inconclusive)" if results.gate_allow_inconclusive else ""
         lines += ["## Gate", ""]
         lines += ([f"**FAILED** ({len(gate)} reason{'s' if len(gate) > 1 else ''}):", "",
                    *(f"- {md_cell(r)}" for r in gate)] if gate else
-                  ["**passed**: no candidate slower, inconclusive or withheld, every check passed."
-                   if not results.gate_allow_inconclusive else
-                   "**passed** (with --gate-allow-inconclusive): no candidate slower, every check "
-                   "passed."])
+                  [f"**passed**{allowed}: {gating.passed_text(results)}."])
         lines += [""]
     if results.warnings:
         lines += ["## Warnings", ""] + [f"- {free(w)}" for w in results.warnings] + [""]

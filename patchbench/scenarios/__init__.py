@@ -97,19 +97,27 @@ UNTIL_BUDGET = 4
 
 
 def for_run(sc: ScenarioConfig, sw: Switches) -> ScenarioConfig:
-    """The scenario as ``compare`` runs it (``override``), refused (exit 10) when --until-ci
-    could add rounds past the samples a cell of a saved run may hold, before anything is
-    built."""
+    """The scenario as ``compare`` runs it (``override``), refused (exit 10) before anything is
+    built when --until-ci or --gate could add rounds past the samples a cell of a saved run may
+    hold, or when --max-rounds is below the scenario's own rounds."""
+    from patchbench.analysis import gating
+
     out = override(sc, sw.runs, sw.rounds, sw.warmup, profile=sw.profile)
-    if sw.until_ci is not None:
-        budget = sw.max_rounds or UNTIL_BUDGET * out.rounds
-        most = out.runs // out.rounds * budget
-        if most > results.MAX_SAMPLES:
-            raise ConfigError(
-                f"scenario {sc.name}: --max-rounds {budget}: with {out.runs // out.rounds} runs "
-                f"per round, --until-ci could make {most:,} runs of a cell, more than "
-                f"{results.MAX_SAMPLES:,}, the samples a cell of a saved run may hold",
-                hint="give a smaller --max-rounds, or fewer --runs per round")
+    adds = "--until-ci" if sw.until_ci is not None else "--gate" if sw.gate else None
+    if adds is None:
+        return out
+    default = UNTIL_BUDGET if sw.until_ci is not None else gating.CAP_FACTOR
+    cap = sw.max_rounds or default * out.rounds
+    if cap < out.rounds:
+        raise ConfigError(f"--max-rounds {cap}: scenario {sc.name} already runs {out.rounds} "
+                          "rounds", hint="give a cap of at least its rounds")
+    most = out.runs // out.rounds * cap
+    if most > results.MAX_SAMPLES:
+        raise ConfigError(
+            f"scenario {sc.name}: {adds} could add rounds up to {cap} (--max-rounds): with "
+            f"{out.runs // out.rounds} runs per round, {most:,} runs of a cell, more than "
+            f"{results.MAX_SAMPLES:,}, the samples a cell of a saved run may hold",
+            hint="give a smaller --max-rounds, or fewer --runs per round")
     return out
 
 

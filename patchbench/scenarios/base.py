@@ -63,6 +63,9 @@ class ScenarioContext(Generic[ConfigT]):
     # precision_rule)
     until: sequential.UntilCI | sequential.Budget | None = None
     stops: list[results.Stopping] = field(default_factory=list)
+    # --budget and --gate: the level of each set's looks, by condition ("" without conditions):
+    # each set's comparisons are judged at the level its own looks were taken at
+    alphas: dict[str, float] = field(default_factory=dict)
     # a kind's own placeholders of a cell, over the others (a scenario's bundle names {bundle})
     extra: Callable[[Cell], Mapping[str, str]] | None = None
 
@@ -197,16 +200,17 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
             note="verdict withheld: no round has finished runs of both variants",
             hangs=hang_test(b, c) if deadline else None)
     signs = paired.neighbour_signs(order, base.label, cand.label) if order else None
-    rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=ctx.alpha,
+    alpha = ctx.alphas.get(base.param("condition") or "", ctx.alpha)
+    rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=alpha,
                          min_effect=ctx.min_effect, seed=ctx.seed, signs=signs)
     return results.Verdict(baseline=base.label, candidate=cand.label,
                            candidate_variant=cand.variant, params=params,
                            hangs=hang_test(b, c) if deadline else None,
-                           metrics=metric_verdicts(b, c, ctx), **rec)
+                           metrics=metric_verdicts(b, c, ctx, alpha), **rec)
 
 
-def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig]
-                    ) -> dict[str, results.MetricVerdict] | None:
+def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig],
+                    alpha: float) -> dict[str, results.MetricVerdict] | None:
     """Every metric the scenario records besides wall time, judged alike (each with its own
     min_effect; patchbench.analysis.metrics); None for a scenario without a ``metrics`` key."""
     sc = ctx.scenario
@@ -217,18 +221,19 @@ def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig]
         if name == metrics.WALL or name not in b.metrics or name not in c.metrics:
             continue
         out[name] = results.MetricVerdict(**metrics.judge(
-            name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=ctx.alpha,
+            name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=alpha,
             min_effect=sc.metric_min_effect(name, ctx.min_effect)))
     return out
 
 
-def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell]
+def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell], seed: int
                    ) -> Callable[[dict[Cell, Samples], int], int] | None:
     """``--until-ci`` (patchbench.analysis.sequential) or ``--budget`` (scenarios/budget.py) for
     one set of interleaved rounds of ``cells``: the ``more`` callback of ``bench.measure``, or
     None without either option or without a candidate to compare. It plans the looks, sets
     ``ctx.alpha`` to the level of each look (the comparisons are judged at it), and appends how
-    it stopped to ``ctx.stops``."""
+    it stopped to ``ctx.stops``. ``seed``: the order's (``bench.schedule``), so that each look
+    judges with the signs of the order the rounds ran in, as the saved verdict does."""
     until = ctx.until
     base = ctx.built[0].variant.name
     pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
@@ -236,7 +241,7 @@ def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell]
     if until is None or not pairs:
         return None
     if isinstance(until, sequential.Budget):  # --budget: scenarios/budget.py
-        return budget.rule(ctx, cells, pairs, until)
+        return budget.rule(ctx, cells, pairs, until, seed)
     sc = ctx.scenario
     if until.max_rounds < sc.rounds:
         raise ConfigError(f"--max-rounds {until.max_rounds}: scenario {sc.name} already runs "
@@ -254,8 +259,10 @@ def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell]
             if not set(sb.rounds) & set(sk.rounds):
                 widths.append(None)
                 continue
+            order = [[x.label for x in row] for row in bench.schedule(list(cells), done, seed)]
             v = paired.paired_verdict(sb.times, sb.rounds, sk.times, sk.rounds, alpha=level,
-                                      min_effect=ctx.min_effect)
+                                      min_effect=ctx.min_effect,
+                                      signs=paired.neighbour_signs(order, b.label, c.label))
             widths.append(sequential.half_width(v.ci_low, v.ci_high))
         worst = None if any(w is None for w in widths) else max(w for w in widths if w is not None)
         seen.append(results.Look(rounds=done, half_width=worst))

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from patchbench import results
+from patchbench.analysis import gating, paired, sequential
 from patchbench.analysis import metrics as mx
-from patchbench.analysis import paired, sequential
 from patchbench.config.scenarios import ScenarioConfig, TimedConfig
+from patchbench.errors import ConfigError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell, Samples
+from patchbench.results import MAX_SAMPLES
 from patchbench.util import progress
 
 if TYPE_CHECKING:
@@ -31,18 +34,34 @@ if TYPE_CHECKING:
 More = Callable[[dict[Cell, Samples], int], int]
 
 
-def _judge(name: str, b: Samples, c: Samples, *, alpha: float, min_effect: float
-           ) -> tuple[str, float | None, float | None]:
-    """One metric of one comparison at a look: (verdict, CI half-width, MDE)."""
+@dataclass(frozen=True)
+class Seen:
+    """One metric of one comparison at a look."""
+
+    verdict: str
+    width: float | None  # the CI half-width
+    mde: float | None
+    speedup: float | None = None
+    low: float | None = None  # the 1 - 2 alpha interval's ends: one-sided bounds at alpha
+    high: float | None = None
+    rounds: int = 0
+
+
+def _judge(name: str, b: Samples, c: Samples, *, alpha: float, min_effect: float,
+           signs: dict[int, int] | None) -> Seen:
+    """One metric of one comparison at a look."""
     if name == mx.WALL:
         v = paired.paired_verdict(b.times, b.rounds, c.times, c.rounds, alpha=alpha,
-                                  min_effect=min_effect)
-        return str(v.verdict), sequential.half_width(v.ci_low, v.ci_high), v.mde
+                                  min_effect=min_effect, signs=signs)
+        return Seen(str(v.verdict), sequential.half_width(v.ci_low, v.ci_high), v.mde,
+                    v.speedup, v.equivalence_low, v.equivalence_high, v.rounds)
     if name not in b.metrics or name not in c.metrics:
-        return "inconclusive", None, None
+        return Seen("inconclusive", None, None)
     j = mx.judge(name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=alpha,
                  min_effect=min_effect)
-    return str(j["verdict"]), sequential.half_width(j["ci_low"], j["ci_high"]), j["mde"]
+    return Seen(str(j["verdict"]), sequential.half_width(j["ci_low"], j["ci_high"]), j["mde"],
+                j.get("speedup"), j.get("equivalence_low"), j.get("equivalence_high"),
+                int(j.get("rounds") or 0))
 
 
 def _worst(values: Sequence[float | None]) -> float | None:
@@ -55,11 +74,13 @@ def _pct(value: float | None) -> str:
 
 
 def rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
-         pairs: Sequence[tuple[Cell, Cell]], budget: sequential.Budget) -> More:
+         pairs: Sequence[tuple[Cell, Cell]], budget: sequential.Budget, seed: int) -> More:
     """The ``more`` callback of one set of rounds of ``cells`` (``pairs``: baseline and
-    candidate cells) under ``budget``; it sets ``ctx.alpha`` to the level of its looks (the
-    lowest of its sets': the comparisons are judged at it) and appends how it stopped to
-    ``ctx.stops``."""
+    candidate cells) under ``budget``; it records the level of its looks for its set
+    (``ctx.alphas``, by condition: the set's comparisons are judged at it) and appends how it
+    stopped to ``ctx.stops``. With the gate (``budget.gate``) each gated metric is called against
+    its margin: ``budget.margin`` when the comparison gives one, else the metric's own
+    ``min_effect``."""
     sc = ctx.scenario
     started = time.monotonic()
     share = budget.share(started)
@@ -75,49 +96,104 @@ def rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
         return (sc.metric_min_effect(name, ctx.min_effect) if isinstance(sc, TimedConfig)
                 else ctx.min_effect)
 
+    def margin(name: str) -> float | None:
+        return budget.margin or min_effect(name) or None
+
+    cap = budget.max_rounds or gating.CAP_FACTOR * sc.rounds
+    if budget.gate and cap < sc.rounds:
+        raise ConfigError(f"--max-rounds {cap}: scenario {sc.name} already runs {sc.rounds} "
+                          "rounds", hint="give a cap of at least its rounds")
+    fits = MAX_SAMPLES // max(1, sc.runs // sc.rounds)  # the rounds a saved cell may hold
+
     def more(samples: dict[Cell, Samples], done: int) -> int:
         now = time.monotonic()
-        if not plan:  # the first look: the pace of the configured rounds plans the others
-            top = sequential.budget_rounds(done, now - started, share, block)
-            plan.extend(sequential.planned_looks(done, top, block))
+        if not plan:  # the first look plans the others: the cap, and the time at this pace
+            top = min(cap, fits) if budget.gate else done
+            if share is not None:
+                by_time = sequential.budget_rounds(done, now - started, share, block, fits)
+                top = min(top, by_time) if budget.gate else by_time
+            plan.extend(sequential.planned_looks(done, max(top, done), block))
             level[0] = sequential.alpha_per_look(budget.alpha, plan)
-            ctx.alpha = min(ctx.alpha, level[0])
+            ctx.alphas[condition] = level[0]
+        calls: list[bool] = []  # --gate: whether each gated metric is called (pass or fail)
         verdicts: list[str] = []
         widths: dict[str, list[float | None]] = {n: [] for n in names}
         mdes: dict[str, list[float | None]] = {n: [] for n in names}
+        needed: list[int] = []
+        # the order the rounds ran in (bench.schedule of the same seed), for the signs of the
+        # noise neighbouring rounds share: each look judges as the saved verdict will
+        order = [[x.label for x in row] for row in bench.schedule(list(cells), done, seed)]
         for b, c in pairs:
             sb, sk = samples[b], samples[c]
+            signs = paired.neighbour_signs(order, b.label, c.label)
             for n in names:
                 if not set(sb.rounds) & set(sk.rounds):
+                    # every run of one of them hung: more rounds do not decide it (the gate
+                    # fails it on its hangs), so it holds no set back
                     verdicts.append("withheld")
+                    calls.append(True)
                     widths[n].append(None)
                     mdes[n].append(None)
                     continue
-                v, w, m = _judge(n, sb, sk, alpha=level[0], min_effect=min_effect(n))
-                verdicts.append(v)
-                widths[n].append(w)
-                mdes[n].append(m)
+                got = _judge(n, sb, sk, alpha=level[0], min_effect=min_effect(n), signs=signs)
+                verdicts.append(got.verdict)
+                widths[n].append(got.width)
+                mdes[n].append(got.mde)
+                m = margin(n)
+                if budget.gate and (m is None or got.low is None or got.high is None
+                                    or got.speedup is None):
+                    # no margin, or no interval to call (a round whose mean is 0, values all
+                    # alike): more rounds do not change that, so it holds no set back
+                    calls.append(True)
+                elif budget.gate and m is not None:
+                    call = gating.call(got.speedup or float("nan"), got.low, got.high, m)
+                    calls.append(call.call is not gating.Call.UNDECIDED)
+                    sd = (gating.sd_per_round(got.low, got.high, got.rounds, level[0])
+                          if got.low and got.high else None)
+                    if len(seen) == 0 and sd is not None:
+                        needed.append(gating.rounds_needed(sd, m, level[0]))
         worst = {n: _worst(widths[n]) for n in names}
         seen.append(results.Look(rounds=done, half_width=_worst(list(worst.values())),
                                  widths=worst))
         shown = ", ".join(f"{n} {_pct(w)}" for n, w in worst.items())
+        if needed:  # said once, at the first look
+            most = max(needed)
+            shown_margin = (f"+{budget.margin:.1%}" if budget.margin
+                            else "each metric's min_effect")
+            progress.say(
+                f"  {sc.name}: gate margin {shown_margin}: at this noise an unchanged "
+                f"candidate needs about {most} rounds to pass ({gating.POWER:.0%} power, each "
+                f"look at alpha {level[0]:.2g}); looks planned at "
+                f"{', '.join(map(str, plan))}" + ("" if most <= plan[-1] else
+                f"; more than the {plan[-1]} planned: it may stay undecided (give "
+                f"--max-rounds {most} or more)"))
         later = [r for r in plan if r > done]
         pace = (now - started) / done
-        reason = ("decided" if sequential.decided(verdicts) else "budget" if not later
-                  else "time" if now + (later[0] - done) * pace > started + share else "")
+        is_decided = (all(calls) and bool(calls) if budget.gate
+                      else sequential.decided(verdicts))
+        over = share is not None and bool(later) and (
+            now + (later[0] - done) * pace > started + share)
+        reason = ("decided" if is_decided else "budget" if not later else "time" if over
+                  else "")
         if not reason:
-            left = sequential.fmt_duration(max(0.0, started + share - now))
-            progress.say(f"  {sc.name}: round {done}: CI half-width {shown}; not every gated "
-                         f"metric decided: {later[0] - done} more rounds (--budget, {left} of "
-                         "this scenario's share left)")
+            why = ("not every gated metric called" if budget.gate
+                   else "not every gated metric decided")
+            left = ("" if share is None else
+                    f", {sequential.fmt_duration(max(0.0, started + share - now))} of this "
+                    "scenario's share left")
+            by = "--gate" if budget.seconds is None else "--budget"
+            progress.say(f"  {sc.name}: round {done}: CI half-width {shown}; {why}: "
+                         f"{later[0] - done} more rounds ({by}{left})")
             return later[0] - done
         budget.sets -= 1
         mde = {n: _worst(mdes[n]) for n in names}
         ctx.stops.append(results.Stopping(
             scenario=sc.name, condition=condition, target=None, max_rounds=plan[-1],
             alpha=budget.alpha, alpha_per_look=level[0], planned_looks=list(plan),
-            looks=list(seen), stopped_at=done, reason=reason, rule=sequential.BUDGET_RULE,
-            budget_s=budget.seconds, metrics=names, seconds=now - started, mde=mde))
+            looks=list(seen), stopped_at=done, reason=reason,
+            rule=sequential.GATE_RULE if budget.gate else sequential.BUDGET_RULE,
+            budget_s=budget.seconds, metrics=names, seconds=now - started, mde=mde,
+            margin=budget.margin))
         progress.say(f"  {sc.name}: round {done}: CI half-width {shown}; "
                      + describe(done, reason, now - started, budget.seconds, mde))
         return 0
@@ -140,10 +216,15 @@ def describe(done: int, reason: str, seconds: float | None, budget_s: float | No
             f"{reached or 'none'}")
 
 
-def start(seconds: float, alpha: float, gated: Sequence[str],
-          chosen: Sequence[ScenarioConfig]) -> sequential.Budget:
+def start(seconds: float | None, alpha: float, gated: Sequence[str],
+          chosen: Sequence[ScenarioConfig], *, gate: bool = False, margin: float | None = None,
+          max_rounds: int | None = None) -> sequential.Budget:
     """The budget of a comparison's measurement, shared by its sets of interleaved rounds (each
-    timed scenario, per condition); its clock starts with the first of them."""
+    timed scenario, per condition); its clock starts with the first of them. ``gate``: the sets
+    stop when the gate calls every gated metric (against ``margin``, else each metric's
+    min_effect), within ``max_rounds`` (default: gating.CAP_FACTOR times a scenario's rounds) and
+    the time, if any."""
     sets = sum(len(sc.conditions) for sc in chosen if isinstance(sc, TimedConfig))
     return sequential.Budget(seconds=seconds, alpha=alpha, metrics=tuple(gated),
-                             sets=max(1, sets))
+                             sets=max(1, sets), gate=gate, margin=margin,
+                             max_rounds=max_rounds)

@@ -96,10 +96,10 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
     Stops first (exit 16) without hyperfine 2 or a metric of ``sc`` this machine cannot give."""
     if isinstance(sc, TimedConfig):
         engine.check(sc.metric_names, f"scenario {sc.name}")
+    seed = ctx.seed if seed is None else seed
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
-                         warmup=sc.warmup, timeout=sc.timeout,
-                         seed=ctx.seed if seed is None else seed, workdir=ctx.workdir,
-                         more=precision_rule(ctx, cells))
+                         warmup=sc.warmup, timeout=sc.timeout, seed=seed, workdir=ctx.workdir,
+                         more=precision_rule(ctx, cells, seed))
 
 
 def plan_deadline(sc: TimedConfig) -> list[str]:

@@ -390,7 +390,7 @@ def cpu_blocks(cpu: CpuProfile | None, baseline: str, *, rows: int | None = SHOW
         nb, nc = sum(cpu.stacks[base].values()), sum(cpu.stacks[cand].values())
         out += [text(Code(cand), f" ({nc} samples) against ", Code(base), f" ({nb} samples):"),
                 table(["function", base, cand, "change (points)", "own, candidate"],
-                      shown, "cpu")]
+                      shown, "cpu", plain=True)]
     if cpu.failed:
         out += [text("Sampled runs that did not exit 0:"), bullets([[f] for f in cpu.failed])]
     return out

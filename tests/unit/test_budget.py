@@ -106,7 +106,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: Hyperfine2, secon
     _, order = bench.measure("run", cells, lambda c: Invocation(command=[c.variant],
                                                                  metrics=("wall", "cpu")),
                              runs=20, rounds=5, warmup=0, timeout=5, seed=3,
-                             workdir=tmp_path / "w", more=precision_rule(ctx, cells))
+                             workdir=tmp_path / "w", more=precision_rule(ctx, cells, 3))
     assert given.sets == 0  # the set finished: its share is given back
     return ctx, order
 
@@ -123,7 +123,7 @@ def test_a_clear_change_is_decided_at_the_first_look(
     assert set(stop.looks[0].widths) == {"wall", "cpu"}
     assert all(w is not None and w > 0 for w in stop.looks[0].widths.values())
     assert set(stop.mde) == {"wall", "cpu"} and all(v is not None for v in stop.mde.values())
-    assert ctx.alpha == stop.alpha_per_look == pytest.approx(0.05 / 4)
+    assert ctx.alphas[""] == stop.alpha_per_look == pytest.approx(0.05 / 4)  # its set's level
 
 
 def test_an_undecided_metric_adds_rounds_until_the_looks_are_spent(

@@ -129,11 +129,11 @@ def test_the_summary_keeps_one_line_per_candidate_with_the_metrics_beside_wall_t
 def test_the_gate_fails_on_the_metrics_it_names_and_only_those() -> None:
     doc = metric_doc({"sleep": PLANTED["sleep"], "cpuonly": (0.02, 0.009, 3 * 2**20)})
     wall_only = gate.failures(results.parse(doc, "t"), allow_inconclusive=True)
-    assert any(f.startswith("run sleep: slower") for f in wall_only)
+    assert any(f.startswith("run sleep: slower than the gate's margin") for f in wall_only)
     assert not any("cpuonly" in f for f in wall_only)
     both = gate.failures(results.parse({**doc, "gate_metrics": ["wall", "cpu"]}, "t"),
                          allow_inconclusive=True)
-    assert any(f.startswith("run cpuonly cpu: slower (0.4") and " ms, Holm" in f for f in both)
+    assert any(f.startswith("run cpuonly cpu: slower than the gate's margin") for f in both)
     assert [j.metric for j in gate.gated(results.parse({**doc, "gate_metrics": ["cpu"]}, "t"))
             ] == ["cpu", "cpu"]
 

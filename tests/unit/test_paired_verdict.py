@@ -162,6 +162,29 @@ def test_zero_spread_gives_neither_p_zero_nor_a_zero_width_interval() -> None:
     assert far.verdict is Verdict.SLOWER and far.p_value == pytest.approx(2 / 2**R)
 
 
+def test_an_exact_quantity_without_spread_is_judged_as_it_is_not_by_a_clock() -> None:
+    """Peak memory (bytes) is exact: the same value in every run of both variants did not change
+    (equivalent, ratio exactly 1, in KiB in the note, never "ms"); the same ratio in every round is
+    that ratio, with no tick to widen it."""
+    from patchbench.analysis import metrics as mx
+
+    ids = [r for r in range(8) for _ in range(3)]
+    same = mx.judge("peak-rss", [4_194_304.0] * 24, ids, [4_194_304.0] * 24, ids, alpha=0.05,
+                    min_effect=0.02)
+    assert same["verdict"] == "equivalent" and same["ci_low"] == same["ci_high"] == 1.0
+    assert "4096 KiB" in same["note"] and "ms" not in same["note"] and same["effect"] == 0
+    more = mx.judge("peak-rss", [4_194_304.0] * 24, ids, [4_325_376.0] * 24, ids, alpha=0.05,
+                    min_effect=0.02)
+    assert more["verdict"] == "slower" and more["ci_low"] == more["ci_high"] == pytest.approx(
+        4_194_304 / 4_325_376)
+    assert "exact quantity" in more["note"] and "ms" not in more["note"]
+    few = mx.judge("peak-rss", [1024.0] * 3, [0, 1, 2], [1024.0] * 3, [0, 1, 2], alpha=0.05,
+                   min_effect=0.02)
+    assert few["verdict"] == "withheld"
+    # a time that is the same in every run stays undecided: the clock's ticks may hide a change
+    assert judge([0.010] * 24, ids, [0.010] * 24, ids).verdict is Verdict.INCONCLUSIVE
+
+
 def test_the_sign_test_is_exact() -> None:
     assert paired.sign_test([1.0] * 5) == pytest.approx(2 / 32)
     assert paired.sign_test([1.0, 1.0, -1.0, 0.0]) == pytest.approx(1.0)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from patchbench import report, results
+from patchbench.analysis import metrics as mx
 from patchbench.analysis import paired, stats, verdict
 from patchbench.measure import hangs
 from patchbench.scenarios import scans
@@ -85,6 +86,14 @@ def test_a_saved_report_recomputes_from_its_raw_samples(path: Path) -> None:
             assert again.p_value == pytest.approx(c.p_value, rel=1e-9, abs=1e-300)
             assert again.verdict == c.verdict
             checked += 1
+            for name, mv in (c.metrics or {}).items():  # results version 6: every metric judged
+                m = mx.judge(name, b.metrics[name], b.rounds, k.metrics[name], k.rounds,
+                             alpha=mv.alpha, min_effect=mv.min_effect, min_rounds=mv.min_rounds,
+                             method=mv.method)
+                assert m["verdict"] == mv.verdict
+                for f in ("speedup", "ci_low", "ci_high", "p_value", "effect", "mde"):
+                    assert m[f] == pytest.approx(getattr(mv, f), rel=1e-9, nan_ok=True)
+                checked += 1
     if any(sc.kind != "stress" for sc in data.scenarios):
         assert checked > 0
 

@@ -87,7 +87,7 @@ def measure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ctx: scenarios.Scen
     cells = [Cell("baseline"), Cell("fix")]
     return bench.measure("run", cells, lambda c: Invocation(command=[c.variant]), runs=20,
                          rounds=5, warmup=0, timeout=5, seed=3, workdir=tmp_path / "w",
-                         more=precision_rule(ctx, cells))
+                         more=precision_rule(ctx, cells, 3))
 
 
 def test_quiet_samples_stop_at_the_first_look_that_reaches_the_target(
@@ -116,20 +116,22 @@ def test_noisy_samples_add_rounds_look_by_look_until_the_budget(
     assert order == [[c.label for c in r] for r in bench.schedule(cells, 20, 3)]
     assert sorted(set(fake.rounds)) == list(range(1, 21))
     assert samples[Cell("fix")].rounds == [r for r in range(1, 21) for _ in range(4)]
-    # the looks' widths are those of the verdict at the look's level
+    # the looks' widths are those of the verdict at the look's level, with the signs of the
+    # order the rounds ran in (as the saved verdict has them)
     sb, sk = samples[Cell("baseline")], samples[Cell("fix")]
     v = paired.paired_verdict(sb.times, sb.rounds, sk.times, sk.rounds, alpha=0.01,
-                              min_effect=0.02)
+                              min_effect=0.02,
+                              signs=paired.neighbour_signs(order, "baseline", "fix"))
     assert stop.looks[-1].half_width == pytest.approx(sequential.half_width(v.ci_low, v.ci_high))
 
 
 def test_without_the_option_or_a_candidate_there_is_no_rule(tmp_path: Path) -> None:
-    assert precision_rule(context(tmp_path, None), [Cell("baseline"), Cell("fix")]) is None
+    assert precision_rule(context(tmp_path, None), [Cell("baseline"), Cell("fix")], 1) is None
     ctx = context(tmp_path, sequential.UntilCI(target=0.03, max_rounds=20, alpha=0.05))
-    assert precision_rule(ctx, [Cell("overhead")]) is None  # the burst kind's launcher cost
+    assert precision_rule(ctx, [Cell("overhead")], 1) is None  # the burst kind's launcher cost
     with pytest.raises(ConfigError, match="--max-rounds 4"):
         precision_rule(context(tmp_path, sequential.UntilCI(0.03, 4, 0.05)),
-                       [Cell("baseline"), Cell("fix")])
+                       [Cell("baseline"), Cell("fix")], 1)
 
 
 def test_the_saved_run_and_report_say_where_and_why_it_stopped() -> None:

@@ -1,0 +1,170 @@
+"""Calibration of the A/B gate (patchbench.analysis.gating) with the tool's own code.
+
+    python3 benchmarks/gate_calibration.py [--replicates 2000] [--jobs 2] [--out FILE]
+
+Each replicate simulates one gated comparison as ``compare --gate`` runs it: the configured
+rounds first, then more rounds at the looks planned up to the gate's budget (whole AB/BA
+blocks, alpha spent equally over the looks), each look judged by the verdict rule
+(``paired.paired_verdict`` with the order's signs) and called by the gate's rule (pass: the
+candidate is shown slower by less than the margin; fail: shown slower by more); it stops at the
+first look where the call is made, and an undecided comparison at the budget fails (closed). The
+noise models are those of benchmarks/stats_calibration.py. The candidate is unchanged (1.00),
+slower by exactly the margin, or by twice it.
+
+Targets: an unchanged candidate passes in at least 90 % of replicates, one slower by the margin
+(or more) fails in at least 90 %; each rate is given with its 95 % Clopper-Pearson interval,
+and the median rounds the gate took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import multiprocessing
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from patchbench.analysis import gating, paired, stats  # noqa: E402
+from patchbench.measure import bench  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("stats_calibration",
+                                               ROOT / "benchmarks" / "stats_calibration.py")
+assert _spec and _spec.loader
+calib = importlib.util.module_from_spec(_spec)
+sys.modules["stats_calibration"] = calib
+_spec.loader.exec_module(calib)
+
+ALPHA = 0.05
+MIN_EFFECT = 0.02
+MARGIN = 0.02
+FIRST = 10  # the demo's rounds
+MODELS = ("lognormal", "ar1-runs", "random-walk", "shape", "t3")
+SLOWDOWNS = (0.0, MARGIN, 2 * MARGIN)
+
+
+def run_gate(sim: calib.Sim, cap: int) -> tuple[gating.Call, int, int]:
+    """The gate's call where it stops on this replicate, the rounds it took, and the rounds its
+    plan said the margin needs (from the first look's noise)."""
+    p = gating.plan(None, MARGIN, ALPHA, FIRST, cap, len(bench.williams(2)))
+    needed = 0
+    for done in p.looks:
+        bt, br, ct, cr, signs = calib._cut(sim, done)
+        v = paired.paired_verdict(bt, br, ct, cr, alpha=p.level, min_effect=MIN_EFFECT,
+                                  signs=signs)
+        if done == p.looks[0] and v.equivalence_low and v.equivalence_high:
+            sd = gating.sd_per_round(v.equivalence_low, v.equivalence_high, v.rounds, p.level)
+            needed = gating.rounds_needed(sd, MARGIN, p.level) if sd else 0
+        c = gating.call(v.speedup, v.equivalence_low, v.equivalence_high, MARGIN).call
+        if c is not gating.Call.UNDECIDED:
+            return c, done, needed
+    return gating.Call.UNDECIDED, p.looks[-1], needed
+
+
+def cell(job: tuple[str, float, int, int, int]) -> tuple[tuple[str, float], dict[str, Any]]:
+    model, slowdown, replicates, seed, cap_factor = job
+    fn = calib.MODELS[model][0]
+    cap = cap_factor * FIRST
+    rng = np.random.default_rng([seed, MODELS.index(model), SLOWDOWNS.index(slowdown)])
+    calls = {c: 0 for c in gating.Call}
+    rounds: list[int] = []
+    needed: list[int] = []
+    for _ in range(replicates):
+        c, at, need = run_gate(fn(rng, cap, 1.0 + slowdown), cap)
+        calls[c] += 1
+        rounds.append(at)
+        needed.append(need)
+    return (model, slowdown), {"calls": {str(k): v for k, v in calls.items()}, "n": replicates,
+                               "rounds": float(np.median(rounds)),
+                               "needed": float(np.median(needed))}
+
+
+def _beta_ppf(q: float, a: float, b: float) -> float:
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # bisection on the regularised incomplete beta function
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if stats.betainc(a, b, mid) < q else (lo, mid)
+    return (lo + hi) / 2
+
+
+def clopper(k: int, n: int) -> tuple[float, float]:
+    """The 95 % Clopper-Pearson interval of a rate k / n."""
+    lo = 0.0 if k == 0 else _beta_ppf(0.025, k, n - k + 1)
+    hi = 1.0 if k == n else _beta_ppf(0.975, k + 1, n - k)
+    return lo, hi
+
+
+def pct(k: int, n: int) -> str:
+    lo, hi = clopper(k, n)
+    return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--replicates", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=20261203)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    ap.add_argument("--cap-factor", type=int, default=gating.CAP_FACTOR,
+                    help=f"the gate's cap, times the configured rounds ({gating.CAP_FACTOR})")
+    args = ap.parse_args(argv)
+    t0, load0 = time.monotonic(), os.getloadavg()
+    models = [m for m in MODELS if m in args.models]
+    jobs = [(m, s, args.replicates, args.seed, args.cap_factor) for m in models for s in SLOWDOWNS]
+    with multiprocessing.Pool(args.jobs) as pool:
+        got = dict(pool.imap_unordered(cell, jobs))
+    rows, ok = [], True
+    for m in models:
+        aa, edge, twice = (got[(m, s)] for s in SLOWDOWNS)
+        passed = aa["calls"]["pass"]
+        failed_edge = edge["n"] - edge["calls"]["pass"]
+        failed_twice = twice["n"] - twice["calls"]["pass"]
+        ok = ok and passed / aa["n"] >= 0.90 and failed_edge / edge["n"] >= 0.90
+        rows.append(f"| {m} | {aa['needed']:.0f} | {pct(passed, aa['n'])} | {aa['rounds']:.0f} | "
+                    f"{pct(failed_edge, edge['n'])} | {edge['rounds']:.0f} | "
+                    f"{pct(failed_twice, twice['n'])} | {twice['rounds']:.0f} |")
+    shown = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("/")]
+    text = "\n".join([
+        "# Calibration of the A/B gate (benchmarks/gate_calibration.py)\n",
+        f"Command: `{' '.join(['python3 benchmarks/gate_calibration.py', *shown])}`  ",
+        f"Python {platform.python_version()}, numpy {np.__version__}; "
+        f"{time.monotonic() - t0:.0f} s on a shared 2-core VM; load "
+        f"{' '.join(f'{x:.2f}' for x in load0)} at the start, "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end.  ",
+        f"Replicates per cell: {args.replicates}; {calib.RUNS} runs per block; alpha {ALPHA}; "
+        f"the gate's margin {MARGIN:.0%}; the configured rounds {FIRST}; after them the gate "
+        f"looks again at about 1.5× the rounds each time up to {args.cap_factor}× them (alpha spent "
+        "equally over the looks planned before the first round) and stops at the first look that "
+        "decides; an undecided comparison at the last look fails. **needed** = the median of "
+        f"what the first look says an unchanged candidate needs to pass with {gating.POWER:.0%} "
+        "power.\n",
+        "Columns: **passes unchanged** = the gate passes a candidate identical to the baseline "
+        "(target >= 90 %); **fails @margin** = it fails one slower by exactly the margin "
+        "(target >= 90 %); **fails @2×margin** = slower by twice it; each % with its 95 % "
+        "Clopper-Pearson interval, and the median rounds the gate took.\n",
+        "| model | needed | passes unchanged | rounds | fails @margin | rounds | "
+        "fails @2×margin | rounds |",
+        "|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        "**Targets met.**" if ok else "**Targets MISSED** (see the rows above).",
+    ]) + "\n"
+    print(text, end="")
+    if args.out:
+        args.out.write_text(text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

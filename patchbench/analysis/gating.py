@@ -1,0 +1,131 @@
+"""The A/B gate's rule for one comparison: non-inferiority against a margin. A candidate passes
+when its interval excludes a slowdown beyond the margin, fails when it lies wholly beyond it, and
+is undecided otherwise; undecided comparisons get more rounds (the looks of
+patchbench.analysis.sequential, alpha spent over them) until they are decided or the budget is
+spent. How many rounds a margin needs at a comparison's noise is said from its first look."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from patchbench.analysis import stats
+from patchbench.results import PAIRED6_METHOD, Results, TimedResult
+
+POWER = 0.90  # the chance an unchanged candidate passes, that the rounds needed are quoted at
+# --gate without --max-rounds: looks up to this many times a scenario's configured rounds
+CAP_FACTOR = 20
+
+
+class Call(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class GateCall:
+    """One comparison at one look: the call, and the one-sided bounds it was made from."""
+
+    call: Call
+    slowdown: float  # the estimate: candidate / baseline - 1 (above 0: slower)
+    low: float | None  # the one-sided lower bound of the slowdown at the look's level
+    high: float | None  # the one-sided upper bound
+    margin: float
+
+    def text(self) -> str:
+        est = f"{self.slowdown:+.1%}"
+        if self.low is None or self.high is None:
+            return f"{est}, no interval"
+        return f"{est} [{self.low:+.1%}, {self.high:+.1%}] against a margin of +{self.margin:.1%}"
+
+
+def call(speedup: float, low: float | None, high: float | None, margin: float) -> GateCall:
+    """The call for a comparison whose ratio baseline / candidate is ``speedup`` with the
+    one-sided bounds ``low`` and ``high`` (the 1 - 2 alpha interval of the record: each end is a
+    one-sided bound at alpha): pass when the candidate is shown slower by less than ``margin``
+    (the ratio's lower bound above 1 / (1 + margin)), fail when it is shown slower by more (its
+    upper bound below it), else undecided."""
+    if not margin > 0:
+        raise ValueError(f"the gate's margin must be above 0 (got {margin})")
+    edge = 1.0 / (1.0 + margin)
+    slow = 1.0 / speedup - 1.0
+    if low is None or high is None or not (low > 0 and high > 0):
+        return GateCall(Call.UNDECIDED, slow, None, None, margin)
+    bounds = (1.0 / high - 1.0, 1.0 / low - 1.0)  # the slowdown's, from the ratio's
+    if low > edge:
+        state = Call.PASS
+    elif high < edge:
+        state = Call.FAIL
+    else:
+        state = Call.UNDECIDED
+    return GateCall(state, slow, bounds[0], bounds[1], margin)
+
+
+def sd_per_round(low: float, high: float, rounds: int, level: float) -> float | None:
+    """The sd of the per-round log ratios that a one-sided (1 - ``level``) interval [low, high]
+    of ``rounds`` rounds implies (None when it says nothing)."""
+    if rounds < 2 or not (low > 0 and high > low):
+        return None
+    q = stats.t_ppf(1 - level, rounds - 1)
+    return math.log(high / low) / (2 * q) * math.sqrt(rounds)
+
+
+def rounds_needed(sd: float, margin: float, level: float, power: float = POWER) -> int:
+    """The rounds at which an unchanged candidate's one-sided lower bound (at ``level``) clears
+    the margin with probability ``power``, for per-round log ratios of sd ``sd``: the smallest R
+    with (t_(1-level, R-1) + t_(power, R-1)) sd / sqrt(R) <= ln(1 + margin)."""
+    delta = math.log1p(margin)
+    if sd <= 0:
+        return 2
+    r = 2
+    while r < 1_000_000:
+        need = (stats.t_ppf(1 - level, r - 1) + stats.t_ppf(power, r - 1)) * sd / math.sqrt(r)
+        if need <= delta:
+            return r
+        r = r + 1 if r < 64 else int(r * 1.05) + 1
+    return r
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The gate's looks, planned before the first round up to the cap (alpha spent equally over
+    them, so that no look's data changes the plan), and how many rounds the margin needs at the
+    noise the first look saw."""
+
+    looks: list[int]
+    level: float  # each look's alpha
+    needed: int | None  # the rounds an unchanged candidate needs to pass with POWER at ``level``
+    capped: bool  # more than the cap: an unchanged candidate may well stay undecided
+
+
+def plan(sd: float | None, margin: float, alpha: float, first: int, cap: int, block: int
+         ) -> Plan:
+    """:class:`Plan` of the configured rounds ``first`` and at most ``cap`` rounds in whole
+    ``block``s, for per-round log ratios of sd ``sd`` (None: no estimate)."""
+    from patchbench.analysis import sequential
+
+    looks = sequential.planned_looks(first, max(cap, first), block)
+    level = sequential.alpha_per_look(alpha, looks)
+    needed = None if sd is None else rounds_needed(sd, margin, level)
+    return Plan(looks, level, needed, needed is not None and needed > looks[-1])
+
+
+def passed_text(results: Results) -> str:
+    """Why a gate that found no failure passed, in a few words: by the margin when the run has
+    comparisons of the current rule (patchbench.gate calls those against it), else as the rule
+    of schema 5 says."""
+    st = results.settings
+    current = any(c.method == PAIRED6_METHOD for sc in results.scenarios
+                  if isinstance(sc, TimedResult) for c in sc.comparisons)
+    if current:
+        margin = f"the margin (+{st.gate_margin:.1%})" if st.gate_margin else "its margin"
+        if results.gate_allow_inconclusive:
+            return (f"no gated metric of any candidate shown slower than {margin}, every check "
+                    "passed; undecided ones let through (--gate-allow-inconclusive)")
+        return (f"every gated metric of every candidate shown slower by less than {margin}, "
+                "every check passed")
+    if results.gate_allow_inconclusive:
+        return "no candidate slower, every check passed"
+    return "no candidate slower, inconclusive or withheld, every check passed"
