@@ -278,6 +278,6 @@ def render_html(results: RunInput, *, gate: Sequence[str] | None = None) -> str:
     body.append('<h2 id="machine">Machine</h2>' + details("machine.json",
                                                           json_block(model.machine)))
     body.append(details("settings, seed and round order", json_block({
-        "settings": model.settings.model_dump(mode="json"), "seed": model.seed,
+        "settings": model.settings.model_dump(mode="json", exclude_none=True), "seed": model.seed,
         "order": {sc.name: sc.order for sc in model.scenarios}})))
     return page(title, "\n".join(b for b in body if b))

@@ -112,9 +112,10 @@ def for_run(sc: ScenarioConfig, sw: Switches) -> ScenarioConfig:
         raise ConfigError(f"--max-rounds {cap}: scenario {sc.name} already runs {out.rounds} "
                           "rounds", hint="give a cap of at least its rounds")
     most = out.runs // out.rounds * cap
+    limit = f"--max-rounds {cap}" if sw.max_rounds else f"{cap} ({default}x its rounds)"
     if most > results.MAX_SAMPLES:
         raise ConfigError(
-            f"scenario {sc.name}: {adds} could add rounds up to {cap} (--max-rounds): with "
+            f"scenario {sc.name}: {adds} could add rounds up to {limit}: with "
             f"{out.runs // out.rounds} runs per round, {most:,} runs of a cell, more than "
             f"{results.MAX_SAMPLES:,}, the samples a cell of a saved run may hold",
             hint="give a smaller --max-rounds, or fewer --runs per round")

@@ -72,13 +72,14 @@ def test_the_planted_delay_is_found_with_the_right_sign_and_a_covering_ci(tmp_pa
 
 
 def test_a_short_gated_run_of_the_planted_delay_fails_the_gate(tmp_path: Path) -> None:
-    """`--gate --rounds 4` on a planted regression fails (a withheld verdict fails
-    closed), and says why."""
+    """`--gate --rounds 4 --max-rounds 4` on a planted regression fails (the gate may add no
+    rounds, and a withheld verdict fails closed), and says why."""
     matrix = lighter_matrix(tmp_path)  # what is measured does not matter: 4 rounds withhold
     ws = Workspace(root=matrix.parent, matrix=matrix, builds=tmp_path / "builds",
                    reports=tmp_path / "reports")
     res, _ = support.compare(pipeline.load(ws), ws, "demo-planted",
-                             Switches(runs=8, rounds=4, warmup=0, seed=3, gate=True))
+                             Switches(runs=8, rounds=4, warmup=0, seed=3, gate=True,
+                                      max_rounds=4))
     (comp,) = res["scenarios"][0]["comparisons"]
     assert comp["verdict"] == "withheld"
     failed = gate.failures(results.parse(res, "test"))
