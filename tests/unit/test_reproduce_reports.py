@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import report, results
+from patchbench import gate, report, results
 from patchbench.analysis import metrics as mx
 from patchbench.analysis import paired, stats, verdict
 from patchbench.measure import hangs
@@ -153,7 +153,12 @@ def check_soak(sc: SoakResult) -> int:
 
 @pytest.mark.parametrize("path", REPORTS, ids=IDS)
 def test_a_saved_report_renders_again_byte_for_byte(path: Path) -> None:
-    assert report.render(results.load(path)) == (path.parent / "report.md").read_text()
+    """As patchbench.runs.store publishes it: with the gate's reasons for a run recorded as
+    made with --gate (older runs did not record it, nor did their report.md show a gate)."""
+    res = results.load(path)
+    reasons = res.gate_reasons(gate.failures) if res.gate is True else None
+    assert report.render(res, gate=reasons) == (
+        path.parent / "report.md").read_text()
 
 
 @pytest.mark.parametrize("path", REPORTS, ids=IDS)
