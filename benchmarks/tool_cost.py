@@ -104,7 +104,10 @@ def inside_measured_runs(res: dict[str, Any]) -> Inside:
             s = c["samples"]
             times = [t for t in s.get("times", []) if t is not None]
             seconds += sum(times) + sum(t for t in s.get("hung_times", []) if t is not None)
-            if s.get("user") or s.get("system"):
+            metrics = s.get("metrics") or {}
+            if metrics.get("cpu"):  # results version 6 (hyperfine 2): each run's CPU time
+                cpu += sum(metrics["cpu"])
+            elif s.get("user") or s.get("system"):
                 cpu += sum(s.get("user", [])) + sum(s.get("system", []))
             else:  # per hyperfine call: its mean user and system time per timed run
                 cpu += sum((h.get("user", 0) + h.get("system", 0)) * len(h.get("times", []))
