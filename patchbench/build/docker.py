@@ -188,17 +188,19 @@ class DockerBackend:
         self, image: images.Image, argv: Sequence[str], *, env: Mapping[str, str],
         cwd: Path | None = None, timeout: float = 600.0, check: bool = True,
         error: type[PatchbenchError] = CommandError, what: str | None = None,
-        log: Path | None = None, mounts: Sequence[Path] = (),
+        log: Path | None = None, mounts: Sequence[Path] = (), network: bool = True,
     ) -> command.Result:
         """``argv`` in a fresh container of ``image``; host paths in ``mounts`` (and ``cwd``) are
-        mounted at the same path. Removed afterwards, whatever happens."""
+        mounted at the same path; the host's network, or none (``network`` False). Removed
+        afterwards, whatever happens."""
         volumes = self.volumes()
         for path in [*mounts, *([cwd] if cwd is not None else [])]:
             volumes[str(path)] = {"bind": str(path), "mode": "rw"}
         return engines.run_container(
             self.engine().client, image.id, argv, what=what or command.quote(argv),
             env=container_env(env, image.path), workdir=str(cwd) if cwd is not None else None,
-            volumes=volumes, network="host", timeout=timeout, log=log, check=check, error=error,
+            volumes=volumes, network="host" if network else "none", timeout=timeout, log=log,
+            check=check, error=error,
         )
 
     def bind(self, target: Target, builds: Path) -> images.Image:
@@ -236,7 +238,7 @@ class DockerBackend:
         mounts = [tree, *repositories(tree)]
         mounts += [Path(env[k]) for k in CACHE_DIRS if k in env and Path(env[k]).is_dir()]
         self.run(image, ["/bin/sh", "-c", script], env=env, cwd=tree, timeout=recipe.timeout,
-                 error=BuildError, what=what, log=log, mounts=mounts)
+                 error=BuildError, what=what, log=log, mounts=mounts, network=recipe.network)
 
 
 class ContainerRunner:
@@ -337,6 +339,7 @@ def plan_lines(target: Target, builds: Path, environ: Mapping[str, str] | None =
             "rustc -vV; cargo -V; sha256sum of rustc, cargo, cc" if isinstance(tc, RustToolchain)
             else "cc -dumpfullversion; sha256sum of cc, cc1, collect2, as, ld; pkg-config "
             "--modversion of the linked libraries"),
-        f"  build: docker run --rm --network host -v TREE:TREE -v SOURCE_REPO:SOURCE_REPO {vols} "
+        f"  build: docker run --rm --network {'host' if target.build.network else 'none'} "
+        f"-v TREE:TREE -v SOURCE_REPO:SOURCE_REPO {vols} "
         f"-w TREE {ref} /bin/sh -c {shlex.quote(script)}",
     ]

@@ -1,6 +1,7 @@
 """The host backend: the recipe's commands run on this machine, in the patched tree, with the
 allowlisted environment, each in namespaces of its own where the machine allows it, so that it
-cannot read patchbench's environment (util/sandbox.py)."""
+cannot read patchbench's environment nor, unless the recipe asks for it, reach the network
+(util/sandbox.py)."""
 
 from __future__ import annotations
 
@@ -32,5 +33,5 @@ class HostBackend:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise BuildError(f"{what}: timed out after {recipe.timeout:g} s", detail=f"(log: {log})")
-            command.run(sandbox.isolated(argv), cwd=tree, env=env, log=log, timeout=remaining,
-                        error=BuildError, what=what)
+            command.run(sandbox.isolated(argv, network=recipe.network), cwd=tree, env=env,
+                        log=log, timeout=remaining, error=BuildError, what=what)

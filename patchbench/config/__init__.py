@@ -161,6 +161,12 @@ class BuildRecipe(_Model):
     version: list[str] = Field(default_factory=list, description=(
         "A command run after the build from the artifacts directory; its output goes into the "
         "manifest (e.g. `[runc, --version]`, to show the patched commit, never `-dirty`)."))
+    network: bool = Field(default=False, description=(
+        "Whether the build's commands may reach the network. Off by default: they run in a "
+        "network namespace of their own (the docker backend: `--network none`), after "
+        "patchbench fetched what they need with the network (the sources and submodules, "
+        "Cargo.lock's crates by `cargo fetch`, go.mod's modules by `go mod download`, with "
+        "`GOPROXY=off` for the build). Turn it on for a recipe that downloads while it builds."))
 
     @field_validator("artifacts")
     @classmethod

@@ -6,10 +6,12 @@ parent's whole environment, secrets included, through ``/proc/<parent>/environ``
 host each recipe command runs under ``unshare --user --map-current-user --pid --fork --mount
 --mount-proc --kill-child``: in its own PID namespace it sees only its own processes, and even
 through the host's /proc (a new user namespace may unmount the new one) the kernel lets it read
-no environment of a process outside its user namespace, patchbench's included. The user keeps its
-uid (0 as root), files it writes are owned as before, the network is the same (fetches the
-recipe makes still work), and when the command ends or is killed, everything it started ends with
-it.
+no environment of a process outside its user namespace, patchbench's included. Unless the target
+asks for the network (``build.network``), it also gets a network namespace of its own (``--net``:
+a loopback device, down, and nothing else), so it reaches no other host; what it needs was
+fetched before (git, ``cargo fetch``, ``go mod download``). The user keeps its uid (0 as root),
+files it writes are owned as before, and when the command ends or is killed, everything it
+started ends with it.
 
 Where user namespaces are not available (a container that forbids them, a kernel that disables
 them for users), the command runs as before with its clean environment, and one warning says so.
@@ -26,6 +28,7 @@ from patchbench.util import command, progress
 
 UNSHARE = ["unshare", "--user", "--map-current-user", "--pid", "--fork", "--mount",
            "--mount-proc", "--kill-child"]
+NO_NETWORK = "--net"  # a network namespace of its own: no route to any other host
 
 
 @functools.cache
@@ -35,19 +38,22 @@ def available() -> bool:
         return False
     if shutil.which("unshare") is None:
         progress.say("warning: builds run without namespaces of their own (no unshare on PATH): "
-                     "a build can read patchbench's environment")
+                     "a build can read patchbench's environment and reach the network")
         return False
-    res = command.run([*UNSHARE, "true"], timeout=30, check=False)
+    res = command.run([*UNSHARE, NO_NETWORK, "true"], timeout=30, check=False)
     if res.returncode != 0:
         reason = (res.stderr.strip().splitlines() or ["it failed"])[-1]
         progress.say(f"warning: builds run without namespaces of their own ({reason}): a build "
-                     "can read patchbench's environment")
+                     "can read patchbench's environment and reach the network")
         return False
     return True
 
 
-def isolated(argv: list[str]) -> list[str]:
-    """``argv`` run in namespaces of its own, where that works; else ``argv`` as it is. Its
-    program is found here, so that a missing one is named as without namespaces."""
+def isolated(argv: list[str], *, network: bool = False) -> list[str]:
+    """``argv`` run in namespaces of its own (without the network unless ``network``), where
+    that works; else ``argv`` as it is. Its program is found here, so that a missing one is named
+    as without namespaces."""
     program = command.which(argv[0])
-    return [*UNSHARE, "--", program, *argv[1:]] if available() else [program, *argv[1:]]
+    if not available():
+        return [program, *argv[1:]]
+    return [*UNSHARE, *([] if network else [NO_NETWORK]), "--", program, *argv[1:]]

@@ -138,14 +138,15 @@ def describe(target: Target) -> str:
 def tree_env(target: Target, env: dict[str, str], tree: Path, builds: Path,
              fingerprint: dict[str, Any]) -> dict[str, str]:
     """The environment of one build in ``tree`` (a C toolchain's prefix map and ccache name the
-    tree; the others use ``env`` as it is)."""
+    tree; a Rust or Go build without the network gets its crates or modules first)."""
     tc = target.toolchain
     if isinstance(tc, CToolchain):
         return c.tree_env(tc, env, tree, builds, fingerprint)
     if isinstance(tc, RustToolchain):  # also fetches the crates of a new Cargo.lock
         return rust.tree_env(target, tc, env, tree, builds, fingerprint)
-    if isinstance(tc, GoToolchain):
-        return go.tree_env(env, tree)
+    if isinstance(tc, GoToolchain):  # a host build without the network: go.mod's modules first
+        offline = not target.build.network and target.build.backend == "host"
+        return go.tree_env(env, tree, fetch=offline, timeout=target.build.timeout)
     return env
 
 

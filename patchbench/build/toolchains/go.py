@@ -1,5 +1,7 @@
 """Go: the environment (-trimpath, cgo on or off, GOTOOLCHAIN pinned or local) and the fingerprint
-(exact version, platform, hashes of go, compile and link, cgo's C compiler, extra libraries)."""
+(exact version, platform, hashes of go, compile and link, cgo's C compiler, extra libraries). A
+host build without the network gets go.mod's modules first (``go mod download``, with the
+network) and then builds with ``GOPROXY=off``; a vendored tree needs nothing fetched."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from typing import Any
 
 from patchbench.build.toolchains.runner import Runner
 from patchbench.config import GoToolchain, Target
-from patchbench.errors import ToolchainError
+from patchbench.errors import SourceError, ToolchainError
+from patchbench.util import command, sandbox
 
 
 def env(tc: GoToolchain) -> dict[str, str]:
@@ -26,10 +29,20 @@ def env(tc: GoToolchain) -> dict[str, str]:
             "GOENV": os.environ.get("GOENV") or os.path.join(config, "go", "env")}
 
 
-def tree_env(env: dict[str, str], tree: Path) -> dict[str, str]:
+def tree_env(env: dict[str, str], tree: Path, *, fetch: bool = False,
+             timeout: float = 1800.0) -> dict[str, str]:
     """``env`` for a build in ``tree``: without a go.work of its own, the go command looks for
-    none in the folders above it (builds/tmp/, builds/), where no one put one for this build."""
-    return env if (tree / "go.work").is_file() else {**env, "GOWORK": "off"}
+    none in the folders above it (builds/tmp/, builds/), where no one put one for this build.
+    ``fetch`` (a host build without the network): go.mod's modules are downloaded now, with the
+    network, unless the tree vendors them, and the build gets ``GOPROXY=off``."""
+    out = env if (tree / "go.work").is_file() else {**env, "GOWORK": "off"}
+    if not fetch:
+        return out
+    if (tree / "go.mod").is_file() and not (tree / "vendor" / "modules.txt").is_file():
+        command.run(sandbox.isolated(["go", "mod", "download"], network=True), cwd=tree, env=out,
+                    timeout=timeout, error=SourceError,
+                    what="fetch the modules of go.mod (go mod download)")
+    return {**out, "GOPROXY": "off"}
 
 
 # The linker's -randlayout (function order shuffled with a seed; go1.23.6's linker has it): a
