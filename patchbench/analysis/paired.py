@@ -403,6 +403,8 @@ def paired_verdict(
                 enough=n >= min_rounds)
             p_slower = p if verdict is Verdict.SLOWER else None
             p_faster = p if verdict is Verdict.FASTER else None
+            if unit != "s" and ci is not None:  # an exact quantity: its one-sided bounds too
+                eq = ci
     also = None
     if method == PAIRED6_METHOD and res is None:
         # the effect in time from the ratio and the baseline's level, so that it agrees with the

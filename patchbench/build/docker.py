@@ -22,7 +22,14 @@ from patchbench import redact
 from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, RustToolchain, Target, Toolchain
 from patchbench.docker import engine as engines
 from patchbench.docker import images
-from patchbench.errors import BuildError, CommandError, PatchbenchError, RequirementError, ToolchainError
+from patchbench.errors import (
+    BuildError,
+    CommandError,
+    PatchbenchError,
+    RequirementError,
+    SourceError,
+    ToolchainError,
+)
 from patchbench.util import command, files
 
 CACHE_ROOT = "/pb/cache"
@@ -237,8 +244,27 @@ class DockerBackend:
         script = " && ".join(shlex.join(argv) for argv in recipe.commands)
         mounts = [tree, *repositories(tree)]
         mounts += [Path(env[k]) for k in CACHE_DIRS if k in env and Path(env[k]).is_dir()]
+        env = self.go_modules(image, tree, recipe, env, log, what, mounts)
         self.run(image, ["/bin/sh", "-c", script], env=env, cwd=tree, timeout=recipe.timeout,
                  error=BuildError, what=what, log=log, mounts=mounts, network=recipe.network)
+
+    def go_modules(self, image: images.Image, tree: Path, recipe: BuildRecipe,
+                   env: dict[str, str], log: Path, what: str, mounts: Sequence[Path]
+                   ) -> dict[str, str]:
+        """A Go build without the network (``GOTOOLCHAIN`` is set for Go targets only): the
+        modules of the root's go.mod or go.work downloaded first in a container of the same image
+        with the network, into the same module cache, and ``GOPROXY=off`` for the build; a
+        vendored tree needs nothing fetched."""
+        if recipe.network or "GOTOOLCHAIN" not in env:
+            return env
+        if (tree / "vendor" / "modules.txt").is_file():
+            return {**env, "GOPROXY": "off"}
+        if not ((tree / "go.mod").is_file() or (tree / "go.work").is_file()):
+            return env
+        self.run(image, ["go", "mod", "download"], env=env, cwd=tree, timeout=recipe.timeout,
+                 error=SourceError, what=f"{what}: fetch the modules of go.mod (go mod download)",
+                 log=log, mounts=mounts, network=True)
+        return {**env, "GOPROXY": "off"}
 
 
 class ContainerRunner:

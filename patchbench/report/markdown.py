@@ -48,7 +48,7 @@ from patchbench.results import (
     TimedResult,
 )
 from patchbench.scenarios import KINDS, budget
-from patchbench.util.escape import md_cell, md_code, md_fence, md_text
+from patchbench.util.escape import md_cell, md_code, md_fence, md_plain, md_text
 
 __all__ = ["fmt_ci", "fmt_delta", "fmt_p", "fmt_ratio", "fmt_time", "fmt_verdict", "md_table",
            "render", "summary_table"]
@@ -88,7 +88,7 @@ def block(b: Block) -> str | None:
     if isinstance(b, Table):
         if b.plain:  # a program's text: no markup, nothing that splits the table
             return md_table([md_cell(h) for h in b.headers],
-                            [[md_cell(c) for c in row] for row in b.rows])
+                            [[md_plain(c) for c in row] for row in b.rows])
         return md_table(b.headers, b.rows)
     if isinstance(b, Image):
         return f"![{b.alt}]({b.src})"

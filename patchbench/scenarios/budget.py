@@ -108,7 +108,10 @@ def rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
     def more(samples: dict[Cell, Samples], done: int) -> int:
         now = time.monotonic()
         if not plan:  # the first look plans the others: the cap, and the time at this pace
-            top = min(cap, fits) if budget.gate else done
+            # the gate adds rounds only for a metric with a margin to call it against (without
+            # one, min_effect 0, it is judged by the rule of schema 5: one look, at alpha)
+            adds = budget.gate and any(margin(n) is not None for n in names)
+            top = min(cap, fits) if adds else done
             if share is not None:
                 by_time = sequential.budget_rounds(done, now - started, share, block, fits)
                 top = min(top, by_time) if budget.gate else by_time

@@ -1,5 +1,6 @@
 r"""The escapers for text that came from a file (a saved run, a CI artifact's name) or a program,
-one per output format: ``md_cell`` and ``md_text`` (no live tag, no split table), ``md_code`` and
+one per output format: ``md_cell`` and ``md_text`` (no live tag, no split table), ``md_plain``
+(no markup at all), ``md_code`` and
 ``md_fence`` (a program's free text in a span or fence it cannot close), ``csv_cell`` (no
 spreadsheet formula: OWASP's leading ``'``) and ``terminal`` (control characters and ANSI escapes
 shown as ``\xNN``, so a name never moves the cursor). docs/security.md."""
@@ -20,6 +21,16 @@ def md_cell(value: Any) -> str:
     text = _CONTROL.sub(" ", str(value))
     return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("|", "\\|"))
+
+
+_MD_PUNCT = re.compile(r"([\\`*_\[\]()!~#])")
+
+
+def md_plain(value: Any) -> str:
+    """``value``, a program's text (a perf symbol), as a table cell that is no markup at all:
+    :func:`md_cell`, with markdown's punctuation backslash-escaped first, so that it never
+    becomes a link, an image, emphasis or a code span."""
+    return md_cell(_MD_PUNCT.sub(r"\\\1", _CONTROL.sub(" ", str(value))))
 
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)

@@ -9,9 +9,10 @@ through the host's /proc (a new user namespace may unmount the new one) the kern
 no environment of a process outside its user namespace, patchbench's included. Unless the target
 asks for the network (``build.network``), it also gets a network namespace of its own (``--net``:
 a loopback device, down, and nothing else), so it reaches no other host; what it needs was
-fetched before (git, ``cargo fetch``, ``go mod download``). The user keeps its uid (0 as root),
-files it writes are owned as before, and when the command ends or is killed, everything it
-started ends with it.
+fetched before (git, ``cargo fetch``, ``go mod download``). Its /run is an empty tmpfs, so the
+host's daemons' sockets there (docker, containerd, dbus) are out of its reach too. The user keeps
+its uid (0 as root), files it writes are owned as before, and when the command ends or is killed,
+everything it started ends with it.
 
 Where user namespaces are not available (a container that forbids them, a kernel that disables
 them for users), the command runs as before with its clean environment, and one warning says so.
@@ -29,6 +30,13 @@ from patchbench.util import command, progress
 UNSHARE = ["unshare", "--user", "--map-current-user", "--pid", "--fork", "--mount",
            "--mount-proc", "--kill-child"]
 NO_NETWORK = "--net"  # a network namespace of its own: no route to any other host
+# In the command's own mount namespace, an empty /run (and /var/run where it is not a link to it)
+# before its program starts: the host's daemons' sockets there (docker, containerd, dbus) are
+# files, which a network namespace does not hide.
+HIDE_RUN = ('mount -t tmpfs -o mode=0755,size=1m patchbench /run || exit 125; '
+            'if [ -d /var/run ] && [ ! -L /var/run ]; then '
+            'mount -t tmpfs -o mode=0755,size=1m patchbench /var/run || exit 125; fi; '
+            'exec "$0" "$@"')
 
 
 @functools.cache
@@ -40,7 +48,8 @@ def available() -> bool:
         progress.say("warning: builds run without namespaces of their own (no unshare on PATH): "
                      "a build can read patchbench's environment and reach the network")
         return False
-    res = command.run([*UNSHARE, NO_NETWORK, "true"], timeout=30, check=False)
+    res = command.run([*UNSHARE, NO_NETWORK, "--", command.which("sh"), "-c", HIDE_RUN,
+                       command.which("true")], timeout=30, check=False)
     if res.returncode != 0:
         reason = (res.stderr.strip().splitlines() or ["it failed"])[-1]
         progress.say(f"warning: builds run without namespaces of their own ({reason}): a build "
@@ -56,4 +65,5 @@ def isolated(argv: list[str], *, network: bool = False) -> list[str]:
     program = command.which(argv[0])
     if not available():
         return [program, *argv[1:]]
-    return [*UNSHARE, *([] if network else [NO_NETWORK]), "--", program, *argv[1:]]
+    return [*UNSHARE, *([] if network else [NO_NETWORK]), "--", command.which("sh"), "-c",
+            HIDE_RUN, program, *argv[1:]]

@@ -1,12 +1,14 @@
 """Builds reach no network unless the target asks for it (``build.network``): a recipe that
 connects to a listener this test runs on the host's loopback is refused (it is in a network
-namespace of its own), and reaches it with ``network: true``. What a Go build needs from the
+namespace of its own), and reaches it with ``network: true``; a daemon's socket under /run (as
+docker's is) is out of its reach either way. What a Go build needs from the
 network is fetched before it (``go mod download``, here from a module proxy in a folder), and the
 build itself runs with ``GOPROXY=off``."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -50,6 +52,51 @@ def listener() -> Iterator[int]:
     stop.set()
     t.join(5)
     srv.close()
+
+
+UNIX_PROBE = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+    print("reached")
+except OSError as e:
+    print("unreachable:", e.strerror or e)
+"""
+
+
+@pytest.fixture
+def run_socket() -> Iterator[Path]:
+    """A listening unix socket under /run, where the host's daemons keep theirs."""
+    if not os.access("/run", os.W_OK):
+        pytest.skip("/run is not writable here")
+    path = Path("/run") / f"patchbench-test-{secrets.token_hex(6)}.sock"
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(path))
+    srv.listen(4)
+    try:
+        yield path
+    finally:
+        srv.close()
+        path.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_a_build_cannot_reach_a_daemons_socket_under_run(
+        project: Project, run_socket: Path, network: bool) -> None:
+    probe = subprocess.run([sys.executable, "-c", UNIX_PROBE, str(run_socket)],
+                           capture_output=True, text=True, timeout=30, check=True)
+    assert probe.stdout.startswith("reached")  # from here (the host's /run) it answers
+    data = matrix_data(project.upstream, project.go_version, commands=[
+        ["sh", "-c", f'python3 -c "$0" {run_socket} > sock.txt', UNIX_PROBE],
+        ["go", "build", "-o", "hello", "."]])
+    data["targets"][TARGET]["build"]["artifacts"] = ["hello", "sock.txt"]
+    data["targets"][TARGET]["build"]["network"] = network
+    write_matrix(project.root, data)
+    res = run_build(project.root, project.builds, project.reports)
+    assert res.returncode == 0, res.stderr
+    [got] = list(project.builds.glob("artifacts/*/*/bin/sock.txt"))
+    assert got.read_text().startswith("unreachable"), got.read_text()
 
 
 def run_build(root: Path, builds: Path, reports: Path, env: dict[str, str] | None = None

@@ -440,3 +440,33 @@ def test_rust_tree_refuses_another_release(tmp_path: Path, monkeypatch: pytest.M
     assert images.rust_tree("1.94.0", None).sha256 == before
     (tmp_path / "bin" / "rustc").chmod(0o644)  # a mode of a copied file does
     assert images.rust_tree("1.94.0", None).sha256 != before
+
+
+@pytest.mark.parametrize(("files", "network", "fetched", "proxy"), [
+    (["go.mod"], False, True, "off"),  # modules first, with the network; the build offline
+    (["go.work"], False, True, "off"),
+    (["go.mod", "vendor/modules.txt"], False, False, "off"),  # vendored: nothing to fetch
+    (["Makefile"], False, False, None),  # no module at the root: left as it is
+    (["go.mod"], True, False, None),  # the recipe has the network: it fetches what it needs
+])
+def test_a_docker_go_build_without_the_network_gets_its_modules_first(
+        tmp_path: Path, files: list[str], network: bool, fetched: bool, proxy: str | None) -> None:
+    from patchbench.config import BuildRecipe
+
+    for f in files:
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("")
+    calls: list[tuple[list[str], bool, str | None]] = []
+    backend: Any = docker_backend.DockerBackend.__new__(docker_backend.DockerBackend)
+    backend.bound = lambda recipe: "image"
+    backend.run = lambda image, argv, *, env, network=True, **kw: calls.append(
+        (list(argv), network, env.get("GOPROXY")))
+    recipe = BuildRecipe.model_validate({"backend": "docker", "image": "x@sha256:" + "0" * 64,
+                                         "commands": [["go", "build"]], "artifacts": ["x"],
+                                         "network": network})
+    env = {"GOTOOLCHAIN": "local", "GOPROXY": "https://proxy.golang.org"}
+    backend.run_recipe(tmp_path, recipe, env, tmp_path / "log", "build x")
+    *first, build = calls
+    assert build[0][:2] == ["/bin/sh", "-c"] and build[1] is network
+    assert build[2] == (proxy or "https://proxy.golang.org")
+    assert [c[:2] for c in first] == ([(["go", "mod", "download"], True)] if fetched else [])

@@ -183,6 +183,15 @@ def test_an_exact_quantity_without_spread_is_judged_as_it_is_not_by_a_clock() ->
     assert few["verdict"] == "withheld"
     # a time that is the same in every run stays undecided: the clock's ticks may hide a change
     assert judge([0.010] * 24, ids, [0.010] * 24, ids).verdict is Verdict.INCONCLUSIVE
+    # the gate calls them from the one-sided bounds: an unchanged value passes, +10 % fails
+    from patchbench.analysis import gating
+
+    worse = mx.judge("peak-rss", [1000.0] * 24, ids, [1100.0] * 24, ids, alpha=0.05,
+                     min_effect=0.02)
+    assert worse["verdict"] == "slower"
+    for got, call in ((same, gating.Call.PASS), (worse, gating.Call.FAIL)):
+        assert gating.call(got["speedup"], got["equivalence_low"], got["equivalence_high"],
+                           0.02).call is call
 
 
 def test_the_sign_test_is_exact() -> None:

@@ -271,13 +271,15 @@ def test_a_perf_symbol_cannot_split_the_profile_table_or_open_a_tag() -> None:
     """Function names come from the measured program's symbols: escaped in report.md."""
     cpu = profile.CpuProfile(
         command="perf", event="cpu-clock", frequency=99, runs={"baseline": 1, "x": 1},
-        stacks={"baseline": {"main;operator|<int>": 4}, "x": {"main;<script>a&b": 4}})
+        stacks={"baseline": {"main;operator|<int>": 4},
+                "x": {"main;<script>a&b": 3, "main;[x](https://e.invalid)": 1}})
     md = markdown.block(next(b for b in profile.cpu_blocks(cpu, "baseline")
                              if getattr(b, "name", "") == "cpu"))
     assert md is not None
     assert "operator\\|&lt;int&gt;" in md and "&lt;script&gt;a&amp;b" in md
     assert "<script>" not in md and all(line.count("|") - line.count("\\|") == 6
                                         for line in md.splitlines())
+    assert "\\[x\\]\\(https://e.invalid\\)" in md  # never a link
 
 
 def test_diff_merge_and_export_carry_the_profile_and_the_scan() -> None:

@@ -33,16 +33,20 @@ def tree_env(env: dict[str, str], tree: Path, *, fetch: bool = False,
              timeout: float = 1800.0) -> dict[str, str]:
     """``env`` for a build in ``tree``: without a go.work of its own, the go command looks for
     none in the folders above it (builds/tmp/, builds/), where no one put one for this build.
-    ``fetch`` (a host build without the network): go.mod's modules are downloaded now, with the
-    network, unless the tree vendors them, and the build gets ``GOPROXY=off``."""
+    ``fetch`` (a host build without the network): the modules of the root's go.mod or go.work
+    are downloaded now, with the network, unless the tree vendors them, and the build gets
+    ``GOPROXY=off``; a tree with neither at its root is left as it is."""
     out = env if (tree / "go.work").is_file() else {**env, "GOWORK": "off"}
     if not fetch:
         return out
-    if (tree / "go.mod").is_file() and not (tree / "vendor" / "modules.txt").is_file():
+    if (tree / "vendor" / "modules.txt").is_file():  # vendored: nothing to fetch
+        return {**out, "GOPROXY": "off"}
+    if (tree / "go.mod").is_file() or (tree / "go.work").is_file():
         command.run(sandbox.isolated(["go", "mod", "download"], network=True), cwd=tree, env=out,
                     timeout=timeout, error=SourceError,
                     what="fetch the modules of go.mod (go mod download)")
-    return {**out, "GOPROXY": "off"}
+        return {**out, "GOPROXY": "off"}
+    return out  # no module at the root: nothing fetched, the build's go keeps its proxy
 
 
 # The linker's -randlayout (function order shuffled with a seed; go1.23.6's linker has it): a
