@@ -70,10 +70,15 @@ def _same_size(rest: Rest | None, wall: float) -> int | None:
 
 def wall_and_cpu(c: Verdict, cpu: MetricVerdict, rest: Rest | None = None) -> str | None:
     """The sentence wall time and CPU time make together, or None when either is not an answer
-    (or both are "equivalent": nothing changed). ``rest``: the part of the wall change CPU time
+    (or both are "equivalent": nothing changed); with CPU time undecided, what the rest's
+    interval shows (:func:`_waiting`). ``rest``: the part of the wall change CPU time
     does not account for (:func:`rest_of`), which tells "about as much" from "part of it"."""
     wall, cv = c.verdict, cpu.verdict
-    if not (mx.decided(wall) and mx.decided(cv)) or c.effect_s is None or math.isnan(c.effect_s):
+    if c.effect_s is None or math.isnan(c.effect_s):
+        return None
+    if wall in CHANGED and cv == "inconclusive":
+        return _waiting(c, rest)
+    if not (mx.decided(wall) and mx.decided(cv)):
         return None
     dw, dc = fmt_effect_in(c.effect_s, mx.WALL), fmt_effect_in(cpu.effect, "cpu")
     within = f"within ±{cpu.min_effect:.0%}"
@@ -115,6 +120,27 @@ def wall_and_cpu(c: Verdict, cpu: MetricVerdict, rest: Rest | None = None) -> st
                     f"({left}) {waited}")
         return (f"wall time {dw}, CPU time {dc}: work {removed}; how much of the wall-time "
                 "change it accounts for is not decided" + (f" (the rest: {left})" if left else ""))
+    return None
+
+
+def _waiting(c: Verdict, rest: Rest | None) -> str | None:
+    """Wall time changed and CPU time is not decided: when the part of the wall change that CPU
+    time does not account for (its interval) lies on the wall change's side of 0, that part is
+    waiting (more of it, or less), whatever CPU time did; else nothing is said."""
+    if rest is None or c.effect_s is None:
+        return None
+    mean, lo, hi = rest
+    if lo is None or hi is None:
+        return None
+    dw = fmt_effect_in(c.effect_s, mx.WALL)
+    left = (f"{fmt_effect_in(mean, mx.WALL)} [{fmt_effect_in(lo, mx.WALL)}, "
+            f"{fmt_effect_in(hi, mx.WALL)}]")
+    if c.verdict == "slower" and lo > 0:
+        return (f"wall time {dw} while CPU time is undecided: the part of it CPU time does not "
+                f"account for, {left}, is waiting (a sleep, I/O, a lock, another process)")
+    if c.verdict == "faster" and hi < 0:
+        return (f"wall time {dw} while CPU time is undecided: the part of it CPU time does not "
+                f"account for, {left}, is less waiting or work overlapped")
     return None
 
 

@@ -72,7 +72,8 @@ def test_the_planted_effects_are_found_in_their_metrics_and_said_in_words(
 
     sleep = comps["demo-sleep-5ms"]  # a sleep: wall slower, CPU time never slower
     assert sleep["verdict"] == "slower" and 2.5 * MS <= sleep["effect_s"] <= 10 * MS, seen
-    assert sleep["metrics"]["cpu"]["verdict"] == "equivalent", seen
+    # CPU time equivalent, or (at a high load, within the budget) not decided: never slower
+    assert sleep["metrics"]["cpu"]["verdict"] in ("equivalent", "inconclusive"), seen
 
     alloc = comps["demo-alloc-64mib"]  # 64 MiB touched: peak memory larger by about that
     rss = alloc["metrics"]["peak-rss"]
@@ -80,7 +81,8 @@ def test_the_planted_effects_are_found_in_their_metrics_and_said_in_words(
 
     assert run_dir is not None
     md = (run_dir / "report.md").read_text()
-    assert "demo-sleep-5ms: wall time +" in md and "the extra time is waiting" in md
+    slept = [line for line in md.splitlines() if "demo-sleep-5ms: wall time +" in line]
+    assert any("is waiting" in line for line in slept), slept  # equivalent CPU, or the rest
     spun = [line for line in md.splitlines() if "demo-spin-5ms: " in line]
     # a busy-wait is work added; Go's runtime may add a little in parallel threads (sysmon), so
     # CPU time may rise by a little more than wall time ("part of it work that runs in parallel")

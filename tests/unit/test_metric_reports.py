@@ -98,7 +98,7 @@ def test_the_words_tell_waiting_from_work_and_call_out_memory() -> None:
         assert "peak memory" not in said[name]  # equivalent memory: nothing to say
 
 
-def test_no_word_comes_from_an_inconclusive_verdict() -> None:
+def test_an_undecided_verdict_gives_no_word_but_what_the_rest_shows() -> None:
     res = results.parse(metric_doc({"sleep": PLANTED["sleep"]}), "t")
     c = comparison(res, "sleep")
     assert c.metrics is not None
@@ -107,6 +107,23 @@ def test_no_word_comes_from_an_inconclusive_verdict() -> None:
     assert metric_views.words(quiet) == []
     wall_unsure = c.model_copy(update={"verdict": "inconclusive"})
     assert metric_views.words(wall_unsure) == []
+    # with the runs, the part of the wall change CPU time does not account for is an interval
+    # of its own: above 0 here (5 ms slept), so the extra time is said to be waiting
+    sc = res.scenarios[0]
+    assert isinstance(sc, results.TimedResult)
+    cells = {cell.label: cell for cell in sc.cells}
+    (said,) = metric_views.words(quiet, cells)
+    assert "CPU time is undecided" in said and "is waiting" in said, said
+    assert metric_views.words(wall_unsure, cells) == []
+    # a spin under an undecided CPU time: CPU accounts for the wall change, nothing is said
+    spin = results.parse(metric_doc({"spin": PLANTED["spin"]}), "t")
+    s = comparison(spin, "spin")
+    assert s.metrics is not None
+    undecided = s.model_copy(update={"metrics": {**s.metrics, "cpu": s.metrics["cpu"].model_copy(
+        update={"verdict": "inconclusive"})}})
+    spin_sc = spin.scenarios[0]
+    assert isinstance(spin_sc, results.TimedResult)
+    assert metric_views.words(undecided, {cell.label: cell for cell in spin_sc.cells}) == []
 
 
 def test_the_summary_keeps_one_line_per_candidate_with_the_metrics_beside_wall_time() -> None:
