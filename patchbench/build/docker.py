@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import redact
+from patchbench.build.toolchains import go
 from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, RustToolchain, Target, Toolchain
 from patchbench.docker import engine as engines
 from patchbench.docker import images
@@ -257,14 +258,12 @@ class DockerBackend:
         vendored tree needs nothing fetched."""
         if recipe.network or "GOTOOLCHAIN" not in env:
             return env
-        if (tree / "vendor" / "modules.txt").is_file():
-            return {**env, "GOPROXY": "off"}
-        if not ((tree / "go.mod").is_file() or (tree / "go.work").is_file()):
-            return env
-        self.run(image, ["go", "mod", "download"], env=env, cwd=tree, timeout=recipe.timeout,
-                 error=SourceError, what=f"{what}: fetch the modules of go.mod (go mod download)",
-                 log=log, mounts=mounts, network=True)
-        return {**env, "GOPROXY": "off"}
+        need = go.modules(tree)
+        if need == "fetch":
+            self.run(image, go.FETCH, env=env, cwd=tree, timeout=recipe.timeout,
+                     error=SourceError, what=f"{what}: {go.FETCH_WHAT}", log=log, mounts=mounts,
+                     network=True)
+        return go.offline(env, need)
 
 
 class ContainerRunner:

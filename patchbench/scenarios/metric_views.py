@@ -102,12 +102,7 @@ def wall_and_cpu(c: Verdict, cpu: MetricVerdict, rest: Rest | None = None) -> st
                 "(serialised, or waiting where work ran before)")
     if wall in CHANGED and cv == wall:
         size = _same_size(rest, c.effect_s)
-        left = ""
-        if rest is not None:
-            left = fmt_effect_in(rest[0], mx.WALL)
-            if rest[1] is not None and rest[2] is not None:
-                left += (f" [{fmt_effect_in(rest[1], mx.WALL)}, "
-                         f"{fmt_effect_in(rest[2], mx.WALL)}]")
+        left = _fmt_rest(rest) if rest is not None else ""
         removed = "removed" if wall == "faster" else "added"
         if size == 0:
             return f"wall time {dw}, CPU time {dc}, about as much: work {removed}"
@@ -123,18 +118,26 @@ def wall_and_cpu(c: Verdict, cpu: MetricVerdict, rest: Rest | None = None) -> st
     return None
 
 
+def _fmt_rest(rest: Rest) -> str:
+    """The rest in ms, with its interval when it has one."""
+    mean, lo, hi = rest
+    out = fmt_effect_in(mean, mx.WALL)
+    if lo is not None and hi is not None:
+        out += f" [{fmt_effect_in(lo, mx.WALL)}, {fmt_effect_in(hi, mx.WALL)}]"
+    return out
+
+
 def _waiting(c: Verdict, rest: Rest | None) -> str | None:
     """Wall time changed and CPU time is not decided: when the part of the wall change that CPU
     time does not account for (its interval) lies on the wall change's side of 0, that part is
     waiting (more of it, or less), whatever CPU time did; else nothing is said."""
     if rest is None or c.effect_s is None:
         return None
-    mean, lo, hi = rest
+    _, lo, hi = rest
     if lo is None or hi is None:
         return None
     dw = fmt_effect_in(c.effect_s, mx.WALL)
-    left = (f"{fmt_effect_in(mean, mx.WALL)} [{fmt_effect_in(lo, mx.WALL)}, "
-            f"{fmt_effect_in(hi, mx.WALL)}]")
+    left = _fmt_rest(rest)
     if c.verdict == "slower" and lo > 0:
         return (f"wall time {dw} while CPU time is undecided: the part of it CPU time does not "
                 f"account for, {left}, is waiting (a sleep, I/O, a lock, another process)")

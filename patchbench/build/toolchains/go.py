@@ -39,14 +39,31 @@ def tree_env(env: dict[str, str], tree: Path, *, fetch: bool = False,
     out = env if (tree / "go.work").is_file() else {**env, "GOWORK": "off"}
     if not fetch:
         return out
-    if (tree / "vendor" / "modules.txt").is_file():  # vendored: nothing to fetch
-        return {**out, "GOPROXY": "off"}
+    need = modules(tree)
+    if need == "fetch":
+        command.run(sandbox.isolated(FETCH, network=True), cwd=tree, env=out, timeout=timeout,
+                    error=SourceError, what=FETCH_WHAT)
+    return offline(out, need)
+
+
+FETCH = ["go", "mod", "download"]
+FETCH_WHAT = "fetch the modules of go.mod (go mod download)"
+
+
+def modules(tree: Path) -> str:
+    """What an offline build of ``tree`` needs first: "vendored" (nothing), "fetch" (the modules
+    of the root's go.mod or go.work: ``go mod download``), or "none" (no module at the root)."""
+    if (tree / "vendor" / "modules.txt").is_file():
+        return "vendored"
     if (tree / "go.mod").is_file() or (tree / "go.work").is_file():
-        command.run(sandbox.isolated(["go", "mod", "download"], network=True), cwd=tree, env=out,
-                    timeout=timeout, error=SourceError,
-                    what="fetch the modules of go.mod (go mod download)")
-        return {**out, "GOPROXY": "off"}
-    return out  # no module at the root: nothing fetched, the build's go keeps its proxy
+        return "fetch"
+    return "none"
+
+
+def offline(env: dict[str, str], need: str) -> dict[str, str]:
+    """``env`` for the build once its modules are at hand: ``GOPROXY=off``, unless nothing was
+    fetched for it (no module at the root: the build's go keeps its proxy)."""
+    return env if need == "none" else {**env, "GOPROXY": "off"}
 
 
 # The linker's -randlayout (function order shuffled with a seed; go1.23.6's linker has it): a
