@@ -102,7 +102,9 @@ def test_an_aa_finds_no_metric_faster_or_slower(tmp_path: Path) -> None:
     (comp,) = res["scenarios"][0]["comparisons"]
     answers = {"wall": comp["verdict"]} | {n: m["verdict"] for n, m in comp["metrics"].items()}
     assert set(answers) == set(mx.DEFAULT)
-    assert not {n for n, v in answers.items() if v in ("faster", "slower")}, answers
+    # five metrics, each judged at alpha 0.05 (false alarms 0-2.4 % a metric in the calibration):
+    # one false alarm in a run is within that rate (a CI run saw wall "faster" once); two are not
+    assert len({n for n, v in answers.items() if v in ("faster", "slower")}) <= 1, answers
 
 
 def test_a_counter_this_machine_lacks_stops_the_run_naming_it(tmp_path: Path) -> None:
