@@ -185,3 +185,19 @@ def test_a_mirror_lacking_the_pinned_commit_is_refused_naming_both(
                    sources={"words": str(fixture["up"] / "words")})
     assert {s["name"]: s.get("fetched_from") for s in built.manifest["submodules"]}["words"] \
         == "--source override"
+
+
+def test_the_cache_key_holds_the_submodules_commits_not_where_they_came_from(
+        fixture: dict[str, Any]) -> None:
+    """The same commits from another copy (--source words=...) are the same build: cached, one
+    entry; the manifest still says where the build's sources came from."""
+    matrix = _project(fixture)
+    builds = fixture["root"] / "builds"
+    first = _build(matrix, builds)
+    copy = fixture["root"] / "words-copy"
+    git(fixture["root"], "clone", "-q", "--bare", str(fixture["up"] / "words"), str(copy))
+    again = _build(matrix, builds, sources={"words": str(copy)})
+    assert not first.cached and again.cached
+    assert again.path == first.path
+    assert again.manifest["cache_key"] == first.manifest["cache_key"]
+    assert len(list((builds / "artifacts" / "hello").iterdir())) == 1
