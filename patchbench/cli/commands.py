@@ -154,13 +154,13 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
     return 0
 
 
-def do_patch_check(ws: Workspace, series: list[str]) -> int:
-    project = load_project(ws)
+def do_patch_check(ws: Workspace, series: list[str], target: str | None = None) -> int:
+    project = load_project(ws, pending_series=frozenset())
     from tabulate import tabulate
 
     from patchbench import upstream
 
-    rows = upstream.patch_check(project, ws, series)
+    rows = upstream.patch_check(project, ws, series, target=target)
     print(tabulate(rows, headers=["series", "target", "result"]))
     return 0
 

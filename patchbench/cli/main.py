@@ -98,7 +98,7 @@ def _build(v: Values, project: str | None) -> int:
 def _patch(v: Values, project: str | None) -> int:
     from patchbench.cli import commands
 
-    return commands.do_patch_check(_ws(v, project), v["series"])
+    return commands.do_patch_check(_ws(v, project), v["series"], v["target"])
 
 
 def _fetch(v: Values, project: str | None) -> int:

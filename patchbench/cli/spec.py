@@ -178,8 +178,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "patch", "Check that patch series apply (all or nothing) to their pinned commits, and that "
         "every patch carries its DEP-3 fields (all missing fields are listed at once).", (),
         (Opt("check", "apply every series to its pinned commit (the default action)", kind="flag"),
-         Opt("series", "only this series", kind="list", metavar="NAME")),
-        BUILD_SHARED, ("patch --check", "patch --series runc-signal-v2")),
+         Opt("series", "only this series", kind="list", metavar="NAME"),
+         Opt("target", "check against this target's pinned commit", metavar="TARGET",
+             default="the target of the comparisons using the series, else the one its series "
+             "file names, else the project's only target")),
+        BUILD_SHARED, ("patch --check", "patch --series runc-signal-v2",
+                       "patch --check --series my-fix --target runc")),
     Command(
         "fetch", "Fetch a target's pinned commit into the cache (refusing a moved ref).",
         (Pos("target", "the target to fetch, as named in matrix.yaml"),), (), BUILD_SHARED,
