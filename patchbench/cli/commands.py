@@ -91,6 +91,12 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
     if results is None or run_dir is None:
         print("\n".join(plan_lines))
+        from patchbench.plan import BLOCKER
+
+        stops = [line for line in plan_lines if line.startswith(BLOCKER)]
+        if stops:
+            command.say(f"the plan names {len(stops)} blocker{'s' if len(stops) > 1 else ''}: "
+                        "the run would stop there (the `blocker` lines above)")
         return 0
     from patchbench import gate, report
     from patchbench.analysis import gating
