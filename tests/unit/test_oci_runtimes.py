@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from patchbench.errors import RequirementError
 from patchbench.runtimes import runc
 from patchbench.runtimes.runc import RuncRuntime
 from tests.unit.test_runc_runtime import (
