@@ -349,6 +349,48 @@ def test_runc_a_planted_5ms_busy_wait_is_found_slower_by_about_5ms(
         assert 0.6 * PLANTED_MS <= effect_ms <= PLANTED_MS * max(1.6, 1.6 * load / cores)
 
 
+RUNC_PR = 4325  # "libct: speedup process.Env handling": five commits, merged by 412093573
+RUNC_PR_BASE = "e5b777f9a"  # the merge's first parent, given short as a user copies it
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not RUNC_GIT, reason="set PATCHBENCH_TEST_RUNC_GIT to a runc git directory")
+@pytest.mark.skipif(os.geteuid() != 0, reason="runc comparisons need root")
+@pytest.mark.skipif(not _static_busybox(), reason="needs a static busybox on PATH")
+def test_runc_pull_request_4325_with_a_scan_over_the_environment_in_four_commands(
+        installed: Path, tmp_path: Path, online_go: None) -> None:
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    pb = User(installed, bench, _env())
+    started = time.monotonic()
+    pb("init", "--runtime", "runc", "--source", RUNC_GIT, "--ref", RUNC_PR_BASE)
+    add = pb("series", "add", "env", "--target", "runc", "--pr", str(RUNC_PR))
+    assert "pull request 4325: 5 commits (merge 412093573" in add.stderr, add.stderr
+    pb("comparison", "new", "env", "--target", "runc", "--candidate", "env", "--scenario", "run",
+       "--env", "{envs}", "--scan", "envs=0,1000,5000,20000", "--runs", "40", "--rounds", "10",
+       "--warmup", "3")
+    res = pb("compare", "env", "--seed", "1", timeout=3600)
+    took = time.monotonic() - started
+    assert len(pb.typed) == 4 <= MAX_COMMANDS
+    series = (bench / "patches" / "env" / "series").read_text()
+    subjects = [line.split("#", 1)[1].strip() for line in series.splitlines()
+                if line.startswith("upstream ")]
+    assert subjects[-2:] == ["libct/configs: add HookList.SetDefaultEnv",
+                             "libct: speedup process.Env handling"]  # the last needs the other
+    (run_dir,) = (bench / "reports" / "env").iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    (sc,) = results["scenarios"]
+    verdicts = {c["candidate"]: c for c in sc["comparisons"]}
+    top = verdicts["env envs=20000"]
+    fits = {f["variant"]: f for f in sc["scan"]["fits"]}
+    print(f"runc #{RUNC_PR}: {len(pb.typed)} commands, {took:.0f} s; envs=20000 "
+          f"{top['verdict']} {top['speedup']:.2f}x [{top['ci_low']:.2f}, {top['ci_high']:.2f}]; "
+          f"exponents {fits['baseline']['exponent']:.2f} -> {fits['env']['exponent']:.2f}; "
+          f"load {os.getloadavg()[0]:.1f}\n{res.stdout}")
+    assert top["verdict"] == "faster" and top["speedup"] > 3
+    assert fits["baseline"]["exponent_ci"][0] > fits["env"]["exponent_ci"][1]
+
+
 # --- crun (C, submodules) and youki (Rust) from their templates, opt-in ---------------------------
 
 MIRRORS = {name: os.environ.get(f"PATCHBENCH_TEST_{var}_GIT", "")  # read before conftest drops them
