@@ -26,7 +26,8 @@ def fetch(project: Project, ws: Workspace, target: NamedTarget) -> source.Checko
         url = str((project.root / url).resolve())
     used = series_ref.series_of_target(project.matrix.comparisons.values(), target.name)
     commits = series_ref.commits_for_series(project.root, used)
-    say(f"fetching {target.name} {spec.ref} ({spec.commit[:12]})")
+    say(f"fetching {target.name} " + (f"at {spec.commit[:12]}" if spec.ref == spec.commit
+                                       else f"{spec.ref} ({spec.commit[:12]})"))
     checkout = source.fetch(ws.builds, target.name, url, spec.ref, spec.commit,
                             overridden=bool(override))
     say(f"{target.name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")

@@ -288,7 +288,7 @@ def subject(repo: Path, commit: str) -> str:
     return run_git(["show", "-s", "--format=%s", commit], cwd=repo, error=PatchError).stdout.strip()
 
 
-# --- invoke series add ------------------------------------------------------------------------
+# --- patchbench series add ------------------------------------------------------------------------
 
 
 def _line(checkout: Checkout, commit: str, pr: int | None) -> str:
