@@ -17,6 +17,7 @@ from typing import Any
 
 from patchbench import config
 from patchbench.cli import editing, templates
+from patchbench.config import scenarios as config_scenarios
 from patchbench.errors import ConfigError
 from patchbench.util.models import NAME_RE, NAME_RULE
 from patchbench.util.progress import say
@@ -135,25 +136,31 @@ def _uses(node: Any, placeholder: str) -> bool:
     return False
 
 
-def _insert_after(sc: Any, key: str, value: Any, after: tuple[str, ...]) -> None:
+def _put(sc: Any, key: str, value: Any, order: list[str]) -> None:
+    """``sc[key] = value``; a new key goes after the last key present that comes before it in
+    the kind's documented order (its config model's fields)."""
     if key in sc:
         sc[key] = value
         return
     keys = list(sc.keys())
-    pos = max((keys.index(k) + 1 for k in after if k in keys), default=len(keys))
+    before = set(order[:order.index(key)]) if key in order else set(keys)
+    pos = max((i + 1 for i, k in enumerate(keys) if k in before), default=len(keys))
     sc.insert(pos, key, value)
 
 
 def apply(sc: Any, settings: Settings, where: str, runtime: str | None) -> None:
     """Apply ``settings`` to the round-trip mapping of one scenario."""
     name = str(sc.get("name", "?"))
-    kind = str(sc.get("kind", "command"))
+    kind = config_scenarios.kind_of(sc)
+    models = config_scenarios.config_models()
+    fields = models[kind].model_fields if kind in models else {}
+    order = list(fields)
     bundle_keys = [(k, v) for k, v in (("env", settings.env or None),
                                        ("bind_mounts", settings.bind_mounts)) if v is not None]
     if bundle_keys:
-        if kind != "command":
-            raise ConfigError(f"{where}: scenario {name} is a {kind} scenario; only a command "
-                              "scenario has a bundle of its own (--env, --bind-mounts)")
+        if "bundle" not in fields:
+            raise ConfigError(f"{where}: scenario {name} is a {kind} scenario, which has no "
+                              "bundle of its own (--env, --bind-mounts)")
         if runtime not in BUNDLE_RUNTIMES:
             raise ConfigError(f"{where}: --env and --bind-mounts set scenario {name}'s own OCI "
                               f"bundle, which needs a target with runtime runc (runc, crun, "
@@ -174,13 +181,13 @@ def apply(sc: Any, settings: Settings, where: str, runtime: str | None) -> None:
             else:
                 bundle[key] = value
         if len(bundle):
-            _insert_after(sc, "bundle", bundle, ("command", "description", "kind", "name"))
+            _put(sc, "bundle", bundle, order)
         else:
             sc.pop("bundle", None)
     if settings.scan is not None:
-        if kind != "command":
-            raise ConfigError(f"{where}: scenario {name} is a {kind} scenario; only a command "
-                              "scenario takes a scan")
+        if "scan" not in fields:
+            raise ConfigError(f"{where}: scenario {name} is a {kind} scenario, which takes no "
+                              "scan")
         scan = parse_scan(settings.scan)
         if scan is None:
             sc.pop("scan", None)
@@ -193,13 +200,12 @@ def apply(sc: Any, settings: Settings, where: str, runtime: str | None) -> None:
                 raise ConfigError(f"{where}: scenario {name} does not use {{{placeholder}}}, so "
                                   "scanning it would measure the same thing at every value",
                                   hint=f"give {fix} with --scan {settings.scan}")
-            _insert_after(sc, "scan", _flow_map([("name", placeholder),
-                                                 ("values", _flow_seq(values))]),
-                          ("bundle", "command", "description", "kind", "name"))
+            _put(sc, "scan", _flow_map([("name", placeholder), ("values", _flow_seq(values))]),
+                 order)
     for key, value in (("warmup", settings.warmup), ("runs", settings.runs),
                        ("rounds", settings.rounds)):
         if value is not None:
-            _insert_after(sc, key, value, ("warmup", "scan", "bundle", "command"))
+            _put(sc, key, value, order)
     runs, rounds = int(sc.get("runs", 30)), int(sc.get("rounds", 5))
     if settings.runs is not None and settings.rounds is None and runs % rounds:
         raise ConfigError(f"{where}: scenario {name}: --runs {runs} is not a multiple of its "

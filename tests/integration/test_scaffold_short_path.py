@@ -94,7 +94,7 @@ def test_scenarios_by_command(bench: tuple[Bench, Path]) -> None:
     err = b.refused(10, "scenario", "add", "env", "soak", "--like", "runc")
     assert "has a scenario 'soak' already" in err and "--as soak-2" in err
     err = b.refused(10, "scenario", "set", "env", "soak", "--env", "10")
-    assert "only a command scenario has a bundle" in err
+    assert "is a soak scenario, which has no bundle of its own" in err
     err = b.refused(10, "scenario", "set", "env", "exec", "--runs", "10")
     assert "no scenario 'exec'" in err and "scenario add env NAME --like" in err
     b.ok("scenario", "add", "env", "exec", "--like", "runc")
