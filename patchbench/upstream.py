@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchbench.config import NamedTarget, Project
-from patchbench.errors import PatchError, SourceError
+from patchbench.errors import ConfigError, PatchError, SourceError
 from patchbench.source import cache as source
 from patchbench.source import patching, series_ref, submodules
 from patchbench.util.progress import say
+from patchbench.util.suggest import suggest
 from patchbench.util.workspace import Workspace
 
 
@@ -25,7 +26,8 @@ def fetch(project: Project, ws: Workspace, target: NamedTarget) -> source.Checko
         url = str((project.root / url).resolve())
     used = series_ref.series_of_target(project.matrix.comparisons.values(), target.name)
     commits = series_ref.commits_for_series(project.root, used)
-    say(f"fetching {target.name} {spec.ref} ({spec.commit[:12]})")
+    say(f"fetching {target.name} " + (f"at {spec.commit[:12]}" if spec.ref == spec.commit
+                                       else f"{spec.ref} ({spec.commit[:12]})"))
     checkout = source.fetch(ws.builds, target.name, url, spec.ref, spec.commit,
                             overridden=bool(override))
     say(f"{target.name}: {'cached' if checkout.from_cache else 'fetched'} {checkout.commit[:12]}")
@@ -64,14 +66,38 @@ def _source_override(ws: Workspace, name: str) -> str | None:
     return str(path.resolve())
 
 
-def patch_check(project: Project, ws: Workspace, names: list[str],
-                checkout: source.Checkout | None = None) -> list[tuple[str, str, str]]:
-    """Apply each series to a throwaway worktree of its target's pinned commit.
-    Returns (series, target, result) rows; raises PatchError listing every failure."""
+def _targets_of(project: Project, names: list[str], given: str | None) -> dict[str, set[str]]:
+    """series -> the targets it is checked against: ``given`` (--target), else those of the
+    comparisons that use it, else the target its series file names (``series new`` and ``series
+    add`` write it), else the project's only target."""
     targets: dict[str, set[str]] = {}
     for comp in project.matrix.comparisons.values():
         for s in set(comp.baseline) | {s for ss in comp.candidates.values() for s in ss}:
             targets.setdefault(s, set()).add(comp.target)
+    known = project.matrix.targets
+    if given is not None:
+        if given not in known:
+            raise ConfigError(f"--target {given}: no such target" + suggest(given, known),
+                              hint="targets: " + ", ".join(known))
+        return {name: {given} for name in names or project.all_series()}
+    for name in names or project.all_series():
+        if targets.get(name):
+            continue
+        named = series_ref.target_of(project.series_dir(name) / "series")
+        if named in known:
+            targets[name] = {named}
+        elif len(known) == 1:
+            targets[name] = set(known)
+    return targets
+
+
+def patch_check(project: Project, ws: Workspace, names: list[str],
+                checkout: source.Checkout | None = None, target: str | None = None
+                ) -> list[tuple[str, str, str]]:
+    """Apply each series to a throwaway worktree of its target's pinned commit (the target of
+    the comparisons that use it, else the one ``--target`` or its series file names).
+    Returns (series, target, result) rows; raises PatchError listing every failure."""
+    targets = _targets_of(project, names, target)
     rows: list[tuple[str, str, str]] = []
     failures: list[str] = []
     unreadable: list[str] = []  # series that could not be read (form, DEP-3): never "did not apply"
@@ -83,10 +109,18 @@ def patch_check(project: Project, ws: Workspace, names: list[str],
             unreadable.append(exc.message)
             continue
         if not targets.get(name):
-            rows.append((name, "-", "not used by any comparison"))
+            if names:  # asked for by name: checked against something, or said how
+                raise ConfigError(
+                    f"series {name}: no comparison uses it and its series file names no target, "
+                    "so there is nothing to check it against",
+                    hint=f"patchbench patch --check --series {name} --target TARGET")
+            rows.append((name, "-", "not used by any comparison (--target T checks it)"))
         for target_name in sorted(targets.get(name, set())):
             if checkout is None or checkout.target != target_name:
                 checkout = fetch(project, ws, project.named_target(target_name))
+            # its upstream commits, when no comparison of the target names them
+            series_ref.ensure_commits(checkout, series_ref.commits_for_series(project.root,
+                                                                              [name]), ws.builds)
             try:
                 rows.append((name, target_name, patching.trial_apply(
                     checkout, series, ws.layout.tmp / f"check-{name}", ws.builds)))

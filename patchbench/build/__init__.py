@@ -1,5 +1,6 @@
 """Builds: one pinned commit, one patch series per variant, one toolchain, a cache keyed by
-(commit, series content, overlay content, toolchain fingerprint, recipe).
+content only: (commit, series content, overlay content, toolchain fingerprint, recipe, the
+submodules' commits), never by where a source was fetched from.
 
 A build happens in a temporary directory and is renamed into place, then stamped; an entry without
 its stamp is an interrupted build and is removed, never used. Backends (where the recipe runs) are
@@ -173,8 +174,8 @@ class BuildPlan:
             "recipe": redact.tree(self.target.build.model_dump(mode="json")),  # no credential
             "toolchain": self.target.toolchain.model_dump(mode="json"),
         }
-        if self.submodules:  # where each came from (an override) and what was omitted
-            material["submodules"] = [p.record() for p in self.submodules]
+        if self.submodules:  # each one's commit and whether omitted, not where it came from
+            material["submodules"] = [p.content() for p in self.submodules]
         if layout is not None:  # a layout build is its own entry (no key changes without one)
             material["layout"] = layout.key()
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()

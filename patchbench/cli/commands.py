@@ -91,6 +91,12 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     results, plan_lines, run_dir = pipeline.compare(project, ws, name, sw)
     if results is None or run_dir is None:
         print("\n".join(plan_lines))
+        from patchbench.plan import BLOCKER
+
+        stops = [line for line in plan_lines if line.startswith(BLOCKER)]
+        if stops:
+            command.say(f"the plan names {len(stops)} blocker{'s' if len(stops) > 1 else ''}: "
+                        "the run would stop there (the `blocker` lines above)")
         return 0
     from patchbench import gate, report
     from patchbench.analysis import gating
@@ -154,13 +160,13 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
     return 0
 
 
-def do_patch_check(ws: Workspace, series: list[str]) -> int:
-    project = load_project(ws)
+def do_patch_check(ws: Workspace, series: list[str], target: str | None = None) -> int:
+    project = load_project(ws, pending_series=frozenset())
     from tabulate import tabulate
 
     from patchbench import upstream
 
-    rows = upstream.patch_check(project, ws, series)
+    rows = upstream.patch_check(project, ws, series, target=target)
     print(tabulate(rows, headers=["series", "target", "result"]))
     return 0
 

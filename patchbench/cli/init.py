@@ -49,9 +49,14 @@ def _exists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
 
-def init(ws: Workspace, *, runtime: str | None, source: str | None, ref: str | None,
-         toolchain: str | None, name: str | None) -> int:
-    """``patchbench init [--runtime R --source PATH_OR_URL [--ref REF]]``."""
+def init(ws: Workspace, *, runtime: str | None, source: list[str] | str | None,
+         ref: str | None, toolchain: str | None, name: str | None) -> int:
+    """``patchbench init [--runtime R --source PATH_OR_URL [--source SUB=PATH ...] [--ref REF]]``."""
+    source, named = target.split_sources(source, name or runtime)
+    if named and not source:
+        raise ConfigError("init --source NAME=PATH names a submodule's source; give the target's "
+                          "own too", hint="e.g. --source ~/src/crun --source libocispec=~/src/"
+                          "libocispec")
     if _exists(ws.matrix):
         raise ConfigError(f"{ws.root} already holds a project ({ws.matrix.name}); init never "
                           "overwrites one",
@@ -70,7 +75,8 @@ def init(ws: Workspace, *, runtime: str | None, source: str | None, ref: str | N
     tname = None
     if runtime and source:
         tname = _name(runtime, source, name)
-        resolved = target.resolve(ws, tname, runtime, source, ref, toolchain)
+        resolved = target.resolve(ws, tname, runtime, source, ref, toolchain,
+                                  submodule_sources=named)
         doc["targets"].fa.set_block_style()
         doc["targets"][tname] = resolved.entry
         doc["targets"].yaml_set_comment_before_after_key(

@@ -98,7 +98,7 @@ def _build(v: Values, project: str | None) -> int:
 def _patch(v: Values, project: str | None) -> int:
     from patchbench.cli import commands
 
-    return commands.do_patch_check(_ws(v, project), v["series"])
+    return commands.do_patch_check(_ws(v, project), v["series"], v["target"])
 
 
 def _fetch(v: Values, project: str | None) -> int:
@@ -168,7 +168,23 @@ def _comparison(v: Values, project: str | None) -> int:
     if not v["target"] or not v["candidate"]:
         raise ConfigError("comparison new: --target and at least one --candidate are required")
     return scaffold.comparison_new(_ws(v, project), v["name"], v["target"], v["candidate"],
-                                   like=v["like"], description=v["description"])
+                                   like=v["like"], description=v["description"],
+                                   scenarios=v["scenario"], settings=_settings(v))
+
+
+def _settings(v: Values) -> Any:
+    from patchbench.cli import scenario_edit
+
+    return scenario_edit.Settings(env=list(v["env"]), bind_mounts=v["bind_mounts"],
+                                  scan=v["scan"], runs=v["runs"], rounds=v["rounds"],
+                                  warmup=v["warmup"])
+
+
+def _scenario(v: Values, project: str | None) -> int:
+    from patchbench.cli import scenario_edit
+
+    return scenario_edit.scenario_cmd(_ws(v, project), v["action"], v["comparison"], v["name"],
+                                      _settings(v), like=v["like"], as_name=v["as_"])
 
 
 def _init(v: Values, project: str | None) -> int:
@@ -232,7 +248,7 @@ def _history(v: Values, project: str | None) -> int:
 
 
 HANDLERS.update({"bisect": _bisect, "history": _history, "init": _init, "target": _target,
-                 "templates": _templates})
+                 "templates": _templates, "scenario": _scenario})
 
 
 def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench") -> None:

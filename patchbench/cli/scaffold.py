@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import config
-from patchbench.cli import editing, templates
+from patchbench.cli import editing, scenario_edit, templates
 from patchbench.errors import ConfigError, PatchbenchError, PatchError, SourceError
 from patchbench.source import patchform
 from patchbench.util import files, safeargs
@@ -174,8 +174,10 @@ def series_new(ws: Workspace, name: str, target: str, clone_dir: str | None, rev
                           hint="give the clone that holds your commits")
     series_dir = project.series_dir(name)
     if series_dir.exists() or series_dir.is_symlink():
-        raise ConfigError(f"patches/{name} already exists",
-                          hint=f"choose another name: patchbench series new {name}-2 ...")
+        raise ConfigError(f"patches/{name} already exists; series new makes a new series",
+                          hint=f"add upstream commits to it (appended): patchbench series add "
+                               f"{name} --target {target} SHA... (or --pr N); or write your "
+                               f"commits as another series: patchbench series new {name}-2 ...")
     shas = _commits(clone, revs)
     origins = _origins(ws, project, target, clone, shas)
     texts: list[tuple[str, str]] = []
@@ -220,10 +222,30 @@ def series_new(ws: Workspace, name: str, target: str, clone_dir: str | None, rev
     return 0
 
 
+def _full_shas(ws: Workspace, checkout: Any, given: list[str]) -> list[str]:
+    """Each commit-ish given (a full or short SHA, ``v1.2.3~4``, a branch or tag of the source)
+    as the full SHA of the commit it names in the source's history (fetched when one is not a
+    full SHA already)."""
+    from patchbench.source import history
+
+    if all(_SHA.match(c.lower()) for c in given):
+        return [c.lower() for c in given]
+    history.fetch_history(checkout, ws.builds)
+    out = []
+    for c in given:
+        sha = c.lower() if _SHA.match(c.lower()) else history.resolve(checkout, c)
+        if sha != c.lower():
+            say(f"{c} is {sha}")
+        out.append(sha)
+    return out
+
+
 def series_add(ws: Workspace, name: str, target: str, commits: list[str], *,
                pr: str | None = None) -> int:
     """``series add NAME --target T SHA...`` (or ``--pr N``): upstream commits by reference; the
-    matrix may already name the series (the order of the edits does not matter)."""
+    matrix may already name the series (the order of the edits does not matter). ``--pr N``
+    without commits takes the whole pull request: its merge commit's second parent's commits in
+    the source's history, else its head at the forge."""
     from patchbench.cli.commands import load_project
 
     _name("series", name)
@@ -237,18 +259,42 @@ def series_add(ws: Workspace, name: str, target: str, commits: list[str], *,
                           hint=f"add it first: patchbench target new {target} --runtime R "
                                "--source DIR_OR_URL --ref REF")
     number = provenance.pr_number(pr) if pr else None
-    shas = [s for c in commits for s in c.replace(",", " ").split() if s]
-    if not shas and number is None:
-        raise ConfigError("series add: name upstream commits (full SHAs) or a pull request",
+    given = [s for c in commits for s in c.replace(",", " ").split() if s]
+    if not given and number is None:
+        raise ConfigError("series add: name upstream commits (SHAs, tags, branches) or a pull "
+                          "request",
                           hint=f"patchbench series add {name} --target {target} SHA... (or --pr N)")
+    for c in given:
+        try:
+            safeargs.check_path(c, "commit")
+        except safeargs.UnsafeValue as exc:
+            raise ConfigError(str(exc), hint="name a commit: its SHA, a tag or a branch") \
+                from None
+    series_file = project.series_dir(name) / "series"
+    old_target = series_ref.target_of(series_file)
+    if old_target is not None and old_target != target:
+        raise ConfigError(f"patches/{name} is a series for target {old_target}, not {target}",
+                          hint=f"patchbench series add {name} --target {old_target} ..., or "
+                               f"another name: patchbench series add {name}-{target} ...")
     checkout = upstream.fetch(project, ws, project.named_target(target))
-    if not shas and number is not None:
-        shas = provenance.pr_commits(checkout, number, ws.builds, MAX_COMMITS)
-        say(f"pull request {number}: {len(shas)} commit{'s' if len(shas) > 1 else ''} on top of "
-            f"the pinned {checkout.commit[:12]}")
+    note = None
+    if given:
+        shas = _full_shas(ws, checkout, given)
+    else:
+        assert number is not None
+        found = provenance.pr_commits(checkout, number, ws.builds, MAX_COMMITS)
+        shas = found.commits
+        note = (f"pull request #{number}: {len(shas)} commit{'s' if len(shas) > 1 else ''}, "
+                f"from {found.found_by}")
+        say(f"pull request {number}: {len(shas)} commit{'s' if len(shas) > 1 else ''} "
+            f"({found.found_by}) on top of the pinned {checkout.commit[:12]}")
+    existed = series_file.is_file()
     with editing.locked(ws):
-        for line in series_ref.add(project.root, checkout, name, shas, ws.builds, pr=number):
+        for line in series_ref.add(project.root, checkout, name, shas, ws.builds, pr=number,
+                                   whole_pr=not given, note=note):
             print(line)
+    if existed:
+        say(f"patches/{name}/series: added to the series it was")
     if target in ws.sources:  # fetched from the --source clone, not from the target's url
         say(f"note: the commits were found in --source {target}=...; another machine needs them "
             f"in {project.matrix.targets[target].url} (or the same --source) to apply this series")
@@ -296,11 +342,13 @@ def _flow(items: list[str]) -> Any:
 
 
 def comparison_new(ws: Workspace, name: str, target: str, candidates: list[str], *,
-                   like: str | None, description: str | None) -> int:
+                   like: str | None, description: str | None, scenarios: list[str] | None = None,
+                   settings: scenario_edit.Settings | None = None) -> int:
     """``comparison new NAME --target T --candidate SERIES``: a comparison in matrix.yaml with
-    the scenarios of ``--like`` (a comparison or a template); the matrix is read again and
-    written under the project's lock, and checked as ``compare`` would before it replaces the
-    old one."""
+    the scenarios of ``--like`` (a comparison or a template; only those ``--scenario`` names
+    when given, each changed by ``settings``); the matrix is read again and written under the
+    project's lock, and checked as ``compare`` would before it replaces the old one."""
+    settings = settings or scenario_edit.Settings()
     _name("comparison", name)
     for c in candidates:
         _name("series", c)
@@ -329,6 +377,18 @@ def comparison_new(ws: Workspace, name: str, target: str, candidates: list[str],
         for key in ("runtime", "scenarios"):
             if key in source_comp:
                 entry[key] = copy.deepcopy(source_comp[key])
+        entry["scenarios"] = scenario_edit.pick(entry["scenarios"], scenarios or [],
+                                                f"the {source} template" if is_template
+                                                else f"comparison {source}")
+        if settings.per_scenario and len(entry["scenarios"]) != 1:
+            raise ConfigError(
+                f"--env, --bind-mounts and --scan change one scenario; {what} has "
+                f"{len(entry['scenarios'])} ({', '.join(str(s['name']) for s in entry['scenarios'])})",
+                hint="name the one with --scenario NAME (e.g. --scenario run)")
+        runtime = entry.get("runtime") or project.target(target).runtime
+        for sc in entry["scenarios"]:
+            scenario_edit.apply(sc, settings, f"comparison {name}", runtime)
+        scenario_edit.strip_trailing_comments(entry)
         comps = doc["comparisons"]
         if hasattr(comps, "fa"):
             comps.fa.set_block_style()
@@ -336,7 +396,9 @@ def comparison_new(ws: Workspace, name: str, target: str, candidates: list[str],
         comps.yaml_set_comment_before_after_key(
             name, before=f"added by `patchbench comparison new` (scenarios of {what})", indent=2)
         editing.write_matrix(ws, editing.dump(doc))
+    picked = ", ".join(str(sc["name"]) for sc in entry["scenarios"])
     print(f"{ws.matrix}: comparison {name} ({target}; candidates {', '.join(candidates)}; "
-          f"scenarios of {what})")
+          f"scenarios {picked} of {what}"
+          + (f"; {settings.words()}" if settings.any else "") + ")")
     say(f"next: patchbench compare {name} --dry-run, then patchbench compare {name}")
     return 0

@@ -90,14 +90,32 @@ RUNTIMES = ("runc", "crun", "youki", "containerd", "lima", "go", "c", "rust")
 _TEMPLATE_OPTS = (
     Opt("runtime", "the template of the target: its build recipe, artifacts, requirements, "
         "tools and runtime (`patchbench templates` shows each)", kind="choice", choices=RUNTIMES),
-    Opt("source", "where the target's source comes from: a local git clone or a URL",
-        metavar="PATH_OR_URL"),
-    Opt("ref", "the tag, branch or commit to pin (resolved to its commit)", metavar="REF",
+    Opt("source", "where the target's source comes from: a local git clone or a URL; "
+        "SUBMODULE=PATH_OR_URL (as compare takes it) gives a submodule's, written as its url so "
+        "that no later command needs the flag", kind="list", metavar="[NAME=]PATH_OR_URL"),
+    Opt("ref", "the tag, branch or commit to pin: a tag stays the ref; a branch, a SHA (short "
+        "or full) or an expression such as v1.2.3~4 is pinned by its full SHA", metavar="REF",
         default="the source's HEAD, pinned by its commit"),
     Opt("toolchain", "pin this toolchain version instead of the one the source asks for",
         metavar="VERSION", default="go.mod's toolchain (else the installed Go if it meets the go "
         "line), rust-toolchain.toml's release, the C compiler found"))
 RUNS_SHARED = ("project", "matrix", "reports")
+# what comparison new and scenario set/add change in a scenario (cli/scenario_edit.py)
+_SCENARIO_OPTS = (
+    Opt("env", "the environment of the scenario's own OCI bundle (runtime runc: runc, crun, "
+        "youki): a count of generated variables (5000), a scan's placeholder ('{envs}'), "
+        "NAME=value (repeatable), or none to remove it", kind="list", metavar="N|{NAME}|VAR=VALUE"),
+    Opt("bind_mounts", "read-only bind mounts in the scenario's own OCI bundle: a count or a "
+        "scan's placeholder ('{binds}'); none removes them", metavar="N|{NAME}"),
+    Opt("scan", "scan a placeholder the scenario uses over whole numbers, each value its own "
+        "cells, a fit per variant (none removes the scan)", metavar="NAME=V1,V2,..."),
+    Opt("runs", "the scenario's runs per variant (a multiple of its rounds)", kind="int",
+        metavar="N", minimum=1, maximum=MAX_SAMPLES),
+    Opt("rounds", "the scenario's interleaved rounds (runs are raised to a multiple of them)",
+        kind="int", metavar="N", minimum=1, maximum=MAX_SAMPLES),
+    Opt("warmup", "the scenario's warmup runs", kind="int", metavar="N", minimum=0,
+        maximum=MAX_SAMPLES),
+)
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command(
@@ -160,8 +178,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "patch", "Check that patch series apply (all or nothing) to their pinned commits, and that "
         "every patch carries its DEP-3 fields (all missing fields are listed at once).", (),
         (Opt("check", "apply every series to its pinned commit (the default action)", kind="flag"),
-         Opt("series", "only this series", kind="list", metavar="NAME")),
-        BUILD_SHARED, ("patch --check", "patch --series runc-signal-v2")),
+         Opt("series", "only this series", kind="list", metavar="NAME"),
+         Opt("target", "check against this target's pinned commit", metavar="TARGET",
+             default="the target of the comparisons using the series, else the one its series "
+             "file names, else the project's only target")),
+        BUILD_SHARED, ("patch --check", "patch --series runc-signal-v2",
+                       "patch --check --series my-fix --target runc")),
     Command(
         "fetch", "Fetch a target's pinned commit into the cache (refusing a moved ref).",
         (Pos("target", "the target to fetch, as named in matrix.yaml"),), (), BUILD_SHARED,
@@ -223,17 +245,40 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          "series add crun-mounts --target crun --pr 2054")),
     Command(
         "comparison", "Write a new comparison into matrix.yaml (comments and layout kept), with "
-        "the scenarios of the comparison it is like, then check the matrix.",
+        "the scenarios of the comparison it is like (all, or those --scenario names, changed by "
+        "the scenario options), then check the matrix.",
         (Pos("action", "new: add a comparison"), Pos("name", "the new comparison's name")),
         (Opt("target", "the target it builds", metavar="TARGET"),
          Opt("candidate", "a candidate series", kind="list", metavar="SERIES"),
          Opt("like", "copy the scenarios of this comparison of the project, or of this "
              "template (`patchbench templates`)", metavar="COMPARISON_OR_TEMPLATE",
              default="the first comparison of the target, else the template it was made from"),
-         Opt("description", "one line saying what it compares", metavar="TEXT")),
+         Opt("scenario", "take only this scenario of --like's", kind="list", metavar="NAME",
+             default="all of them"),
+         Opt("description", "one line saying what it compares", metavar="TEXT"),
+         *_SCENARIO_OPTS),
         ("project", "matrix", "builds"),
         ("comparison new my-fix --target runc --candidate my-fix --like runc-signal",
-         "comparison new my-fix --target runc --candidate my-fix --like runc")),
+         "comparison new my-fix --target runc --candidate my-fix --scenario run",
+         "comparison new env --target runc --candidate env --scenario run --env '{n}' "
+         "--scan n=0,99")),
+    Command(
+        "scenario", "Change a scenario of a comparison in matrix.yaml (set), or copy one in from "
+        "another comparison or a template (add): its bundle's environment and bind mounts, a "
+        "scan, its runs, rounds and warmup; the matrix is checked before it is replaced.",
+        (Pos("action", "set: change a scenario; add: copy one in (--like)"),
+         Pos("comparison", "the comparison"),
+         Pos("name", "the scenario (add: its name in --like)")),
+        (Opt("like", "add: the comparison or template to copy the scenario from",
+             metavar="COMPARISON_OR_TEMPLATE"),
+         Opt("as_", "add: the name it gets in the comparison", metavar="NAME",
+             default="its name in --like"),
+         *_SCENARIO_OPTS),
+        ("project", "matrix", "builds"),
+        ("scenario set env-fix run --env 5000",
+         "scenario set env-fix run --env '{envs}' --scan envs=0,1000,5000,20000",
+         "scenario set my-fix run --runs 400 --rounds 40",
+         "scenario add my-fix exec --like runc")),
     Command(
         "init", "Make a project in the current folder (or --project DIR): matrix.yaml with "
         "comments, patches/, overlays/ and a .gitignore for builds/; with --runtime and --source "

@@ -26,11 +26,12 @@ from typing import Any
 from patchbench import config
 from patchbench.cli import editing, templates
 from patchbench.errors import ConfigError, SourceError, ToolchainError
-from patchbench.source import cache
+from patchbench.source import cache, history
 from patchbench.util import command, safeargs
 from patchbench.util.git import run_git
 from patchbench.util.models import NAME_RE, NAME_RULE
 from patchbench.util.progress import say
+from patchbench.util.suggest import suggest
 from patchbench.util.workspace import Workspace
 
 GO_PROXY_SINCE = (1, 21, 0)  # golang.org/toolchain has go1.21.0 and later
@@ -85,41 +86,124 @@ def source_url(ws: Workspace, source: str) -> tuple[str, str]:
     return shown, str(path)
 
 
-def resolve_ref(url: str, ref: str | None, name: str) -> tuple[str, str]:
-    """(ref, commit) of ``ref`` at ``url`` (None: the source's HEAD, pinned by its commit)."""
-    if ref is not None:
+def split_sources(given: list[str] | str | None, name: str | None = None
+                  ) -> tuple[str | None, dict[str, str]]:
+    """``--source`` of init and target new, as compare takes it: the target's source (a local
+    clone or URL, once; or ``TARGET=...`` with the target's name) and ``NAME=PATH_OR_URL`` for
+    its submodules. A value whose part before ``=`` is not a name, or that is an existing path,
+    is the target's source."""
+    values = [given] if isinstance(given, str) else list(given or [])
+    plain: list[str] = []
+    named: dict[str, str] = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if sep and rest and re.fullmatch(NAME_RE, key) and not Path(value).expanduser().exists():
+            if key in named:
+                raise ConfigError(f"--source {key}=... is given twice")
+            named[key] = rest
+        else:
+            plain.append(value)
+    if name is not None and name in named:
+        plain.append(named.pop(name))
+    if len(plain) > 1:
+        raise ConfigError(f"--source: {len(plain)} sources for the target ({', '.join(plain)})",
+                          hint="give the target's source once; a submodule's as NAME=PATH_OR_URL")
+    return (plain[0] if plain else None), named
+
+
+def _submodule_sources(entry: Any, named: dict[str, str], target: str) -> list[str]:
+    """Write each ``NAME=PATH_OR_URL`` into the url of the submodule it names (a local folder
+    absolute), so that every later command fetches it from there; return what was replaced."""
+    subs = entry.get("submodules") or []
+    known = {str(m["name"]): m for m in subs}
+    done = []
+    for name, value in named.items():
+        module = known.get(name)
+        if module is None:
+            raise ConfigError(
+                f"--source {name}=...: target {target} has no submodule {name!r}"
+                + suggest(name, list(known)),
+                hint=("its submodules: " + ", ".join(known)) if known else
+                "this target declares no submodules")
+        if "omit" in module:
+            raise ConfigError(f"--source {name}=...: submodule {name} is omitted "
+                              f"({module['omit']}); nothing is fetched for it")
         try:
-            safeargs.check_ref(ref, "--ref")
+            safeargs.check_url(value, f"--source {name}")
         except safeargs.UnsafeValue as exc:
             raise ConfigError(str(exc)) from None
-        if _SHA.match(ref):
-            return ref, ref
+        if not _looks_remote(value):
+            path = Path(value).expanduser()
+            if not path.is_dir():
+                raise SourceError(f"--source {name}={value}: no such folder",
+                                  hint=f"give a local git clone of {name}, or its URL")
+            value = str(path.resolve())
+        module["url"] = value
+        done.append(f"submodule {name} from {value}")
+    return done
+
+
+def resolve_ref(url: str, ref: str | None, name: str) -> tuple[str, str]:
+    """(ref, commit) of ``ref`` at ``url`` (None: the source's HEAD, pinned by its commit). A
+    tag stays the ref (a tag that moves later is refused by ``compare``); anything else (a short
+    SHA, ``v1.2.3~4``, a branch, which moves) is pinned by its full SHA, which is then the ref
+    too."""
+    if ref is not None:
+        history.check_commitish(ref, "--ref")
+        if _SHA.match(ref.lower()):
+            return ref.lower(), ref.lower()
     local = Path(url)
     if local.is_dir() and not _is_git(local):  # a plain folder: its snapshot, as compare makes it
+        if ref is not None:
+            try:
+                safeargs.check_ref(ref, "--ref")
+            except safeargs.UnsafeValue as exc:
+                raise ConfigError(f"{exc} (a folder that is not a git clone is pinned by a tag "
+                                  "name of its snapshot)") from None
         with tempfile.TemporaryDirectory() as tmp:
             commit = cache.snapshot_directory(local, Path(tmp) / "snapshot", ref or "snapshot")
         return (ref or commit), commit
-    wanted = [ref, f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"] if ref else ["HEAD"]
-    try:
-        out = run_git([*safeargs.GIT_TRANSPORTS, "ls-remote", "--", url, *wanted], timeout=120,
-                      error=SourceError, what=f"resolve {ref or 'HEAD'} at {url}").stdout
-    except SourceError as exc:
-        raise SourceError(f"cannot read the source {url}", detail=exc.detail,
-                          hint="check --source (a local clone works offline)") from None
-    refs = {}
-    for line in out.splitlines():
-        sha, _, refname = line.partition("\t")
-        refs[refname] = sha
+    refs: dict[str, str] = {}
+    plain = ref is None or _is_ref_name(ref)
+    if plain:
+        wanted = [ref, f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"] \
+            if ref else ["HEAD"]
+        try:
+            out = run_git([*safeargs.GIT_TRANSPORTS, "ls-remote", "--", url, *wanted],
+                          timeout=120, error=SourceError,
+                          what=f"resolve {ref or 'HEAD'} at {url}").stdout
+        except SourceError as exc:
+            raise SourceError(f"cannot read the source {url}", detail=exc.detail,
+                              hint="check --source (a local clone works offline)") from None
+        for line in out.splitlines():
+            sha, _, refname = line.partition("\t")
+            refs[refname] = sha
     if ref is None:
         if "HEAD" not in refs:
             raise SourceError(f"{url} has no HEAD to pin", hint="give --ref TAG_OR_BRANCH")
         return refs["HEAD"], refs["HEAD"]
-    for refname in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
+    for refname in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"):
         if refname in refs:
             return ref, refs[refname]
-    raise SourceError(f"--ref {ref}: no such tag or branch at {url}",
-                      hint=f"list them: git ls-remote --tags --heads {url}; then patchbench target "
-                           f"new {name} ... --ref ONE_OF_THEM (or a full commit SHA)")
+    found = refs.get(f"refs/heads/{ref}") or history.resolve_commitish(url, ref)
+    if found is not None:
+        sha = found
+        what = "branch" if f"refs/heads/{ref}" in refs else "commit"
+        say(f"--ref {ref}: {what} {sha}, pinned by its full SHA"
+            + (" (a branch moves; the pin does not)" if what == "branch" else ""))
+        return sha, sha
+    raise SourceError(f"--ref {ref}: no such tag, branch or commit at {url}",
+                      hint=f"list the tags and branches: git ls-remote --tags --heads {url}; a "
+                           "commit may be given by its SHA (short or full) or as TAG~N; then "
+                           f"patchbench target new {name} ... --ref ONE_OF_THEM")
+
+
+def _is_ref_name(ref: str) -> bool:
+    try:
+        safeargs.check_ref(ref)
+    except safeargs.UnsafeValue:
+        return False
+    return True
 
 
 def _show(repo: Path, commit: str, path: str) -> str | None:
@@ -270,16 +354,19 @@ def _gitmodules(text: str | None) -> list[dict[str, str]]:
 
 
 def resolve(ws: Workspace, name: str, runtime: str, source: str, ref: str | None,
-            toolchain: str | None, description: str | None = None) -> Resolved:
+            toolchain: str | None, description: str | None = None,
+            submodule_sources: dict[str, str] | None = None) -> Resolved:
     """The target entry for ``name``: the template's, with the source's url, ref, commit and
-    toolchain; the commit fetched into the source cache."""
+    toolchain; the commit fetched into the source cache. ``submodule_sources``: NAME -> a local
+    clone or URL for the submodules (written as their url)."""
     from ruamel.yaml.comments import CommentedMap
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString as Quoted
 
     tpl = templates.get(runtime)
     shown, url = source_url(ws, source)
     ref, commit = resolve_ref(url, ref, name)
-    say(f"{name}: {ref} is {commit}")
+    if ref != commit:
+        say(f"{name}: {ref} is {commit}")
     checkout = cache.fetch(ws.builds, name, url, ref, commit, overridden=False)
     entry = tpl.target()
     out = Resolved(CommentedMap(), commit)
@@ -328,6 +415,9 @@ def resolve(ws: Workspace, name: str, runtime: str, source: str, ref: str | None
                              "a submodule of a submodule must be added by hand, or `omit`ted")
     if subs:
         out.entry["submodules"] = subs
+        out.notes += _submodule_sources(out.entry, submodule_sources or {}, name)
+    elif submodule_sources:
+        _submodule_sources(out.entry, submodule_sources, name)  # refused: none to replace
     out.entry["toolchain"] = new_tc
     for key in ("build", "requires", "tools", "runtime"):
         if key in entry:
@@ -335,10 +425,12 @@ def resolve(ws: Workspace, name: str, runtime: str, source: str, ref: str | None
     return out
 
 
-def target_new(ws: Workspace, name: str, *, runtime: str | None, source: str | None,
-               ref: str | None, toolchain: str | None, description: str | None) -> int:
-    """``target new NAME --runtime R --source PATH_OR_URL [--ref REF]``."""
+def target_new(ws: Workspace, name: str, *, runtime: str | None,
+               source: list[str] | str | None, ref: str | None, toolchain: str | None,
+               description: str | None) -> int:
+    """``target new NAME --runtime R --source PATH_OR_URL [--source SUB=PATH ...] [--ref REF]``."""
     check_name(name)
+    source, named = split_sources(source, name)
     if not runtime or not source:
         raise ConfigError("target new: --runtime and --source are required",
                           hint=f"e.g. patchbench target new {name} --runtime runc --source "
@@ -349,7 +441,7 @@ def target_new(ws: Workspace, name: str, *, runtime: str | None, source: str | N
     if name in project.matrix.targets:
         raise ConfigError(f"target {name!r} already exists in {ws.matrix}",
                           hint=f"choose another name: patchbench target new {name}-2 ...")
-    resolved = resolve(ws, name, runtime, source, ref, toolchain, description)
+    resolved = resolve(ws, name, runtime, source, ref, toolchain, description, named)
     with editing.locked(ws):
         doc = editing.read_matrix(ws)
         if name in doc["targets"]:

@@ -11,13 +11,16 @@ if TYPE_CHECKING:
 
 
 def fmt_time(seconds: float | None) -> str:
+    """A time in the unit its size asks for, by its magnitude: a negative one (a fitted
+    intercept, a difference) in the same unit as the positive one of that size."""
     if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
         return "-"
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"
+    sign, size = ("-" if seconds < 0 else ""), abs(seconds)
+    if size >= 1:
+        return f"{sign}{size:.3f} s"
+    if size >= 1e-3:
+        return f"{sign}{size * 1e3:.2f} ms"
+    return f"{sign}{size * 1e6:.1f} µs"
 
 
 def fmt_bytes(n: float) -> str:

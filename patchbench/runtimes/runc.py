@@ -258,6 +258,43 @@ def hybrid_v2_controllers(base: Path = CGROUP_ROOT) -> list[str]:
         return []
 
 
+def hide_hybrid_controllers(base: Path, workdir: Path) -> list[str]:
+    """Show crun a cgroup v2 hierarchy without controllers, for this process and everything it
+    starts: this process goes into a mount namespace of its own (mounts private, so nothing
+    propagates back to the host's) where an empty file is bind-mounted over
+    ``<base>/unified/cgroup.controllers``. The host's hierarchy is untouched, and the namespace
+    ends with the process. Returns the controllers hidden; RequirementError when it cannot be
+    done (with the command that does it by hand)."""
+    hidden = hybrid_v2_controllers(base)
+    if not hidden:
+        return []
+    target = base / "unified" / "cgroup.controllers"
+    by_hand = ("unshare -m --propagation private sh -c 'mount --bind EMPTY_FILE "
+               f"{target} && exec patchbench compare ...'")
+    import threading
+
+    if threading.active_count() > 1:  # unshare(CLONE_NEWNS) needs a process of one thread
+        raise RequirementError(f"crun refuses hybrid cgroups whose v2 hierarchy lists "
+                               f"controllers ({' '.join(hidden)}), and patchbench cannot hide "
+                               "them here: it runs more than one thread", hint=by_hand)
+    from patchbench.runtimes.containerd import mountsys
+
+    empty = workdir / "cgroup.controllers.empty"
+    empty.write_text("")
+    try:
+        mountsys.private_mount_namespace()
+        mountsys.mount(str(empty), target, None, mountsys.MS_BIND)
+    except OSError as exc:
+        raise RequirementError(f"crun refuses hybrid cgroups whose v2 hierarchy lists "
+                               f"controllers ({' '.join(hidden)}); hiding them in a mount "
+                               f"namespace of patchbench's own failed: {exc}",
+                               hint=by_hand) from None
+    if hybrid_v2_controllers(base):
+        raise RequirementError(f"{target} still lists controllers after the bind mount",
+                               hint=by_hand)
+    return hidden
+
+
 def remove_cgroup(path: Path) -> None:
     # children first; a cgroup directory is removed with rmdir
     for child in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
@@ -328,14 +365,9 @@ class RuncRuntime:
             hints.append("run as root: sudo -E invoke compare ...")
         if not (self.cgroup_base.is_dir() and any(self.cgroup_base.iterdir())):
             problems.append("cgroups mounted at /sys/fs/cgroup")
-        if self.cli == "crun" and hybrid_v2_controllers(self.cgroup_base):
-            problems.append("no cgroup controller on the cgroup v2 hierarchy of a hybrid setup "
-                            f"({self.cgroup_base}/unified has "
-                            f"{' '.join(hybrid_v2_controllers(self.cgroup_base))})")
-            hints.append("crun refuses hybrid cgroups whose v2 hierarchy has controllers; run "
-                         "the comparison in a mount namespace where that hierarchy lists none: "
-                         "unshare -m --propagation private sh -c 'mount --bind EMPTY_FILE "
-                         f"{self.cgroup_base}/unified/cgroup.controllers && exec invoke compare ...'")
+        if self.cli == "crun" and hybrid_v2_controllers(self.cgroup_base) and \
+                platform.system() == "Linux" and os.geteuid() == 0:
+            say(f"note: {self.hybrid_note()}")
         if comparison.rootfs is None:
             try:
                 find_busybox()
@@ -362,6 +394,11 @@ class RuncRuntime:
         if dry_run or bin_dir is None:
             return
         self.cli = oci_cli([p.name for p in bin_dir.iterdir()])
+        if self.cli == "crun":  # its refusal of hybrid cgroups, lifted for this run's processes
+            hidden = hide_hybrid_controllers(self.cgroup_base, workdir)
+            if hidden:
+                say(f"crun: {self.cgroup_base}/unified/cgroup.controllers shows no controller "
+                    f"to this run (hides {' '.join(hidden)}: a mount namespace of its own)")
         runc = bin_dir / self.cli
         stale = self.clean_stale(workdir.parent, runc)
         if stale:
@@ -446,8 +483,17 @@ class RuncRuntime:
     def record(self) -> dict[str, Any] | None:
         return None
 
+    def hybrid_note(self) -> str:
+        return (f"crun refuses hybrid cgroups whose v2 hierarchy lists controllers (here "
+                f"{' '.join(hybrid_v2_controllers(self.cgroup_base))}): patchbench runs the "
+                "measurement in a mount namespace of its own where "
+                f"{self.cgroup_base}/unified/cgroup.controllers is an empty file (the host's is "
+                "untouched)")
+
     def plan_notes(self) -> list[str]:
-        return [
+        hybrid = ([self.hybrid_note()] if self.cli == "crun"
+                  and hybrid_v2_controllers(self.cgroup_base) else [])
+        return [*hybrid,
             f"bundles: rootfs from busybox (or 'rootfs:'), config from `{self.cli} spec`, no "
             "terminal",
             f"every container id starts with {ID_PREFIX}-<run token>-<variant>; state lives in "

@@ -9,6 +9,8 @@ first, with each commit's subject and author date.
 
 from __future__ import annotations
 
+import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,52 @@ from patchbench.util import safeargs
 from patchbench.util.git import run_git
 
 HISTORY_PREFIX = "refs/patchbench/history/"
+# a commit-ish git reads as a revision and never as an option or a range: a SHA (short or full),
+# a tag or branch, with ``~N`` and ``^N`` suffixes (``v1.2.3~4``, ``main^2``)
+_COMMITISH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/+-]*(?:[~^][0-9]{0,6})*$")
+
+
+def check_commitish(text: str, what: str = "ref") -> str:
+    """``text`` when git can only read it as a revision (a SHA, a tag or branch, with ``~N`` or
+    ``^N``); ConfigError otherwise."""
+    if (not _COMMITISH.match(text) or ".." in text or text.endswith((".", "/", ".lock"))
+            or "//" in text or len(text) > 256):
+        raise ConfigError(f"{what} {text!r} is not a commit, tag or branch",
+                          hint="give a tag (v1.2.5), a branch, a commit SHA (short or full) or "
+                               "one of them with ~N or ^N (v1.2.5~4)")
+    return text
+
+
+def _is_git_dir(path: Path) -> bool:
+    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+
+
+def _rev_parse(repo: Path, rev: str) -> str | None:
+    res = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+                  cwd=repo, check=False, timeout=120)
+    out = res.stdout.strip()
+    return out if res.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", out) else None
+
+
+def resolve_commitish(url: str, rev: str) -> str | None:
+    """The full SHA of the commit ``rev`` names at ``url`` (a local git directory is read where it
+    is; a remote's branches and tags are fetched into a temporary repository first), or None."""
+    check_commitish(rev)
+    try:
+        safeargs.check_url(url, "the source")
+    except safeargs.UnsafeValue as exc:
+        raise SourceError(str(exc)) from None
+    local = Path(url)
+    if local.is_dir() and _is_git_dir(local):
+        return _rev_parse(local, rev)
+    with tempfile.TemporaryDirectory(prefix="patchbench-resolve-") as tmp:
+        repo = Path(tmp) / "r.git"
+        run_git(["init", "-q", "--bare", "--", str(repo)], cwd=Path(tmp), error=SourceError)
+        run_git([*safeargs.GIT_TRANSPORTS, "fetch", "-q", "--no-tags", "--filter=blob:none", "--",
+                 _url(url), "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+                cwd=repo, timeout=3600, error=SourceError,
+                what=f"fetch the branches and tags of {url} to find {rev}")
+        return _rev_parse(repo, rev)
 
 
 @dataclass(frozen=True)
@@ -59,11 +107,11 @@ def fetch_history(checkout: Checkout, builds: Path) -> None:
 
 def resolve(checkout: Checkout, ref: str) -> str:
     """The commit ``ref`` names: a tag or branch of the source, or a commit (full or abbreviated
-    SHA) in the cache."""
+    SHA) in the cache, each with ``~N`` or ``^N`` if given (``v1.2.3~4``)."""
     try:
-        safeargs.check_ref(ref, f"{checkout.target} ref")
-    except safeargs.UnsafeValue as exc:
-        raise SourceError(str(exc)) from None
+        check_commitish(ref, f"{checkout.target} ref")
+    except ConfigError as exc:
+        raise SourceError(exc.message, hint=exc.hint) from None
     for name in (f"{HISTORY_PREFIX}tags/{ref}", f"{HISTORY_PREFIX}heads/{ref}", ref):
         res = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options",
                        f"{name}^{{commit}}"], cwd=checkout.repo, check=False)

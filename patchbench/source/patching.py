@@ -269,7 +269,7 @@ def apply_series(worktree: Path, series: list[Series], date_epoch: int) -> list[
                 detail = _failure_detail(worktree, patch)
                 raise PatchError(
                     f"series {s.name!r}, patch {patch.path.name}: {detail}",
-                    hint="rebase the patch on the pinned commit (invoke patch --check lists all)",
+                    hint="rebase the patch on the pinned commit (patchbench patch --check lists all)",
                     detail=(res.stdout + res.stderr).strip() or None,
                 )
             date = info.get("Date", "")

@@ -91,7 +91,7 @@ def parse_line(line: str, where: str) -> UpstreamRef:
     m = _HASH.match(pin)
     if not m or len(m.group("value")) != _HASH_LEN[m.group("kind")]:
         raise PatchError(f"{where}: {parts[2]!r} is not patch-id:<40 hex> or sha256:<64 hex>",
-                         hint="invoke series add writes the line with the right hash")
+                         hint="patchbench series add writes the line with the right hash")
     return UpstreamRef(commit, pin, where, pr)
 
 
@@ -268,7 +268,7 @@ def materialise(worktree: Path, ref: UpstreamRef, series: str) -> Path:
             f"{ref.where}: upstream commit {ref.commit} does not match its pinned hash: the "
             f"series pins {ref.hash}, the fetched commit gives {got}",
             hint="the commit in the fetched source differs from the one the series was written "
-            f"for; check it before re-pinning with: invoke series add {series} --target ... "
+            f"for; check it before re-pinning with: patchbench series add {series} --target ... "
             f"{ref.commit}",
         )
     try:  # the same forms as our own patches: plain text edits of regular files in the tree
@@ -288,14 +288,49 @@ def subject(repo: Path, commit: str) -> str:
     return run_git(["show", "-s", "--format=%s", commit], cwd=repo, error=PatchError).stdout.strip()
 
 
-# --- invoke series add ------------------------------------------------------------------------
+# --- patchbench series add ------------------------------------------------------------------------
+
+
+def _line(checkout: Checkout, commit: str, pr: int | None) -> str:
+    text = make_patch(checkout.repo, commit)
+    return (f"{KEYWORD} {commit} {patch_hash(checkout.repo, text, 'patch-id')}"
+            + (f" pr:{pr}" if pr else "")
+            + f"  # {' '.join(subject(checkout.repo, commit).split())}")
+
+
+HEADER = "# {name}: upstream {target} commits by reference (patchbench series add); see docs/series.md\n"
+# what the headers that patchbench writes say of the series' target (older ones included)
+_TARGET_IN_HEADER = (
+    re.compile(r"^# [A-Za-z0-9._-]+: upstream (?P<t>[A-Za-z0-9][A-Za-z0-9._-]*) commits by "
+               r"reference \((?:patchbench|invoke) series add\)"),
+    re.compile(r"^# [A-Za-z0-9._-]+: \d+ commits? for target (?P<t>[A-Za-z0-9][A-Za-z0-9._-]*) "
+               r"\(patchbench series new\)"),
+)
+
+
+def target_of(series_file: Path) -> str | None:
+    """The target a series file written by ``series new`` or ``series add`` names in its first
+    comment line, or None."""
+    if not series_file.is_file():
+        return None
+    with series_file.open(encoding="utf-8", errors="replace") as f:
+        first = f.readline(4096)
+    for pattern in _TARGET_IN_HEADER:
+        m = pattern.match(first)
+        if m:
+            return m.group("t")
+    return None
 
 
 def add(root: Path, checkout: Checkout, name: str, commits: Sequence[str], builds: Path, *,
-        pr: int | None = None) -> list[str]:
-    """Append ``upstream <commit> patch-id:<hash> [pr:<N>]  # <subject>`` for each commit to
+        pr: int | None = None, whole_pr: bool = False, note: str | None = None) -> list[str]:
+    """Add ``upstream <commit> patch-id:<hash> [pr:<N>]  # <subject>`` for each commit to
     ``patches/<name>/series`` (made when new, replaced whole: never written through a link);
-    return the lines written. The caller holds the project's lock."""
+    return the lines written. ``whole_pr``: the commits are all of pull request ``pr``, in its
+    order; those the series names already are written again in that order (where the first of
+    them was), so adding a pull request to a series holding part of it completes it. Without it,
+    a commit the series names already is refused. ``note``: a comment line written before the
+    new lines. The caller holds the project's lock."""
     if not _SERIES_NAME.match(name):
         raise ConfigError(f"{name!r} is not a series name (letters, digits, '.', '_', '-')")
     if not commits:
@@ -307,26 +342,36 @@ def add(root: Path, checkout: Checkout, name: str, commits: Sequence[str], build
             raise ConfigError(f"{c!r} is not a full 40-hex commit SHA",
                               hint="name the commit by its full SHA (git rev-parse <commit>)")
         wanted.append(c)
+    if len(set(wanted)) != len(wanted):
+        twice = sorted({c[:12] for c in wanted if wanted.count(c) > 1})
+        raise ConfigError(f"a commit is named twice: {', '.join(twice)}")
     series_file = root / "patches" / name / "series"
     present = {r.commit for r in refs_in(series_file)}
     again = [c for c in wanted if c in present]
-    if again or len(set(wanted)) != len(wanted):
-        raise ConfigError(f"patches/{name}/series already names {', '.join(again or wanted)}")
+    if again and not whole_pr:
+        raise ConfigError(
+            f"patches/{name}/series already names {', '.join(c[:12] for c in again)}",
+            hint=f"the others are added after the series' last line: patchbench series add {name} "
+                 f"--target {checkout.target} SHA... (only commits it does not name yet)"
+                 + (f"; or its whole pull request, in order: --pr {pr}" if pr else ""))
     lines = []
     for c in wanted:
         fetch_commit(checkout, c, builds)
-        text = make_patch(checkout.repo, c)
-        lines.append(f"{KEYWORD} {c} {patch_hash(checkout.repo, text, 'patch-id')}"
-                     + (f" pr:{pr}" if pr else "")
-                     + f"  # {' '.join(subject(checkout.repo, c).split())}")
+        lines.append(_line(checkout, c, pr))
     series_file.parent.mkdir(parents=True, exist_ok=True)
-    head = "" if series_file.is_file() else (
-        f"# {name}: upstream {checkout.target} commits by reference (invoke series add); see "
-        "docs/series.md\n")
     old = series_file.read_text() if series_file.is_file() else ""
-    if old and not old.endswith("\n"):
-        old += "\n"
-    write_text_atomic(series_file, old + head + "".join(f"{line}\n" for line in lines))
+    kept: list[str] = []
+    at: int | None = None
+    for raw in old.splitlines():
+        body = raw.split("#", 1)[0].strip()
+        if body and is_ref(body) and body.split()[1:2] and body.split()[1].lower() in again:
+            at = len(kept) if at is None else at
+            continue
+        kept.append(raw)
+    head = [] if old else [HEADER.format(name=name, target=checkout.target).rstrip("\n")]
+    new = ([f"# {note}"] if note else []) + lines
+    out = head + kept + new if at is None else kept[:at] + new + kept[at:]
+    write_text_atomic(series_file, "".join(f"{line}\n" for line in out))
     return lines
 
 
@@ -344,4 +389,5 @@ __all__ = [
     "patch_hash",
     "refs_in",
     "series_of_target",
+    "target_of",
 ]

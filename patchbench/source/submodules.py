@@ -61,6 +61,12 @@ class Pinned:
     checkout: Checkout | None  # None when omitted
     top: bool = True  # a gitlink of the superproject itself
 
+    def content(self) -> dict[str, Any]:
+        """What the build gets from it (a cache key's part): where it sits and its commit, or
+        that it is left out; never where it was fetched from."""
+        return {"name": self.module.name, "path": self.module.path, "commit": self.commit,
+                "omitted": self.checkout is None}
+
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.module.name, "path": self.module.path,
                                "commit": self.commit, "pinned_by": self.parent}

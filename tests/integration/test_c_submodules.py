@@ -185,3 +185,58 @@ def test_a_mirror_lacking_the_pinned_commit_is_refused_naming_both(
                    sources={"words": str(fixture["up"] / "words")})
     assert {s["name"]: s.get("fetched_from") for s in built.manifest["submodules"]}["words"] \
         == "--source override"
+
+
+def test_the_cache_key_holds_the_submodules_commits_not_where_they_came_from(
+        fixture: dict[str, Any]) -> None:
+    """The same commits from another copy (--source words=...) are the same build: cached, one
+    entry; the manifest still says where the build's sources came from."""
+    matrix = _project(fixture)
+    builds = fixture["root"] / "builds"
+    first = _build(matrix, builds)
+    copy = fixture["root"] / "words-copy"
+    git(fixture["root"], "clone", "-q", "--bare", str(fixture["up"] / "words"), str(copy))
+    again = _build(matrix, builds, sources={"words": str(copy)})
+    assert not first.cached and again.cached
+    assert again.path == first.path
+    assert again.manifest["cache_key"] == first.manifest["cache_key"]
+    assert len(list((builds / "artifacts" / "hello").iterdir())) == 1
+
+
+def test_the_dry_run_names_a_submodule_that_cannot_be_fetched_and_a_machine_requirement(
+        fixture: dict[str, Any]) -> None:
+    """Read from the local clone's pinned tree: greetlib's gitlink, then words' inside it, whose
+    URL cannot be reached; a requirement the machine lacks. Nothing is fetched (no builds/)."""
+    from tests.faults.scaffold_support import run_cli
+
+    up = fixture["up"]
+    matrix = _project(fixture, submodules=[
+        {"name": "greetlib", "path": "greetlib", "url": str(up / "greetlib")},
+        {"name": "words", "path": "greetlib/words", "url": "https://example.invalid/words"},
+        {"name": "extras", "path": "extras", "url": "https://example.invalid/x", "omit": "no"}])
+    data = yaml.safe_load(matrix.read_text())
+    data["targets"]["hello"]["requires"] = ["macos"]
+    matrix.write_text(yaml.safe_dump(data, sort_keys=False))
+    builds = fixture["root"] / "builds"
+    argv = ["--project", str(matrix.parent), "compare", "fx", "--dry-run", "--builds",
+            str(builds)]
+    code, out, err = run_cli(argv)
+    assert code == 0, err
+    stops = [line for line in out.splitlines() if line.startswith("blocker ")]
+    assert len(stops) == 2, out
+    assert stops[0].startswith("blocker machine: ") and "macOS" in stops[0]
+    assert f"submodule words (greetlib/words): {fixture['words'][:12]} is not cached" in stops[1]
+    assert "https://example.invalid/words cannot be reached" in stops[1]
+    assert "--source words=DIR" in stops[1]
+    assert "the plan names 2 blockers" in err
+    assert not builds.exists()
+    # a local clone that lacks the gitlink's commit is named as such; the right one clears it
+    other = fixture["root"] / "other-words"
+    _repo(other, {"words.h": '#define WORD "other"\n'})
+    code, out, _ = run_cli([*argv, "--source", f"words={other}"])
+    assert f"blocker source: submodule words (greetlib/words): {other} lacks commit " \
+           f"{fixture['words']}" in out
+    data["targets"]["hello"]["requires"] = []
+    matrix.write_text(yaml.safe_dump(data, sort_keys=False))
+    code, out, err = run_cli([*argv, "--source", f"words={up / 'words'}"])
+    assert code == 0 and "blockers: none seen" in out, out

@@ -1,14 +1,22 @@
 """The README's "Your first comparison", exactly as a user of a release takes it: patchbench
 installed with pip, not editable, into a fresh virtualenv; an empty folder; an upstream and a clone
 with the user's commit on a branch. ``init``, ``series new``, ``comparison new``, ``compare``:
-four commands, no file edited by hand, to a verdict.
+four commands, no file edited by hand, to a verdict. And the short path of an upstream pull
+request: ``init --ref main~1``, ``series add --pr N`` (the whole pull request, from its merge
+commit), ``comparison new --scenario run --env '{envs}' --scan envs=...``, ``compare``: four
+commands to a verdict per environment size and a fit of how the start grows with it.
 
 - Always, offline: the bundled Go demo (demo/slowstart, made a local git repository, tag v1.0.0)
   and a branch with the per-sandbox-lock commit. The wheel is built without network (the
   virtualenv sees this machine's packages: ``wheel`` and the dependencies).
+- Always, as root with a static busybox: a fixture upstream in the shape of a real pull request
+  (tests/integration/env_upstream.py: a tiny OCI CLI whose start is quadratic in the process's
+  environment; pull request #7's two commits make it linear, the second needing the first).
 - Opt-in, as root with PATCHBENCH_TEST_RUNC_GIT (a runc git directory): the same against runc
   v1.2.5 (Go 1.22.4 from the Go module proxy, as its go.mod asks), whose candidate is a planted
-  5 ms busy-wait on `runc run`'s path: found slower, by about 5 ms.
+  5 ms busy-wait on `runc run`'s path: found slower, by about 5 ms; and runc's pull request #4325
+  ("libct: speedup process.Env handling", five commits, the speedup needing
+  HookList.SetDefaultEnv from the second) from its base, scanned over the environment size.
 
 Every error on the way names the next command to type (checked here too, in this process)."""
 
@@ -144,6 +152,77 @@ def test_from_an_empty_folder_to_a_verdict_in_four_commands(installed: Path,
     print(f"the user path: {len(pb.typed)} commands, {time.monotonic() - started:.0f} s")
 
 
+# --- an upstream pull request with a scan, from an empty folder ---------------------------------
+
+
+def _static_busybox_on_path() -> bool:
+    found = shutil.which("busybox")
+    return found is not None and runc.is_static(Path(found).resolve())
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="an OCI runtime's comparison needs root")
+@pytest.mark.skipif(not _static_busybox_on_path(), reason="needs a static busybox on PATH")
+def test_a_pull_request_with_a_scan_over_the_environment_in_four_commands(
+        installed: Path, tmp_path: Path) -> None:
+    from tests.integration import env_upstream
+
+    up = env_upstream.make(tmp_path)
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    pb = User(installed, bench)
+    started = time.monotonic()
+    init = pb("init", "--runtime", "runc", "--source", str(up), "--ref", "main~1")
+    base = git(up, "rev-parse", "main~1")
+    assert f"--ref main~1: commit {base}, pinned by its full SHA" in init.stderr
+    add = pb("series", "add", "env-dedup", "--target", "runc", "--pr", str(env_upstream.PR))
+    assert "pull request 7: 2 commits (merge " in add.stderr
+    pb("comparison", "new", "env-dedup", "--target", "runc", "--candidate", "env-dedup",
+       "--scenario", "run", "--env", "{envs}", "--scan", "envs=0,1000,2000,4000",
+       "--runs", "20", "--rounds", "5", "--warmup", "2")
+    res = pb("compare", "env-dedup", "--seed", "1")
+    took = time.monotonic() - started
+    assert len(pb.typed) == 4 <= MAX_COMMANDS
+    # what was written: pinned by SHA, the pull request's commits in order, one scenario
+    matrix = (bench / "matrix.yaml").read_text()
+    assert f"ref: {base}" in matrix and f"commit: {base}" in matrix
+    series = (bench / "patches" / "env-dedup" / "series").read_text()
+    pr_commits = git(up, "rev-list", "--reverse", "main^2", "^main^1").split()
+    assert [line.split()[1] for line in series.splitlines() if line.startswith("upstream ")] \
+        == pr_commits and len(pr_commits) == 2
+    assert "(patchbench series add)" in series and "invoke" not in series
+    assert "pull request #7: 2 commits, from merge" in series
+    (run_dir,) = (bench / "reports" / "env-dedup").iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    (sc,) = results["scenarios"]
+    assert sc["name"] == "run"
+    verdicts = {c["candidate"]: c["verdict"] for c in sc["comparisons"]}
+    assert verdicts["env-dedup envs=4000"] == "faster", verdicts
+    fits = {f["variant"]: f["exponent"] for f in sc["scan"]["fits"]}
+    assert fits["baseline"] > 1.0 and fits["env-dedup"] < 0.6, fits  # quadratic part -> flat
+    assert re.search(r"^run envs=4000\s+env-dedup\s.*\bfaster\b", res.stdout, re.M), res.stdout
+    patches = results["builds"]["env-dedup"]["series"][0]["patches"]
+    assert [p["origin"] for p in patches] == [f"upstream, commit:{c}, pr:7" for c in pr_commits]
+    print(f"the pull request path: {len(pb.typed)} commands, {took:.0f} s")
+    # the report again, later: the report and nothing else
+    again = pb("report", str(run_dir))
+    assert again.stderr == "" and "env-dedup" in again.stdout
+    # the second commit needs the first: a series of it alone applies, and its build fails
+    pb("series", "add", "second-only", "--target", "runc", pr_commits[1])
+    pb("patch", "--check", "--series", "second-only")
+    pb("comparison", "new", "second-only", "--target", "runc", "--candidate", "second-only",
+       "--scenario", "run")
+    fails = subprocess.run([str(installed / "patchbench"), "build", "--patch", "second-only"],
+                           cwd=bench, env=pb.env, capture_output=True, text=True, check=False,
+                           timeout=600)
+    assert fails.returncode == 14 and "undefined: dedupEnv" in fails.stderr + _logs(bench), \
+        fails.stderr
+
+
+def _logs(bench: Path) -> str:
+    return "".join(p.read_text(errors="replace") for p in (bench / "builds" / "logs").glob("*"))
+
+
 # --- every error on the way names the next command ------------------------------------------------
 
 
@@ -268,6 +347,48 @@ def test_runc_a_planted_5ms_busy_wait_is_found_slower_by_about_5ms(
         assert 0.6 * PLANTED_MS <= effect_ms <= 1.6 * PLANTED_MS
     else:  # loaded: its 5 ms of CPU also wait behind the other runnable work, up to load/cores
         assert 0.6 * PLANTED_MS <= effect_ms <= PLANTED_MS * max(1.6, 1.6 * load / cores)
+
+
+RUNC_PR = 4325  # "libct: speedup process.Env handling": five commits, merged by 412093573
+RUNC_PR_BASE = "e5b777f9a"  # the merge's first parent, given short as a user copies it
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not RUNC_GIT, reason="set PATCHBENCH_TEST_RUNC_GIT to a runc git directory")
+@pytest.mark.skipif(os.geteuid() != 0, reason="runc comparisons need root")
+@pytest.mark.skipif(not _static_busybox(), reason="needs a static busybox on PATH")
+def test_runc_pull_request_4325_with_a_scan_over_the_environment_in_four_commands(
+        installed: Path, tmp_path: Path, online_go: None) -> None:
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    pb = User(installed, bench, _env())
+    started = time.monotonic()
+    pb("init", "--runtime", "runc", "--source", RUNC_GIT, "--ref", RUNC_PR_BASE)
+    add = pb("series", "add", "env", "--target", "runc", "--pr", str(RUNC_PR))
+    assert "pull request 4325: 5 commits (merge 412093573" in add.stderr, add.stderr
+    pb("comparison", "new", "env", "--target", "runc", "--candidate", "env", "--scenario", "run",
+       "--env", "{envs}", "--scan", "envs=0,1000,5000,20000", "--runs", "40", "--rounds", "10",
+       "--warmup", "3")
+    res = pb("compare", "env", "--seed", "1", timeout=3600)
+    took = time.monotonic() - started
+    assert len(pb.typed) == 4 <= MAX_COMMANDS
+    series = (bench / "patches" / "env" / "series").read_text()
+    subjects = [line.split("#", 1)[1].strip() for line in series.splitlines()
+                if line.startswith("upstream ")]
+    assert subjects[-2:] == ["libct/configs: add HookList.SetDefaultEnv",
+                             "libct: speedup process.Env handling"]  # the last needs the other
+    (run_dir,) = (bench / "reports" / "env").iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    (sc,) = results["scenarios"]
+    verdicts = {c["candidate"]: c for c in sc["comparisons"]}
+    top = verdicts["env envs=20000"]
+    fits = {f["variant"]: f for f in sc["scan"]["fits"]}
+    print(f"runc #{RUNC_PR}: {len(pb.typed)} commands, {took:.0f} s; envs=20000 "
+          f"{top['verdict']} {top['speedup']:.2f}x [{top['ci_low']:.2f}, {top['ci_high']:.2f}]; "
+          f"exponents {fits['baseline']['exponent']:.2f} -> {fits['env']['exponent']:.2f}; "
+          f"load {os.getloadavg()[0]:.1f}\n{res.stdout}")
+    assert top["verdict"] == "faster" and top["speedup"] > 3
+    assert fits["baseline"]["exponent_ci"][0] > fits["env"]["exponent_ci"][1]
 
 
 # --- crun (C, submodules) and youki (Rust) from their templates, opt-in ---------------------------

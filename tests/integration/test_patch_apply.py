@@ -50,8 +50,8 @@ def test_patch_check_conflict(project: Project) -> None:
     assert f"conflict  {TARGET}  FAILED: {CONFLICT}" in err.detail
     assert f"greet  {TARGET}  ok (1 patch)" in err.detail
     assert f"two  {TARGET}  ok (2 patches)" in err.detail
-    # "broken" is in patches/ but used by no comparison
-    assert "broken  -  not used by any comparison" in err.detail
+    # "broken" is in patches/ but used by no comparison: checked against the only target
+    assert f"broken  {TARGET}  ok (1 patch)" in err.detail
     assert cache_state(project.cache) == before
     assert_nothing_left(project.builds, project.cache)
 

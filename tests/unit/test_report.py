@@ -127,7 +127,8 @@ def test_markdown_and_table() -> None:
 
 @pytest.mark.parametrize(("seconds", "text"), [
     (None, "-"), (float("nan"), "-"), (1.5, "1.500 s"), (0.0123, "12.30 ms"),
-    (0.0000123, "12.3 µs"),
+    (0.0000123, "12.3 µs"), (-1.5, "-1.500 s"), (-0.0123, "-12.30 ms"),
+    (-0.0000123, "-12.3 µs"), (0.0, "0.0 µs"),
 ])
 def test_fmt_time(seconds: float | None, text: str) -> None:
     assert report.fmt_time(seconds) == text
