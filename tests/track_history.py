@@ -1,6 +1,6 @@
 """A history of 30 commits for the track tests: demo/slowstart copied into a temporary git
-repository and 29 more commits on ``main``. Commit 12 plants a slowdown (a 6 ms sleep at start),
-commit 22 a speed-up (the sleep cut to 1 ms); every other commit only touches a notes file.
+repository and 29 more commits on ``main``. Commit 12 plants a slowdown (a 10 ms sleep at start),
+commit 22 a speed-up (the sleep cut to 2 ms); every other commit only touches a notes file.
 ``v1.0.0`` tags the first commit (the target's pinned commit: the track's reference)."""
 
 from __future__ import annotations
@@ -55,11 +55,11 @@ def make_track_history(path: Path) -> TrackHistory:
     notes = path / "NOTES"
     for n in range(1, COMMITS):
         if n == SLOWDOWN_AT:
-            _set_sleep(path / "main.go", 6)
-            subject = "slowstart: wait 6 ms for the configuration (a planted slowdown)"
+            _set_sleep(path / "main.go", 10)
+            subject = "slowstart: wait 10 ms for the configuration (a planted slowdown)"
         elif n == SPEEDUP_AT:
-            _set_sleep(path / "main.go", 1)
-            subject = "slowstart: wait 1 ms for the configuration (a planted speed-up)"
+            _set_sleep(path / "main.go", 2)
+            subject = "slowstart: wait 2 ms for the configuration (a planted speed-up)"
         else:
             with notes.open("a") as f:
                 f.write(f"note {n}\n")

@@ -18,7 +18,8 @@ and its neighbours tested again.
 
 A change needs ``min_size`` points on each side, so the newest change of a series shows once
 that many points were measured after it. False alarms were calibrated in simulation with
-:data:`MAX_P` and :data:`PENALTY` (benchmarks/track_calibration.py; results in
+:data:`MAX_P` and :data:`PENALTY` (counts: :data:`COUNT_MAX_P`, :data:`COUNT_PENALTY`;
+benchmarks/track_calibration.py; results in
 benchmarks/results/track_calibration.md): with no change in 365 nightly points, at most 5 % of
 series flag one."""
 
@@ -35,6 +36,11 @@ from patchbench.analysis import stats
 MAX_P = 0.001  # the gate's level (Otava's default max_pvalue)
 PENALTY = 2.0  # ruptures' penalty in units of sigma^2 ln(n) (BIC-like)
 MIN_SIZE = 3  # points on each side of a change
+# counts: a rare event's rates are mostly 0, and the split that ruptures picks is searched over
+# more ways to arrange a few events: a higher penalty and a stricter level keep false alarms
+# at the same few per cent (benchmarks/results/track_calibration.md)
+COUNT_PENALTY = 3.0
+COUNT_MAX_P = 0.0003
 
 
 @dataclass(frozen=True)
@@ -157,8 +163,9 @@ def ratio_changes(ratios: Sequence[float], *, max_p: float = MAX_P, min_magnitud
                  max_p=max_p, min_magnitude=min_magnitude)
 
 
-def count_changes(events: Sequence[int], runs: Sequence[int], *, max_p: float = MAX_P,
-                  min_size: int = MIN_SIZE, penalty: float = PENALTY) -> list[ChangePoint]:
+def count_changes(events: Sequence[int], runs: Sequence[int], *, max_p: float = COUNT_MAX_P,
+                  min_size: int = MIN_SIZE, penalty: float = COUNT_PENALTY
+                  ) -> list[ChangePoint]:
     """Change points of a series of counts (``events`` of ``runs`` at each point): candidates
     on the rates, each kept when Fisher's exact test of the counts pooled either side has p at
     most ``max_p``."""
