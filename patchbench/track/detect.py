@@ -1,9 +1,9 @@
 """Change points on a series, found by an existing library and kept only when significant.
 
 The approach is Hunter's and Apache Otava's (``analysis.py``: E-divisive proposes change
-points, a two-sided Student's t-test between the segments either side gates them, weakest
-first), with the candidates proposed by ``ruptures`` (C. Truong et al.): kernel change-point
-detection with a linear kernel (the least-squares cost, solved exactly by PELT) and a penalty
+points, a two-sided t-test between the segments either side gates them, weakest first; here
+Welch's, below), with the candidates proposed by ``ruptures`` (C. Truong et al.): kernel
+change-point detection with a linear kernel (the least-squares cost, solved exactly by PELT) and a penalty
 of ``PENALTY`` x sigma^2 x ln(n), sigma estimated robustly from the differences of neighbouring
 points. Then, as Otava's ``merge``: while a candidate's test between its neighbouring segments
 has p above ``max_p``, or its relative change is below ``min_magnitude``, the weakest is dropped
@@ -150,9 +150,10 @@ def _rel(cp: ChangePoint) -> float:
 def ratio_changes(ratios: Sequence[float], *, max_p: float = MAX_P, min_magnitude: float = 0.0,
                   min_size: int = MIN_SIZE, penalty: float = PENALTY) -> list[ChangePoint]:
     """Change points of a series of positive ratios (a commit's value / the reference's)."""
-    x = np.log(np.asarray(ratios, dtype=float))
-    if not np.all(np.isfinite(x)):
+    arr = np.asarray(ratios, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError("a ratio series needs positive, finite ratios")
+    x = np.log(arr)
 
     def test(start: int, i: int, end: int) -> ChangePoint:
         left, right = x[start:i], x[i:end]

@@ -190,7 +190,7 @@ def test_an_interrupted_track_resumes_without_measuring_a_commit_twice(
                     db.close()
             time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
