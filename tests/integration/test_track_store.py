@@ -266,6 +266,7 @@ def test_a_url_is_shown_without_its_password(pg_url: str, tmp_path: Path) -> Non
     assert "s3cret" not in st.shown_text("postgresql://bench:s3cret@db.example/track")
     with pytest.raises(ConfigError, match="not supported"):
         st.engine_url("mysql://x@y/z", tmp_path / "x.db")
-    with pytest.raises(ConfigError, match=r"password authentication|bench"):
+    with pytest.raises(ConfigError) as refused:
         # a server that refuses: said as a config error naming the database without secrets
         st.open_store(pg_url.replace("bench@", "nobody:s3cret@"), tmp_path / "x.db")
+    assert "nobody" in refused.value.message and "s3cret" not in refused.value.render()
