@@ -247,8 +247,17 @@ def _history(v: Values, project: str | None) -> int:
                                  rounds=v["rounds"], tags=v["tags"], budget=v["budget"] or 4)
 
 
+def _track(v: Values, project: str | None) -> int:
+    from patchbench.cli import track_cmd
+
+    return track_cmd.do_track(_ws(v, project), v["name"], range_=v["range_"],
+                              every=v["every"] or 1, db=v["db"], branch=v["branch"],
+                              only=v["scenario"], runs=v["runs"], rounds=v["rounds"],
+                              seed=v["seed"], budget=v["budget"] or 4)
+
+
 HANDLERS.update({"bisect": _bisect, "history": _history, "init": _init, "target": _target,
-                 "templates": _templates, "scenario": _scenario})
+                 "templates": _templates, "scenario": _scenario, "track": _track})
 
 
 def run(argv: list[str], *, project: str | None = None, prog: str = "patchbench") -> None:

@@ -62,8 +62,9 @@ class Command:
         return (*self.options, *(SHARED[n] for n in self.shared))
 
 
-EXIT_CODES = ("exit codes: 0 done; 4 the gate failed; 10 config or usage; 11 source; 12 patch; "
-              "13 toolchain; 14 build; 15 benchmark; 16 a requirement of this machine is not met; "
+EXIT_CODES = ("exit codes: 0 done; 4 the gate failed (track: a regression confirmed); "
+              "10 config or usage; 11 source; 12 patch; 13 toolchain; 14 build; 15 benchmark; "
+              "16 a requirement of this machine is not met; "
               "17 a command failed; 18 report or saved run; 19 bisect inconclusive (the ends do not "
               "differ, or the answer is a range); 130 interrupted; 3 internal error (a bug)")
 
@@ -356,6 +357,38 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         ("history demo v1.0.0 v1.1.0 v1.2.0 --scenario demo:start-8",
          "history demo --range v1.0.0..main --every 5 --scenario demo:start-8",
          "history runc --tags 'v1.2.*' --scenario runc-signal:run")),
+    Command(
+        "track", "Continuous mode: measure a comparison's scenarios at each new commit of its "
+        "target's branch (or the commits of --range), each interleaved with the pinned reference "
+        "build; store every point in a database; find change points, confirm each by an A/B of "
+        "the commits either side and bisect it; write reports/track/NAME/ (docs/track.md). "
+        "Exit 4 when this run confirmed a regression.",
+        (Pos("name", "the comparison to track, as named in matrix.yaml"),),
+        (Opt("range_", "measure the first-parent commits from FIRST to LAST instead of the "
+             "branch's new commits", metavar="FIRST..LAST",
+             default="the branch's commits after the newest one tracked (on a first run: its "
+             "head)"),
+         Opt("every", "every Nth of those commits (the first and last always)", kind="int",
+             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="1"),
+         Opt("db", "the database: sqlite:///FILE or postgresql://USER@HOST/DB (psycopg 3; "
+             "the password from PGPASSWORD or ~/.pgpass, never printed)", metavar="URL",
+             default="sqlite under REPORTS/track/track.db"),
+         Opt("branch", "the branch whose new commits are tracked", metavar="BRANCH",
+             default="the target's ref when it is a branch, else main, else master"),
+         Opt("scenario", "track only this scenario", kind="list", metavar="NAME",
+             default="every scenario judged by time or hangs"),
+         Opt("runs", "runs per commit of every scenario (a multiple of --rounds)", kind="int",
+             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
+         Opt("rounds", "interleaved rounds of every scenario", kind="int", metavar="N",
+             minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
+         Opt("budget", "a candidate's A/B and its bisect measure again with twice the runs and "
+             "rounds while undecided, up to N times the scenario's", kind="int", metavar="N",
+             minimum=1, maximum=MAX_SAMPLES, default="4"),
+         Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
+             metavar="N", minimum=0, default="matrix.yaml's, else random")),
+        (*BUILD_SHARED, "backend"),
+        ("track demo", "track demo --range v1.0.0..main --every 2",
+         "track runc-signal --db postgresql://bench@db.example/patchbench")),
 )}
 
 

@@ -1,0 +1,1 @@
+"""The track database's migrations, oldest first (Alembic revisions)."""
