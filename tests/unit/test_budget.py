@@ -163,8 +163,8 @@ def test_the_report_says_the_budget_the_half_widths_and_the_mde() -> None:
     md = report.render(res)
     assert "`--budget 30s` for the gated metrics wall, cpu" in md
     assert "round 10: wall ±3.0 %, cpu ±1.0 %" in md
-    assert ("stopped at round 10 after 6s (--budget 30s): every gated metric decided; MDE "
-            "reached: wall ±4.1 %, cpu ±2.0 %") in md
-    assert report.markdown.stopping_text(res) == [
-        "run: stopped at round 10 after 6s (--budget 30s): every gated metric decided; MDE "
-        "reached: wall ±4.1 %, cpu ±2.0 %"]
+    said = ("stopped at round 10 after 0.1 min of measuring (--budget 30s): every gated metric "
+            "decided; CI half-width reached: wall ±3.0 %, cpu ±1.0 %; MDE reached: wall ±4.1 %, "
+            "cpu ±2.0 %")
+    assert said in md
+    assert report.markdown.stopping_text(res) == [f"run: {said}"]
