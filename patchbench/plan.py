@@ -66,9 +66,12 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison, named: N
                                   for b in fake_built])
     for i, sc in enumerate(chosen):
         kind = scenarios.get(sc.kind)
+        block = getattr(sc, "block_warmup", None)
+        blocks = (f" (blocks of {sc.runs // sc.rounds}, each after {block} warm-up run"
+                  f"{'s' if block != 1 else ''})" if block else "")
         out.append(f"scenario {sc.name} ({sc.kind}): {sc.runs} runs per cell in {sc.rounds} "
-                   f"interleaved rounds, warmup {sc.warmup}, timeout {sc.timeout:g} s per run"
-                   + sc.plan_detail())
+                   f"interleaved rounds{blocks}, warmup {sc.warmup}, timeout {sc.timeout:g} s "
+                   "per run" + sc.plan_detail())
         ctx = scenarios.ScenarioContext(
             scenario=sc, built=fake_built, runtime=runtime, workdir=fake, seed=0,
             layout=ws.layout, project_root=project.root, alpha=comp.alpha,

@@ -22,7 +22,9 @@ from pydantic import (
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
+    SerializerFunctionWrapHandler,
     ValidationError,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import core_schema
@@ -32,7 +34,7 @@ from patchbench.util import limits
 from patchbench.util.files import is_sha256
 from patchbench.util.models import NAME_RE
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 SCHEMA_HISTORY = {
     1: "first version: per scenario, cells with raw samples (times, exit codes, rounds, "
     "hyperfine JSON) and baseline/candidate comparisons",
@@ -46,6 +48,9 @@ SCHEMA_HISTORY = {
     "equivalent (TOST) or inconclusive with the minimum detectable effect; the effect in seconds",
     6: "every metric of hyperfine 2 per run (CPU, user and system time, peak memory, counters) and "
     "each judged by the round-paired rule; the gate's metrics; --budget",
+    7: "short blocks: the runs that begin every block (block_warmup) recorded apart from the "
+    "timed ones (warmup_times, warmup_metrics, warmup_rounds); --budget's candidates decided "
+    "before the end (dropped)",
 }
 
 # What a saved run may hold (docs/security.md) is util/limits.py's MAX_*: a file past them is
@@ -151,6 +156,12 @@ class Samples(_Rec):
     # never in ``times``, so never in the timing statistics
     hung_times: Floats = Field(default_factory=list)
     hung_rounds: Ints = Field(default_factory=list)
+    # version 7: the runs that began each block (``block_warmup``), never timed: their wall
+    # time, other metrics (aligned with it) and round
+    warmup_times: Floats = Field(default_factory=list)
+    warmup_metrics: Annotated[dict[MetricName, Floats], Field(max_length=MAX_METRICS)] = Field(
+        default_factory=dict)
+    warmup_rounds: Ints = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -370,8 +381,19 @@ class _Scenario(_Rec):
     runs: int
     rounds: int
     warmup: int
+    # version 7: the runs that began every block, recorded apart (Samples.warmup_*); None in a
+    # run made before them (no block warm-ups)
+    block_warmup: int | None = None
     rate: Rate | None = None
     order: list[list[str]] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A run made before block warm-ups is dumped as it was saved: without the field."""
+        out: dict[str, Any] = handler(self)
+        if out.get("block_warmup", 0) is None:
+            out.pop("block_warmup")
+        return out
 
     if TYPE_CHECKING:  # for the type checker only: a field here would move it in results.json
         kind: str
@@ -556,13 +578,16 @@ class Stopping(_Rec):
     seconds: float | None = None
     mde: dict[MetricName, float | None] = Field(default_factory=dict)
     margin: float | None = None  # --gate: the margin its calls were made against
+    # --budget/--gate (results version 7): candidates whose comparison was done before the set
+    # stopped, by label, with the round after which they were no longer measured
+    dropped: dict[str, int] = Field(default_factory=dict)
 
 
 class Results(_Rec):
     # the scenario entries' schema is built at first use, from the kinds registered by then
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    schema_version: Literal[6] = 6
+    schema_version: Literal[7] = 7
     schema_history: dict[str, str] = Field(
         default_factory=lambda: {str(k): v for k, v in SCHEMA_HISTORY.items()})
     tool: str
@@ -698,7 +723,17 @@ def upgrade_v5(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3, 4: upgrade_v4, 5: upgrade_v5}
+def upgrade_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 6 file as version 7: blocks without their own warm-ups (the defaults say so:
+    ``block_warmup`` 0, no ``warmup_*`` samples, nothing dropped)."""
+    out = dict(data)
+    out["schema_version"] = 7
+    out["schema_history"] = {str(k): v for k, v in SCHEMA_HISTORY.items()}
+    return out
+
+
+UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3, 4: upgrade_v4, 5: upgrade_v5,
+            6: upgrade_v6}
 
 
 def upgrade(data: dict[str, Any], version: int) -> dict[str, Any]:

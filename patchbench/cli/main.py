@@ -81,7 +81,8 @@ def _compare(v: Values, project: str | None) -> int:
         raise ConfigError("--budget and --until-ci both decide when to stop; give one")
     sw = Switches(seed=v["seed"], aa=v["aa"], aa_layout=v["aa_layout"], dry_run=v["dry_run"],
                   runs=v["runs"],
-                  rounds=v["rounds"], warmup=v["warmup"], only=tuple(v["scenario"]),
+                  rounds=v["rounds"], warmup=v["warmup"], block_warmup=v["block_warmup"],
+                  only=tuple(v["scenario"]),
                   gate=v["gate"], gate_allow_inconclusive=v["gate_allow_inconclusive"],
                   until_ci=_percent(v["until_ci"]), max_rounds=v["max_rounds"],
                   profile=tuple(dict.fromkeys(v["profile"])),

@@ -136,6 +136,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              maximum=MAX_SAMPLES, default="matrix.yaml's"),
          Opt("warmup", "warmup runs of every scenario", kind="int", metavar="N", minimum=0,
              maximum=MAX_SAMPLES, default="matrix.yaml's"),
+         Opt("block_warmup", "runs that begin every block of a timed scenario (each cell in "
+             "each round), recorded apart and never timed", kind="int", metavar="N", minimum=0,
+             maximum=100, default="matrix.yaml's, else 1"),
          Opt("scenario", "run only this scenario", kind="list", metavar="NAME"),
          Opt("gate", "exit 4 if a candidate is significantly slower, its verdict is inconclusive "
              "or withheld, it fails its verify check, hangs, or leaves something behind (an A/B "

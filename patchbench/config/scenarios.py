@@ -41,8 +41,8 @@ class ScenarioConfig(StrictModel):
     teardown: list[list[str]] = Field(default_factory=list, description=(
         "Commands run after them, also after a failure."))
     warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description=(
-        "Timed kinds: unmeasured runs of a cell before its first round (at most 1 in its later "
-        "rounds)."))
+        "Timed kinds: unrecorded runs of a cell before its first round (none before its later "
+        "rounds: see `block_warmup`)."))
     runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
         "Measured runs per variant in all, a multiple of `rounds` (`--runs` overrides it); at "
         f"most {MAX_SAMPLES:,}, the samples a cell of a saved run may hold."))
@@ -144,6 +144,13 @@ Metrics = Annotated[list[Annotated[MetricSpec, BeforeValidator(_named)]], Field(
 class TimedConfig(ScenarioConfig):
     """Keys of the kinds timed by hyperfine in interleaved rounds (the command kind and those
     built on it): the measured command and what runs around it."""
+
+    block_warmup: int = Field(default=1, ge=0, le=100, description=(
+        "Runs that begin every block (each cell in each round) and are recorded apart, never "
+        "timed: the first run after another variant pays for following it, by a different "
+        "amount per variant, so without them short blocks change what is measured; with them a "
+        "block of any length measures the same warm runs (`--block-warmup` overrides it; "
+        "docs/statistics.md, \"The schedule\")."))
 
     command: list[str] = Field(min_length=1, description=(
         "The measured command (argv, placeholders filled), run under the launcher's deadline."))

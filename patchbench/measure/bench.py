@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import BenchmarkError, ConfigError
-from patchbench.measure import engine, hangs
+from patchbench.measure import engine, hangs, reaper
 from patchbench.util import command, procguard
 from patchbench.util.progress import RoundProgress, estimate_left, round_text, step
 
@@ -74,11 +74,16 @@ class Samples:
     seconds: float = 0.0  # wall time spent in hyperfine (and setup/teardown) for this cell
     hung_times: list[float] = field(default_factory=list)  # runs past their deadline
     hung_rounds: list[int] = field(default_factory=list)
+    # each block's own warm-up runs (``block_warmup``: the first runs of every block, discarded
+    # from the timing): their wall times, other metrics and rounds, kept apart from ``times``
+    warmup_times: list[float] = field(default_factory=list)
+    warmup_metrics: dict[str, list[float]] = field(default_factory=dict)
+    warmup_rounds: list[int] = field(default_factory=list)
 
     @property
     def runs(self) -> int:
-        """Every measured run, hung or not."""
-        return len(self.times) + len(self.hung_times)
+        """Every run made, hung or not, a block's warm-ups included (hang rates count them)."""
+        return len(self.times) + len(self.hung_times) + len(self.warmup_times)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -90,21 +95,32 @@ class Samples:
             "seconds": self.seconds,
             "hung_times": self.hung_times,
             "hung_rounds": self.hung_rounds,
+            "warmup_times": self.warmup_times,
+            "warmup_metrics": self.warmup_metrics,
+            "warmup_rounds": self.warmup_rounds,
         }
 
     def add(self, result: dict[str, Any], rnd: int, *, deadline: bool = True,
-            metrics: Sequence[str] = ()) -> list[int]:
-        """Take one hyperfine call's runs (round ``rnd``), with the values of ``metrics`` (other
-        than wall time) where the result has them: with a per-run ``deadline``, a run that
-        exited 124 (the launcher's hang code) goes to the hung lists; every other run goes to
-        the timed ones. Returns the exit codes of the runs that failed otherwise (without a
-        deadline, 124 is a failure like any other code)."""
+            metrics: Sequence[str] = (), warm: int = 0) -> list[int]:
+        """Take one block's runs (round ``rnd``) from its hyperfine result, with the values of
+        ``metrics`` (other than wall time) where the result has them: the first ``warm`` runs
+        are the block's own warm-ups (kept apart, never timed); with a per-run ``deadline``, a
+        run that exited 124 (the launcher's hang code) goes to the hung lists, a warm-up's
+        too; every other run goes to the timed ones. Returns the exit codes of the runs that
+        failed otherwise (without a deadline, 124 is a failure like any other code)."""
         got = engine.runs(result, metrics)
         codes = got.exit_codes
         for n, (t, code) in enumerate(zip(got.times, codes, strict=True)):
             if deadline and code == hangs.HANG_EXIT_CODE:
                 self.hung_times.append(t)
                 self.hung_rounds.append(rnd)
+                continue
+            if n < warm:
+                if code == 0:
+                    self.warmup_times.append(t)
+                    self.warmup_rounds.append(rnd)
+                    for name, values in got.values.items():
+                        self.warmup_metrics.setdefault(name, []).append(values[n])
                 continue
             self.times.append(t)
             self.exit_codes.append(code)
@@ -206,7 +222,7 @@ def hyperfine_call(
     order, after ``warmup`` warmup runs each) under ``names``, and its timeout. ``invs`` share
     ``wrap``, ``env`` and ``cleanup`` (:func:`shareable`); a ``prepare`` is given per command."""
     first = invs[0]
-    argv = [*first.wrap,
+    argv = [*first.wrap, *reaper.argv(),
         "hyperfine", "-N", "-i", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
         "--export-json", str(export), *engine.option(first.metrics),
     ]
@@ -307,23 +323,28 @@ def measure(
     seed: int,
     workdir: Path,
     on_round: Callable[[int, Cell, dict[str, Any]], None] | None = None,
-    more: Callable[[dict[Cell, Samples], int], int] | None = None,
+    more: More | None = None,
+    block_warmup: int = 0,
 ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
     ``runs // rounds`` runs per cell; ``timeout`` is seconds per run. Returns samples and the order
     used.
 
-    ``more`` (``--until-ci``) is asked, after the last round planned so far, how many rounds to
-    add given the samples and the rounds done (0: stop); the order goes on as the seeded balanced
-    order of the longer run would (``schedule`` of more rounds begins with that of fewer), so
-    the caller keeps blocks whole by asking for whole blocks.
+    ``more`` (``--until-ci``, ``--budget``) is asked, after the last round planned so far, for
+    more rounds given the samples, the rounds done and the order run so far: a :class:`Plan` of
+    how many rounds to add (0: stop) and which cells go on (the others are decided and stop
+    being measured; the baseline always goes on). The order goes on as the seeded balanced order
+    of the cells that go on would (``schedule`` of more rounds begins with that of fewer), so the
+    caller keeps blocks whole by asking for whole blocks.
 
-    Warmups run once per cell: ``warmup`` runs before its first round, none before its later ones.
-    Every recorded sample is still a timed run of that cell in that round; what a later round's
-    first run may pay for following another cell (caches, the page cache of another binary) every
-    cell pays alike, since each round is a fresh permutation, and the round-paired statistics
-    compare round medians, which one slow first run barely moves. Repeating a warmup every round
-    cost a hyperfine-sized share of the tool's wall time for no sample it keeps."""
+    Two kinds of warm-up. ``warmup`` runs once per cell, unrecorded (hyperfine's ``--warmup``),
+    before its first round. ``block_warmup`` runs begin *every* block (each cell in each round):
+    the first run after another cell pays for following it (its binary's pages, the kernel's
+    caches, the CPU's predictors) and pays a different amount per variant, so with short blocks
+    it would weigh on the estimate; a block's warm-ups are run, recorded apart
+    (``Samples.warmup_*``) and never timed, so the timed runs of a block of any length measure
+    the same warm state and short blocks cancel the machine's drift without changing what is
+    measured (docs/statistics.md, "The schedule")."""
     workdir.mkdir(parents=True, exist_ok=True)
     order = schedule(cells, rounds, seed)
     per_round = runs // rounds
@@ -335,9 +356,10 @@ def measure(
     r = 0
     per_call: float | None = None  # seconds per round of the last call
     batchable: bool | None = None  # whether the cells share a call (asked once, when it matters)
+    live, since = list(cells), 0  # the cells still measured, since round ``since``
     while r < len(order):
         first = r + 1
-        batch = _batch(order, first, per_call, share, warmed, cells, warmup, on_round)
+        batch = _batch(order, first, per_call, share, warmed, live, warmup, on_round)
         if len(batch) > 1 and batchable is None:
             batchable = shareable([expand(c) for c in cells])
         if not batchable:
@@ -346,25 +368,45 @@ def measure(
         began = time.monotonic()
         if len(batch) > 1:
             done = _run_rounds(scenario, first, rounds, batch, expand, samples, share,
-                               per_round=per_round, timeout=timeout, workdir=workdir, log=log)
+                               per_round=per_round, block_warmup=block_warmup, timeout=timeout,
+                               workdir=workdir, log=log)
             shown.spread(len(batch))
         else:
             done = [_run_round(scenario, first, rounds, order[r], expand, samples, warmed, share,
-                               per_round=per_round, warmup=warmup, timeout=timeout,
-                               workdir=workdir, log=log, on_round=on_round)]
+                               per_round=per_round, warmup=warmup, block_warmup=block_warmup,
+                               timeout=timeout, workdir=workdir, log=log, on_round=on_round)]
         per_call = (time.monotonic() - began) / len(done)
         for medians in done:  # one line per round, the cells in their given order
             r += 1
             step(scenario, round_line(r, rounds, shown, [(c.label, medians[c]) for c in cells
                                                           if c in medians]))
         if r == len(order) and more is not None:
-            add = more(samples, r)
-            if add > 0:
-                rounds = r + add
-                order = schedule(cells, rounds, seed)
+            plan = more(samples, r, [[c.label for c in rc] for rc in order])
+            if plan.rounds > 0:
+                keep = set(live if plan.cells is None else plan.cells)
+                if any(c not in keep for c in live):  # decided cells stop: a new order begins
+                    live, since = [c for c in live if c in keep], r
+                # the seeded balanced order of the cells measured since ``since`` goes on
+                # (``schedule`` of more rounds begins with that of fewer); with every cell it
+                # is the whole scenario's, as one planned that long would run
+                n = r - since
+                order = [*order, *schedule(live, n + plan.rounds, seed + since)[n:]]
+                rounds = len(order)
                 shown.total = rounds
     shown.finish()
     return samples, [[c.label for c in rc] for rc in order]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``more`` asks for: ``rounds`` more rounds (0: stop) of ``cells`` (None: the cells
+    measured so far; a subset drops the others, which are decided)."""
+
+    rounds: int
+    cells: tuple[Cell, ...] | None = None
+
+
+More = Callable[[dict[Cell, Samples], int, list[list[str]]], Plan]
 
 
 def _batch(order: Sequence[Sequence[Cell]], first: int, per_call: float | None,
@@ -389,8 +431,8 @@ def _run_name(scenario: str, cell: Cell, r: int, rounds: int) -> str:
 
 def _run_rounds(
     scenario: str, first: int, rounds: int, batch: Sequence[Sequence[Cell]], expand: Expander,
-    samples: dict[Cell, Samples], share: list[bool], *, per_round: int, timeout: float,
-    workdir: Path, log: Path,
+    samples: dict[Cell, Samples], share: list[bool], *, per_round: int, block_warmup: int,
+    timeout: float, workdir: Path, log: Path,
 ) -> list[dict[Cell, float]]:
     """Rounds ``first``.. (``batch``: each one's cells in its order) as one hyperfine call, every
     cell warmed: each round's cells its commands in that round's order, so the runs come in the
@@ -404,21 +446,22 @@ def _run_rounds(
     names = [_run_name(scenario, cell, r, rounds) for r, cell in plan]
     labels = ", ".join(c.label for c in batch[0])
     export = workdir / f"{scenario}.r{first}-{last}.json"
-    got = _shared_call([cell for _, cell in plan], invs, samples, share, runs=per_round,
-                       warmup=0, timeout=timeout, export=export, log=log, names=names,
+    got = _shared_call([cell for _, cell in plan], invs, samples, share,
+                       runs=per_round + block_warmup, warmup=0, timeout=timeout, export=export,
+                       log=log, names=names,
                        call=f"{scenario} rounds {first}-{last}/{rounds} (cells {labels} in one "
                             "hyperfine call)")
     done: list[dict[Cell, float]] = [{} for _ in batch]
     for (r, cell), inv, name, res in zip(plan, invs, names, got, strict=True):
-        _take(samples[cell], res, r, inv, name, export)  # the first failed round: raised
-        done[r - first][cell] = engine.median(res)
+        # the first failed round: raised
+        done[r - first][cell] = _take(samples[cell], res, r, inv, name, export, block_warmup)
     return done
 
 
 def _run_round(
     scenario: str, r: int, rounds: int, round_cells: Sequence[Cell], expand: Expander,
     samples: dict[Cell, Samples], warmed: set[Cell], share: list[bool], *, per_round: int,
-    warmup: int, timeout: float, workdir: Path, log: Path,
+    warmup: int, block_warmup: int, timeout: float, workdir: Path, log: Path,
     on_round: Callable[[int, Cell, dict[str, Any]], None] | None,
 ) -> dict[Cell, float]:
     """Round ``r``: every cell of ``round_cells`` once, in that order; returns each cell's median.
@@ -441,8 +484,9 @@ def _run_round(
     medians: dict[Cell, float] = {}
 
     def took(cell: Cell, result: dict[str, Any], export: Path) -> None:
-        _take(samples[cell], result, r, invs[cell], names[cell], export)  # a failure: raised
-        medians[cell] = engine.median(result)
+        # a failure: raised
+        medians[cell] = _take(samples[cell], result, r, invs[cell], names[cell], export,
+                              block_warmup)
         if on_round:
             on_round(r, cell, result)
 
@@ -451,7 +495,8 @@ def _run_round(
         call = f"{scenario} round {r}/{rounds} (cells {labels} in one hyperfine call)"
         export = workdir / f"{scenario}.r{r}.json"
         got = _shared_call(round_cells, [invs[c] for c in round_cells], samples, share,
-                           runs=per_round, warmup=max(warmups.values()), timeout=timeout,
+                           runs=per_round + block_warmup, warmup=max(warmups.values()),
+                           timeout=timeout,
                            export=export, log=log, names=[names[c] for c in round_cells],
                            call=call)
         for cell, res in zip(round_cells, got, strict=True):
@@ -468,7 +513,7 @@ def _run_round(
             command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
                         error=BenchmarkError, what=f"{name}: setup", log=log)
         try:
-            result = hyperfine(inv, runs=per_round, warmup=warmups[cell],
+            result = hyperfine(inv, runs=per_round + block_warmup, warmup=warmups[cell],
                                per_run_timeout=timeout, export=export, log=log, name=name)
         finally:
             for argv in inv.teardown:
@@ -506,10 +551,14 @@ def _shared_call(
 
 
 def _take(s: Samples, result: dict[str, Any], r: int, inv: Invocation, name: str,
-          export: Path) -> None:
-    """Add one cell's hyperfine result of round ``r`` to its samples; a failed run (not a hang
-    under a deadline) is a BenchmarkError naming the cell, the round and the exit codes."""
-    failed = s.add(result, r, deadline=inv.deadline is not None, metrics=inv.metrics)
+          export: Path, warm: int = 0) -> float:
+    """Add one cell's hyperfine result of round ``r`` to its samples (its first ``warm`` runs
+    are the block's warm-ups) and return the median of its timed runs (0.0 for none); a failed
+    run (not a hang under a deadline) is a BenchmarkError naming the cell, the round and the
+    exit codes."""
+    before = len(s.times)
+    failed = s.add(result, r, deadline=inv.deadline is not None, metrics=inv.metrics,
+                   warm=warm)
     if failed:
         codes = engine.runs(result).exit_codes
         raise BenchmarkError(
@@ -518,6 +567,11 @@ def _take(s: Samples, result: dict[str, Any], r: int, inv: Invocation, name: str
             hint="run the command by hand (invoke compare NAME --dry-run prints it)",
             detail=f"command: {shlex.join(inv.command)}\nhyperfine JSON: {export}",
         )
+    timed = sorted(s.times[before:])
+    if not timed:
+        return 0.0
+    mid = len(timed) // 2
+    return timed[mid] if len(timed) % 2 else (timed[mid - 1] + timed[mid]) / 2
 
 
 def round_line(r: int, rounds: int, shown: RoundProgress,

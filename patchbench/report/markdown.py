@@ -211,7 +211,9 @@ def statistics_line(results: Results) -> str:
                   "the effect in time is the mean per-round difference (candidate − baseline)")
         interval = ("skewness-corrected t interval (the t and Hall's transformation of it must "
                     "both reject; " if skew else "t interval (")
-        return (f"- statistics: round-paired (schema 5) — per round, the ratio of the geometric "
+        # the results version whose rule judged them (schema 6 widened the standard error)
+        schema = 6 if PAIRED6_METHOD in methods else 5
+        return (f"- statistics: round-paired (schema {schema}) — per round, the ratio of the geometric "
                 f"means; speedup = their geometric mean, with a {1 - st.alpha:.0%} {interval}"
                 f"R−1 degrees of freedom); faster/slower: significant and beyond "
                 f"±{st.min_effect:.0%} on the log scale (one-sided test at alpha {st.alpha}); "
@@ -251,12 +253,14 @@ def budget_line(s: Stopping, where: str = "") -> str:
     looks = "; ".join(f"round {look.rounds}: " + ", ".join(
         f"{n} ±{w * 100:.1f} %" if w is not None else f"{n} none"
         for n, w in look.widths.items()) for look in s.looks)
-    return (f"Best answer in the time given{where}: `--budget {fmt_duration(s.budget_s or 0)}`"
-            f" for the gated metrics {', '.join(s.metrics)}; looks planned at rounds "
+    head = (f"Best answer in the time given{where}: `--budget {fmt_duration(s.budget_s)}`"
+            if s.budget_s is not None else f"The gate's looks{where}: `--gate`")
+    return (f"{head} for the gated metrics {', '.join(s.metrics)}; looks planned at rounds "
             f"{', '.join(str(r) for r in s.planned_looks)}, each judged at alpha "
             f"{s.alpha_per_look:.3g} ({s.alpha:g} spent over {len(s.planned_looks)} looks); CI "
             f"half-width at each look: {looks}; "
-            + budget.describe(s.stopped_at, s.reason, s.seconds, s.budget_s, s.mde) + ".")
+            + budget.describe(s.stopped_at, s.reason, s.seconds, s.budget_s, s.mde,
+                              s.looks[-1].widths if s.looks else None, s.dropped) + ".")
 
 
 def stopping_text(results: Results) -> list[str]:
@@ -265,8 +269,9 @@ def stopping_text(results: Results) -> list[str]:
     for s in results.stopping or []:
         where = f"{s.scenario}" + (f" (condition {s.condition})" if s.condition else "")
         if s.target is None:
-            out.append(f"{where}: " + budget.describe(s.stopped_at, s.reason, s.seconds,
-                                                      s.budget_s, s.mde))
+            out.append(f"{where}: " + budget.describe(
+                s.stopped_at, s.reason, s.seconds, s.budget_s, s.mde,
+                s.looks[-1].widths if s.looks else None, s.dropped))
         else:
             width = s.looks[-1].half_width if s.looks else None
             out.append(f"{where}: " + sequential.describe(s.stopped_at, s.reason, width,

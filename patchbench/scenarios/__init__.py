@@ -61,12 +61,15 @@ def get(name: str) -> ScenarioKind[Any, Any]:
 
 
 def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: int | None,
-             *, profile: tuple[str, ...] = ()) -> ScenarioConfig:
-    """The scenario with --runs/--rounds/--warmup applied, validated like the matrix (runs are
-    rounded down to a multiple of rounds), and --profile added to its ``profile`` (a kind
-    without the key is left as it is, and said)."""
+             *, profile: tuple[str, ...] = (), block_warmup: int | None = None
+             ) -> ScenarioConfig:
+    """The scenario with --runs/--rounds/--warmup/--block-warmup applied, validated like the
+    matrix (runs are rounded down to a multiple of rounds), and --profile added to its
+    ``profile`` (a kind without the key is left as it is, and said)."""
     changes: dict[str, Any] = {k: v for k, v in (("rounds", rounds), ("runs", runs),
                                                  ("warmup", warmup)) if v is not None}
+    if block_warmup is not None and "block_warmup" in type(sc).model_fields:
+        changes["block_warmup"] = block_warmup
     if profile and "profile" in type(sc).model_fields:
         changes["profile"] = list(dict.fromkeys([*getattr(sc, "profile", []), *profile]))
     elif profile:
@@ -87,7 +90,8 @@ def override(sc: ScenarioConfig, runs: int | None, rounds: int | None, warmup: i
         return type(sc).model_validate({**sc.model_dump(by_alias=True), **changes})
     except ValidationError as exc:
         err = exc.errors()[0]
-        key = "/".join(f"--{k}" for k in ("runs", "rounds", "warmup", "profile") if k in changes) \
+        key = "/".join(f"--{k}".replace("_", "-") for k in (
+            "runs", "rounds", "warmup", "block_warmup", "profile") if k in changes) \
             if not err["loc"] else f"--{err['loc'][-1]}"
         raise ConfigError(f"scenario {sc.name}: {key}: {err['msg']}") from None
 
@@ -102,7 +106,8 @@ def for_run(sc: ScenarioConfig, sw: Switches) -> ScenarioConfig:
     hold, or when --max-rounds is below the scenario's own rounds."""
     from patchbench.analysis import gating
 
-    out = override(sc, sw.runs, sw.rounds, sw.warmup, profile=sw.profile)
+    out = override(sc, sw.runs, sw.rounds, sw.warmup, profile=sw.profile,
+                   block_warmup=sw.block_warmup)
     adds = "--until-ci" if sw.until_ci is not None else "--gate" if sw.gate else None
     if adds is None:
         return out

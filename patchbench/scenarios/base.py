@@ -151,6 +151,7 @@ def header(sc: Any, command: str) -> dict[str, Any]:
     rate = getattr(sc, "rate", None)
     return {"name": sc.name, "description": sc.description, "command": command, "runs": sc.runs,
             "rounds": sc.rounds, "warmup": sc.warmup,
+            "block_warmup": getattr(sc, "block_warmup", 0),
             "rate": rate.model_dump() if rate is not None else None}
 
 
@@ -227,13 +228,13 @@ def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig]
 
 
 def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell], seed: int
-                   ) -> Callable[[dict[Cell, Samples], int], int] | None:
+                   ) -> bench.More | None:
     """``--until-ci`` (patchbench.analysis.sequential) or ``--budget`` (scenarios/budget.py) for
     one set of interleaved rounds of ``cells``: the ``more`` callback of ``bench.measure``, or
     None without either option or without a candidate to compare. It plans the looks, sets
     ``ctx.alpha`` to the level of each look (the comparisons are judged at it), and appends how
-    it stopped to ``ctx.stops``. ``seed``: the order's (``bench.schedule``), so that each look
-    judges with the signs of the order the rounds ran in, as the saved verdict does."""
+    it stopped to ``ctx.stops``. Each look judges with the signs of the order the rounds ran in
+    (given to ``more``), as the saved verdict does."""
     until = ctx.until
     base = ctx.built[0].variant.name
     pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
@@ -241,7 +242,7 @@ def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell], 
     if until is None or not pairs:
         return None
     if isinstance(until, sequential.Budget):  # --budget: scenarios/budget.py
-        return budget.rule(ctx, cells, pairs, until, seed)
+        return budget.rule(ctx, cells, pairs, until)
     sc = ctx.scenario
     if until.max_rounds < sc.rounds:
         raise ConfigError(f"--max-rounds {until.max_rounds}: scenario {sc.name} already runs "
@@ -252,14 +253,13 @@ def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell], 
     seen: list[results.Look] = []
     condition = cells[0].param("condition") or ""
 
-    def more(samples: dict[Cell, Samples], done: int) -> int:
+    def more(samples: dict[Cell, Samples], done: int, order: list[list[str]]) -> bench.Plan:
         widths: list[float | None] = []
         for b, c in pairs:
             sb, sk = samples[b], samples[c]
             if not set(sb.rounds) & set(sk.rounds):
                 widths.append(None)
                 continue
-            order = [[x.label for x in row] for row in bench.schedule(list(cells), done, seed)]
             v = paired.paired_verdict(sb.times, sb.rounds, sk.times, sk.rounds, alpha=level,
                                       min_effect=ctx.min_effect,
                                       signs=paired.neighbour_signs(order, b.label, c.label))
@@ -271,14 +271,14 @@ def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell], 
         if d.add:
             progress.say(f"  {sc.name}: round {done}: CI half-width {shown} > "
                          f"{until.target * 100:.3g} %: {d.add} more rounds (--until-ci)")
-            return d.add
+            return bench.Plan(d.add)
         ctx.stops.append(results.Stopping(
             scenario=sc.name, condition=condition, target=until.target,
             max_rounds=until.max_rounds, alpha=until.alpha, alpha_per_look=level,
             planned_looks=looks, looks=list(seen), stopped_at=done, reason=d.reason,
             rule=sequential.RULE))
         progress.say(f"  {sc.name}: " + sequential.describe(done, d.reason, worst, until.target))
-        return 0
+        return bench.Plan(0)
 
     return more
 

@@ -14,7 +14,7 @@ overrun the share at the pace seen."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,7 @@ from patchbench.util import progress
 if TYPE_CHECKING:
     from patchbench.scenarios.base import ScenarioContext
 
-More = Callable[[dict[Cell, Samples], int], int]
+More = bench.More
 
 
 @dataclass(frozen=True)
@@ -73,135 +73,172 @@ def _pct(value: float | None) -> str:
     return f"±{value * 100:.1f} %" if value is not None else "none"
 
 
-def rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
-         pairs: Sequence[tuple[Cell, Cell]], budget: sequential.Budget, seed: int) -> More:
-    """The ``more`` callback of one set of rounds of ``cells`` (``pairs``: baseline and
-    candidate cells) under ``budget``; it records the level of its looks for its set
-    (``ctx.alphas``, by condition: the set's comparisons are judged at it) and appends how it
-    stopped to ``ctx.stops``. With the gate (``budget.gate``) each gated metric is called against
-    its margin: ``budget.margin`` when the comparison gives one, else the metric's own
-    ``min_effect``."""
-    sc = ctx.scenario
-    started = time.monotonic()
-    share = budget.share(started)
-    names = [n for n in budget.metrics
-             if not isinstance(sc, TimedConfig) or n in sc.metric_names] or [mx.WALL]
-    block = len(bench.williams(len(cells)))
-    condition = cells[0].param("condition") or ""
-    plan: list[int] = []
-    level = [budget.alpha]
-    seen: list[results.Look] = []
+@dataclass
+class _Pair:
+    """One comparison of the set at the latest look: each gated metric's answer, and whether the
+    comparison is done (every gated metric decided, or called with the gate)."""
 
-    def min_effect(name: str) -> float:
-        return (sc.metric_min_effect(name, ctx.min_effect) if isinstance(sc, TimedConfig)
-                else ctx.min_effect)
+    seen: dict[str, Seen]
+    done: bool
+    needed: int | None = None  # --gate, first look: the rounds an unchanged candidate needs
 
-    def margin(name: str) -> float | None:
-        return budget.margin or min_effect(name) or None
 
-    cap = budget.max_rounds or gating.CAP_FACTOR * sc.rounds
-    if budget.gate and cap < sc.rounds:
-        raise ConfigError(f"--max-rounds {cap}: scenario {sc.name} already runs {sc.rounds} "
-                          "rounds", hint="give a cap of at least its rounds")
-    fits = MAX_SAMPLES // max(1, sc.runs // sc.rounds)  # the rounds a saved cell may hold
+class Rule:
+    """The ``more`` callback (``bench.More``) of one set of rounds of ``cells`` under
+    ``budget`` (``pairs``: baseline and candidate cells). It plans the looks at the first one,
+    records their level for the set (``ctx.alphas``, by condition: the set's comparisons are
+    judged at it), stops measuring a candidate once its comparison is done (the time goes to
+    the comparisons still undecided), and appends how the set stopped to ``ctx.stops``. With the
+    gate (``budget.gate``) each gated metric is called against its margin: ``budget.margin``
+    when the comparison gives one, else the metric's own ``min_effect``."""
 
-    def more(samples: dict[Cell, Samples], done: int) -> int:
+    def __init__(self, ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
+                 pairs: Sequence[tuple[Cell, Cell]], budget: sequential.Budget) -> None:
+        sc = ctx.scenario
+        self.ctx, self.sc, self.cells, self.pairs, self.budget = ctx, sc, cells, pairs, budget
+        self.started = time.monotonic()
+        self.share = budget.share(self.started)
+        self.names = [n for n in budget.metrics
+                      if not isinstance(sc, TimedConfig) or n in sc.metric_names] or [mx.WALL]
+        self.block = len(bench.williams(len(cells)))
+        self.condition = cells[0].param("condition") or ""
+        self.plan: list[int] = []
+        self.level = budget.alpha
+        self.looks: list[results.Look] = []
+        self.dropped: dict[str, int] = {}  # candidate label -> the round its comparison was done
+        self.cap = budget.max_rounds or gating.CAP_FACTOR * sc.rounds
+        if budget.gate and self.cap < sc.rounds:
+            raise ConfigError(f"--max-rounds {self.cap}: scenario {sc.name} already runs "
+                              f"{sc.rounds} rounds", hint="give a cap of at least its rounds")
+        self.fits = MAX_SAMPLES // max(1, sc.runs // sc.rounds)  # the rounds a saved cell holds
+
+    def min_effect(self, name: str) -> float:
+        sc = self.sc
+        return (sc.metric_min_effect(name, self.ctx.min_effect) if isinstance(sc, TimedConfig)
+                else self.ctx.min_effect)
+
+    def margin(self, name: str) -> float | None:
+        return self.budget.margin or self.min_effect(name) or None
+
+    def _plan(self, done: int, now: float) -> None:
+        """The first look plans the others: up to the cap with the gate, and as far as the time
+        allows at this pace. The time's bound allows for the candidates that will be done and
+        stop early (the pace of the baseline and one candidate); the time check at each look
+        stops the set when the next look would overrun its share."""
+        adds = self.budget.gate and any(self.margin(n) is not None for n in self.names)
+        top = min(self.cap, self.fits) if adds else done
+        if self.share is not None:
+            faster = max(1.0, len(self.cells) / 2)
+            by_time = sequential.budget_rounds(done, (now - self.started) / faster, self.share,
+                                               self.block, self.fits)
+            top = min(top, by_time) if self.budget.gate else by_time
+        self.plan.extend(sequential.planned_looks(done, max(top, done), self.block))
+        self.level = sequential.alpha_per_look(self.budget.alpha, self.plan)
+        self.ctx.alphas[self.condition] = self.level
+
+    def _pair(self, b: Cell, c: Cell, samples: dict[Cell, Samples],
+              order: list[list[str]], first: bool) -> _Pair:
+        sb, sk = samples[b], samples[c]
+        if not set(sb.rounds) & set(sk.rounds):
+            # every run of one of them hung: more rounds do not decide it (the gate fails it
+            # on its hangs), so it holds no set back
+            return _Pair({n: Seen("withheld", None, None) for n in self.names}, True)
+        signs = paired.neighbour_signs(order, b.label, c.label)
+        seen = {n: _judge(n, sb, sk, alpha=self.level, min_effect=self.min_effect(n),
+                          signs=signs) for n in self.names}
+        if not self.budget.gate:
+            return _Pair(seen, sequential.decided([s.verdict for s in seen.values()]))
+        calls, needed = [], []
+        for n, got in seen.items():
+            m = self.margin(n)
+            if m is None or got.low is None or got.high is None or got.speedup is None:
+                calls.append(True)  # nothing to call: more rounds do not change that
+                continue
+            calls.append(gating.call(got.speedup, got.low, got.high, m).call
+                         is not gating.Call.UNDECIDED)
+            sd = gating.sd_per_round(got.low, got.high, got.rounds, self.level)
+            if first and sd is not None:
+                needed.append(gating.rounds_needed(sd, m, self.level))
+        return _Pair(seen, all(calls), max(needed) if needed else None)
+
+    def _say_needed(self, most: int) -> None:
+        shown = (f"+{self.budget.margin:.1%}" if self.budget.margin
+                 else "each metric's min_effect")
+        progress.say(
+            f"  {self.sc.name}: gate margin {shown}: at this noise an unchanged candidate "
+            f"needs about {most} rounds to pass ({gating.POWER:.0%} power, each look at alpha "
+            f"{self.level:.2g}); looks planned at {', '.join(map(str, self.plan))}"
+            + ("" if most <= self.plan[-1] else f"; more than the {self.plan[-1]} planned: it "
+               f"may stay undecided (give --max-rounds {most} or more)"))
+
+    def __call__(self, samples: dict[Cell, Samples], done: int,
+                 order: list[list[str]]) -> bench.Plan:
         now = time.monotonic()
-        if not plan:  # the first look plans the others: the cap, and the time at this pace
-            # the gate adds rounds only for a metric with a margin to call it against (without
-            # one, min_effect 0, it is judged by the rule of schema 5: one look, at alpha)
-            adds = budget.gate and any(margin(n) is not None for n in names)
-            top = min(cap, fits) if adds else done
-            if share is not None:
-                by_time = sequential.budget_rounds(done, now - started, share, block, fits)
-                top = min(top, by_time) if budget.gate else by_time
-            plan.extend(sequential.planned_looks(done, max(top, done), block))
-            level[0] = sequential.alpha_per_look(budget.alpha, plan)
-            ctx.alphas[condition] = level[0]
-        calls: list[bool] = []  # --gate: whether each gated metric is called (pass or fail)
-        verdicts: list[str] = []
-        widths: dict[str, list[float | None]] = {n: [] for n in names}
-        mdes: dict[str, list[float | None]] = {n: [] for n in names}
-        needed: list[int] = []
-        # the order the rounds ran in (bench.schedule of the same seed), for the signs of the
-        # noise neighbouring rounds share: each look judges as the saved verdict will
-        order = [[x.label for x in row] for row in bench.schedule(list(cells), done, seed)]
-        for b, c in pairs:
-            sb, sk = samples[b], samples[c]
-            signs = paired.neighbour_signs(order, b.label, c.label)
-            for n in names:
-                if not set(sb.rounds) & set(sk.rounds):
-                    # every run of one of them hung: more rounds do not decide it (the gate
-                    # fails it on its hangs), so it holds no set back
-                    verdicts.append("withheld")
-                    calls.append(True)
-                    widths[n].append(None)
-                    mdes[n].append(None)
-                    continue
-                got = _judge(n, sb, sk, alpha=level[0], min_effect=min_effect(n), signs=signs)
-                verdicts.append(got.verdict)
-                widths[n].append(got.width)
-                mdes[n].append(got.mde)
-                m = margin(n)
-                if budget.gate and (m is None or got.low is None or got.high is None
-                                    or got.speedup is None):
-                    # no margin, or no interval to call (a round whose mean is 0, values all
-                    # alike): more rounds do not change that, so it holds no set back
-                    calls.append(True)
-                elif budget.gate and m is not None:
-                    call = gating.call(got.speedup or float("nan"), got.low, got.high, m)
-                    calls.append(call.call is not gating.Call.UNDECIDED)
-                    sd = (gating.sd_per_round(got.low, got.high, got.rounds, level[0])
-                          if got.low and got.high else None)
-                    if len(seen) == 0 and sd is not None:
-                        needed.append(gating.rounds_needed(sd, m, level[0]))
-        worst = {n: _worst(widths[n]) for n in names}
-        seen.append(results.Look(rounds=done, half_width=_worst(list(worst.values())),
-                                 widths=worst))
-        shown = ", ".join(f"{n} {_pct(w)}" for n, w in worst.items())
+        if not self.plan:
+            self._plan(done, now)
+        live = [(b, c) for b, c in self.pairs if c.label not in self.dropped]
+        got = {c: self._pair(b, c, samples, order, not self.looks) for b, c in live}
+        widths = {n: _worst([p.seen[n].width for p in got.values()]) for n in self.names}
+        self.looks.append(results.Look(rounds=done, half_width=_worst(list(widths.values())),
+                                       widths=widths))
+        needed = [p.needed for p in got.values() if p.needed is not None]
         if needed:  # said once, at the first look
-            most = max(needed)
-            shown_margin = (f"+{budget.margin:.1%}" if budget.margin
-                            else "each metric's min_effect")
-            progress.say(
-                f"  {sc.name}: gate margin {shown_margin}: at this noise an unchanged "
-                f"candidate needs about {most} rounds to pass ({gating.POWER:.0%} power, each "
-                f"look at alpha {level[0]:.2g}); looks planned at "
-                f"{', '.join(map(str, plan))}" + ("" if most <= plan[-1] else
-                f"; more than the {plan[-1]} planned: it may stay undecided (give "
-                f"--max-rounds {most} or more)"))
-        later = [r for r in plan if r > done]
-        pace = (now - started) / done
-        is_decided = (all(calls) and bool(calls) if budget.gate
-                      else sequential.decided(verdicts))
-        over = share is not None and bool(later) and (
-            now + (later[0] - done) * pace > started + share)
-        reason = ("decided" if is_decided else "budget" if not later else "time" if over
+            self._say_needed(max(needed))
+        later = [r for r in self.plan if r > done]
+        over = self.share is not None and bool(later) and (
+            now + (later[0] - done) * (now - self.started) / done > self.started + self.share)
+        undecided = [c for c, p in got.items() if not p.done]
+        reason = ("decided" if not undecided else "budget" if not later else "time" if over
                   else "")
-        if not reason:
-            why = ("not every gated metric called" if budget.gate
-                   else "not every gated metric decided")
-            left = ("" if share is None else
-                    f", {sequential.fmt_duration(max(0.0, started + share - now))} of this "
-                    "scenario's share left")
-            by = "--gate" if budget.seconds is None else "--budget"
-            progress.say(f"  {sc.name}: round {done}: CI half-width {shown}; {why}: "
-                         f"{later[0] - done} more rounds ({by}{left})")
-            return later[0] - done
-        budget.sets -= 1
-        mde = {n: _worst(mdes[n]) for n in names}
-        ctx.stops.append(results.Stopping(
-            scenario=sc.name, condition=condition, target=None, max_rounds=plan[-1],
-            alpha=budget.alpha, alpha_per_look=level[0], planned_looks=list(plan),
-            looks=list(seen), stopped_at=done, reason=reason,
-            rule=sequential.GATE_RULE if budget.gate else sequential.BUDGET_RULE,
-            budget_s=budget.seconds, metrics=names, seconds=now - started, mde=mde,
-            margin=budget.margin))
-        progress.say(f"  {sc.name}: round {done}: CI half-width {shown}; "
-                     + describe(done, reason, now - started, budget.seconds, mde))
-        return 0
+        shown = ", ".join(f"{n} {_pct(w)}" for n, w in widths.items())
+        if reason:
+            return self._stop(done, now, reason, shown, got)
+        for c in got:
+            if c not in undecided:
+                self.dropped[c.label] = done
+        stopped = [c.label for c in got if c not in undecided]
+        why = ("not every gated metric called" if self.budget.gate
+               else "not every gated metric decided")
+        left = ("" if self.share is None else ", " + sequential.fmt_duration(
+            max(0.0, self.started + self.share - now)) + " of this scenario's share left")
+        by = "--gate" if self.budget.seconds is None else "--budget"
+        progress.say(f"  {self.sc.name}: round {done}: CI half-width {shown}; {why}: "
+                     f"{later[0] - done} more rounds ({by}{left})"
+                     + (f"; decided, no longer measured: {', '.join(stopped)}" if stopped
+                        else ""))
+        return bench.Plan(later[0] - done, self._going_on())
 
-    return more
+    def _going_on(self) -> tuple[Cell, ...]:
+        """The cells measured from now on: every cell but the candidates whose comparison is
+        done, and the baselines left with none of their candidates."""
+        live = [(b, c) for b, c in self.pairs if c.label not in self.dropped]
+        stop = {c for b, c in self.pairs if c.label in self.dropped}
+        stop |= {b for b, _ in self.pairs if all(x != b for x, _ in live)}
+        return tuple(c for c in self.cells if c not in stop)
+
+    def _stop(self, done: int, now: float, reason: str, shown: str,
+              got: dict[Cell, _Pair]) -> bench.Plan:
+        self.budget.sets -= 1
+        mde = {n: _worst([p.seen[n].mde for p in got.values()]) for n in self.names}
+        self.ctx.stops.append(results.Stopping(
+            scenario=self.sc.name, condition=self.condition, target=None,
+            max_rounds=self.plan[-1], alpha=self.budget.alpha, alpha_per_look=self.level,
+            planned_looks=list(self.plan), looks=list(self.looks), stopped_at=done,
+            reason=reason, rule=sequential.GATE_RULE if self.budget.gate
+            else sequential.BUDGET_RULE, budget_s=self.budget.seconds, metrics=self.names,
+            seconds=now - self.started, mde=mde, margin=self.budget.margin,
+            dropped=dict(self.dropped)))
+        progress.say(f"  {self.sc.name}: round {done}: CI half-width {shown}; "
+                     + describe(done, reason, now - self.started, self.budget.seconds, mde,
+                                self.looks[-1].widths, self.dropped))
+        return bench.Plan(0)
+
+
+def rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell],
+         pairs: Sequence[tuple[Cell, Cell]], budget: sequential.Budget) -> More:
+    """The ``more`` callback of one set of rounds of ``cells`` under ``budget``
+    (:class:`Rule`)."""
+    return Rule(ctx, cells, pairs, budget)
 
 
 WHY = {"decided": "every gated metric decided", "budget": "the planned looks are spent",
@@ -209,14 +246,20 @@ WHY = {"decided": "every gated metric decided", "budget": "the planned looks are
 
 
 def describe(done: int, reason: str, seconds: float | None, budget_s: float | None,
-             mde: dict[str, float | None]) -> str:
-    """``stopped at round 14 after 41s (--budget 5m00s): every gated metric decided; MDE reached:
-    wall ±2.1 %, cpu ±3.0 %``."""
-    took = f" after {sequential.fmt_duration(seconds)}" if seconds is not None else ""
+             mde: dict[str, float | None], widths: dict[str, float | None] | None = None,
+             dropped: dict[str, int] | None = None) -> str:
+    """``stopped at round 14 after 0.7 min of measuring (--budget 5m00s): every gated metric
+    decided; CI half-width reached: wall ±2.1 %, cpu ±1.0 %; MDE reached: wall ±2.1 %, cpu ±3.0
+    %; decided earlier and no longer measured: fix at round 10``."""
+    took = (f" after {seconds / 60:.1f} min of measuring" if seconds is not None else "")
     given = f" (--budget {sequential.fmt_duration(budget_s)})" if budget_s is not None else ""
     reached = ", ".join(f"{n} {_pct(v)}" for n, v in mde.items())
-    return (f"stopped at round {done}{took}{given}: {WHY.get(reason, reason)}; MDE reached: "
-            f"{reached or 'none'}")
+    width = ("; CI half-width reached: " + ", ".join(f"{n} {_pct(v)}" for n, v in widths.items())
+             if widths else "")
+    early = ("; decided earlier and no longer measured: " + ", ".join(
+        f"{label} at round {r}" for label, r in dropped.items()) if dropped else "")
+    return (f"stopped at round {done}{took}{given}: {WHY.get(reason, reason)}{width}; MDE "
+            f"reached: {reached or 'none'}{early}")
 
 
 def start(seconds: float | None, alpha: float, gated: Sequence[str],

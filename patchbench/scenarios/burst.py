@@ -73,6 +73,10 @@ class BurstConfig(TimedConfig):
     phase_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description=(
         "The instance counts the phases are timed at (needed with `phases`)."))
     phase_runs: int = Field(default=3, ge=1, description="Phase launches per variant and k.")
+    block_warmup: int = Field(default=0, ge=0, le=100, description=(
+        "Runs that begin every block, recorded apart and never timed (see the command kind); "
+        "0 by default here: a burst's run is k instances at once, seconds long, so a warm-up "
+        "per block would cost a whole burst for a first-run cost that is a small part of it."))
 
 
     @model_validator(mode="after")

@@ -99,7 +99,8 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
     seed = ctx.seed if seed is None else seed
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout, seed=seed, workdir=ctx.workdir,
-                         more=precision_rule(ctx, cells, seed))
+                         more=precision_rule(ctx, cells, seed),
+                         block_warmup=sc.block_warmup if isinstance(sc, TimedConfig) else 0)
 
 
 def plan_deadline(sc: TimedConfig) -> list[str]:

@@ -36,6 +36,7 @@ class Switches:
     runs: int | None = None  # override every scenario's runs (quick looks, integration tests)
     rounds: int | None = None
     warmup: int | None = None
+    block_warmup: int | None = None  # --block-warmup: every timed scenario's block_warmup
     only: tuple[str, ...] = ()  # scenario names
     gate: bool = False  # exit non-zero when a candidate is slower or not correct
     # with gate: a withheld or inconclusive verdict passes (by default it fails the gate)

@@ -74,7 +74,7 @@ def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
     _, run_dir = demo_run
     saved = json.loads((run_dir / "results.json").read_text())
     assert saved == report.load_run(run_dir).dump()
-    assert saved["schema_version"] == results.SCHEMA_VERSION == 6
+    assert saved["schema_version"] == results.SCHEMA_VERSION == 7
     assert saved["comparison"] == "demo" and saved["aa"] is False and saved["seed"] == 7
     assert saved["commit"] == "d43fc88e35d5f75debf78106f2c3ebe3b4b13c57"
     (sc,) = saved["scenarios"]
@@ -88,8 +88,14 @@ def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
         assert sorted(set(samples["rounds"])) == list(range(1, ROUNDS + 1))
         assert len(samples["hyperfine"]) == ROUNDS
         assert cell["summary"]["n"] == RUNS
-        # every run had a deadline: none hung, so none is kept apart
-        assert cell["hangs"]["hangs"] == 0 and cell["hangs"]["runs"] == RUNS
+        # every block began with its own warm-up run, recorded apart with its round
+        assert sc["block_warmup"] == 1
+        assert samples["warmup_rounds"] == list(range(1, ROUNDS + 1))
+        assert len(samples["warmup_times"]) == ROUNDS
+        assert set(samples["warmup_metrics"]) == set(samples["metrics"])
+        # every run had a deadline: none hung, so none is kept apart; the runs made count the
+        # blocks' warm-ups (a hung warm-up is a hang)
+        assert cell["hangs"]["hangs"] == 0 and cell["hangs"]["runs"] == RUNS + ROUNDS
         assert samples["hung_times"] == [] and samples["hung_rounds"] == []
     assert sc["deadline_s"] > 0
     assert sc["comparisons"][0]["hangs"]["hangs"] == 0

@@ -196,7 +196,8 @@ def test_one_progress_line_per_round_with_its_total_and_the_cells_in_order(
     assert len(lines) == 3
     for r, line in enumerate(lines, 1):
         assert f"round {r}/3 · " in line and " elapsed" in line and "ETA" in line
-        assert line.index("baseline 200.00 ms") < line.index("fix 100.00 ms")
+        # each round's median of its timed runs (0.200 and 0.201 s; 0.100 and 0.101 s)
+        assert line.index("baseline 200.50 ms") < line.index("fix 100.50 ms")
 
 
 # --- one hyperfine call per round ---------------------------------------------------------------
@@ -345,6 +346,10 @@ def test_hyperfine_many_gives_one_command_each_and_reads_each_result(
         names=["a", "b"], name="call")
     assert [g["times"] for g in got] == [[1.0], [2.0]]
     argv = seen["argv"]
+    # hyperfine under the reaper (measure/reaper.py), which takes the command after its own --
+    assert argv[:len(bench.reaper.argv())] == bench.reaper.argv()
+    argv = argv[len(bench.reaper.argv()):]
+    assert argv[0] == "hyperfine"
     assert argv[argv.index("--") + 1:] == ["x --y", "z"]  # after --: never read as options
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--command-name"] == ["a", "b"]
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--prepare"] == ["p1", "p2"]
@@ -369,9 +374,10 @@ def test_an_escape_in_a_batch_ends_the_batches(tmp_path: Path,
     monkeypatch.setattr(bench.procguard, "check_active", check)
     first: dict[str, int] = {}
 
-    def more(samples: dict[Cell, bench.Samples], done: int) -> int:
+    def more(samples: dict[Cell, bench.Samples], done: int,
+             order: list[list[str]]) -> bench.Plan:
         first.setdefault("asked at", done)
-        return 2 if done == 3 else 0  # two rounds more, after the batch
+        return bench.Plan(2 if done == 3 else 0)  # two rounds more, after the batch
 
     _, order = bench.measure("s", [Cell("baseline"), Cell("fix")], expand, seed=11,
                              workdir=tmp_path, more=more, **SCENARIO)
@@ -407,3 +413,64 @@ def test_a_batch_holds_at_most_max_batch_rounds(tmp_path: Path,
                   **{**SCENARIO, "rounds": 8, "runs": 16})
     per_call = Counter(c["call"] for c in fake.calls)
     assert [n // 2 for n in per_call.values()] == [1, 3, 3, 1]
+
+
+def test_every_block_begins_with_its_own_warmups_recorded_apart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """block_warmup W: every hyperfine command (a block: a cell in a round) runs W + runs/rounds
+    runs, batched or not; the first W of each go to the warm-up samples with their round, the
+    rest are timed; hyperfine's own --warmup stays once per cell, before its first round."""
+    monkeypatch.setattr(bench, "BATCH_SECONDS", 1e9)
+    fake = FakeHyperfine().install(monkeypatch)
+    cells = [Cell("baseline"), Cell("fix")]
+    samples, _ = bench.measure("s", cells, expand, seed=11, workdir=tmp_path, block_warmup=2,
+                               **{**SCENARIO, "rounds": 4, "runs": 8})
+    assert {c["runs"] for c in fake.calls} == {2 + 2}
+    assert fake.n_calls == 2  # round 1, then rounds 2-4 in one call
+    assert [c["warmup"] for c in fake.calls if c["call"] == 1] == [2, 2]
+    assert {c["warmup"] for c in fake.calls if c["call"] == 2} == {0}
+    for cell, base in ((cells[0], 0.2), (cells[1], 0.1)):
+        s = samples[cell]
+        # the fake's runs of a block take base, base + 1 ms, ...: the first two are warm-ups
+        assert s.times == pytest.approx([base + 0.002, base + 0.003] * 4)
+        assert s.warmup_times == pytest.approx([base, base + 0.001] * 4)
+        assert s.rounds == s.warmup_rounds == [1, 1, 2, 2, 3, 3, 4, 4]
+        assert s.runs == 16
+        assert set(s.as_dict()) >= {"warmup_times", "warmup_metrics", "warmup_rounds"}
+
+
+def test_a_hung_warmup_is_a_hang_and_a_failed_one_fails(tmp_path: Path) -> None:
+    s = bench.Samples()
+    failed = s.add({"times": [0.5, 0.1, 0.1], "exit_codes": [124, 0, 0]}, 1, warm=1)
+    assert failed == [] and s.hung_times == [0.5] and s.hung_rounds == [1]
+    assert s.times == [0.1, 0.1] and s.warmup_times == []
+    failed = s.add({"times": [0.1, 0.1, 0.1], "exit_codes": [2, 0, 0]}, 2, warm=1)
+    assert failed == [2]
+
+
+def test_decided_cells_stop_and_the_rest_go_on_in_a_balanced_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``more`` may drop cells (their comparisons are decided): the rounds it adds run only the
+    cells that go on, in a balanced order of their own, and the order returned is the one run;
+    ``more`` sees the order run so far."""
+    fake = FakeHyperfine().install(monkeypatch)
+    cells = [Cell("baseline"), Cell("fix"), Cell("other")]
+    seen: list[list[list[str]]] = []
+
+    def more(samples: dict[Cell, bench.Samples], done: int,
+             order: list[list[str]]) -> bench.Plan:
+        seen.append(order)
+        if done == 6:
+            return bench.Plan(4, (cells[0], cells[2]))  # fix is decided
+        return bench.Plan(0)
+
+    samples, order = bench.measure("s", cells, expand, seed=3, workdir=tmp_path, more=more,
+                                   **{**SCENARIO, "rounds": 6, "runs": 6})
+    assert len(order) == 10 and seen[0] == order[:6] and seen[1] == order
+    assert all(sorted(r) == ["baseline", "fix", "other"] for r in order[:6])
+    assert all(sorted(r) == ["baseline", "other"] for r in order[6:])
+    assert Counter(r[0] for r in order[6:]) == Counter({"baseline": 2, "other": 2})
+    assert samples[cells[1]].rounds == [1, 2, 3, 4, 5, 6]
+    assert samples[cells[2]].rounds == list(range(1, 11))
+    ran = [c["cmd"][0] for c in fake.calls]
+    assert ran == [label for r in order for label in r]

@@ -163,8 +163,53 @@ def test_the_report_says_the_budget_the_half_widths_and_the_mde() -> None:
     md = report.render(res)
     assert "`--budget 30s` for the gated metrics wall, cpu" in md
     assert "round 10: wall ±3.0 %, cpu ±1.0 %" in md
-    assert ("stopped at round 10 after 6s (--budget 30s): every gated metric decided; MDE "
-            "reached: wall ±4.1 %, cpu ±2.0 %") in md
-    assert report.markdown.stopping_text(res) == [
-        "run: stopped at round 10 after 6s (--budget 30s): every gated metric decided; MDE "
-        "reached: wall ±4.1 %, cpu ±2.0 %"]
+    said = ("stopped at round 10 after 0.1 min of measuring (--budget 30s): every gated metric "
+            "decided; CI half-width reached: wall ±3.0 %, cpu ±1.0 %; MDE reached: wall ±4.1 %, "
+            "cpu ±2.0 %")
+    assert said in md
+    assert report.markdown.stopping_text(res) == [f"run: {said}"]
+
+
+def test_a_decided_candidate_stops_and_the_time_goes_to_the_undecided_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two candidates: one 25 % faster (decided at the first look), one with CPU time 10 % up
+    against a 10 % min_effect at a CV of 30 % (never decided). The first stops being measured
+    after the first look; the rounds after it run the baseline and the other only, and the
+    looks were planned for that faster pace (the baseline and one candidate a round)."""
+    class PerVariant(Hyperfine2):
+        def __call__(self, inv: Invocation, *, runs: int, **kw: Any) -> dict[str, Any]:
+            self.ratio, self.cpu_ratio = {"baseline": (1.0, 1.0), "fix": (1.25, 2.0),
+                                          "other": (1.0, 1.10)}[inv.command[0]]
+            return super().__call__(inv, runs=runs, **kw)
+
+    fake = PerVariant(0.3, 1.0, 1.0, Clock())
+    built = [build.Built(build.Variant(v, ()), tmp_path / v, {"artifacts": {}}, True)
+             for v in ("baseline", "fix", "other")]
+    sc = CommandConfig(name="run", command=["x"], runs=18, rounds=6,
+                       metrics=["wall", {"name": "cpu", "min_effect": 0.1}])
+    given = budget.start(60.0, 0.05, ("cpu",), [sc])
+    ctx = scenarios.ScenarioContext(
+        scenario=sc, built=built, runtime=None, workdir=tmp_path / "w", seed=3,
+        layout=Layout(tmp_path / "b", tmp_path / "r"), project_root=tmp_path, alpha=0.05,
+        min_effect=0.02, until=given)
+    monkeypatch.setattr(bench, "hyperfine", fake)
+    monkeypatch.setattr(bench, "hyperfine_many", fake.many)
+    monkeypatch.setattr(budget, "time", fake.clock)
+    cells = [Cell("baseline"), Cell("fix"), Cell("other")]
+    samples, order = bench.measure(
+        "run", cells, lambda c: Invocation(command=[c.variant], metrics=("wall", "cpu")),
+        runs=18, rounds=6, warmup=0, timeout=5, seed=3, workdir=tmp_path / "w",
+        more=precision_rule(ctx, cells, 3))
+    (stop,) = ctx.stops
+    assert list(stop.dropped) == ["fix"]
+    at = stop.dropped["fix"]  # a look before the last
+    assert at in stop.planned_looks and at < stop.stopped_at == len(order)
+    assert samples[cells[1]].rounds[-1] == at and samples[cells[2]].rounds[-1] == len(order)
+    assert all(len(row) == 3 for row in order[:at])
+    assert all(sorted(row) == ["baseline", "other"] for row in order[at:])
+    # 6 rounds of 3 commands took 18 s; planned at the pace of 2 commands a round (2 s), the
+    # 60 s reach 30 rounds (at 3 s a round: 20)
+    assert stop.planned_looks[-1] == 30 and stop.reason in ("budget", "time")
+    assert f"decided earlier and no longer measured: fix at round {at}" in \
+        budget.describe(stop.stopped_at, stop.reason, stop.seconds, stop.budget_s, stop.mde,
+                        stop.looks[-1].widths, stop.dropped)

@@ -43,7 +43,7 @@ def test_a_found_delay_shows_its_size_in_milliseconds() -> None:
     assert comp.rule5 and comp.verdict == "slower" and comp.effect_s is not None
     md = report.render(res)
     assert f"{comp.speedup:.2f}× [" in md and ", +5." in md and " ms [+" in md
-    assert "round-paired (schema 5)" in md and "TOST" in md
+    assert "round-paired (schema 6)" in md and "TOST" in md  # the rule of results version 6
     assert "geometric mean baseline / geometric mean candidate" in md
     page = html.render_html(res, gate=[])
     assert f"{comp.speedup:.2f}× [" in page and ", +5." in page  # the effect in report.html too

@@ -82,7 +82,7 @@ def test_a_version_3_file_reads_as_runs_without_deadlines() -> None:
         del c["hangs"], c["samples"]["hung_times"], c["samples"]["hung_rounds"]
     del sc["comparisons"][0]["hangs"]
     res = results.parse(old, "t")
-    assert res.schema_version == results.SCHEMA_VERSION == 6
+    assert res.schema_version == results.SCHEMA_VERSION == 7
     (rsc,) = res.scenarios
     assert isinstance(rsc, CommandResult)
     assert rsc.deadline_s is None and all(c.hangs is None for c in rsc.cells)
