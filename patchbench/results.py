@@ -22,9 +22,7 @@ from pydantic import (
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
-    SerializerFunctionWrapHandler,
     ValidationError,
-    model_serializer,
     model_validator,
 )
 from pydantic_core import core_schema
@@ -382,18 +380,10 @@ class _Scenario(_Rec):
     rounds: int
     warmup: int
     # version 7: the runs that began every block, recorded apart (Samples.warmup_*); None in a
-    # run made before them (no block warm-ups)
-    block_warmup: int | None = None
+    # run made before them (no block warm-ups), which is dumped as it was saved: without it
+    block_warmup: int | None = Field(default=None, exclude_if=lambda v: v is None)
     rate: Rate | None = None
     order: list[list[str]] = Field(default_factory=list)
-
-    @model_serializer(mode="wrap")
-    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A run made before block warm-ups is dumped as it was saved: without the field."""
-        out: dict[str, Any] = handler(self)
-        if out.get("block_warmup", 0) is None:
-            out.pop("block_warmup")
-        return out
 
     if TYPE_CHECKING:  # for the type checker only: a field here would move it in results.json
         kind: str
