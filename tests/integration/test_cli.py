@@ -58,7 +58,8 @@ def test_dry_run_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
                    reports=tmp_path / "r")
     assert cli.do_compare(ws, "demo", Switches(dry_run=True, runs=6, rounds=3, warmup=0)) == 0
     out = capsys.readouterr().out
-    assert "6 runs per cell in 3 interleaved rounds, warmup 0" in out
+    assert ("6 runs per cell in 3 interleaved rounds (blocks of 2, each after 1 warm-up run), "
+            "warmup 0") in out
     assert "go build -o slowstart ." in out
     assert not (tmp_path / "b").exists() and not (tmp_path / "r").exists()
 

@@ -35,8 +35,10 @@ def project(prebuilt_project: Project) -> Project:
 
 
 def scenario(who: str, marker: str, **kw: Any) -> dict[str, Any]:
+    # no block warm-ups: "every third run" counts the timed runs only
     data: dict[str, Any] = {"name": "hangs", "command": ["sh", "-c", EVERY_THIRD % (who, marker)],
-                            "warmup": 0, "runs": 6, "rounds": 2, "timeout": DEADLINE}
+                            "warmup": 0, "block_warmup": 0, "runs": 6, "rounds": 2,
+                            "timeout": DEADLINE}
     data.update(kw)
     return data
 
@@ -148,7 +150,8 @@ def test_conditions_run_as_their_own_cells(project: Project, tmp_path: Path) -> 
     lines = seen.read_text().splitlines()
     assert sorted(set(lines)) == ["baseline default", "baseline flagged on", "baseline one-core",
                                   "greet default", "greet flagged on", "greet one-core"]
-    assert len(lines) == 4 * 6
+    # every cell's 4 timed runs and the warm-up run that began each of its 2 blocks
+    assert len(lines) == (4 + 2) * 6
     loaded = results.load(run_dir)
     assert loaded.schema_version == 7
     md = (run_dir / "report.md").read_text()
