@@ -29,7 +29,7 @@ from pydantic import Field
 from patchbench.measure import cpuprofile, syscalls
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
-from patchbench.report.blocks import Block, Chart, Code, Heading, bullets, table, text
+from patchbench.report.blocks import Block, Chart, Code, bullets, heading, table, text
 from patchbench.report.numbers import fmt_time
 from patchbench.results import MAX_CELLS, Record
 from patchbench.scenarios.base import ScenarioContext
@@ -448,7 +448,7 @@ def page(profile: Profile | None, baseline: str) -> list[Block]:
     differential flame graphs."""
     if profile is None:
         return []
-    out: list[Block] = [Heading("Why: traced runs"), *blocks(profile, baseline, rows=None),
+    out: list[Block] = [heading("Why: traced runs"), *blocks(profile, baseline, rows=None),
                         *cpu_charts(profile.cpu, baseline)]
     if phase_medians(profile):
         out.append(Chart("phases", partial(charts.phases_chart, phase_medians(profile, baseline),

@@ -28,12 +28,12 @@ from patchbench.report.blocks import (
     Across,
     Block,
     Code,
-    Heading,
     Inline,
     Link,
     Output,
     Table,
     bullets,
+    heading,
     table,
     text,
 )
@@ -410,7 +410,7 @@ class SoakKind:
             table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
                    "leftovers", "escaped", "median (exit 0)"], rows, "soak")]
         if found:
-            out.append(Heading("Hang evidence (saved before the kill)"))
+            out.append(heading("Hang evidence (saved before the kill)"))
             if sc.evidence_summary:
                 out.append(text(Link("every hang, described", sc.evidence_summary)))
             out.append(bullets(found, "evidence"))

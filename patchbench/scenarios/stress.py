@@ -26,7 +26,7 @@ from patchbench.errors import BenchmarkError, CommandError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.report import charts
-from patchbench.report.blocks import Across, Block, Chart, Heading, Table, table, text
+from patchbench.report.blocks import Across, Block, Chart, Table, heading, table, text
 from patchbench.report.numbers import fmt_time
 from patchbench.results import Record, ScenarioResult, ScenarioUpgrade
 from patchbench.scenarios import stress_signals
@@ -519,7 +519,7 @@ class StressKind:
                                    "outcomes"], rows, "stress")]
         sig_rows = signal_rows(sc)
         if sig_rows:
-            out += [Heading("Signals sent once the process inside was ready"),
+            out += [heading("Signals sent once the process inside was ready"),
                     table(SIGNAL_HEADERS, sig_rows, "stress-signals")]
         return [*out, Chart("stress", partial(charts.stress_chart, sc.model_dump(mode="json")),
                             "How every instance launched in the stress rounds ended, per build.")]

@@ -15,12 +15,12 @@ from patchbench.report.blocks import (
     Block,
     Chart,
     Code,
-    Heading,
     Inline,
     Link,
     Pre,
     Strong,
     bullets,
+    heading,
     table,
     text,
 )
@@ -196,7 +196,7 @@ def verify_page(checks: dict[str, Check] | None) -> list[Block]:
         passed: list[Inline] = [" ", Code(c.output[:500])] if c.passed else []
         items.append([Strong(v), f": {'passed' if c.passed else 'FAILED'} (exit {c.exit_code})",
                       *passed])
-    return [Heading("Check after measuring (verify)"), bullets(items, "verify"),
+    return [heading("Check after measuring (verify)"), bullets(items, "verify"),
             *_failed_output(checks)]
 
 
@@ -277,7 +277,7 @@ def k_tables(name: str, ks: list[int], cells: list[Cell], comparisons: list[Verd
                                fmt_time(ph.total_median)])
     if phase_rows and phases:
         names = phase_names or list(next(iter(next(iter(phases.values())).values())).median)
-        out += [Heading("Phases (medians over every instance)"),
+        out += [heading("Phases (medians over every instance)"),
                 table(["build", "k", *names, "total"], phase_rows, "phases")]
     return out
 

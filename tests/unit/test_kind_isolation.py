@@ -24,8 +24,8 @@ from patchbench import config, errors, gate, results, scenarios
 from patchbench.config import scenarios as config_scenarios
 from patchbench.config.scenarios import AnyScenario, ScenarioConfig, config_models
 from patchbench.errors import ReportError
-from patchbench.report import markdown
 from patchbench.report.blocks import Across, Block, Table, text
+from patchbench.runs import document
 from patchbench.scenarios.base import ScenarioContext
 from patchbench.scenarios.steps import ByCount, StepRule
 from tests.support import REPO_ROOT
@@ -339,7 +339,7 @@ def test_a_kind_defined_in_a_test_registers_and_round_trips(toy: ToyKind) -> Non
     assert json.dumps(res.dump()) == json.dumps(data)
     # the rest of patchbench reaches it through the registry: its gate rule, its report
     assert "toy-1: left a mount" in gate.failures(res)
-    assert "The toy was of size 3." in markdown.render(res)
+    assert "The toy was of size 3." in document.markdown(res)
     # its own step of reading an older results version
     old = {**{k: v for k, v in TOY.items() if k != "record"}, "size": 5}
     back = results.parse(a_run(old, version=4), "toy v4").scenarios[-1]

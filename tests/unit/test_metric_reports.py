@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from patchbench import gate, report, results
+from patchbench import gate, results
 from patchbench.analysis import metrics as mx
 from patchbench.analysis import verdict
-from patchbench.report import html
-from patchbench.runs import diff, export, merge
+from patchbench.runs import diff, document, export, merge
 from patchbench.scenarios import metric_views
 
 PER, ROUNDS = 10, 10
@@ -128,17 +127,17 @@ def test_an_undecided_verdict_gives_no_word_but_what_the_rest_shows() -> None:
 
 def test_the_summary_keeps_one_line_per_candidate_with_the_metrics_beside_wall_time() -> None:
     res = results.parse(metric_doc(PLANTED), "t")
-    headers = report.summary_rows(res), report.markdown.summary_headers(res)
+    headers = document.summary_rows(res), document.summary_headers(res)
     rows, names = headers
     assert names[-2:] == ["verdict", "other metrics"] and len(rows) == len(PLANTED)
     spin = next(r for r in rows if r[1] == "spin")
     assert spin[-2] == "slower" and spin[-1].startswith("cpu slower +5.")
     alloc = next(r for r in rows if r[1] == "alloc")
     assert "peak-rss larger +64" in alloc[-1]
-    md = report.render(res, gate=gate.failures(res))
+    md = document.markdown(res, gate=gate.failures(res))
     assert re.search(r"\| spin +\| cpu +\| 3\.\d+ ms +\| 9\.\d+ ms", md)
     assert "What the metrics say" in md and "the extra time is waiting" in md
-    page = html.render_html(res, gate=gate.failures(res))
+    page = document.html(res, gate=gate.failures(res))
     assert 'data-chart="metrics"' in page and 'class="metrics"' in page
     assert 'class="words"' in page
 

@@ -13,11 +13,12 @@ import pytest
 
 from patchbench import config, gate, results, scenarios
 from patchbench.errors import ConfigError
-from patchbench.report import html, markdown
+from patchbench.report import html
 from patchbench.report.blocks import Chart
 from patchbench.scenarios import stress, stress_signals
 from patchbench.scenarios.stress import StressBuild, StressConfig, StressResult, without_host
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
+from tests.support import scenario_md
 
 MATRIX = """\
 version: 1
@@ -239,7 +240,7 @@ def test_an_old_stress_result_reads_and_renders_as_before() -> None:
         "name": "s", "command": "x", "runs": 1, "rounds": 1, "warmup": 0, "rounds_detail": [],
         "per_build": {"baseline": old}, "instances": 8, "delay": [0, 1], "actions": ["delete"]})
     assert (sc.mode, sc.not_forwarded, sc.per_build["baseline"].signals) == ("run", [], {})
-    (table,) = markdown.scenario_blocks(sc)
+    (table,) = scenario_md(sc)
     assert "launched command outcomes" in table and "exit 0: 8" in table
     assert "signal" not in html.blocks(stress.KIND.page(sc))
 
@@ -248,7 +249,7 @@ def test_the_signal_table() -> None:
     sc = result({"baseline": build({"SIGUSR1": sig(), "SIGWINCH": sig(forwarded=0, by_design=8)}),
                  "fix": build({"SIGUSR1": sig(forwarded=7, lost=1),
                                "SIGWINCH": sig(forwarded=0, by_design=8)}, not_ready=1)})
-    _, note, table = markdown.scenario_blocks(sc)
+    _, note, table = scenario_md(sc)
     assert "SIGWINCH: the runtime does not forward it by design" in note
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
             if line.startswith("| fix")]
