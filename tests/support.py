@@ -437,14 +437,16 @@ def build(project: config.Project, ws: Workspace, target: str, variants: Iterabl
 def scenario_md(sc: Any) -> list[str]:
     """A scenario's own part of report.md (its kind's blocks), one markdown string per block."""
     from patchbench.report import markdown
+    from patchbench.report.blocks import View
     from patchbench.scenarios import KINDS
 
-    return markdown.blocks(KINDS[sc.kind].report(sc))
+    return markdown.blocks(KINDS[sc.kind].blocks(sc, View.REPORT))
 
 
 def scenario_page(sc: Any) -> str:
     """A scenario's own part of report.html (its kind's blocks)."""
     from patchbench.report import html
+    from patchbench.report.blocks import View
     from patchbench.scenarios import KINDS
 
-    return html.blocks(KINDS[sc.kind].page(sc))
+    return html.blocks(KINDS[sc.kind].blocks(sc, View.PAGE))

@@ -24,6 +24,9 @@ class View(enum.Enum):
     MERGE = "merge"  # a kind's cells of a merged report (Across), if any
 
 
+MARKDOWN = (View.REPORT, View.BRIEF)  # report.md's part of a scenario, whole or brief
+
+
 @dataclass(frozen=True)
 class Code:
     text: str

@@ -315,7 +315,7 @@ def scenario_section(sc: ScenarioResult, view: View, *, new: bool = True,
                         f"{sc.warmup}."))
         out += [] if page else [text(line) for line in stopping]
         out.append(detail_table(sc, view))
-    out += (KINDS[sc.kind].page(sc) if page else KINDS[sc.kind].report(sc))
+    out += KINDS[sc.kind].blocks(sc, view)
     return Section(tuple(out))
 
 
@@ -388,7 +388,7 @@ def printed(results: Results) -> str:
         out.append(summary_text(results))
     out += stopping_text(results)
     for sc in results.scenarios:
-        shown = md_format.blocks([b for b in KINDS[sc.kind].report(sc, details=False)
+        shown = md_format.blocks([b for b in KINDS[sc.kind].blocks(sc, View.BRIEF)
                                   if not isinstance(b, Image)])
         if shown:
             out.append(f"\n{sc.name}:\n" + "\n\n".join(shown))

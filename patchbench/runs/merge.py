@@ -322,7 +322,7 @@ class KindRows:
 
 
 def kind_sections(m: Merged) -> list[KindRows]:
-    """The kinds' own sections (``ScenarioKind.across``), e.g. per stress scenario and build:
+    """The kinds' own sections (their blocks for View.MERGE), e.g. per stress scenario and build:
     hangs / leftovers / failed fresh runs on each machine. Rows in the order they first appear,
     grouped by scenario; "-": not in that run."""
     first: dict[str, Across] = {}
@@ -330,10 +330,8 @@ def kind_sections(m: Merged) -> list[KindRows]:
     per_run: list[dict[str, dict[tuple[str, ...], str]]] = []
     for run in m.runs:
         cells: dict[str, dict[tuple[str, ...], str]] = {}
-        for sc in run.results.scenarios:
-            a = KINDS[sc.kind].across(sc)
-            if a is None:
-                continue
+        for a in (b for sc in run.results.scenarios for b in KINDS[sc.kind].blocks(sc, View.MERGE)
+                  if isinstance(b, Across)):
             first.setdefault(a.title, a)
             seen = keys.setdefault(a.title, [])
             for key, value in a.cells:

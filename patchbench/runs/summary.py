@@ -16,6 +16,7 @@ from patchbench.report.blocks import (
     Inline,
     Strong,
     Table,
+    View,
     bullets,
     escaped,
     heading,
@@ -38,14 +39,14 @@ def summary_path(explicit: str | os.PathLike[str] | None,
 
 
 def kind_tables(results: Results) -> list[Table]:
-    """The kinds' own tables of a job summary (``ScenarioKind.summary``): the rows of every
+    """The kinds' own tables of a job summary (their blocks for View.SUMMARY): the rows of every
     scenario whose table has the same headers are one table, in the order they first appear.
     Names and builds come from the file: every cell is escaped."""
     rows: dict[tuple[Cell, ...], list[tuple[Cell, ...]]] = {}
     for sc in results.scenarios:
-        t = KINDS[sc.kind].summary(sc)
-        if t is not None and t.rows:
-            rows.setdefault(t.headers, []).extend(tuple(escaped(row)) for row in t.rows)
+        for t in KINDS[sc.kind].blocks(sc, View.SUMMARY):
+            if isinstance(t, Table) and t.rows:
+                rows.setdefault(t.headers, []).extend(tuple(escaped(row)) for row in t.rows)
     return [Table(headers, tuple(r)) for headers, r in rows.items()]
 
 

@@ -21,7 +21,7 @@ from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.errors import ConfigError, PatchbenchError
 from patchbench.measure import bench, hangs
 from patchbench.measure.bench import Cell, Invocation, Samples
-from patchbench.report.blocks import Across, Block, Table
+from patchbench.report.blocks import Block, View
 from patchbench.results import Cell as CellResult
 from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
 from patchbench.scenarios import budget
@@ -124,23 +124,12 @@ class ScenarioKind(Protocol[KindConfig, KindResult]):
         """Why this scenario fails an A/B gate, beyond "significantly slower" (judged for all
         kinds at once, Holm-adjusted); empty when it passes."""
 
-    def report(self, result: KindResult, *, details: bool = True) -> list[Block]:
-        """report.md's part of this scenario after its header and (a timed kind) its cells'
-        detail table (patchbench.report.markdown formats it). Without ``details``, a timed kind
-        leaves out its round-paired details and hangs (what ``compare`` prints)."""
-
-    def page(self, result: KindResult) -> list[Block]:
-        """report.html's part of this scenario after the same (patchbench.report.html formats
-        it)."""
-
-    def summary(self, result: KindResult) -> Table | None:
-        """This scenario's rows of a CI job summary's table of this kind (the tables of all
-        scenarios with the same headers are one table); None: nothing beyond the summary
-        table."""
-
-    def across(self, result: KindResult) -> Across | None:
-        """This scenario's cells of a merged report's section of this kind (one column per
-        run); None: nothing beyond the merged summary."""
+    def blocks(self, result: KindResult, view: View) -> list[Block]:
+        """How this scenario is shown (pytest's report hooks): its part of report.md after its
+        header and (a timed kind) its cells' detail table, the same without round-paired details
+        and hangs (what ``compare`` prints), its part of report.html, its table rows of a CI job
+        summary (Table blocks; the rows of all scenarios with the same headers are one table),
+        its cells of a merged report (Across blocks); an empty list: nothing."""
 
 
 # --- shared helpers -------------------------------------------------------------------------

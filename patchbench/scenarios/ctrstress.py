@@ -28,7 +28,7 @@ from patchbench.errors import PatchbenchError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.measure.oci_image import OciImage, image_name
-from patchbench.report.blocks import Across, Block, Table, table, text
+from patchbench.report.blocks import MARKDOWN, Block, View, table, text
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
@@ -593,94 +593,93 @@ class CtrStressKind:
         return gate_failures(result.name, {v: pv.model_dump()
                                            for v, pv in result.per_variant.items()})
 
-    def report(self, result: CtrStressResult, *, details: bool = True) -> list[Block]:
-        """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then
-        every round with its draw and what each variant left."""
-        sc = result
-        rows = [[v, str(pv.rounds), ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
-                 ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
-                           if a != "restart") or "-",
-                 str(pv.hangs), str(pv.kill_errors), f"{pv.mounts} ({pv.idmapped_mounts})",
-                 f"{pv.snapshots} / {pv.snapshot_dirs}", str(pv.shims),
-                 f"{pv.tasks} / {pv.containers}", str(pv.rounds_with_leftovers),
-                 str(pv.fresh_failures)]
-                for v, pv in sc.per_variant.items()]
-        out: list[Block] = [
-            text(f"{sc.instances} containers per round (L = {', '.join(map(str, sc.layers))}), "
-                 f"one action per round after a seeded delay in [{sc.delay[0]:g}, "
-                 f"{sc.delay[1]:g}] s, the same for every variant; afterwards (up to "
-                 f"{sc.settle:g} s for the shims to go) what is left is counted, then removed, "
-                 "and a fresh container must run `true`. A kill or delete is retried on each "
-                 "container until it takes effect (hit) or the container has finished (missed) "
-                 "or failed to start (refused). Leftovers are summed over the rounds (after each "
-                 "round and after its fresh start)."),
-            table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused", "hangs",
-                   "kill errors", "mounts left (idmapped)", "snapshots active / unlisted dirs",
-                   "shims left", "tasks / containers left", "rounds with leftovers",
-                   "fresh start failed"], rows)]
-        variants = list(sc.per_variant)
-        cells: dict[tuple[int, str, str], list[int]] = {}
-        for r in sc.rounds_detail:  # (L, action, variant) -> summed leftovers
-            acc = cells.setdefault((r.layers, r.action, r.variant), [0] * 6)
-            for c in (r.left, r.fresh_left):
-                for i, n in enumerate((c.mounts, c.idmapped_mounts, c.snapshots, c.shims,
-                                       c.tasks, c.containers)):
-                    acc[i] += n
-        rows = [[str(n), a, *[("{} ({}) / {} / {} / {} / {}".format(*cells[(n, a, v)])
-                               if (n, a, v) in cells else "-") for v in variants]]
-                for n, a in sorted({(k[0], k[1]) for k in cells})]
-        out += [text("Leftovers by L and action (summed over rounds and fresh starts; mounts "
-                     "(idmapped) / active snapshots / shims / tasks / containers):"),
-                table(["L", "action", *variants], rows)]
-        by_round: dict[int, list[str]] = {}
-        draw: dict[int, list[str]] = {}
-        for r in sc.rounds_detail:
-            c = r.left
-            left = (f"{c.mounts} ({c.idmapped_mounts}) / {c.snapshots} / {c.shims} / "
-                    f"{c.tasks} / {c.containers}")
-            exits = ", ".join(f"{code if code is not None else 'hang'}×{n}" for code, n in sorted(
-                ((x, r.exit_codes.count(x)) for x in set(r.exit_codes)),
-                key=lambda t: (t[0] is None, t[0] or 0)))
-            hits = ", ".join(f"{a} {n}" for a, n in sorted(r.action_outcomes.items())
-                             if a != "restart")
-            by_round.setdefault(r.round, []).append(
-                f"{r.variant}: {hits + '; ' if hits else ''}exits {exits}; left {left}; "
-                f"fresh {'ok' if r.fresh_ok else 'FAILED'}")
-            draw[r.round] = [str(r.round), str(r.layers), r.action, f"{r.delay_s:.2f} s"]
-        rows = [[*draw[n], "<br>".join(by_round[n])] for n in sorted(draw)]
-        out += [text("Every round (left: mounts (idmapped) / active snapshots / shims / tasks / "
-                     "containers):"),
-                table(["round", "L", "action", "delay", "per variant"], rows),
-                images_line(sc.images, sc.runc)]
-        return out + round_evidence(
-            [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
-            sc.evidence_summary)
+    def blocks(self, result: CtrStressResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
-    def page(self, result: CtrStressResult) -> list[Block]:
-        """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""
-        sc = result
-        if not sc.per_variant:
-            return []
-        rows = [[v, pv.rounds, ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
-                 ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
-                           if a != "restart") or "-",
-                 pv.hangs, f"{pv.mounts} ({pv.idmapped_mounts})",
-                 f"{pv.snapshots} / {pv.snapshot_dirs}", pv.shims, f"{pv.tasks} / {pv.containers}",
-                 pv.fresh_failures]
-                for v, pv in sc.per_variant.items()]
-        return [text(f"{sc.instances} containers per round, layers "
-                     f"{', '.join(map(str, sc.layers))}; one action per round, the same for every "
-                     "variant; leftovers counted, then removed, after each round."),
-                table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused",
-                       "hangs", "mounts left (idmapped)", "snapshots active / unlisted dirs",
-                       "shims left", "tasks / containers left", "fresh start failed"], rows,
-                      stress.KIND.name)]  # the stress kind's table class: found as one
+def report(result: CtrStressResult, *, details: bool = True) -> list[Block]:
+    """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then
+    every round with its draw and what each variant left."""
+    sc = result
+    rows = [[v, str(pv.rounds), ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
+             ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
+                       if a != "restart") or "-",
+             str(pv.hangs), str(pv.kill_errors), f"{pv.mounts} ({pv.idmapped_mounts})",
+             f"{pv.snapshots} / {pv.snapshot_dirs}", str(pv.shims),
+             f"{pv.tasks} / {pv.containers}", str(pv.rounds_with_leftovers),
+             str(pv.fresh_failures)]
+            for v, pv in sc.per_variant.items()]
+    out: list[Block] = [
+        text(f"{sc.instances} containers per round (L = {', '.join(map(str, sc.layers))}), "
+             f"one action per round after a seeded delay in [{sc.delay[0]:g}, "
+             f"{sc.delay[1]:g}] s, the same for every variant; afterwards (up to "
+             f"{sc.settle:g} s for the shims to go) what is left is counted, then removed, "
+             "and a fresh container must run `true`. A kill or delete is retried on each "
+             "container until it takes effect (hit) or the container has finished (missed) "
+             "or failed to start (refused). Leftovers are summed over the rounds (after each "
+             "round and after its fresh start)."),
+        table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused", "hangs",
+               "kill errors", "mounts left (idmapped)", "snapshots active / unlisted dirs",
+               "shims left", "tasks / containers left", "rounds with leftovers",
+               "fresh start failed"], rows)]
+    variants = list(sc.per_variant)
+    cells: dict[tuple[int, str, str], list[int]] = {}
+    for r in sc.rounds_detail:  # (L, action, variant) -> summed leftovers
+        acc = cells.setdefault((r.layers, r.action, r.variant), [0] * 6)
+        for c in (r.left, r.fresh_left):
+            for i, n in enumerate((c.mounts, c.idmapped_mounts, c.snapshots, c.shims,
+                                   c.tasks, c.containers)):
+                acc[i] += n
+    rows = [[str(n), a, *[("{} ({}) / {} / {} / {} / {}".format(*cells[(n, a, v)])
+                           if (n, a, v) in cells else "-") for v in variants]]
+            for n, a in sorted({(k[0], k[1]) for k in cells})]
+    out += [text("Leftovers by L and action (summed over rounds and fresh starts; mounts "
+                 "(idmapped) / active snapshots / shims / tasks / containers):"),
+            table(["L", "action", *variants], rows)]
+    by_round: dict[int, list[str]] = {}
+    draw: dict[int, list[str]] = {}
+    for r in sc.rounds_detail:
+        c = r.left
+        left = (f"{c.mounts} ({c.idmapped_mounts}) / {c.snapshots} / {c.shims} / "
+                f"{c.tasks} / {c.containers}")
+        exits = ", ".join(f"{code if code is not None else 'hang'}×{n}" for code, n in sorted(
+            ((x, r.exit_codes.count(x)) for x in set(r.exit_codes)),
+            key=lambda t: (t[0] is None, t[0] or 0)))
+        hits = ", ".join(f"{a} {n}" for a, n in sorted(r.action_outcomes.items())
+                         if a != "restart")
+        by_round.setdefault(r.round, []).append(
+            f"{r.variant}: {hits + '; ' if hits else ''}exits {exits}; left {left}; "
+            f"fresh {'ok' if r.fresh_ok else 'FAILED'}")
+        draw[r.round] = [str(r.round), str(r.layers), r.action, f"{r.delay_s:.2f} s"]
+    rows = [[*draw[n], "<br>".join(by_round[n])] for n in sorted(draw)]
+    out += [text("Every round (left: mounts (idmapped) / active snapshots / shims / tasks / "
+                 "containers):"),
+            table(["round", "L", "action", "delay", "per variant"], rows),
+            images_line(sc.images, sc.runc)]
+    return out + round_evidence(
+        [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
+        sc.evidence_summary)
 
-    def summary(self, result: CtrStressResult) -> Table | None:
-        return None
-
-    def across(self, result: CtrStressResult) -> Across | None:
-        return None
+def page(result: CtrStressResult) -> list[Block]:
+    """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""
+    sc = result
+    if not sc.per_variant:
+        return []
+    rows = [[v, pv.rounds, ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
+             ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
+                       if a != "restart") or "-",
+             pv.hangs, f"{pv.mounts} ({pv.idmapped_mounts})",
+             f"{pv.snapshots} / {pv.snapshot_dirs}", pv.shims, f"{pv.tasks} / {pv.containers}",
+             pv.fresh_failures]
+            for v, pv in sc.per_variant.items()]
+    return [text(f"{sc.instances} containers per round, layers "
+                 f"{', '.join(map(str, sc.layers))}; one action per round, the same for every "
+                 "variant; leftovers counted, then removed, after each round."),
+            table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused",
+                   "hangs", "mounts left (idmapped)", "snapshots active / unlisted dirs",
+                   "shims left", "tasks / containers left", "fresh start failed"], rows,
+                  stress.KIND.name)]  # the stress kind's table class: found as one
 
 
 KIND: ScenarioKind[CtrStressConfig, CtrStressResult] = CtrStressKind()

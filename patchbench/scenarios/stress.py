@@ -26,7 +26,7 @@ from patchbench.errors import BenchmarkError, CommandError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.report import charts
-from patchbench.report.blocks import Across, Block, Chart, Table, heading, table, text
+from patchbench.report.blocks import MARKDOWN, Across, Block, Chart, Table, View, heading, table, text
 from patchbench.report.numbers import fmt_time
 from patchbench.results import Record, ScenarioResult, ScenarioUpgrade
 from patchbench.scenarios import stress_signals
@@ -482,61 +482,70 @@ class StressKind:
                 ] + stress_signals.gate(result.name,
                                         {v: pb.signals for v, pb in result.per_build.items()})
 
-    def report(self, result: StressResult, *, details: bool = True) -> list[Block]:
-        """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes; the
-        signal check; the hung instances with their evidence."""
-        sc = result
-        rows = [[v, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
-                 pb.fresh_failures,
-                 f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
-                 "; ".join(f"{k}: {n}" for k, n in sorted(pb.outcomes.items()))]
-                for v, pb in sc.per_build.items()]
-        out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
-                                   "leftovers", "fresh run failed", "list latency median / max",
-                                   "launched command outcomes"], rows)]
-        if any(pb.signals for pb in sc.per_build.values()):
-            note = (f" {', '.join(sc.not_forwarded)}: the runtime does not forward it by design; "
-                    "a missing one is shown apart and never fails the gate."
-                    if sc.not_forwarded else "")
-            out += [text("Signals sent to the launched process once the process inside said it "
-                         "was ready, and whether it recorded them:" + note),
-                    table(SIGNAL_HEADERS, signal_rows(sc))]
-        return out + round_evidence(
-            [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
-            sc.evidence_summary)
+    def blocks(self, result: StressResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        if view is View.SUMMARY:
+            return [summary(result)]
+        if view is View.MERGE:
+            return [across(result)]
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
-    def page(self, result: StressResult) -> list[Block]:
-        sc = result
-        if not sc.per_build:
-            return []
-        rows = [[build, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
-                 pb.fresh_failures,
-                 f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
-                 "; ".join(f"{o}: {n}" for o, n in sorted(pb.outcomes.items()))]
-                for build, pb in sc.per_build.items()]
-        out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
-                                   "leftovers", "fresh run failed", "list latency median / max",
-                                   "outcomes"], rows, "stress")]
-        sig_rows = signal_rows(sc)
-        if sig_rows:
-            out += [heading("Signals sent once the process inside was ready"),
-                    table(SIGNAL_HEADERS, sig_rows, "stress-signals")]
-        return [*out, Chart("stress", partial(charts.stress_chart, sc.model_dump(mode="json")),
-                            "How every instance launched in the stress rounds ended, per build.")]
+def report(result: StressResult, *, details: bool = True) -> list[Block]:
+    """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes; the
+    signal check; the hung instances with their evidence."""
+    sc = result
+    rows = [[v, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
+             pb.fresh_failures,
+             f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
+             "; ".join(f"{k}: {n}" for k, n in sorted(pb.outcomes.items()))]
+            for v, pb in sc.per_build.items()]
+    out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
+                               "leftovers", "fresh run failed", "list latency median / max",
+                               "launched command outcomes"], rows)]
+    if any(pb.signals for pb in sc.per_build.values()):
+        note = (f" {', '.join(sc.not_forwarded)}: the runtime does not forward it by design; "
+                "a missing one is shown apart and never fails the gate."
+                if sc.not_forwarded else "")
+        out += [text("Signals sent to the launched process once the process inside said it "
+                     "was ready, and whether it recorded them:" + note),
+                table(SIGNAL_HEADERS, signal_rows(sc))]
+    return out + round_evidence(
+        [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
+        sc.evidence_summary)
 
-    def summary(self, result: StressResult) -> Table | None:
-        """The job summary's row per build: hangs, leftovers, failed fresh runs, kill errors."""
-        return table(["stress", "build", "hangs", "leftovers", "fresh run failed", "kill errors"],
-                     [[result.name, build, pb.hangs, pb.leftovers, pb.fresh_failures,
-                       pb.kill_errors] for build, pb in result.per_build.items()])
+def page(result: StressResult) -> list[Block]:
+    sc = result
+    if not sc.per_build:
+        return []
+    rows = [[build, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
+             pb.fresh_failures,
+             f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
+             "; ".join(f"{o}: {n}" for o, n in sorted(pb.outcomes.items()))]
+            for build, pb in sc.per_build.items()]
+    out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
+                               "leftovers", "fresh run failed", "list latency median / max",
+                               "outcomes"], rows, "stress")]
+    sig_rows = signal_rows(sc)
+    if sig_rows:
+        out += [heading("Signals sent once the process inside was ready"),
+                table(SIGNAL_HEADERS, sig_rows, "stress-signals")]
+    return [*out, Chart("stress", partial(charts.stress_chart, sc.model_dump(mode="json")),
+                        "How every instance launched in the stress rounds ended, per build.")]
 
-    def across(self, result: StressResult) -> Across | None:
-        """A merged report's cell per build and machine: hangs / leftovers / failed fresh runs."""
-        return Across(self.name, "Stress rounds", ("stress", "build"),
-                      "hangs / leftovers / failed fresh runs, per machine",
-                      tuple(((result.name, build),
-                             f"{pb.hangs} / {pb.leftovers} / {pb.fresh_failures}")
-                            for build, pb in result.per_build.items()))
+def summary(result: StressResult) -> Table:
+    """The job summary's row per build: hangs, leftovers, failed fresh runs, kill errors."""
+    return table(["stress", "build", "hangs", "leftovers", "fresh run failed", "kill errors"],
+                 [[result.name, build, pb.hangs, pb.leftovers, pb.fresh_failures,
+                   pb.kill_errors] for build, pb in result.per_build.items()])
+
+def across(result: StressResult) -> Across:
+    """A merged report's cell per build and machine: hangs / leftovers / failed fresh runs."""
+    return Across(KIND.name, "Stress rounds", ("stress", "build"),
+                  "hangs / leftovers / failed fresh runs, per machine",
+                  tuple(((result.name, build),
+                         f"{pb.hangs} / {pb.leftovers} / {pb.fresh_failures}")
+                        for build, pb in result.per_build.items()))
 
 
 SIGNAL_HEADERS = ["build", "signal", "sent", "forwarded", "lost", "not forwarded (by design)",

@@ -24,7 +24,7 @@ from patchbench import config, errors, gate, results, scenarios
 from patchbench.config import scenarios as config_scenarios
 from patchbench.config.scenarios import AnyScenario, ScenarioConfig, config_models
 from patchbench.errors import ReportError
-from patchbench.report.blocks import Across, Block, Table, text
+from patchbench.report.blocks import Block, View, text
 from patchbench.runs import document
 from patchbench.scenarios.base import ScenarioContext
 from patchbench.scenarios.steps import ByCount, StepRule
@@ -292,17 +292,9 @@ class ToyKind:
     def gate(self, result: ToyResult) -> list[str]:
         return [f"{result.name}: left {', '.join(result.record.left)}"] if result.record.left else []
 
-    def report(self, result: ToyResult, *, details: bool = True) -> list[Block]:
-        return [text(f"The toy was of size {result.record.size}.")]
-
-    def page(self, result: ToyResult) -> list[Block]:
-        return self.report(result)
-
-    def summary(self, result: ToyResult) -> Table | None:
-        return None
-
-    def across(self, result: ToyResult) -> Across | None:
-        return None
+    def blocks(self, result: ToyResult, view: View) -> list[Block]:
+        return [text(f"The toy was of size {result.record.size}.")] if view in (
+            View.REPORT, View.BRIEF, View.PAGE) else []
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from patchbench import build, results, scenarios
 from patchbench.config.scenarios import AnyScenario
 from patchbench.gate import failures
 from patchbench.measure import mounttrace
+from patchbench.report.blocks import Across, View
 from patchbench.runs import document
 from patchbench.scenarios import mounts
 from patchbench.scenarios.mounts import KIND, MountsConfig, MountsResult, MountStart
@@ -166,11 +167,11 @@ def test_result_round_trips_and_renders_in_both_reports() -> None:
     assert "## Scenario `mounts` (mounts)" in text and "counted with bpftrace (2 traced" in text
     page = document.html(run)
     assert 'class="mounts"' in page and "<td>crun-mounts − baseline</td><td>-36</td>" in page
-    assert KIND.summary(res) == mounts.rb.table(
+    assert KIND.blocks(res, View.SUMMARY) == [mounts.rb.table(
         ["mounts", "build", "mount syscalls per start", "failed"],
-        [["mounts", "baseline", "69", "6"], ["mounts", "crun-mounts", "60", "1"]])
-    across = KIND.across(res)
-    assert across is not None and across.cells == ((("mounts", "baseline"), "69 (6)"),
+        [["mounts", "baseline", "69", "6"], ["mounts", "crun-mounts", "60", "1"]])]
+    (across,) = KIND.blocks(res, View.MERGE)
+    assert isinstance(across, Across) and across.cells == ((("mounts", "baseline"), "69 (6)"),
                                                     (("mounts", "crun-mounts"), "60 (1)"))
 
 

@@ -14,7 +14,7 @@ import pytest
 from patchbench import config, gate, results, scenarios
 from patchbench.errors import ConfigError
 from patchbench.report import html
-from patchbench.report.blocks import Chart
+from patchbench.report.blocks import Chart, View
 from patchbench.scenarios import stress, stress_signals
 from patchbench.scenarios.stress import StressBuild, StressConfig, StressResult, without_host
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
@@ -242,7 +242,7 @@ def test_an_old_stress_result_reads_and_renders_as_before() -> None:
     assert (sc.mode, sc.not_forwarded, sc.per_build["baseline"].signals) == ("run", [], {})
     (table,) = scenario_md(sc)
     assert "launched command outcomes" in table and "exit 0: 8" in table
-    assert "signal" not in html.blocks(stress.KIND.page(sc))
+    assert "signal" not in html.blocks(stress.KIND.blocks(sc, View.PAGE))
 
 
 def test_the_signal_table() -> None:
@@ -255,7 +255,7 @@ def test_the_signal_table() -> None:
             if line.startswith("| fix")]
     assert rows == [["fix", "SIGUSR1", "8", "7", "1 of 8", "", "1"],
                     ["fix", "SIGWINCH", "8", "0", "0 of 8", "8", "1"]]
-    page = html.blocks([b for b in stress.KIND.page(sc) if not isinstance(b, Chart)])
+    page = html.blocks([b for b in stress.KIND.blocks(sc, View.PAGE) if not isinstance(b, Chart)])
     assert "not forwarded (by design)" in page and "1 of 8" in page
 
 

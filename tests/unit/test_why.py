@@ -20,6 +20,7 @@ from patchbench.config.scenarios import AnyScenario
 from patchbench.errors import ConfigError
 from patchbench.measure.bench import Cell
 from patchbench.report import markdown
+from patchbench.report.blocks import Across, View
 from patchbench.runs import document
 from patchbench.runtimes import runc
 from patchbench.scenarios import command_bundle, profile, scans
@@ -244,8 +245,8 @@ def test_the_result_round_trips_and_renders() -> None:
     assert "`fix n=1` against" not in md  # report.md: the scan's largest value; the page: all
     page = document.html(run_)
     assert 'class="scan"' in page and 'class="syscalls"' in page and 'class="phases"' in page
-    across = KIND.across(res)
-    assert across is not None and (("scan", "baseline exponent"), scans.fmt_exponent(
+    (across,) = KIND.blocks(res, View.MERGE)
+    assert isinstance(across, Across) and (("scan", "baseline exponent"), scans.fmt_exponent(
         res.scan.fits[0])) in across.cells  # type: ignore[union-attr]
 
 
