@@ -21,6 +21,8 @@ from patchbench.measure import bench, launcher
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
 from patchbench.report.blocks import MARKDOWN, Block, Image, View, table, text
+from patchbench.report.kind_blocks import k_chart, k_tables, timed_blocks, timed_charts
+from patchbench.report.metric_blocks import metric_page
 from patchbench.report.numbers import fmt_ratio, fmt_time
 from patchbench.results import (
     Figure,
@@ -43,9 +45,7 @@ from patchbench.scenarios.command import (
     timed_results,
     with_deadline,
 )
-from patchbench.scenarios.metric_views import metric_page
 from patchbench.scenarios.steps import StepRule
-from patchbench.scenarios.views import k_chart, k_tables, timed_blocks, timed_charts
 from patchbench.util import command, progress
 from patchbench.util.models import Name, StrictModel
 

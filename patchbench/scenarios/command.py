@@ -22,6 +22,8 @@ from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.measure import bench, conditions, engine, launcher
 from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, View
+from patchbench.report.kind_blocks import timed_blocks, timed_charts, verify_blocks, verify_page
+from patchbench.report.metric_blocks import metric_page, said
 from patchbench.results import AppliedCondition, Check, ScenarioResult, TimedResult, Verdict
 from patchbench.results import Cell as CellResult
 from patchbench.scenarios import command_bundle, profile, scans
@@ -43,11 +45,9 @@ from patchbench.scenarios.base import (
     verdict_warnings,
 )
 from patchbench.scenarios.command_bundle import BundleConfig
-from patchbench.scenarios.metric_views import metric_page, said
 from patchbench.scenarios.profile import Profile
 from patchbench.scenarios.scans import ScanConfig, ScanResult
 from patchbench.scenarios.steps import ByTime, StepRule
-from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.util import progress
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---

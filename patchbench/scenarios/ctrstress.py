@@ -29,6 +29,7 @@ from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.measure.oci_image import OciImage, image_name
 from patchbench.report.blocks import MARKDOWN, Block, View, table, text
+from patchbench.report.kind_blocks import images_line, round_evidence
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
@@ -41,7 +42,6 @@ from patchbench.scenarios.base import (
     wait_or_capture,
 )
 from patchbench.scenarios.steps import StepRule
-from patchbench.scenarios.views import images_line, round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
 from patchbench.util.limits import MAX_SAMPLES

@@ -24,6 +24,15 @@ from patchbench.measure.oci_image import OciImage, image_name
 from patchbench.report import blocks as rb
 from patchbench.report import charts
 from patchbench.report.blocks import MARKDOWN, Block, View
+from patchbench.report.kind_blocks import (
+    images_line,
+    k_chart,
+    k_tables,
+    timed_blocks,
+    timed_charts,
+    verify_blocks,
+    verify_page,
+)
 from patchbench.report.numbers import fmt_ratio, fmt_time
 from patchbench.results import Check, Record, ScenarioResult, TimedResult
 from patchbench.scenarios import burst
@@ -37,15 +46,6 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.burst import _instances
 from patchbench.scenarios.command import timed_results, with_deadline
 from patchbench.scenarios.steps import StepRule
-from patchbench.scenarios.views import (
-    images_line,
-    k_chart,
-    k_tables,
-    timed_blocks,
-    timed_charts,
-    verify_blocks,
-    verify_page,
-)
 from patchbench.util import command, progress
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime

@@ -37,6 +37,7 @@ from patchbench.report.blocks import (
     table,
     text,
 )
+from patchbench.report.kind_blocks import account, links, lost_sigchld
 from patchbench.report.numbers import fmt_p, fmt_time
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios.base import (
@@ -47,7 +48,6 @@ from patchbench.scenarios.base import (
     report_evidence,
 )
 from patchbench.scenarios.steps import ByCount, StepRule
-from patchbench.scenarios.views import account, links, lost_sigchld
 from patchbench.util import command, progress
 from patchbench.util.limits import MAX_TIMEOUT_S
 

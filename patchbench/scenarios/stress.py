@@ -27,6 +27,7 @@ from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.report import charts
 from patchbench.report.blocks import MARKDOWN, Across, Block, Chart, Table, View, heading, table, text
+from patchbench.report.kind_blocks import round_evidence
 from patchbench.report.numbers import fmt_time
 from patchbench.results import Record, ScenarioResult, ScenarioUpgrade
 from patchbench.scenarios import stress_signals
@@ -40,7 +41,6 @@ from patchbench.scenarios.base import (
 )
 from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
-from patchbench.scenarios.views import round_evidence
 from patchbench.util import command, progress
 from patchbench.util.command import Background
 from patchbench.util.limits import MAX_SAMPLES

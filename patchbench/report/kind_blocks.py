@@ -1,6 +1,5 @@
-"""The report blocks several kinds share (patchbench.report.blocks; the formatters are
-report.markdown and report.html): the timed kinds' round-paired details, hangs, ``verify`` checks
-and charts, and the evidence lists of hung runs and instances."""
+"""The blocks several kinds show: the timed kinds' round-paired details, hangs, ``verify`` checks
+and charts, the k tables, and the evidence of hung runs and instances."""
 
 from __future__ import annotations
 
@@ -24,9 +23,9 @@ from patchbench.report.blocks import (
     table,
     text,
 )
+from patchbench.report.metric_blocks import metric_blocks
 from patchbench.report.numbers import fmt_p, fmt_ratio, fmt_time
 from patchbench.results import Cell, Check, Verdict
-from patchbench.scenarios.metric_views import metric_blocks
 
 
 def links(names: list[str], limit: int | None = None) -> list[Inline]:
