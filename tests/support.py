@@ -450,3 +450,11 @@ def scenario_page(sc: Any) -> str:
     from patchbench.scenarios import KINDS
 
     return html.blocks(KINDS[sc.kind].blocks(sc, View.PAGE))
+
+
+def page_charts(page: str) -> str:
+    """Every SVG chart a report.html inlines (as base64 data), one after the other."""
+    import base64
+
+    return "".join(base64.b64decode(m).decode()
+                   for m in re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', page))
