@@ -40,7 +40,6 @@ from patchbench.scenarios.base import (
     header,
     noisy_warnings,
     plan_invocation,
-    precision_rule,
     run_verify,
     verdict_warnings,
 )
@@ -48,6 +47,7 @@ from patchbench.scenarios.command_bundle import BundleConfig
 from patchbench.scenarios.profile import Profile
 from patchbench.scenarios.scans import ScanConfig, ScanResult
 from patchbench.scenarios.steps import ByTime, StepRule
+from patchbench.scenarios.stopping import precision_rule
 from patchbench.util import progress
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---

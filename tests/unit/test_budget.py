@@ -18,8 +18,8 @@ from patchbench.measure import bench
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.runs import document
 from patchbench.scenarios import budget
-from patchbench.scenarios.base import precision_rule
 from patchbench.scenarios.command import CommandConfig
+from patchbench.scenarios.stopping import precision_rule
 from patchbench.util.layout import Layout
 from tests.unit.test_report_shows_effect_and_answer import doc
 

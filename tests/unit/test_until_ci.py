@@ -16,8 +16,8 @@ from patchbench.errors import ConfigError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell, Invocation, Samples
 from patchbench.runs import document
-from patchbench.scenarios.base import precision_rule
 from patchbench.scenarios.command import CommandConfig
+from patchbench.scenarios.stopping import precision_rule
 from patchbench.util.layout import Layout
 from tests.unit.test_report_shows_effect_and_answer import doc
 
