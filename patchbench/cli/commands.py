@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from patchbench import config
 from patchbench.config import Project
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
-from patchbench.util import command
+from patchbench.util import cmd
 from patchbench.util.escape import terminal
 from patchbench.util.workspace import Switches, Workspace
 
@@ -40,7 +40,7 @@ def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix
     the current directory; --source over PATCHBENCH_SOURCE_<TARGET>."""
     env = os.environ
     verbose = verbose or env.get("PATCHBENCH_VERBOSE", "") not in ("", "0")
-    command.show_commands(verbose)
+    cmd.show_commands(verbose)
     project_dir = Path(project or env.get("PATCHBENCH_PROJECT") or Path.cwd())
     matrix_path = Path(matrix or env.get("PATCHBENCH_MATRIX") or project_dir / "matrix.yaml").resolve()
     root = matrix_path.parent

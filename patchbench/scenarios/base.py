@@ -25,8 +25,8 @@ from patchbench.report.blocks import Block, View
 from patchbench.results import Cell as CellResult
 from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
 from patchbench.scenarios.steps import StepRule
-from patchbench.util import command
-from patchbench.util.command import Background
+from patchbench.util import cmd
+from patchbench.util.cmd import Background
 from patchbench.util.layout import Layout
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
@@ -235,7 +235,7 @@ def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_tem
         argv = bench.fill_argv(argv_template, ctx.values(ctx.build_of(cell.variant), cell),
                                sc.name)
         try:
-            res = command.run(argv, timeout=sc.timeout * 10, check=False)
+            res = cmd.run(argv, timeout=sc.timeout * 10, check=False)
         except PatchbenchError as exc:
             out[cell.variant] = results.Check(command=shlex.join(argv), exit_code=None,
                                               passed=False, output=exc.message)

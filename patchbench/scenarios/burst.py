@@ -46,7 +46,7 @@ from patchbench.scenarios.command import (
     with_deadline,
 )
 from patchbench.scenarios.steps import StepRule
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 from patchbench.util.models import Name, StrictModel
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
@@ -266,7 +266,7 @@ def measure_phases(ctx: ScenarioContext[BurstConfig], exe: Path, variants: list[
             for phase in sc.phases:
                 argv += ["--then", *bench.fill_argv(phase.command, values, sc.name)]
             out_file = ctx.workdir / f"{sc.name}.phases.{cell.variant}.k{cell.param('k')}.r{r}.json"
-            command.run([exe, "-k", cell.param("k") or "1", "-o", out_file, "--", *argv[1:]],
+            cmd.run([exe, "-k", cell.param("k") or "1", "-o", out_file, "--", *argv[1:]],
                         log=log, timeout=sc.timeout * len(sc.phases) + 30, error=BenchmarkError,
                         what=f"{sc.name} phases {cell.label} run {r}")
             rec = json.loads(out_file.read_text().splitlines()[-1])

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from patchbench import results
 from patchbench.config.scenarios import ScenarioConfig, TimedConfig
-from patchbench.measure import bench, conditions, engine, launcher
+from patchbench.measure import bench, conditions, hyperfine2, launcher
 from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, View
 from patchbench.report.kind_blocks import timed_blocks, timed_charts, verify_blocks, verify_page
@@ -95,7 +95,7 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
     """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench).
     Stops first (exit 16) without hyperfine 2 or a metric of ``sc`` this machine cannot give."""
     if isinstance(sc, TimedConfig):
-        engine.check(sc.metric_names, f"scenario {sc.name}")
+        hyperfine2.check(sc.metric_names, f"scenario {sc.name}")
     seed = ctx.seed if seed is None else seed
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout, seed=seed, workdir=ctx.workdir,

@@ -42,8 +42,8 @@ from patchbench.scenarios.base import (
     wait_or_capture,
 )
 from patchbench.scenarios.steps import StepRule
-from patchbench.util import command, progress
-from patchbench.util.command import Background
+from patchbench.util import cmd, progress
+from patchbench.util.cmd import Background
 from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
@@ -356,7 +356,7 @@ def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], time
     pending = list(clients)
     deadline = time.monotonic() + timeout
     while pending:
-        tries = {cid: command.Background(action_argv(d, action, cid), env=d.env(), log=log)
+        tries = {cid: cmd.Background(action_argv(d, action, cid), env=d.env(), log=log)
                  for cid in pending}
         again = []
         for cid, proc in tries.items():
@@ -399,7 +399,7 @@ def run_round(ctx: ScenarioContext[CtrStressConfig], variant: str, d: Containerd
     launched = time.monotonic()
     evidence: list[str] = []
     dirs_before = unlisted_dirs(d)
-    procs = {cid: command.Background(d.run_argv(image, cid, sc.args), env=d.env(), log=log)
+    procs = {cid: cmd.Background(d.run_argv(image, cid, sc.args), env=d.env(), log=log)
              for cid in ids}
     restart_s = None
     try:
@@ -447,7 +447,7 @@ def _detail(c: Census, limit: int = 20) -> list[str]:
 def _fresh(d: ContainerdDaemon, image: OciImage, cid: str, timeout: float, log: Path
            ) -> tuple[bool, str]:
     try:
-        res = command.run(d.run_argv(image, cid, ["true"]), env=d.env(), timeout=timeout,
+        res = cmd.run(d.run_argv(image, cid, ["true"]), env=d.env(), timeout=timeout,
                           check=False, log=log)
     except PatchbenchError as exc:
         return False, exc.message[-500:]

@@ -46,7 +46,7 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.burst import _instances
 from patchbench.scenarios.command import timed_results, with_deadline
 from patchbench.scenarios.steps import StepRule
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
     from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
@@ -343,7 +343,7 @@ def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
     argv = d.run_argv(image, f"{d.namespace}-verify", inner, null_io=False)
     shown = shlex.join(argv)
     try:
-        res = command.run(argv, env=d.env(), timeout=timeout * 5, check=False)
+        res = cmd.run(argv, env=d.env(), timeout=timeout * 5, check=False)
         words = res.stdout.split()
         inside_ok = (res.returncode == 0 and words[:-1] == ["0"] * len(files)
                      and words[-1:] == [str(image.layers - 1)])
@@ -360,7 +360,7 @@ def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
 def _host_uid(d: ContainerdDaemon, image: OciImage, timeout: float) -> int | None:
 
     cid = f"{d.namespace}-hostuid"
-    command.run(d.run_argv(image, cid, ["sleep", "30"], detach=True), env=d.env(),
+    cmd.run(d.run_argv(image, cid, ["sleep", "30"], detach=True), env=d.env(),
                 timeout=timeout * 5)
     try:
         for line in d.ctr("tasks", "ls").stdout.splitlines()[1:]:

@@ -25,7 +25,7 @@ from patchbench.scenarios import profile
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
 from patchbench.scenarios.profile import Profile, TracedRun
 from patchbench.scenarios.steps import StepRule
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_SAMPLES
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
@@ -222,7 +222,7 @@ class MountsKind:
         if sc.tracer == "bpftrace":
             syscalls.bpftrace_check()
         else:
-            command.which("strace")
+            cmd.which("strace")
         variants = [b.variant.name for b in ctx.built]
         vals = {v: ctx.values(ctx.build_of(v), Cell(v)) for v in variants}
         log = ctx.workdir / f"{sc.name}.log"
@@ -231,7 +231,7 @@ class MountsKind:
         def after(v: str, i: str, rnd: str) -> None:
             for a in sc.after:
                 argv = _fill(a, vals[v], sc.name, i, rnd)
-                res = command.run(argv, timeout=sc.timeout, log=log, check=False)
+                res = cmd.run(argv, timeout=sc.timeout, log=log, check=False)
                 if res.returncode != 0:
                     warnings.append(f"{sc.name} {v}: `{shlex.join(argv)}` after start {i} "
                                     f"exited {res.returncode}")
@@ -249,7 +249,7 @@ class MountsKind:
 
         for v in variants:
             for a in sc.setup:
-                command.run(bench.fill_argv(a, vals[v], sc.name), timeout=sc.timeout, log=log)
+                cmd.run(bench.fill_argv(a, vals[v], sc.name), timeout=sc.timeout, log=log)
         starts: list[MountStart] = []
         order: list[list[str]] = []
         rng = random.Random(ctx.seed)
@@ -257,7 +257,7 @@ class MountsKind:
             for v in variants:
                 for w in range(sc.warmup):
                     argv = _fill(sc.command, vals[v], sc.name, f"w{w}", "0")
-                    command.run(argv, timeout=sc.timeout, log=log, check=False)
+                    cmd.run(argv, timeout=sc.timeout, log=log, check=False)
                     after(v, f"w{w}", "0")
             per_round = sc.runs // sc.rounds
             for r in range(1, sc.rounds + 1):
@@ -280,7 +280,7 @@ class MountsKind:
         finally:
             for v in variants:
                 for a in sc.teardown:
-                    command.run(bench.fill_argv(a, vals[v], sc.name), timeout=sc.timeout,
+                    cmd.run(bench.fill_argv(a, vals[v], sc.name), timeout=sc.timeout,
                                 log=log, check=False)
         res = MountsResult(**header(sc, sc.shown_command()), order=order,
                                    tracer=sc.tracer, syscalls=list(sc.syscalls),

@@ -33,7 +33,7 @@ from patchbench.report.blocks import Block, Chart, Code, bullets, heading, table
 from patchbench.report.numbers import fmt_time
 from patchbench.results import MAX_CELLS, Record
 from patchbench.scenarios.base import ScenarioContext
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 
 TRACE_SLOWDOWN = 5.0  # a traced run may take this many times the scenario's timeout (ptrace)
 SHOWN_ROWS = 15  # syscalls per table in report.md (report.html shows every one)
@@ -112,19 +112,19 @@ def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
             slug = cell.label.replace(" ", "_").replace("=", "")
             where = ctx.workdir / f"{sc.name}-profile" / f"{slug}-{i}"
             for argv in inv.setup:
-                command.run(argv, env=inv.env, timeout=timeout, log=log)
+                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
             try:
                 if inv.prepare:
-                    command.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout,
+                    cmd.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout,
                                 log=log, check=False)
                 t = (syscalls.trace_bpftrace if tracer == "bpftrace" else syscalls.trace)(
                     inv.command, where, env=inv.env, timeout=timeout)
                 if inv.cleanup:
-                    command.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout,
+                    cmd.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout,
                                 log=log, check=False)
             finally:
                 for argv in inv.teardown:
-                    command.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
+                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
             run = record(cell.variant, cell.label, i, t, oci=oci)
             out.append(run)
             if run.exit_code is None:
@@ -157,13 +157,13 @@ def sample_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
             inv = expand(cell)
             slug = cell.label.replace(" ", "_").replace("=", "")
             for argv in inv.setup:
-                command.run(argv, env=inv.env, timeout=timeout, log=log)
+                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
             try:
                 got = cpuprofile.record(inv.command, ctx.workdir / f"{sc.name}-cpu" / f"{slug}-{i}",
                                         env=inv.env, timeout=timeout, frequency=frequency)
             finally:
                 for argv in inv.teardown:
-                    command.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
+                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
             per = stacks[cell.label]
             for key, n in got.stacks.items():
                 per[key] = per.get(key, 0) + n

@@ -48,7 +48,7 @@ from patchbench.scenarios.base import (
     report_evidence,
 )
 from patchbench.scenarios.steps import ByCount, StepRule
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_TIMEOUT_S
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
@@ -177,7 +177,7 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
     rec.parent.mkdir(parents=True, exist_ok=True)
     before = set(ev_dir.glob("hang-*.json")) if ev_dir.is_dir() else set()
     for argv in sc.setup:
-        command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
+        cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
                     error=BenchmarkError, what=f"{where} {variant}: setup")
     try:
         argv = applied.wrap([str(exe), "-k", "1", "-n", str(sc.block), "-deadline",
@@ -185,12 +185,12 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
                              *(["-escapes"] if sc.escapes else []), "--",
                              *bench.fill_argv(sc.command, values, where)])
         # the launcher enforces every deadline; this timeout only catches the launcher itself
-        command.run(argv, env=applied.environ(), timeout=sc.block * (sc.timeout + 12) + 30,
+        cmd.run(argv, env=applied.environ(), timeout=sc.block * (sc.timeout + 12) + 30,
                     check=False, log=log, error=BenchmarkError,
                     what=f"{where} {variant} block {block_no}")
     finally:
         for argv in sc.teardown:
-            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
+            cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
                         check=False, what=f"{where} {variant}: teardown")
     lines = rec.read_text().splitlines() if rec.is_file() else []
     if len(lines) != sc.block:
@@ -209,7 +209,7 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
             ctx.runtime.cleanup(variant, b.bin)
     elif sc.list_cmd:
         try:
-            res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout * 10,
+            res = cmd.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout * 10,
                               check=False)
             prefix = values["id"] + "-"
             left = [f"instance {x}" for x in res.stdout.split() if x.startswith(prefix)]

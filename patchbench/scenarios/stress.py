@@ -41,8 +41,8 @@ from patchbench.scenarios.base import (
 )
 from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
-from patchbench.util import command, progress
-from patchbench.util.command import Background
+from patchbench.util import cmd, progress
+from patchbench.util.cmd import Background
 from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
@@ -220,7 +220,7 @@ def run_round(ctx: ScenarioContext[StressConfig], b: Built, rnd: int, draw: tupl
 
     action, delay = draw
     for argv in sc.setup:  # e.g. start this build's own service
-        command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+        cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                     error=BenchmarkError, what=f"{where} {b.variant.name}: setup")
     try:
         if sc.mode == "run":
@@ -228,7 +228,7 @@ def run_round(ctx: ScenarioContext[StressConfig], b: Built, rnd: int, draw: tupl
         return _exec_round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for)
     finally:
         for argv in sc.teardown:
-            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+            cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                         check=False, what=f"{where} {b.variant.name}: teardown")
 
 
@@ -252,14 +252,14 @@ def _exec_round(
     name = b.variant.name
     try:
         for argv in sc.host:
-            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+            cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                         error=BenchmarkError, what=f"{where} {name}: host {host}")
         one = _round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for, host=host)
     finally:  # also on an error or Ctrl-C: the host never outlives its round
         for argv in sc.host_teardown:
             # a hung teardown is killed; the check below (or the run's teardown) cleans up
             with contextlib.suppress(CommandError):
-                command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+                cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                             check=False, what=f"{where} {name}: host teardown")
     if ctx.runtime is not None and ctx.runtime.leftovers(name, b.bin):
         ctx.runtime.cleanup(name, b.bin)  # the round's leftovers (counted already), or the host
@@ -280,7 +280,7 @@ def _host_left(ctx: ScenarioContext[StressConfig], b: Built, values: dict[str, s
         found = ctx.runtime.leftovers(b.variant.name, b.bin)
         return [x for x in found if x not in without_host(found, host)]
     try:
-        res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
+        res = cmd.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
                           check=False)
     except CommandError:
         return []
@@ -322,7 +322,7 @@ def _round(
                 continue
             try:
                 kill_cmd = sc.kill[action]  # type: ignore[index]  # signals were handled above
-                res = command.run(argv_for(kill_cmd, i), timeout=sc.timeout, check=False, log=log)
+                res = cmd.run(argv_for(kill_cmd, i), timeout=sc.timeout, check=False, log=log)
                 kill_errors += res.returncode != 0
             except CommandError:
                 kill_hangs += 1
@@ -341,7 +341,7 @@ def _round(
     listing_hang = False
     listed: list[str] = []
     try:
-        res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
+        res = cmd.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
                           check=False)
         listed = res.stdout.split()
     except CommandError:
@@ -362,7 +362,7 @@ def _round(
         seen.update(leftovers)
     fresh_ok = False
     try:
-        fresh = command.run(argv_for(sc.fresh, sc.instances), timeout=sc.timeout, check=False,
+        fresh = cmd.run(argv_for(sc.fresh, sc.instances), timeout=sc.timeout, check=False,
                             log=log)
         fresh_ok = fresh.returncode == 0
     except CommandError:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from patchbench import gate
 from patchbench.results import Results
 from patchbench.runs import document
-from patchbench.runs.export.base import Files
+from patchbench.runs.export.exporter import Files
 
 
 class HtmlExporter:
