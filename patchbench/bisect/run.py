@@ -33,8 +33,7 @@ from patchbench.bisect.record import (
     StepRec,
     step_rule,
 )
-from patchbench.bisect.session import Measurement, Session, now, scenario_of
-from patchbench.config import Project
+from patchbench.bisect.session import Measurement, Probe, Session, now
 from patchbench.errors import BuildError, ConfigError
 from patchbench.measure import hangs
 from patchbench.measure.machine import machine_info
@@ -58,35 +57,26 @@ def _mrec(s: Session, m: Measurement) -> MeasurementRec:
         "warnings": m.warnings, "result": m.result.model_dump(mode="json")}))
 
 
-def _seed(seed: int | None, project: Project, spec: str) -> int:
-    _, comp, _ = scenario_of(project, spec)
-    return next(s for s in (seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
+def _seed(seed: int | None, probe: Probe) -> int:
+    return next(s for s in (seed, probe.setup.comp.seed, secrets.randbelow(2**31))
+                if s is not None)
 
 
-def _check_target(project: Project, target: str, spec: str) -> None:
-    project.target(target)
-    _, comp, _ = scenario_of(project, spec)
-    if comp.target != target:
-        raise ConfigError(f"--scenario {spec}: its comparison measures target {comp.target!r}, "
-                          f"not {target!r}", hint=f"give a comparison of {target}")
-
-
-def _chain(project: Project, ws: Workspace, target: str, good: str, bad: str
+def _chain(ws: Workspace, probe: Probe, good: str, bad: str
            ) -> tuple[list[history.Commit], Any]:
-    checkout = upstream.fetch(project, ws, project.named_target(target))
+    checkout = upstream.fetch(probe.setup.project, ws, probe.setup.target)
     history.fetch_history(checkout, ws.builds)
     g, b = history.resolve(checkout, good), history.resolve(checkout, bad)
     return history.first_parent(checkout, g, b), checkout
 
 
-def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, spec: str,
-                budget: int, *, runs: int | None = None, rounds: int | None = None) -> list[str]:
+def plan_bisect(ws: Workspace, probe: Probe, good: str, bad: str, budget: int, *,
+                runs: int | None = None, rounds: int | None = None) -> list[str]:
     """--dry-run: the chain (its history is fetched, nothing is built or measured) and the
     number of steps, builds and runs the bisect expects."""
-    _check_target(project, target, spec)
-    _, comp, sc = scenario_of(project, spec)
-    sc = scenarios.override(sc, runs, rounds, None)
-    chain, _ = _chain(project, ws, target, good, bad)
+    comp, target, spec = probe.setup.comp, probe.target, probe.spec
+    sc = scenarios.override(probe.scenario, runs, rounds, None)
+    chain, _ = _chain(ws, probe, good, bad)
     steps = search.expected_steps(len(chain))
     factors = sum(2 ** k for k in range(budget.bit_length()) if 2 ** k <= budget)
     rule, looks = step_rule(sc.kind), levels.looks(1, budget)
@@ -112,17 +102,17 @@ def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: st
             "bisect.json)"]
 
 
-def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, spec: str, *,
-           seed: int | None = None, budget: int = DEFAULT_BUDGET, runs: int | None = None,
+def bisect(ws: Workspace, probe: Probe, good: str, bad: str, *, seed: int | None = None,
+           budget: int = DEFAULT_BUDGET, runs: int | None = None,
            rounds: int | None = None) -> tuple[Bisect, Path]:
     """Run the bisect; return its record and the report folder it was saved in."""
-    _check_target(project, target, spec)
-    s = Session.open(project, ws, spec, _seed(seed, project, spec), runs=runs, rounds=rounds)
+    target = probe.target
+    s = Session.open(ws, probe, _seed(seed, probe), runs=runs, rounds=rounds)
     started = now()
     g, b = s.commit(good), s.commit(bad)
     chain = history.first_parent(s.checkout, g.sha, b.sha)
     sc = s.scenario
-    rec = Bisect(tool=f"patchbench {__version__}", target=target, comparison=s.comparison,
+    rec = Bisect(tool=f"patchbench {__version__}", target=target, comparison=s.setup.name,
                  scenario=sc.name, scenario_kind=sc.kind, alpha=s.comp.alpha,
                  min_effect=s.comp.min_effect, budget=budget, seed=s.seed, started_at=started,
                  good=_crec(g), bad=_crec(b), chain=len(chain),
@@ -288,7 +278,7 @@ def _descend(s: Session, rec: Bisect,
         rec.first_bad = _crec(side[out.hi])
 
 
-def history_run(project: Project, ws: Workspace, target: str, refs: list[str], spec: str, *,
+def history_run(ws: Workspace, probe: Probe, refs: list[str], *,
                 range_: str | None = None, every: int = 1, seed: int | None = None,
                 runs: int | None = None, rounds: int | None = None,
                 tags: str | None = None, budget: int = DEFAULT_BUDGET) -> tuple[History, Path]:
@@ -296,12 +286,12 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
     tags matching ``tags``, oldest version first) of ``target`` interleaved in one measurement,
     each against the first; the points it leaves undecided again, with the first, at 2x (and
     4x, up to ``budget``) the runs and rounds."""
-    _check_target(project, target, spec)
+    target = probe.target
     if sum(map(bool, (refs, range_, tags))) != 1:
         raise ConfigError("history: give one of REF..., --range A..B or --tags PATTERN",
                           hint="history demo v1.0.0 v1.1.0 --scenario ... or --range A..B or "
                           "--tags 'v1.*'")
-    s = Session.open(project, ws, spec, _seed(seed, project, spec), runs=runs, rounds=rounds)
+    s = Session.open(ws, probe, _seed(seed, probe), runs=runs, rounds=rounds)
     started = now()
     if range_:
         a, sep, b_ = range_.partition("..")
@@ -344,7 +334,7 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
                                ci=list(v.ci) if v.ci else None, hangs=v.hangs, runs=v.runs,
                                vs_first=p.text + again if p else "(the reference)",
                                differs=p.differs if p else None))
-    rec = History(tool=f"patchbench {__version__}", target=target, comparison=s.comparison,
+    rec = History(tool=f"patchbench {__version__}", target=target, comparison=s.setup.name,
                   scenario=s.scenario.name, scenario_kind=s.scenario.kind, alpha=s.comp.alpha,
                   min_effect=s.comp.min_effect, seed=s.seed, started_at=started,
                   points=points, machine=machine_info(),

@@ -269,7 +269,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "bisect", "Find the first commit of a target between a good and a bad ref that changed a "
         "scenario's time (a command scenario) or brought its hangs (a soak scenario): the ends "
         "are measured first, then each step's commit interleaved with both (docs/bisect.md).",
-        (Pos("target", "the target whose history is bisected"),),
+        (Pos("target", "the target whose history is bisected (its comparison's, which is "
+             "checked; may be left out)", required=False),),
         (Opt("good", "the older ref (tag, branch or SHA): the behaviour before", metavar="REF"),
          Opt("bad", "the newer ref: the behaviour after", metavar="REF"),
          Opt("scenario", "COMPARISON:SCENARIO that measures it", kind="list",

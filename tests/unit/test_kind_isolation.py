@@ -443,6 +443,11 @@ def test_bisect_refuses_a_kind_without_a_step_rule_naming_those_with_one(toy: To
         def comparison(self, name: str) -> config.Comparison:
             return comp
 
+        def target_of(self, comp: config.Comparison) -> config.NamedTarget:
+            from types import SimpleNamespace
+
+            return config.NamedTarget("t", SimpleNamespace(runtime=None))  # type: ignore[arg-type]
+
     with pytest.raises(errors.ConfigError, match="a toy scenario cannot be bisected") as exc:
         scenario_of(Project(), "c:t")  # type: ignore[arg-type]
     judged = [f"{name} ({kind.step.measures})" for name, kind in scenarios.KINDS.items()
