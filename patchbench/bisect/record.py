@@ -97,9 +97,11 @@ class Spending(_Rec):
     power: str = ""  # the power of a step's first look, as estimated from the ends
 
 
-class Bisect(_Rec):
-    schema_version: Literal[1, 2] = SCHEMA_VERSION
-    kind: Literal["bisect"] = "bisect"
+class _Run(_Rec):
+    """What a bisect and a history record first: what ran, on what, judged how."""
+
+    schema_version: int
+    kind: str
     tool: str
     target: str
     comparison: str
@@ -107,6 +109,11 @@ class Bisect(_Rec):
     scenario_kind: str
     alpha: float
     min_effect: float
+
+
+class Bisect(_Run):
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
+    kind: Literal["bisect"] = "bisect"
     budget: int  # the largest runs/rounds multiplier an undecided step may reach
     seed: int
     started_at: str
@@ -165,16 +172,9 @@ class PointRec(_Rec):
     skipped_reason: str = ""
 
 
-class History(_Rec):
+class History(_Run):
     schema_version: Literal[1] = 1
     kind: Literal["history"] = "history"
-    tool: str
-    target: str
-    comparison: str
-    scenario: str
-    scenario_kind: str
-    alpha: float
-    min_effect: float
     seed: int
     started_at: str
     finished_at: str = ""

@@ -206,7 +206,7 @@ def bisect(ws: Workspace, probe: Probe, good: str, bad: str, *, seed: int | None
     rec.measurements = [_mrec(s, m) for m in s.measurements]
     rec.finished_at = now()
     folder = _save(s, ws, f"bisect-{target}", "bisect.json", rec.model_dump(mode="json"),
-                   render.bisect_markdown(rec), render.bisect_html(rec))
+                   render.markdown(rec), render.html(rec))
     return rec, folder
 
 
@@ -342,7 +342,7 @@ def history_run(ws: Workspace, probe: Probe, refs: list[str], *,
                   measurements=[_mrec(s, x) for x in measurements])
     rec.finished_at = now()
     folder = _save(s, ws, f"history-{target}", "history.json", rec.model_dump(mode="json"),
-                   render.history_markdown(rec), render.history_html(rec))
+                   render.markdown(rec), render.html(rec))
     return rec, folder
 
 

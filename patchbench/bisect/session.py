@@ -27,18 +27,13 @@ from patchbench.util.workspace import Workspace
 
 @dataclass(frozen=True)
 class Probe:
-    """The scenario a bisect or history measures, resolved once from ``COMPARISON:SCENARIO``."""
+    """The scenario a bisect or history measures, resolved once from ``COMPARISON:SCENARIO``
+    (``spec``), and its comparison's target."""
 
     setup: Setup
     scenario: ScenarioConfig
-
-    @property
-    def spec(self) -> str:
-        return f"{self.setup.name}:{self.scenario.name}"
-
-    @property
-    def target(self) -> str:
-        return self.setup.target.name
+    spec: str
+    target: str
 
 
 def scenario_of(project: Project, spec: str) -> Probe:
@@ -62,7 +57,7 @@ def scenario_of(project: Project, spec: str) -> Probe:
                   if kind.step is not None]
         raise ConfigError(f"--scenario {spec}: a {sc.kind} scenario cannot be bisected",
                           hint="the kinds a step judges: " + ", ".join(judged))
-    return Probe(setup, sc)
+    return Probe(setup, sc, f"{name}:{sc.name}", setup.target.name)
 
 
 def check_target(probe: Probe, target: str | None) -> None:

@@ -23,7 +23,7 @@ def do_bisect(ws: Workspace, target: str | None, good: str, bad: str, spec: str,
     rec, folder = run.bisect(ws, probe, good, bad, seed=seed, budget=budget, runs=runs,
                              rounds=rounds)
     print()
-    print(render.bisect_printed(rec))
+    print(render.printed(rec))
     print(f"\nreport: {folder}")
     if rec.outcome == "underpowered":
         raise ConfigError(f"bisect {probe.target}: {rec.why}",
@@ -45,6 +45,6 @@ def do_history(ws: Workspace, target: str, refs: list[str], spec: str, *, range_
     rec, folder = run.history_run(ws, probe, refs, range_=range_, every=every, seed=seed,
                                   runs=runs, rounds=rounds, tags=tags, budget=budget)
     print()
-    print(render.history_printed(rec))
+    print(render.printed(rec))
     print(f"\nreport: {folder}")
     return 0

@@ -81,8 +81,9 @@ class ScenarioConfig(StrictModel):
         return self
 
     def shown_command(self) -> str:
-        """The measured command as the report shows it."""
-        return ""
+        """The measured command as the report shows it (a kind's ``command``, if it has one)."""
+        argv = getattr(self, "command", None)
+        return shlex.join(argv) if isinstance(argv, list) else ""
 
     def plan_detail(self) -> str:
         """What ``--dry-run`` adds to the scenario's line (", k = [1, 8]", ...)."""
@@ -196,9 +197,6 @@ class TimedConfig(ScenarioConfig):
         """Metric ``name``'s min_effect: its own, else ``default`` (the comparison's)."""
         own = next((m.min_effect for m in self.metrics if m.name == name), None)
         return default if own is None else own
-
-    def shown_command(self) -> str:
-        return shlex.join(self.command)
 
     def plan_detail(self) -> str:
         if self.conditioned:

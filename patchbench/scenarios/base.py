@@ -106,7 +106,7 @@ class ScenarioKind(Protocol[KindConfig, KindResult]):
     model (patchbench.config.scenarios) and its result model (defined in its module, registered
     for results.json by patchbench.scenarios.register)."""
 
-    name: str
+    name: ClassVar[str]
     config: ClassVar[type[ScenarioConfig]]
     result: ClassVar[type[ScenarioResult]]  # registered for results.json's ``kind`` (results.register)
     # how a bisect or history step judges its results, commit against commit (scenarios/steps.py);
@@ -129,6 +129,22 @@ class ScenarioKind(Protocol[KindConfig, KindResult]):
         and hangs (what ``compare`` prints), its part of report.html, its table rows of a CI job
         summary (Table blocks; the rows of all scenarios with the same headers are one table),
         its cells of a merged report (Across blocks); an empty list: nothing."""
+
+
+class Kind:
+    """What each kind's class declares in its class line (``class X(Kind, name=..., ...)``):
+    its name, its config and result models, and its step rule (None: bisect and history do not
+    judge it)."""
+
+    name: ClassVar[str]
+    config: ClassVar[type[ScenarioConfig]]
+    result: ClassVar[type[ScenarioResult]]
+    step: ClassVar[StepRule | None]
+
+    def __init_subclass__(cls, *, name: str, config: type[ScenarioConfig],
+                          result: type[ScenarioResult], step: StepRule | None = None) -> None:
+        super().__init_subclass__()
+        cls.name, cls.config, cls.result, cls.step = name, config, result, step
 
 
 # --- shared helpers -------------------------------------------------------------------------

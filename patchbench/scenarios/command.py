@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -24,10 +24,11 @@ from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, View
 from patchbench.report.kind_blocks import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.report.metric_blocks import metric_page, said
-from patchbench.results import AppliedCondition, Check, ScenarioResult, TimedResult, Verdict
+from patchbench.results import AppliedCondition, Check, TimedResult, Verdict
 from patchbench.results import Cell as CellResult
 from patchbench.scenarios import command_bundle, profile, scans
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     cell_hangs,
@@ -46,7 +47,7 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.command_bundle import BundleConfig
 from patchbench.scenarios.profile import Profile
 from patchbench.scenarios.scans import ScanConfig, ScanResult
-from patchbench.scenarios.steps import ByTime, StepRule
+from patchbench.scenarios.steps import ByTime
 from patchbench.scenarios.stopping import precision_rule
 from patchbench.util import progress
 
@@ -174,11 +175,9 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
     return cell_results, comparisons, evidence_summary(ctx, summary), warnings
 
 
-class CommandKind:
-    name = "command"
-    config: ClassVar[type[ScenarioConfig]] = CommandConfig
-    result: ClassVar[type[ScenarioResult]] = CommandResult
-    step: ClassVar[StepRule | None] = ByTime()  # a bisect finds the commit that changed its time
+# a bisect finds the commit that changed its time
+class CommandKind(Kind, name="command", config=CommandConfig, result=CommandResult,
+                  step=ByTime()):
 
     def plan(self, ctx: ScenarioContext[CommandConfig]) -> list[str]:
         sc: CommandConfig = ctx.scenario

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -33,6 +33,7 @@ from patchbench.report.kind_blocks import images_line, round_evidence
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     containerd_runtime,
@@ -41,7 +42,6 @@ from patchbench.scenarios.base import (
     report_evidence,
     wait_or_capture,
 )
-from patchbench.scenarios.steps import StepRule
 from patchbench.util import cmd, progress
 from patchbench.util.cmd import Background
 from patchbench.util.limits import MAX_SAMPLES
@@ -508,11 +508,7 @@ def _runtime(ctx: ScenarioContext[CtrStressConfig]) -> ContainerdRuntime:
     return containerd_runtime(ctx, "ctrstress")
 
 
-class CtrStressKind:
-    name = "ctrstress"
-    config: ClassVar[type[ScenarioConfig]] = CtrStressConfig
-    result: ClassVar[type[ScenarioResult]] = CtrStressResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
+class CtrStressKind(Kind, name="ctrstress", config=CtrStressConfig, result=CtrStressResult):
 
     def plan(self, ctx: ScenarioContext[CtrStressConfig]) -> list[str]:
         sc: CtrStressConfig = ctx.scenario
@@ -598,6 +594,7 @@ class CtrStressKind:
             return page(result)
         return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
+
 def report(result: CtrStressResult, *, details: bool = True) -> list[Block]:
     """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then
     every round with its draw and what each variant left."""
@@ -660,6 +657,7 @@ def report(result: CtrStressResult, *, details: bool = True) -> list[Block]:
     return out + round_evidence(
         [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
         sc.evidence_summary)
+
 
 def page(result: CtrStressResult) -> list[Block]:
     """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -34,9 +34,10 @@ from patchbench.report.kind_blocks import (
     verify_page,
 )
 from patchbench.report.numbers import fmt_ratio, fmt_time
-from patchbench.results import Check, Record, ScenarioResult, TimedResult
+from patchbench.results import Check, Record, TimedResult
 from patchbench.scenarios import burst
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     containerd_runtime,
@@ -45,7 +46,6 @@ from patchbench.scenarios.base import (
 )
 from patchbench.scenarios.burst import _instances
 from patchbench.scenarios.command import timed_results, with_deadline
-from patchbench.scenarios.steps import StepRule
 from patchbench.util import cmd, progress
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
@@ -130,11 +130,7 @@ def fit(xs: list[int], ys: list[int]) -> tuple[float, float] | None:
     return scaling.line(xs, ys)
 
 
-class LayersKind:
-    name = "layers"
-    config: ClassVar[type[ScenarioConfig]] = LayersConfig
-    result: ClassVar[type[ScenarioResult]] = LayersResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
+class LayersKind(Kind, name="layers", config=LayersConfig, result=LayersResult):
 
     def plan(self, ctx: ScenarioContext[LayersConfig]) -> list[str]:
         sc: LayersConfig = ctx.scenario
@@ -271,6 +267,7 @@ class LayersKind:
             return page(result)
         return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
+
 def report(result: LayersResult, *, details: bool = True) -> list[Block]:
     """Mount syscalls per start against L (with the fitted line and the seed's formula), the
     time table per (L, k), the mount table and leftovers per cell, verify, charts."""
@@ -321,6 +318,7 @@ def report(result: LayersResult, *, details: bool = True) -> list[Block]:
             images_line(sc.images, sc.runc),
             *verify_blocks(sc.verify)]
     return out + [rb.Image(name, name) for name in sc.charts]
+
 
 def page(result: LayersResult) -> list[Block]:
     """The burst kind's table per k (for each variant and k, its last cell: the largest L;

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -41,13 +41,14 @@ from patchbench.report.kind_blocks import account, links, lost_sigchld
 from patchbench.report.numbers import fmt_p, fmt_time
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     evidence_summary,
     header,
     report_evidence,
 )
-from patchbench.scenarios.steps import ByCount, StepRule
+from patchbench.scenarios.steps import ByCount
 from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_TIMEOUT_S
 
@@ -91,9 +92,6 @@ class SoakConfig(ScenarioConfig):
         if len(set(names)) != len(names):
             raise ValueError("condition names must be unique")
         return self
-
-    def shown_command(self) -> str:
-        return shlex.join(self.command)
 
     def plan_detail(self) -> str:
         budget = f", at most {self.budget_s:g} s per condition" if self.budget_s else ""
@@ -227,11 +225,9 @@ def hangs_of(result: ScenarioResult, variant: str) -> tuple[int, int]:
     return sum(v.hangs for v in per), sum(v.runs for v in per)
 
 
-class SoakKind:
-    name = "soak"
-    config: ClassVar[type[ScenarioConfig]] = SoakConfig
-    result: ClassVar[type[ScenarioResult]] = SoakResult
-    step: ClassVar[StepRule | None] = ByCount(hangs_of)  # a bisect finds the commit that hangs
+# a bisect finds the commit that hangs
+class SoakKind(Kind, name="soak", config=SoakConfig, result=SoakResult,
+               step=ByCount(hangs_of)):
 
     def plan(self, ctx: ScenarioContext[SoakConfig]) -> list[str]:
         sc: SoakConfig = ctx.scenario
@@ -353,6 +349,7 @@ class SoakKind:
             return page(result)
         return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
+
 def report(result: SoakResult, *, details: bool = True) -> list[Block]:
     """Per condition and variant: hangs N of M with Fisher's p against the baseline,
     failures, leftovers, escaped processes; then what each hang looked like, by evidence
@@ -393,6 +390,7 @@ def report(result: SoakResult, *, details: bool = True) -> list[Block]:
                 bullets(seen)]
     return [*out, text("Nothing was seen: no hang, leftover or escaped process under any "
                        "condition.")]
+
 
 def page(result: SoakResult) -> list[Block]:
     """Per condition and variant: hangs N of M with Fisher's p, failures, leftovers, escaped

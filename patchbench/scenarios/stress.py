@@ -32,6 +32,7 @@ from patchbench.report.numbers import fmt_time
 from patchbench.results import Record, ScenarioResult, ScenarioUpgrade
 from patchbench.scenarios import stress_signals
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     evidence_summary,
@@ -39,7 +40,6 @@ from patchbench.scenarios.base import (
     report_evidence,
     wait_or_capture,
 )
-from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
 from patchbench.util import cmd, progress
 from patchbench.util.cmd import Background
@@ -382,11 +382,7 @@ def evidence_dir_of(ctx: ScenarioContext[StressConfig], b: Built) -> Path:
     return ctx.workdir / f"{ctx.scenario.name}-evidence" / b.variant.name
 
 
-class StressKind:
-    name = "stress"
-    config: ClassVar[type[ScenarioConfig]] = StressConfig
-    result: ClassVar[type[ScenarioResult]] = StressResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
+class StressKind(Kind, name="stress", config=StressConfig, result=StressResult):
 
     def plan(self, ctx: ScenarioContext[StressConfig]) -> list[str]:
         sc: StressConfig = ctx.scenario
@@ -491,18 +487,24 @@ class StressKind:
             return [across(result)]
         return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
+
+def builds_table(sc: StressResult, view: View) -> Table:
+    """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes."""
+    page = view is View.PAGE
+    return table(["build", "rounds", "instances", "kill errors", "hangs", "leftovers",
+                  "fresh run failed", "list latency median / max",
+                  "outcomes" if page else "launched command outcomes"],
+                 [[v, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
+                   pb.fresh_failures,
+                   f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
+                   "; ".join(f"{k}: {n}" for k, n in sorted(pb.outcomes.items()))]
+                  for v, pb in sc.per_build.items()], "stress" if page else "")
+
+
 def report(result: StressResult, *, details: bool = True) -> list[Block]:
-    """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes; the
-    signal check; the hung instances with their evidence."""
+    """The builds' table; the signal check; the hung instances with their evidence."""
     sc = result
-    rows = [[v, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
-             pb.fresh_failures,
-             f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
-             "; ".join(f"{k}: {n}" for k, n in sorted(pb.outcomes.items()))]
-            for v, pb in sc.per_build.items()]
-    out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
-                               "leftovers", "fresh run failed", "list latency median / max",
-                               "launched command outcomes"], rows)]
+    out: list[Block] = [builds_table(sc, View.REPORT)]
     if any(pb.signals for pb in sc.per_build.values()):
         note = (f" {', '.join(sc.not_forwarded)}: the runtime does not forward it by design; "
                 "a missing one is shown apart and never fails the gate."
@@ -514,18 +516,12 @@ def report(result: StressResult, *, details: bool = True) -> list[Block]:
         [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
         sc.evidence_summary)
 
+
 def page(result: StressResult) -> list[Block]:
     sc = result
     if not sc.per_build:
         return []
-    rows = [[build, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
-             pb.fresh_failures,
-             f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
-             "; ".join(f"{o}: {n}" for o, n in sorted(pb.outcomes.items()))]
-            for build, pb in sc.per_build.items()]
-    out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
-                               "leftovers", "fresh run failed", "list latency median / max",
-                               "outcomes"], rows, "stress")]
+    out: list[Block] = [builds_table(sc, View.PAGE)]
     sig_rows = signal_rows(sc)
     if sig_rows:
         out += [heading("Signals sent once the process inside was ready"),
@@ -533,11 +529,13 @@ def page(result: StressResult) -> list[Block]:
     return [*out, Chart("stress", partial(charts.stress_chart, sc.model_dump(mode="json")),
                         "How every instance launched in the stress rounds ended, per build.")]
 
+
 def summary(result: StressResult) -> Table:
     """The job summary's row per build: hangs, leftovers, failed fresh runs, kill errors."""
     return table(["stress", "build", "hangs", "leftovers", "fresh run failed", "kill errors"],
                  [[result.name, build, pb.hangs, pb.leftovers, pb.fresh_failures,
                    pb.kill_errors] for build, pb in result.per_build.items()])
+
 
 def across(result: StressResult) -> Across:
     """A merged report's cell per build and machine: hangs / leftovers / failed fresh runs."""

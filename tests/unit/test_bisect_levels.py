@@ -170,7 +170,7 @@ def a_bisect(**kw: Any) -> dict[str, Any]:
 def test_bisect_json_keeps_the_rule_it_was_judged_by() -> None:
     old = record.parse_bisect(a_bisect(schema_version=1))
     assert old.rule == record.BISECT1_METHOD and old.spending is None
-    assert "levels:" not in render.bisect_markdown(old)
+    assert "levels:" not in render.markdown(old)
     with pytest.raises(ValidationError, match="schema 1 has no"):
         record.parse_bisect(a_bisect(schema_version=1, method=record.BISECT2_METHOD))
     with pytest.raises(ValidationError, match="of schema 2"):
