@@ -239,7 +239,6 @@ UNISTD = (Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"), Path("/usr/incl
           Path("/usr/include/aarch64-linux-gnu/asm/unistd.h"), Path("/usr/include/asm-generic/unistd.h"))
 _NR = re.compile(r"^#define __NR_([a-z0-9_]+)\s+(\d+)\s*$")
 BPFTRACE_SHOWN = "bpftrace -c COMMAND (raw_syscalls tracepoints: every syscall of the tree, in the kernel)"
-TRACEFS_PATHS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 CLONE_THREAD = 0x00010000
 KILLED = -1  # bpftrace: the command ended without exit_group (a signal); its code is unknown
 
@@ -354,15 +353,49 @@ def tracefs_mounted(mountinfo: Path = Path("/proc/self/mountinfo")) -> bool:
     return any(line.split(" - ", 1)[-1].startswith("tracefs ") for line in text.splitlines())
 
 
-def bpftrace_check() -> None:
+def bpftrace_check(what: str = "syscalls", hint: str | None = "or use the strace tracer") -> None:
     """RequirementError unless bpftrace can run here (root, bpftrace, nsenter/unshare)."""
     if os.geteuid() != 0:
-        raise RequirementError("counting syscalls with bpftrace needs root",
-                               hint="or use the strace tracer")
+        raise RequirementError(f"counting {what} with bpftrace needs root", hint=hint)
     cmd.which("bpftrace")
     if not tracefs_mounted():
         cmd.which("unshare")
         cmd.which("nsenter")
+
+
+def bpftrace_dir(workdir: Path) -> Path:
+    """The trace's folder, made and resolved (bpftrace's -c splits its command at whitespace)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    wd = workdir.resolve()
+    if any(c.isspace() for c in str(wd)):
+        raise BenchmarkError(f"the trace directory {wd} contains whitespace (bpftrace -c splits)")
+    return wd
+
+
+def bpftrace_argv(wd: Path, program: Path, out: Path, argv: Sequence[str | os.PathLike[str]],
+                  *, exec_: bool = False, then: str = "") -> tuple[list[str], bool]:
+    """bpftrace running ``program`` with ``argv`` (its output to wd/command.log; ``exec_``: the
+    shell execs it, so that it is the ``cpid``; ``then``: a shell line after it) as its command;
+    where tracefs is not mounted, in a private mount namespace that mounts it, with ``argv``
+    moved back into the caller's by nsenter (True: the nsenter is there)."""
+    moved = not tracefs_mounted()
+    line = shlex.join(str(a) for a in argv)
+    if moved:  # back into the caller's mount namespace: the command must not see the tracer's
+        line = f"{cmd.which('nsenter')} --mount=/proc/{os.getpid()}/ns/mnt -- {line}"
+    wrapper = wd / "run.sh"
+    wrapper.write_text(f"#!/bin/sh\n{'exec ' if exec_ else ''}{line} "
+                       f">{shlex.quote(str(wd / 'command.log'))} 2>&1\n" + (then and then + "\n"))
+    bt = ["bpftrace", "-f", "json", "-o", str(out), "-c", f"/bin/sh {wrapper}", str(program)]
+    if moved:
+        bt = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+              "mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"", "sh", *bt]
+    return bt, moved
+
+
+def bpftrace_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    out = dict(env if env is not None else os.environ)
+    out.setdefault("BPFTRACE_MAP_KEYS_MAX", "65536")
+    return out
 
 
 def trace_bpftrace(
@@ -378,28 +411,14 @@ def trace_bpftrace(
     group (exit_code None)."""
     bpftrace_check()
     names = syscall_names()
-    workdir.mkdir(parents=True, exist_ok=True)
-    wd = workdir.resolve()
-    if any(c.isspace() for c in str(wd)):
-        raise BenchmarkError(f"the trace directory {wd} contains whitespace (bpftrace -c splits)")
+    wd = bpftrace_dir(workdir)
     program = os.path.abspath(cmd.which(str(argv[0])))
     out = wd / "bpftrace.json"
     out.unlink(missing_ok=True)
-    inner = shlex.join([program, *(str(a) for a in argv[1:])])
-    nth = 2  # the wrapper (sh), then the command
-    if not tracefs_mounted():  # back into the caller's mount namespace (nsenter execs, no fork)
-        inner = f"{cmd.which('nsenter')} --mount=/proc/{os.getpid()}/ns/mnt -- {inner}"
-        nth = 3
     prog = wd / "syscalls.bt"
-    prog.write_text(bpftrace_script(nth))
-    wrapper = wd / "run.sh"
-    wrapper.write_text(f"#!/bin/sh\nexec {inner} >{shlex.quote(str(wd / 'command.log'))} 2>&1\n")
-    bt = ["bpftrace", "-f", "json", "-o", str(out), "-c", f"/bin/sh {wrapper}", str(prog)]
-    if not tracefs_mounted():
-        bt = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-              "mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"", "sh", *bt]
-    run_env = dict(env if env is not None else os.environ)
-    run_env.setdefault("BPFTRACE_MAP_KEYS_MAX", "65536")
+    bt, moved = bpftrace_argv(wd, prog, out, [program, *argv[1:]], exec_=True)
+    prog.write_text(bpftrace_script(3 if moved else 2))  # the wrapper (sh), [nsenter,] the command
+    run_env = bpftrace_env(env)
     with cmd.Background(bt, env=run_env, log=wd / "bpftrace.log") as bg:
         code = bg.wait(timeout)
         if code is None:
