@@ -8,7 +8,6 @@ traced command is moved back into the caller's (``nsenter``)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import threading
@@ -20,7 +19,13 @@ from pathlib import Path
 from patchbench.errors import BenchmarkError
 from patchbench.measure import syscalls
 from patchbench.measure.hangs import HANG_EXIT_CODE
-from patchbench.measure.syscalls import bpftrace_argv, bpftrace_check, bpftrace_dir, bpftrace_env
+from patchbench.measure.syscalls import (
+    bpftrace_argv,
+    bpftrace_check,
+    bpftrace_dir,
+    bpftrace_docs,
+    bpftrace_env,
+)
 from patchbench.util import cmd
 
 # syscall name -> its tracepoint name (umount2 is SYSCALL_DEFINE2(umount, ...) in the kernel)
@@ -92,14 +97,7 @@ def parse(output: str, exit_code: int, syscalls: Sequence[str] = tuple(SYSCALLS)
     ``"tracepoint:syscalls:sys_enter_mount,containerd"``."""
     by_tp = {tp: name for name, tp in TRACEPOINTS.items()}
     maps: dict[str, dict[str, dict[str, int]]] = {"@calls": {}, "@errors": {}}
-    for line in output.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for doc in bpftrace_docs(output):
         if doc.get("type") != "map":
             continue
         for map_name, entries in doc.get("data", {}).items():

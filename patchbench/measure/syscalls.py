@@ -25,9 +25,10 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.util import cmd
@@ -286,23 +287,29 @@ def bpftrace_script(nth: int) -> str:
     )
 
 
+def bpftrace_docs(output: str) -> Iterator[dict[str, Any]]:
+    """The JSON documents of bpftrace's ``-f json`` output (other lines are passed over)."""
+    import json
+
+    for line in output.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(doc, dict):
+                yield doc
+
+
 def parse_bpftrace(output: str, exit_code: int | None, names: Mapping[int, str]) -> Trace:
     """bpftrace's ``-f json`` output of ``bpftrace_script`` -> a Trace (its times from the
     command's exec, the first the script counted, to the root's exit; a runtime that re-executes
     itself, as youki does, execs again after it)."""
-    import json
-
     t = Trace(exit_code=exit_code)
     execs: list[Event] = []
     status_seen = False
-    for line in output.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for doc in bpftrace_docs(output):
         if doc.get("type") == "printf":
             words = str(doc.get("data", "")).split(maxsplit=3)
             if len(words) < 3 or not words[1].lstrip("-").isdigit() or not words[2].isdigit():

@@ -40,14 +40,8 @@ from patchbench.report.blocks import (
 from patchbench.report.kind_blocks import account, links, lost_sigchld
 from patchbench.report.numbers import fmt_p, fmt_time
 from patchbench.results import Record, ScenarioResult
-from patchbench.scenarios.base import (
-    Kind,
-    ScenarioContext,
-    ScenarioKind,
-    evidence_summary,
-    header,
-    report_evidence,
-)
+from patchbench.scenarios import base as common
+from patchbench.scenarios.base import Kind, ScenarioContext, ScenarioKind
 from patchbench.scenarios.steps import ByCount
 from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_TIMEOUT_S
@@ -284,7 +278,7 @@ class SoakKind(Kind, name="soak", config=SoakConfig, result=SoakResult,
                 hung = hangs.count_hangs(t.codes)
                 fails = Counter(str(c) for c in t.codes if c not in (0, hangs.HANG_EXIT_CODE))
                 ok_times = [x for x, c in zip(t.times, t.codes, strict=True) if c == 0]
-                names, lost = report_evidence(ctx, t.evidence, f"{sc.name}-{cond.name}-{v}",
+                names, lost = common.report_evidence(ctx, t.evidence, f"{sc.name}-{cond.name}-{v}",
                                               summary_lines)
                 per_variant[v] = SoakVariant(
                     runs=len(t.codes), hangs=hung, failures=sum(fails.values()),
@@ -310,9 +304,9 @@ class SoakKind(Kind, name="soak", config=SoakConfig, result=SoakResult,
                 name=cond.name, summary=cond.summary(), applied=applied.record(), blocks=blocks,
                 wall_s=round(wall, 3), stopped_by=stopped_by, per_variant=per_variant,
                 tests=tests))
-        ev_summary = evidence_summary(ctx, summary_lines)
+        ev_summary = common.evidence_summary(ctx, summary_lines)
         res = SoakResult(
-            **header(sc, sc.shown_command()), order=all_order, deadline_s=sc.timeout,
+            **common.header(sc, sc.shown_command()), order=all_order, deadline_s=sc.timeout,
             block=sc.block, budget_s=sc.budget_s, conditions=out_conditions,
             evidence_summary=ev_summary)
         return res, warnings
