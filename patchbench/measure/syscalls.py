@@ -155,17 +155,15 @@ def parse(output: str, exit_code: int | None = 0) -> Trace:
     return t
 
 
-def trace(
-    argv: Sequence[str | os.PathLike[str]],
-    workdir: Path,
-    *,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300.0,
-    only: Sequence[str] = (),
-) -> Trace:
-    """Run ``argv`` under strace (every syscall, or ``only`` those) with all its descendants and
-    return its Trace. ``argv``'s output goes to ``workdir/command.log``, strace's to
-    ``workdir/strace.txt``; a run past ``timeout`` is killed with its group (exit_code None)."""
+def trace(argv: Sequence[str | os.PathLike[str]], workdir: Path, *, tracer: str = "strace",
+          env: Mapping[str, str] | None = None, timeout: float = 300.0,
+          only: Sequence[str] = ()) -> Trace:
+    """Run ``argv`` under ``tracer`` (strace: every syscall, or ``only`` those; bpftrace:
+    ``trace_bpftrace``) with all its descendants and return its Trace. ``argv``'s output goes to
+    ``workdir/command.log``, strace's to ``workdir/strace.txt``; a run past ``timeout`` is killed
+    with its group (exit_code None)."""
+    if tracer == "bpftrace":
+        return trace_bpftrace(argv, workdir, env, timeout)
     cmd.which("strace")
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / "strace.txt"
@@ -405,13 +403,8 @@ def bpftrace_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
-def trace_bpftrace(
-    argv: Sequence[str | os.PathLike[str]],
-    workdir: Path,
-    *,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300.0,
-) -> Trace:
+def trace_bpftrace(argv: Sequence[str | os.PathLike[str]], workdir: Path,
+                   env: Mapping[str, str] | None = None, timeout: float = 300.0) -> Trace:
     """Run ``argv`` under bpftrace (``bpftrace_script``) and return its Trace; the command runs
     as the script's ``cpid`` itself (a shell that execs it, into the caller's mount namespace
     when tracefs had to be mounted in a private one). A run past ``timeout`` is killed with its

@@ -32,7 +32,7 @@ from patchbench.util.layout import Layout
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
     from patchbench.build import Built
     from patchbench.runtimes import Runtime
-    from patchbench.runtimes.containerd import ContainerdRuntime
+    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 
 # a context is of one kind's config model (covariant: a helper that reads only the keys every
 # kind has takes a ScenarioContext[ScenarioConfig])
@@ -299,15 +299,28 @@ def plan_invocation(ctx: ScenarioContext[TimedConfig], cell: Cell, verify: list[
 # --- per-run deadlines: evidence and the gate rule (command, burst, soak) ---------------------
 
 
-def containerd_runtime(ctx: ScenarioContext[ScenarioConfig], kind: str) -> ContainerdRuntime:
-    """The context's runtime, which the containerd kinds (layers, ctrstress) need."""
+def needs_runtime(ctx: ScenarioContext[ScenarioConfig], name: str, what: str,
+                  hint: str | None = None) -> Runtime:
+    """The context's runtime, which ``what`` needs to be ``name`` (ConfigError otherwise); by
+    name, not isinstance, so that a stand-in of the same name (a unit test's fake) serves too."""
     rt = ctx.runtime
-    if rt is None or rt.name != "containerd":
-        raise ConfigError(f"scenario {ctx.scenario.name}: the {kind} kind needs a target with "
-                          "'runtime: containerd'")
-    # the runtime registered as containerd is a ContainerdRuntime; by name, not isinstance, so
-    # that a stand-in of the same name (the unit tests' fake daemon) runs the kind too
-    return cast("ContainerdRuntime", rt)
+    if rt is None or rt.name != name:
+        raise ConfigError(f"scenario {ctx.scenario.name}: {what} needs a target with "
+                          f"'runtime: {name}'", hint=hint)
+    return rt
+
+
+def containerd_runtime(ctx: ScenarioContext[ScenarioConfig]) -> ContainerdRuntime:
+    """The runtime the containerd kinds (layers, ctrstress) need."""
+    return cast("ContainerdRuntime",
+                needs_runtime(ctx, "containerd", f"the {ctx.scenario.kind} kind"))
+
+
+def planned_daemons(ctx: ScenarioContext[ScenarioConfig]) -> list[tuple[Built, ContainerdDaemon]]:
+    """Each build with the containerd daemon the runtime gives it (for ``--dry-run``: not
+    started)."""
+    rt = containerd_runtime(ctx)
+    return [(b, rt.daemon_for(b.variant.name, b.bin)) for b in ctx.built]
 
 
 def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext[ScenarioConfig]) -> None:

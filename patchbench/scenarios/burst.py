@@ -133,7 +133,6 @@ def _lat_file(ctx: ScenarioContext[BurstConfig], cell: Cell) -> Path:
 
 
 class BurstKind(Kind, name="burst", config=BurstConfig, result=BurstResult):
-
     def plan(self, ctx: ScenarioContext[BurstConfig]) -> list[str]:
         sc: BurstConfig = ctx.scenario
         lines = []

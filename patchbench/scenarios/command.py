@@ -178,7 +178,6 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
 # a bisect finds the commit that changed its time
 class CommandKind(Kind, name="command", config=CommandConfig, result=CommandResult,
                   step=ByTime()):
-
     def plan(self, ctx: ScenarioContext[CommandConfig]) -> list[str]:
         sc: CommandConfig = ctx.scenario
         lines = []

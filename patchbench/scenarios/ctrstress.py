@@ -39,6 +39,7 @@ from patchbench.scenarios.base import (
     containerd_runtime,
     evidence_summary,
     header,
+    planned_daemons,
     report_evidence,
     wait_or_capture,
 )
@@ -47,7 +48,7 @@ from patchbench.util.cmd import Background
 from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
-    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
+    from patchbench.runtimes.containerd import ContainerdDaemon
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -504,18 +505,11 @@ def gate_failures(name: str, per_variant: dict[str, dict[str, int]]) -> list[str
     return out
 
 
-def _runtime(ctx: ScenarioContext[CtrStressConfig]) -> ContainerdRuntime:
-    return containerd_runtime(ctx, "ctrstress")
-
-
 class CtrStressKind(Kind, name="ctrstress", config=CtrStressConfig, result=CtrStressResult):
-
     def plan(self, ctx: ScenarioContext[CtrStressConfig]) -> list[str]:
         sc: CtrStressConfig = ctx.scenario
-        rt = _runtime(ctx)
         lines = []
-        for b in ctx.built:
-            d = rt.daemon_for(b.variant.name, b.bin)
+        for b, d in planned_daemons(ctx):
             v = b.variant.name
             argv = d.run_argv(image_name(max(sc.layers)), f"{d.namespace}-rR-{{i}}", sc.args)
             lines += [f"  [{v}] launch:   {sc.k} x {shlex.join(argv)}",
@@ -530,7 +524,7 @@ class CtrStressKind(Kind, name="ctrstress", config=CtrStressConfig, result=CtrSt
 
     def run(self, ctx: ScenarioContext[CtrStressConfig]) -> tuple[CtrStressResult, list[str]]:
         sc: CtrStressConfig = ctx.scenario
-        rt = _runtime(ctx)
+        rt = containerd_runtime(ctx)
         images = {n: rt.image(n) for n in sc.layers}
         daemons: dict[str, ContainerdDaemon] = {}
         for b in ctx.built:

@@ -43,13 +43,14 @@ from patchbench.scenarios.base import (
     containerd_runtime,
     hang_gate,
     header,
+    planned_daemons,
 )
 from patchbench.scenarios.burst import _instances
 from patchbench.scenarios.command import timed_results, with_deadline
 from patchbench.util import cmd, progress
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
-    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
+    from patchbench.runtimes.containerd import ContainerdDaemon
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -115,10 +116,6 @@ SEED_FORMULA = ("2 × (1 + L + L) mount operations per container (100 × 2 × (1
                 "20,200 for 100 containers of 50 layers)")
 
 
-def _runtime(ctx: ScenarioContext[LayersConfig]) -> ContainerdRuntime:
-    return containerd_runtime(ctx, "layers")
-
-
 def _lat_file(ctx: ScenarioContext[LayersConfig], cell: Cell) -> Path:
     return (ctx.workdir / f"{ctx.scenario.name}-latencies"
             / f"{cell.variant}-L{cell.param('L')}-k{cell.param('k')}.jsonl")
@@ -131,13 +128,10 @@ def fit(xs: list[int], ys: list[int]) -> tuple[float, float] | None:
 
 
 class LayersKind(Kind, name="layers", config=LayersConfig, result=LayersResult):
-
     def plan(self, ctx: ScenarioContext[LayersConfig]) -> list[str]:
         sc: LayersConfig = ctx.scenario
-        rt = _runtime(ctx)
         lines = []
-        for b in ctx.built:
-            d = rt.daemon_for(b.variant.name, b.bin)
+        for b, d in planned_daemons(ctx):
             lines.append(f"  [{b.variant.name}] daemon:  {b.bin / 'containerd'} --config "
                          f"{d.paths.config}")
             argv = d.run_argv(image_name(max(sc.layers)),
@@ -151,7 +145,7 @@ class LayersKind(Kind, name="layers", config=LayersConfig, result=LayersResult):
 
     def run(self, ctx: ScenarioContext[LayersConfig]) -> tuple[LayersResult, list[str]]:
         sc: LayersConfig = ctx.scenario
-        rt = _runtime(ctx)
+        rt = containerd_runtime(ctx)
         variants = [b.variant.name for b in ctx.built]
         images = {n: rt.image(n) for n in sc.layers}
         daemons: dict[str, ContainerdDaemon] = {}

@@ -190,7 +190,6 @@ def exit_warnings(sc: MountsResult) -> list[str]:
 
 
 class MountsKind(Kind, name="mounts", config=MountsConfig, result=MountsResult):
-
     def plan(self, ctx: ScenarioContext[MountsConfig]) -> list[str]:
         sc: MountsConfig = ctx.scenario
         lines = []
@@ -234,8 +233,7 @@ class MountsKind(Kind, name="mounts", config=MountsConfig, result=MountsResult):
             argv = _fill(sc.command, vals[v], sc.name, i, rnd)
             where = ctx.workdir / f"{sc.name}-trace" / f"{v}-{i}"
             # the whole profile; the mount counts are a view of it
-            tracer = syscalls.trace if sc.tracer == "strace" else syscalls.trace_bpftrace
-            t = tracer(argv, where, timeout=sc.timeout)
+            t = syscalls.trace(argv, where, tracer=sc.tracer, timeout=sc.timeout)
             traced.append(profile.record(v, v, int(i), t, oci=True))
             return mounttrace.from_trace(t, sc.syscalls)
 
@@ -295,13 +293,10 @@ class MountsKind(Kind, name="mounts", config=MountsConfig, result=MountsResult):
                 for v, n in bad.items()]
 
     def blocks(self, result: MountsResult, view: View) -> list[Block]:
-        if view is View.PAGE:
-            return page(result)
-        if view is View.SUMMARY:
-            return [summary(result)]
-        if view is View.MERGE:
-            return [across(result)]
-        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
+        if view in MARKDOWN:
+            return report(result, details=view is View.REPORT)
+        return page(result) if view is View.PAGE else [
+            summary(result) if view is View.SUMMARY else across(result)]
 
 
 def report(result: MountsResult, *, details: bool = True) -> list[Block]:

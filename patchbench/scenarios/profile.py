@@ -117,8 +117,8 @@ def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
                 if inv.prepare:
                     cmd.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout,
                                 log=log, check=False)
-                t = (syscalls.trace_bpftrace if tracer == "bpftrace" else syscalls.trace)(
-                    inv.command, where, env=inv.env, timeout=timeout)
+                t = syscalls.trace(inv.command, where, tracer=tracer, env=inv.env,
+                                   timeout=timeout)
                 if inv.cleanup:
                     cmd.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout,
                                 log=log, check=False)

@@ -222,7 +222,6 @@ def hangs_of(result: ScenarioResult, variant: str) -> tuple[int, int]:
 # a bisect finds the commit that hangs
 class SoakKind(Kind, name="soak", config=SoakConfig, result=SoakResult,
                step=ByCount(hangs_of)):
-
     def plan(self, ctx: ScenarioContext[SoakConfig]) -> list[str]:
         sc: SoakConfig = ctx.scenario
         lines = []

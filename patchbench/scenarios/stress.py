@@ -383,7 +383,6 @@ def evidence_dir_of(ctx: ScenarioContext[StressConfig], b: Built) -> Path:
 
 
 class StressKind(Kind, name="stress", config=StressConfig, result=StressResult):
-
     def plan(self, ctx: ScenarioContext[StressConfig]) -> list[str]:
         sc: StressConfig = ctx.scenario
         lines = []
@@ -479,13 +478,10 @@ class StressKind(Kind, name="stress", config=StressConfig, result=StressResult):
                                         {v: pb.signals for v, pb in result.per_build.items()})
 
     def blocks(self, result: StressResult, view: View) -> list[Block]:
-        if view is View.PAGE:
-            return page(result)
-        if view is View.SUMMARY:
-            return [summary(result)]
-        if view is View.MERGE:
-            return [across(result)]
-        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
+        if view in MARKDOWN:
+            return report(result, details=view is View.REPORT)
+        return page(result) if view is View.PAGE else [
+            summary(result) if view is View.SUMMARY else across(result)]
 
 
 def builds_table(sc: StressResult, view: View) -> Table:
