@@ -142,6 +142,16 @@ Metrics = Annotated[list[Annotated[MetricSpec, BeforeValidator(_named)]], Field(
 
 
 
+class RoundsConfig(ScenarioConfig):
+    """The keys of a kind whose rounds each run every variant once (stress, ctrstress)."""
+
+    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description="Not used by this kind.")
+    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
+        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
+    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
+        "Rounds; each runs every variant once, in a seeded random order."))
+
+
 class TimedConfig(ScenarioConfig):
     """Keys of the kinds timed by hyperfine in interleaved rounds (the command kind and those
     built on it): the measured command and what runs around it."""

@@ -86,6 +86,10 @@ class ScenarioContext(Generic[ConfigT]):
             v.update(self.extra(cell))
         return v
 
+    def each_build(self) -> list[tuple[Built, dict[str, str]]]:
+        """Every build with its placeholders (of a cell without parameters)."""
+        return [(b, self.values(b, Cell(b.variant.name))) for b in self.built]
+
     def expand(self: ScenarioContext[TimedConfig], cell: Cell) -> Invocation:
         """A command-style scenario's invocation for one cell, placeholders filled."""
         sc = self.scenario
@@ -275,6 +279,13 @@ def output_tail(stdout: str, stderr: str) -> str:
     if not tail and lines:  # one line longer than the limit: its end
         return "…" + lines[-1][-VERIFY_CHARS:]
     return ("…\n" if len(tail) < len(lines) else "") + "\n".join(tail)
+
+
+def plan_steps(tag: str, steps: Sequence[tuple[str, Sequence[str]]], vals: Mapping[str, str],
+               where: str) -> list[str]:
+    """Dry-run lines: each step's label and its command, placeholders filled."""
+    return [f"{tag} {label + ':':<9} {shlex.join(bench.fill_argv(list(argv), dict(vals), where))}"
+            for label, argv in steps]
 
 
 def plan_invocation(ctx: ScenarioContext[TimedConfig], cell: Cell, verify: list[str] | None = None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from patchbench.config.scenarios import ScenarioConfig
+from patchbench.config.scenarios import RoundsConfig
 from patchbench.errors import PatchbenchError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
@@ -45,7 +45,6 @@ from patchbench.scenarios.base import (
 )
 from patchbench.util import cmd, progress
 from patchbench.util.cmd import Background
-from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
     from patchbench.runtimes.containerd import ContainerdDaemon
@@ -56,16 +55,11 @@ if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd ru
 Action = Literal["kill", "delete", "restart"]
 
 
-class CtrStressConfig(ScenarioConfig):
+class CtrStressConfig(RoundsConfig):
     """``rounds`` rounds, each running every variant once; ``runs`` is not used (keep it equal
     to ``rounds``)."""
 
     kind: Literal["ctrstress"] = Field(default="ctrstress", description="`ctrstress`.")
-    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description="Not used by this kind.")
-    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
-        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
-    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
-        "Rounds; each runs every variant once, in a seeded random order."))
     layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
         "Layer counts of the images; each round draws one."))
     k: int = Field(default=8, ge=1, le=256, description="Containers started at once per round.")
@@ -648,9 +642,7 @@ def report(result: CtrStressResult, *, details: bool = True) -> list[Block]:
                  "containers):"),
             table(["round", "L", "action", "delay", "per variant"], rows),
             images_line(sc.images, sc.runc)]
-    return out + round_evidence(
-        [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
-        sc.evidence_summary)
+    return out + round_evidence(sc)
 
 
 def page(result: CtrStressResult) -> list[Block]:

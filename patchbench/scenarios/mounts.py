@@ -22,7 +22,7 @@ from patchbench.report import blocks as rb
 from patchbench.report.blocks import MARKDOWN, Across, Block, Table, View
 from patchbench.results import MAX_CELLS, Record, ScenarioResult
 from patchbench.scenarios import profile
-from patchbench.scenarios.base import Kind, ScenarioContext, ScenarioKind, header
+from patchbench.scenarios.base import Kind, ScenarioContext, ScenarioKind, header, plan_steps
 from patchbench.scenarios.profile import Profile, TracedRun
 from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_SAMPLES
@@ -193,17 +193,15 @@ class MountsKind(Kind, name="mounts", config=MountsConfig, result=MountsResult):
     def plan(self, ctx: ScenarioContext[MountsConfig]) -> list[str]:
         sc: MountsConfig = ctx.scenario
         lines = []
-        for b in ctx.built:
-            vals = ctx.values(b, Cell(b.variant.name))
+        for b, vals in ctx.each_build():
             tag = f"[{b.variant.name}]"
-            lines += [f"  {tag} setup:    {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                      for a in sc.setup]
+            lines += plan_steps(f"  {tag}", [("setup", a) for a in sc.setup], vals, sc.name)
             lines.append(f"  {tag} traced:   {tracer_shown(sc)} "
                          f"{shlex.join(_fill(sc.command, vals, sc.name, '{i}', '{round}'))}")
             lines += [f"  {tag} after:    {shlex.join(_fill(a, vals, sc.name, '{i}', '{round}'))}"
                       for a in sc.after]
-            lines += [f"  {tag} teardown: {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                      for a in sc.teardown]
+            lines += plan_steps(f"  {tag}", [("teardown", a) for a in sc.teardown], vals,
+                                sc.name)
         lines.append(f"  {sc.warmup} untraced start(s), then {sc.runs} traced starts per build "
                      f"in {sc.rounds} rounds; counted: {', '.join(sc.syscalls)}")
         return lines

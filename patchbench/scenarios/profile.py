@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import re
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Annotated, Any
 
@@ -90,6 +90,34 @@ def record(variant: str, cell: str, index: int, t: syscalls.Trace, *, oci: bool)
 TRACERS = {"strace": syscalls.SHOWN, "bpftrace": syscalls.BPFTRACE_SHOWN}
 
 
+def _each_run(ctx: ScenarioContext[Any], cells: Sequence[Cell],
+              expand: Callable[[Cell], Invocation], runs: int, seed: int, what: str,
+              how: str) -> Iterator[tuple[int, Cell, Invocation]]:
+    """Every cell ``runs`` times, the cells in a seeded order each time, each run between its
+    setup and its teardown: (run, cell, invocation) while the caller runs it."""
+    sc = ctx.scenario
+    timeout = sc.timeout * TRACE_SLOWDOWN
+    log = ctx.workdir / f"{sc.name}.profile.log"
+    rng = random.Random(ctx.seed + seed)
+    for i in range(runs):
+        order = list(cells)
+        rng.shuffle(order)
+        for cell in order:
+            inv = expand(cell)
+            for argv in inv.setup:
+                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
+            try:
+                yield i, cell, inv
+            finally:
+                for argv in inv.teardown:
+                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
+        progress.step(sc.name, f"{what} run {i + 1}/{runs} of {len(cells)} cells ({how})")
+
+
+def _slug(cell: Cell, i: int) -> str:
+    return cell.label.replace(" ", "_").replace("=", "") + f"-{i}"
+
+
 def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
                 expand: Callable[[Cell], Invocation], runs: int, *, oci: bool,
                 tracer: str = "strace") -> tuple[Profile, list[str]]:
@@ -101,38 +129,22 @@ def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
     sc = ctx.scenario
     timeout = sc.timeout * TRACE_SLOWDOWN
     log = ctx.workdir / f"{sc.name}.profile.log"
-    rng = random.Random(ctx.seed + 104729)
     out: list[TracedRun] = []
     warnings: list[str] = []
-    for i in range(runs):
-        order = list(cells)
-        rng.shuffle(order)
-        for cell in order:
-            inv = expand(cell)
-            slug = cell.label.replace(" ", "_").replace("=", "")
-            where = ctx.workdir / f"{sc.name}-profile" / f"{slug}-{i}"
-            for argv in inv.setup:
-                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
-            try:
-                if inv.prepare:
-                    cmd.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout,
-                                log=log, check=False)
-                t = syscalls.trace(inv.command, where, tracer=tracer, env=inv.env,
-                                   timeout=timeout)
-                if inv.cleanup:
-                    cmd.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout,
-                                log=log, check=False)
-            finally:
-                for argv in inv.teardown:
-                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
-            run = record(cell.variant, cell.label, i, t, oci=oci)
-            out.append(run)
-            if run.exit_code is None:
-                warnings.append(f"{sc.name} {cell.label}: traced run {i} hung past {timeout:g} s "
-                                f"under {tracer} and was killed")
-            elif run.exit_code != 0:
-                warnings.append(f"{sc.name} {cell.label}: traced run {i} exited {run.exit_code}")
-        progress.step(sc.name, f"traced run {i + 1}/{runs} of {len(cells)} cells ({tracer})")
+    for i, cell, inv in _each_run(ctx, cells, expand, runs, 104729, "traced", tracer):
+        if inv.prepare:
+            cmd.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout, log=log, check=False)
+        t = syscalls.trace(inv.command, ctx.workdir / f"{sc.name}-profile" / _slug(cell, i),
+                           tracer=tracer, env=inv.env, timeout=timeout)
+        if inv.cleanup:
+            cmd.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout, log=log, check=False)
+        run = record(cell.variant, cell.label, i, t, oci=oci)
+        out.append(run)
+        if run.exit_code is None:
+            warnings.append(f"{sc.name} {cell.label}: traced run {i} hung past {timeout:g} s "
+                            f"under {tracer} and was killed")
+        elif run.exit_code != 0:
+            warnings.append(f"{sc.name} {cell.label}: traced run {i} exited {run.exit_code}")
     return Profile(tracer=TRACERS[tracer], runs=out), warnings
 
 
@@ -145,33 +157,19 @@ def sample_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
     """``runs`` runs of every cell under ``perf record`` (the cells in a seeded order each
     time), their stacks summed per cell; the profile and the warnings."""
     sc = ctx.scenario
-    timeout = sc.timeout * TRACE_SLOWDOWN
-    log = ctx.workdir / f"{sc.name}.profile.log"
-    rng = random.Random(ctx.seed + 130363)
     stacks: dict[str, dict[str, int]] = {c.label: {} for c in cells}
     failed: list[str] = []
-    for i in range(runs):
-        order = list(cells)
-        rng.shuffle(order)
-        for cell in order:
-            inv = expand(cell)
-            slug = cell.label.replace(" ", "_").replace("=", "")
-            for argv in inv.setup:
-                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
-            try:
-                got = cpuprofile.record(inv.command, ctx.workdir / f"{sc.name}-cpu" / f"{slug}-{i}",
-                                        env=inv.env, timeout=timeout, frequency=frequency)
-            finally:
-                for argv in inv.teardown:
-                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
-            per = stacks[cell.label]
-            for key, n in got.stacks.items():
-                per[key] = per.get(key, 0) + n
-            if got.exit_code != 0:
-                failed.append(f"{cell.label} run {i}: " + (
-                    "hung under perf (killed)" if got.exit_code is None
-                    else f"exited {got.exit_code}"))
-        progress.step(sc.name, f"sampled run {i + 1}/{runs} of {len(cells)} cells (perf)")
+    for i, cell, inv in _each_run(ctx, cells, expand, runs, 130363, "sampled", "perf"):
+        got = cpuprofile.record(inv.command, ctx.workdir / f"{sc.name}-cpu" / _slug(cell, i),
+                                env=inv.env, timeout=sc.timeout * TRACE_SLOWDOWN,
+                                frequency=frequency)
+        per = stacks[cell.label]
+        for key, n in got.stacks.items():
+            per[key] = per.get(key, 0) + n
+        if got.exit_code != 0:
+            failed.append(f"{cell.label} run {i}: " + (
+                "hung under perf (killed)" if got.exit_code is None
+                else f"exited {got.exit_code}"))
     kept = {label: _capped(per) for label, per in stacks.items()}
     return (CpuProfile(command=cpuprofile.SHOWN.format(freq=frequency), event=cpuprofile.EVENT,
                        frequency=frequency, runs={c.label: runs for c in cells}, stacks=kept,

@@ -41,7 +41,7 @@ from patchbench.report.kind_blocks import account, links, lost_sigchld
 from patchbench.report.numbers import fmt_p, fmt_time
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios import base as common
-from patchbench.scenarios.base import Kind, ScenarioContext, ScenarioKind
+from patchbench.scenarios.base import Kind, ScenarioContext, ScenarioKind, plan_steps
 from patchbench.scenarios.steps import ByCount
 from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_TIMEOUT_S
@@ -231,12 +231,10 @@ class SoakKind(Kind, name="soak", config=SoakConfig, result=SoakResult,
                 vals = {**ctx.values(b, Cell(b.variant.name)), "block": "<block>", "rep": "{rep}",
                         "condition": cond.name}
                 tag = f"    [{b.variant.name}]"
-                lines += [f"{tag} setup:    {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                          for a in sc.setup]
+                lines += plan_steps(tag, [("setup", a) for a in sc.setup], vals, sc.name)
                 lines.append(f"{tag} {sc.block} runs: launcher -deadline {sc.timeout:g}s -- "
                              f"{shlex.join(bench.fill_argv(sc.command, vals, sc.name))}")
-                lines += [f"{tag} teardown: {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                          for a in sc.teardown]
+                lines += plan_steps(tag, [("teardown", a) for a in sc.teardown], vals, sc.name)
         return lines
 
     def run(self, ctx: ScenarioContext[SoakConfig]) -> tuple[SoakResult, list[str]]:

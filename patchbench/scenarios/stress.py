@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from patchbench.analysis import stats
-from patchbench.config.scenarios import Argv, ScenarioConfig
+from patchbench.config.scenarios import Argv, RoundsConfig
 from patchbench.errors import BenchmarkError, CommandError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
@@ -37,13 +37,13 @@ from patchbench.scenarios.base import (
     ScenarioKind,
     evidence_summary,
     header,
+    plan_steps,
     report_evidence,
     wait_or_capture,
 )
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
 from patchbench.util import cmd, progress
 from patchbench.util.cmd import Background
-from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
     from patchbench.build import Built
@@ -51,16 +51,11 @@ if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor th
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
 
-class StressConfig(ScenarioConfig):
+class StressConfig(RoundsConfig):
     """Each round launches `instances` copies of `launch`, waits a random delay, applies one of
     `actions` to all of them, then checks with `list` and `fresh`."""
 
     kind: Literal["stress"] = Field(default="stress", description="`stress`.")
-    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description="Not used by this kind.")
-    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
-        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
-    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
-        "Rounds; each runs every variant once, in a seeded random order."))
     instances: int = Field(default=8, ge=1, description="Instances launched at once per round.")
     delay: tuple[float, float] = Field(default=(0.0, 1.2), description=(
         "[low, high] seconds: the seeded random delay before the action, drawn once per round "
@@ -386,8 +381,7 @@ class StressKind(Kind, name="stress", config=StressConfig, result=StressResult):
     def plan(self, ctx: ScenarioContext[StressConfig]) -> list[str]:
         sc: StressConfig = ctx.scenario
         lines = []
-        for b in ctx.built:
-            vals = ctx.values(b, Cell(b.variant.name))
+        for b, vals in ctx.each_build():
             if sc.mode == "exec":
                 vals["host"] = host_name(vals["id"], "{round}")
             steps = [*[("setup", a) for a in sc.setup], *[("host", a) for a in sc.host],
@@ -396,9 +390,7 @@ class StressKind(Kind, name="stress", config=StressConfig, result=StressResult):
                      ("list", sc.list_cmd), ("fresh", sc.fresh),
                      *[("host down", a) for a in sc.host_teardown],
                      *[("teardown", a) for a in sc.teardown]]
-            for label, argv in steps:
-                lines.append(f"  [{b.variant.name}] {label + ':':<9} "
-                             f"{shlex.join(bench.fill_argv(argv, vals, sc.name))}")
+            lines += plan_steps(f"  [{b.variant.name}]", steps, vals, sc.name)
             if sc.signals is not None:
                 lines.append(f"  [{b.variant.name}] signals:  {', '.join(sc.signals.send)} to each "
                              f"launched process once it printed {sc.signals.ready!r}"
@@ -508,9 +500,7 @@ def report(result: StressResult, *, details: bool = True) -> list[Block]:
         out += [text("Signals sent to the launched process once the process inside said it "
                      "was ready, and whether it recorded them:" + note),
                 table(SIGNAL_HEADERS, signal_rows(sc))]
-    return out + round_evidence(
-        [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
-        sc.evidence_summary)
+    return out + round_evidence(sc)
 
 
 def page(result: StressResult) -> list[Block]:
