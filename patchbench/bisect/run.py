@@ -124,82 +124,25 @@ def bisect(ws: Workspace, probe: Probe, good: str, bad: str, *, seed: int | None
         if s.build_at(c.sha) is None:
             raise BuildError(f"bisect: the {role} end {c.sha[:12]} does not build: "
                              f"{s.failed[c.sha]}")
-    alpha, min_effect = s.comp.alpha, s.comp.min_effect
-    rule = step_rule(sc.kind)
-    ends_looks = levels.looks(1, budget)
-    rec.spending = spent = Spending(ends_looks=ends_looks,
-                                    ends_level=levels.per_comparison(alpha, ends_looks, 1))
-    made: list[Measurement] = []
-
-    def look_at_ends(factor: int) -> judge.Pair:  # measured again, as a step is, while unclear
-        if made:
-            say(f"ends: no difference yet; measuring again with {factor}x the runs and rounds")
-        made.append(s.measure("ends", [g.sha, b.sha], factor))
-        return judge.pair(made[-1], g.sha, b.sha, spent.ends_level, min_effect)
-
-    pair, factor = judge.ends(look_at_ends, ends_looks)
-    ends = made[-1]
-    rec.ends = pair.text + (f" (at {factor}x the runs and rounds)" if factor > 1 else "")
-    shares = levels.StepShares(alpha)
+    pair, ends = _ends(s, rec, g.sha, b.sha, budget)
+    shares = levels.StepShares(rec.alpha)
     share = shares.plan(rec.expected_steps)
-    direction: judge.Direction = "more" if pair.shift == "more" else "less"
     differ = pair.differs is True and pair.shift in ("more", "less")
+    assert rec.spending is not None
     if differ:
-        spent.direction, spent.planned_steps = direction, rec.expected_steps
+        rec.spending.direction = "more" if pair.shift == "more" else "less"
+        rec.spending.planned_steps = rec.expected_steps
     if not differ:
         rec.outcome = "no-difference"
         shown = "are the same within min_effect" if pair.shift == "same" else "do not differ"
         rec.why = f"the ends {shown} ({pair.text}): there is no change to look for between them"
         say(f"bisect: {rec.why}")
-    elif (first := _first_look(rec, rule, ends, g.sha, b.sha, s.scenario.runs, budget,
+    elif (first := _first_look(rec, step_rule(sc.kind), ends, g.sha, b.sha, sc.runs, budget,
                                share)) is None:
         rec.outcome = "underpowered"
         say(f"bisect: {rec.why}")
     else:
-        spent.step_looks = step_looks = levels.looks(first, budget)
-        spent.comparisons = comparisons = 2 if rule.shows_same else 1
-        spent.step_level = levels.per_comparison(share, step_looks, comparisons)
-
-        def probe_commit(c: history.Commit, i: int, branch: str | None = None) -> search.Class:
-            step = len(rec.steps) + 1
-            if s.build_at(c.sha) is None:
-                rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
-                                         classification="skipped", value="-",
-                                         skipped_reason="does not build"))
-                return "skipped"
-            level = levels.per_comparison(shares.take(), step_looks, comparisons)
-            used: list[int] = []
-
-            def look(factor: int) -> tuple[judge.Pair, judge.Pair]:
-                if used:
-                    say(f"step {step} ({c.sha[:12]}): undecided; measuring again with "
-                        f"{factor}x the runs and rounds")
-                m = s.measure(f"step {step} ({c.sha[:12]})", [c.sha, g.sha, b.sha], factor)
-                used.append(len(s.measurements) - 1)
-                return (judge.pair(m, g.sha, c.sha, level, min_effect),
-                        judge.pair(m, b.sha, c.sha, level, min_effect))
-
-            j = judge.step(look, step_looks, direction, rule.ways)
-            rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
-                                     classification=j.cls,
-                                     value=judge.value(s.measurements[used[-1]], c.sha).text,
-                                     vs_good=j.vs_good.text, vs_bad=j.vs_bad.text,
-                                     factors=j.factors, measurements=used, level=level,
-                                     reason=j.why))
-            say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {j.cls} ({j.why})"
-                if j.cls != "undecided" else f"step {step}: {c.sha[:12]} undecided after "
-                f"{j.factors[-1]}x ({j.why})")
-            return j.cls
-
-        out = search.search(len(chain), lambda i: probe_commit(chain[i], i))
-        if out.found:
-            rec.outcome = "found"
-            rec.first_bad = _crec(chain[out.hi])
-            _descend(s, rec, probe_commit, shares)
-        else:
-            rec.why = out.why
-            rec.range = [_crec(c) for c in chain[out.lo + 1:out.hi + 1]]
-        rec.skipped = [_crec(chain[i]) for i in out.skipped()]
+        _steps(s, rec, chain, first, budget, shares, share)
     rec.builds = {sha: s.redacted(bl.manifest) for sha, bl in s.builds.items()}
     rec.built_fresh = s.built_fresh
     rec.build_failures = dict(s.redacted(s.failed))
@@ -208,6 +151,79 @@ def bisect(ws: Workspace, probe: Probe, good: str, bad: str, *, seed: int | None
     folder = _save(s, ws, f"bisect-{target}", "bisect.json", rec.model_dump(mode="json"),
                    render.markdown(rec), render.html(rec))
     return rec, folder
+
+
+def _ends(s: Session, rec: Bisect, good: str, bad: str, budget: int
+          ) -> tuple[judge.Pair, Measurement]:
+    """The ends against each other, measured again with more runs and rounds while unclear:
+    the answer and its last measurement (``rec.spending`` says the ends' looks)."""
+    ends_looks = levels.looks(1, budget)
+    rec.spending = spent = Spending(ends_looks=ends_looks,
+                                    ends_level=levels.per_comparison(rec.alpha, ends_looks, 1))
+    made: list[Measurement] = []
+
+    def look_at_ends(factor: int) -> judge.Pair:  # measured again, as a step is, while unclear
+        if made:
+            say(f"ends: no difference yet; measuring again with {factor}x the runs and rounds")
+        made.append(s.measure("ends", [good, bad], factor))
+        return judge.pair(made[-1], good, bad, spent.ends_level, rec.min_effect)
+
+    pair, factor = judge.ends(look_at_ends, ends_looks)
+    rec.ends = pair.text + (f" (at {factor}x the runs and rounds)" if factor > 1 else "")
+    return pair, made[-1]
+
+
+def _steps(s: Session, rec: Bisect, chain: list[history.Commit], first: int, budget: int,
+           shares: levels.StepShares, share: float) -> None:
+    """The bisect between the ends that differ: each step's commit against both ends, looked at
+    again while undecided, then the merged branch of the first bad commit, if any."""
+    spent, rule, g, b = rec.spending, step_rule(rec.scenario_kind), rec.good.sha, rec.bad.sha
+    assert spent is not None and spent.direction is not None
+    direction: judge.Direction = spent.direction
+    spent.step_looks = step_looks = levels.looks(first, budget)
+    spent.comparisons = comparisons = 2 if rule.shows_same else 1
+    spent.step_level = levels.per_comparison(share, step_looks, comparisons)
+
+    def probe_commit(c: history.Commit, i: int, branch: str | None = None) -> search.Class:
+        step = len(rec.steps) + 1
+        if s.build_at(c.sha) is None:
+            rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
+                                     classification="skipped", value="-",
+                                     skipped_reason="does not build"))
+            return "skipped"
+        level = levels.per_comparison(shares.take(), step_looks, comparisons)
+        used: list[int] = []
+
+        def look(factor: int) -> tuple[judge.Pair, judge.Pair]:
+            if used:
+                say(f"step {step} ({c.sha[:12]}): undecided; measuring again with "
+                    f"{factor}x the runs and rounds")
+            m = s.measure(f"step {step} ({c.sha[:12]})", [c.sha, g, b], factor)
+            used.append(len(s.measurements) - 1)
+            return (judge.pair(m, g, c.sha, level, rec.min_effect),
+                    judge.pair(m, b, c.sha, level, rec.min_effect))
+
+        j = judge.step(look, step_looks, direction, rule.ways)
+        rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
+                                 classification=j.cls,
+                                 value=judge.value(s.measurements[used[-1]], c.sha).text,
+                                 vs_good=j.vs_good.text, vs_bad=j.vs_bad.text,
+                                 factors=j.factors, measurements=used, level=level,
+                                 reason=j.why))
+        say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {j.cls} ({j.why})"
+            if j.cls != "undecided" else f"step {step}: {c.sha[:12]} undecided after "
+            f"{j.factors[-1]}x ({j.why})")
+        return j.cls
+
+    out = search.search(len(chain), lambda i: probe_commit(chain[i], i))
+    if out.found:
+        rec.outcome = "found"
+        rec.first_bad = _crec(chain[out.hi])
+        _descend(s, rec, probe_commit, shares)
+    else:
+        rec.why = out.why
+        rec.range = [_crec(c) for c in chain[out.lo + 1:out.hi + 1]]
+    rec.skipped = [_crec(chain[i]) for i in out.skipped()]
 
 
 def _first_look(rec: Bisect, rule: StepRule, ends: Measurement, good: str, bad: str, runs: int,

@@ -328,23 +328,11 @@ def measure(
 ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
     ``runs // rounds`` runs per cell; ``timeout`` is seconds per run. Returns samples and the order
-    used.
-
-    ``more`` (``--until-ci``, ``--budget``) is asked, after the last round planned so far, for
-    more rounds given the samples, the rounds done and the order run so far: a :class:`Plan` of
-    how many rounds to add (0: stop) and which cells go on (the others are decided and stop
-    being measured; the baseline always goes on). The order goes on as the seeded balanced order
-    of the cells that go on would (``schedule`` of more rounds begins with that of fewer), so the
-    caller keeps blocks whole by asking for whole blocks.
-
-    Two kinds of warm-up. ``warmup`` runs once per cell, unrecorded (hyperfine's ``--warmup``),
-    before its first round. ``block_warmup`` runs begin *every* block (each cell in each round):
-    the first run after another cell pays for following it (its binary's pages, the kernel's
-    caches, the CPU's predictors) and pays a different amount per variant, so with short blocks
-    it would weigh on the estimate; a block's warm-ups are run, recorded apart
-    (``Samples.warmup_*``) and never timed, so the timed runs of a block of any length measure
-    the same warm state and short blocks cancel the machine's drift without changing what is
-    measured (docs/statistics.md, "The schedule")."""
+    used. ``more`` (``--until-ci``, ``--budget``) is asked after the last round planned so far
+    for a :class:`Plan`: rounds to add (0: stop) and the cells that go on (the baseline always
+    does), in the seeded balanced order those cells would have. ``warmup`` runs once per cell
+    before its first round, unrecorded; ``block_warmup`` runs begin every block, recorded apart
+    and never timed (docs/statistics.md, "The schedule")."""
     workdir.mkdir(parents=True, exist_ok=True)
     order = schedule(cells, rounds, seed)
     per_round = runs // rounds
@@ -383,18 +371,23 @@ def measure(
         if r == len(order) and more is not None:
             plan = more(samples, r, [[c.label for c in rc] for rc in order])
             if plan.rounds > 0:
-                keep = set(live if plan.cells is None else plan.cells)
-                if any(c not in keep for c in live):  # decided cells stop: a new order begins
-                    live, since = [c for c in live if c in keep], r
-                # the seeded balanced order of the cells measured since ``since`` goes on
-                # (``schedule`` of more rounds begins with that of fewer); with every cell it
-                # is the whole scenario's, as one planned that long would run
-                n = r - since
-                order = [*order, *schedule(live, n + plan.rounds, seed + since)[n:]]
-                rounds = len(order)
-                shown.total = rounds
+                order, live, since = _go_on(order, live, since, plan, seed)
+                rounds = shown.total = len(order)
     shown.finish()
     return samples, [[c.label for c in rc] for rc in order]
+
+
+def _go_on(order: list[list[Cell]], live: list[Cell], since: int, plan: Plan, seed: int
+           ) -> tuple[list[list[Cell]], list[Cell], int]:
+    """The order with ``plan``'s rounds added, the cells still measured, and the round since
+    which they are: decided cells stop, and a new order begins; the seeded balanced order of the
+    cells measured since then goes on (``schedule`` of more rounds begins with that of fewer),
+    with every cell the whole scenario's, as one planned that long would run."""
+    keep = set(live if plan.cells is None else plan.cells)
+    if any(c not in keep for c in live):
+        live, since = [c for c in live if c in keep], len(order)
+    n = len(order) - since
+    return [*order, *schedule(live, n + plan.rounds, seed + since)[n:]], live, since
 
 
 @dataclass(frozen=True)

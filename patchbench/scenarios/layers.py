@@ -34,6 +34,7 @@ from patchbench.report.kind_blocks import (
     verify_page,
 )
 from patchbench.report.numbers import fmt_ratio, fmt_time
+from patchbench.results import Cell as CellResult
 from patchbench.results import Check, Record, TimedResult
 from patchbench.scenarios import burst
 from patchbench.scenarios.base import (
@@ -154,22 +155,8 @@ class LayersKind(Kind, name="layers", config=LayersConfig, result=LayersResult):
             for img in images.values():
                 d.import_image(img)
             daemons[b.variant.name] = d
-        warnings: list[str] = []
-
-        counts: dict[str, dict[str, dict[str, int]]] = {}
-        by_comm: dict[str, dict[str, dict[str, int]]] = {}
-        if sc.count_mounts:
-            for v, d in daemons.items():
-                for n, img in images.items():
-                    mc = d.trace_run(img, f"{d.namespace}-trace-L{n}",
-                                     ctx.workdir / "mounttrace" / f"{v}-L{n}",
-                                     timeout=sc.timeout * 5)
-                    if mc.exit_code != 0:
-                        warnings.append(f"{sc.name} {v} L={n}: the traced start exited "
-                                        f"{mc.exit_code}")
-                    counts.setdefault(v, {})[str(n)] = mc.by_syscall()
-                    by_comm.setdefault(v, {})[str(n)] = mc.by_comm()
-                    progress.step(f"{v} L={n}", f"mount syscalls {mc.by_syscall()}")
+        counts, by_comm, warnings = (_count_mounts(ctx, daemons, images) if sc.count_mounts
+                                     else ({}, {}, []))
         fits = {v: {s: list(f) for s in SYSCALLS
                     if (f := fit(sc.layers, [counts[v][str(n)][s] for n in sc.layers]))}
                 for v in counts}
@@ -222,18 +209,7 @@ class LayersKind(Kind, name="layers", config=LayersConfig, result=LayersResult):
             res.instances = _instances(_lat_file(ctx, c))
         verify = {v: _verify(d, images[max(sc.layers)], sc.timeout) for v, d in daemons.items()}
 
-        medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)): r.summary.median
-                   for c, r in zip(cells, cell_results, strict=True)}  # NaN: every run hung
-        chart_names = []
-        time_chart = ctx.workdir / f"{sc.name}-time.svg"
-        charts.layers_time(time_chart, sc.layers, sc.k, variants, medians, sc.name)
-        chart_names.append(time_chart.name)
-        if counts:
-            mount_chart = ctx.workdir / f"{sc.name}-mounts.svg"
-            charts.layers_mounts(mount_chart, sc.layers, counts, SYSCALLS[:3], sc.name)
-            chart_names.append(mount_chart.name)
-        for name in chart_names:
-            ctx.extra_files[name] = ctx.workdir / name
+        chart_names = _charts(ctx, cells, cell_results, counts)
         result = LayersResult(
             **header(sc, sc.shown_command()), layers=sc.layers, k=sc.k, order=order,
             cells=cell_results, comparisons=comparisons, deadline_s=sc.timeout,
@@ -325,6 +301,46 @@ def page(result: LayersResult) -> list[Block]:
             rb.Data(f"{sc.kind} data", {k: v for k, v in data.items()
                                         if k not in ("cells", "comparisons", "order")}),
             *timed_charts(data), k_chart(burst.KIND.name, data)]
+
+
+Counts = dict[str, dict[str, dict[str, int]]]  # variant -> L -> syscall (or comm) -> calls
+
+
+def _count_mounts(ctx: ScenarioContext[LayersConfig], daemons: dict[str, ContainerdDaemon],
+                  images: dict[int, OciImage]) -> tuple[Counts, Counts, list[str]]:
+    """One traced start per (variant, L): its mount syscalls, per syscall and per process name;
+    a start that failed is a warning."""
+    sc = ctx.scenario
+    counts: Counts = {}
+    by_comm: Counts = {}
+    warnings = []
+    for v, d in daemons.items():
+        for n, img in images.items():
+            mc = d.trace_run(img, f"{d.namespace}-trace-L{n}",
+                             ctx.workdir / "mounttrace" / f"{v}-L{n}", timeout=sc.timeout * 5)
+            if mc.exit_code != 0:
+                warnings.append(f"{sc.name} {v} L={n}: the traced start exited {mc.exit_code}")
+            counts.setdefault(v, {})[str(n)] = mc.by_syscall()
+            by_comm.setdefault(v, {})[str(n)] = mc.by_comm()
+            progress.step(f"{v} L={n}", f"mount syscalls {mc.by_syscall()}")
+    return counts, by_comm, warnings
+
+
+def _charts(ctx: ScenarioContext[LayersConfig], cells: list[Cell], cell_results: list[CellResult],
+            counts: Counts) -> list[str]:
+    """The time chart (and with mount counts, their chart), files for the report folder."""
+    sc = ctx.scenario
+    variants = list(dict.fromkeys(c.variant for c in cells))
+    medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)): r.summary.median
+               for c, r in zip(cells, cell_results, strict=True)}  # NaN: every run hung
+    names = [f"{sc.name}-time.svg"]
+    charts.layers_time(ctx.workdir / names[0], sc.layers, sc.k, variants, medians, sc.name)
+    if counts:
+        names.append(f"{sc.name}-mounts.svg")
+        charts.layers_mounts(ctx.workdir / names[1], sc.layers, counts, SYSCALLS[:3], sc.name)
+    for name in names:
+        ctx.extra_files[name] = ctx.workdir / name
+    return names
 
 
 def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:

@@ -14,6 +14,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -283,11 +284,10 @@ def _host_left(ctx: ScenarioContext[StressConfig], b: Built, values: dict[str, s
 
 
 def _round(
-    ctx: ScenarioContext[StressConfig], b: Built, rnd: int, values: dict[str, str], where: str, action: str,
-    delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
-    host: str | None = None,
+    ctx: ScenarioContext[StressConfig], b: Built, rnd: int, values: dict[str, str], where: str,
+    action: str, delay: float, log: Path, seen: set[str] | None,
+    argv_for: Callable[[list[str], int], list[str]], host: str | None = None,
 ) -> StressRound:
-
     sc: StressConfig = ctx.scenario
     check = sc.signals
     procs: list[Background] = []
@@ -332,25 +332,52 @@ def _round(
         for out, sent in zip(outputs, signalled, strict=True):
             got = stress_signals.received(out.read_text(errors="replace"), check.ready)
             signals = stress_signals.add(signals, stress_signals.count(check, got if sent else None))
+    after = _after_round(ctx, b, values, where, log, seen, argv_for, host)
+    return StressRound(
+        round=rnd, variant=b.variant.name, action=action, delay_s=round(delay, 4),
+        exit_codes=codes,
+        outcomes=dict(Counter(classify(action, c, sc.exit_labels) for c in codes)),
+        kill_errors=kill_errors,
+        hangs=sum(c is None for c in codes) + kill_hangs + int(after.listing_hang),
+        leftovers=after.leftovers, list_latency_s=after.list_latency, fresh_ok=after.fresh_ok,
+        host=host, signals=signals, not_ready=sum(not x for x in signalled), evidence=evidence)
+
+
+@dataclass(frozen=True)
+class _After:
+    """What a round left: whether the listing hung and how long it took, the leftovers, and
+    whether a fresh instance ran."""
+
+    listing_hang: bool
+    list_latency: float
+    leftovers: list[str]
+    fresh_ok: bool
+
+
+def _after_round(ctx: ScenarioContext[StressConfig], b: Built, values: dict[str, str],
+                 where: str, log: Path, seen: set[str] | None,
+                 argv_for: Callable[[list[str], int], list[str]], host: str | None) -> _After:
+    """After a round: the listing (timed), what is left (the runtime's look, deeper than the
+    listing, which also cleans up; with a host, after its teardown), a fresh instance."""
+    sc = ctx.scenario
     t0 = time.monotonic()
     listing_hang = False
     listed: list[str] = []
     try:
         res = cmd.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
-                          check=False)
+                      check=False)
         listed = res.stdout.split()
     except CommandError:
         listing_hang = True
     list_latency = time.monotonic() - t0
-    prefix = values["id"] + "-"
     if ctx.runtime is not None:
-        # the runtime looks deeper than the listing (state, cgroups) and can clean up
         leftovers = ctx.runtime.leftovers(b.variant.name, b.bin)
         if host is not None:
             leftovers = without_host(leftovers, host)
         if leftovers and host is None:  # with a host: after its teardown (_exec_round)
             ctx.runtime.cleanup(b.variant.name, b.bin)
     else:
+        prefix = values["id"] + "-"
         leftovers = [f"instance {x}" for x in listed if x.startswith(prefix) and x != host]
     if seen is not None:
         leftovers = [x for x in leftovers if x not in seen]
@@ -358,18 +385,11 @@ def _round(
     fresh_ok = False
     try:
         fresh = cmd.run(argv_for(sc.fresh, sc.instances), timeout=sc.timeout, check=False,
-                            log=log)
+                        log=log)
         fresh_ok = fresh.returncode == 0
     except CommandError:
         pass
-    return StressRound(
-        round=rnd, variant=b.variant.name, action=action, delay_s=round(delay, 4),
-        exit_codes=codes,
-        outcomes=dict(Counter(classify(action, c, sc.exit_labels) for c in codes)),
-        kill_errors=kill_errors,
-        hangs=sum(c is None for c in codes) + kill_hangs + int(listing_hang),
-        leftovers=leftovers, list_latency_s=list_latency, fresh_ok=fresh_ok, host=host,
-        signals=signals, not_ready=sum(not x for x in signalled), evidence=evidence)
+    return _After(listing_hang, list_latency, leftovers, fresh_ok)
 
 
 def evidence_dir_of(ctx: ScenarioContext[StressConfig], b: Built) -> Path:
