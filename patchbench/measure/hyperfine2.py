@@ -165,17 +165,6 @@ def kept(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "measurements"}
 
 
-def median(result: dict[str, Any]) -> float:
-    """The median wall time of one result (0.0 when it has no runs)."""
-    if "measurements" not in result:
-        return float(result.get("median") or 0.0)
-    times = sorted(runs(result).times)
-    if not times:
-        return 0.0
-    mid = len(times) // 2
-    return times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
-
-
 def total(result: dict[str, Any]) -> float:
     """The sum of one result's wall times."""
     return sum(runs(result).times)

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import random
 import re
-import statistics
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Annotated, Any
 
 from pydantic import Field
 
+from patchbench.analysis import stats
 from patchbench.measure import cpuprofile, syscalls
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
@@ -425,7 +425,7 @@ def phase_medians(profile: Profile, baseline: str = "") -> dict[str, dict[str, f
         runs = cells[cell]
         shown = [r.phases for r in runs if r.phases]
         if shown:
-            out[cell] = {p: statistics.median(ph[p] for ph in shown) for p in syscalls.PHASES}
+            out[cell] = {p: stats.median([ph[p] for ph in shown]) for p in syscalls.PHASES}
     return out
 
 
