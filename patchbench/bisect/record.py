@@ -1,13 +1,7 @@
 """The versioned results file of a bisect or history run (``bisect.json`` / ``history.json``):
 the commits, every step or point, the builds' manifests and every measurement whole (the scenario
 kind's own result, as results.json holds it), so the classification can be checked again.
-
-``bisect.json`` keeps the rule it was judged by. Schema 1 (``BISECT1_METHOD``): every look of the
-ends and of a step at alpha, a step like good when it did not differ from good and differed from
-bad. Schema 2 (``BISECT2_METHOD``, patchbench/bisect/levels.py): alpha spent over the looks of the
-ends and over the planned steps and their looks (``spending``), a step put on a side only from
-positive evidence in the ends' direction (``reason``). A schema-1 file is read as it was written
-(:func:`parse_bisect`): its new fields stay unset and ``Bisect.rule`` names its rule."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
 """``bisect`` and ``history``: which commit of a target changed a scenario's time (or brought
-its hangs), and how the scenario moved across several commits.
-
-bisect: the two ends are measured first, interleaved; if they do not differ, even with twice
-the runs and rounds and again up to ``budget`` times the scenario's, the bisect stops and says
-so. Then the first-parent chain between them is bisected (patchbench.bisect.search):
-each step builds its commit (cached by commit) and measures it interleaved with both ends;
-an undecided step is measured again with twice the runs and rounds, up to ``budget`` times the
-scenario's, and then the answer is the range that is left. Every look is judged at the level
-patchbench.bisect.levels spends alpha at, so that the answer as a whole errs with probability
-at most alpha. Commits that do not build are skipped and named. history: the commits measured
-interleaved in one measurement, each against the first, round-paired."""
+its hangs), and how the scenario moved across several commits. Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -1,28 +1,5 @@
 """Measuring: interleaved hyperfine rounds over cells (a cell is a variant, plus parameters such as
-k for a burst).
-
-Every round runs every cell once, in an order drawn from a seeded generator, so baseline and
-candidate alternate through the whole measurement and never run as all-A-then-all-B. hyperfine does
-the timing (``-N``, warmup, prepare, cleanup, ``--export-json``, ``--metrics``); this module keeps
-every run's time, every other metric the cell asks for (CPU, user and system time, peak memory:
-measure/hyperfine2.py reads hyperfine 2's export), exit code and round, and reports a failing run with
-its round and exit code.
-
-Per-run deadlines: the kinds run each command under patchbench's launcher with ``-deadline``
-(``Invocation.deadline``), which kills a run past it after saving its evidence and exits 124. Such a
-run is a hang: it is kept apart (``hung_times``, ``hung_rounds``), never timed, and the measurement
-goes on. The timeout of a whole hyperfine call stays as a backstop for the launcher itself.
-
-One hyperfine call per round: when the round's cells can share one (no setup or
-teardown lists, the same environment, wrap and cleanup, and a prepare for all or none), the round
-runs as one hyperfine call with one command per cell in the round's order, each read back from the
-one export JSON; otherwise (and once an escaped process was found after a shared call, see
-:func:`_run_round`) each cell gets its own call as before. After the first measured round, the
-rounds that follow run several to a call (:func:`_run_rounds`): as many as take about
-BATCH_SECONDS by the last call's time, each round's cells its commands in the round's order, so
-the order of the runs is the same and hyperfine's start-up and export are paid once a batch, not
-once a round; the progress lines follow each call.
-"""
+k for a burst). Details: docs/internals.md."""
 
 from __future__ import annotations
 

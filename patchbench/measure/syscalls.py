@@ -1,23 +1,5 @@
-"""Every syscall of a process tree, counted by name, with strace: why a start got slower.
-
-``trace(argv, workdir)`` runs ``argv`` under ``strace -f -q -Y -ttt -T -e signal=none`` and reads
-the output back (``parse``): per syscall the calls, the calls that failed, and the wall time spent
-in them (``-T``; blocking calls such as ``futex`` and ``wait4`` hold most of it), per process
-name (``-Y``) too; and the process events of the tree (process-creating clones, execs, exits)
-with their timestamps (``-ttt``), from which ``phases`` splits an OCI runtime CLI's start into
-its steps. ptrace slows every syscall, so the counts are exact but the times are the traced
-run's, not the timed runs'; the traced runs are made apart from them (after measuring).
-
-``trace_bpftrace`` counts the same in the kernel (``raw_syscalls`` tracepoints, the names from
-the kernel headers' syscall table): no ptrace, so the traced run runs at nearly its own speed and
-what depends on its length (a Go runtime's ``nanosleep`` and ``futex`` calls) is not inflated by
-the tracer; it needs root and bpftrace, and names the execs by the file the kernel ran.
-
-A traced run that fails keeps its exit code; one past its ``timeout`` is killed with its group
-and kept too (``exit_code`` None) with what strace wrote until then, so that a hang under the
-tracer is reported, not hidden. The mount-syscall counts of the ``mounts`` kind under strace are
-a selection of this profile (``patchbench.measure.mounttrace.strace_trace``).
-"""
+"""Every syscall of a process tree, counted by name (strace or bpftrace): why a start got
+slower. Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
 """``invoke merge``: runs of one comparison made on several machines, put side by side.
-
-- per-machine columns, each machine described by its own machine info;
-- for every comparison (scenario, parameters, candidate): each machine's speedup, CI and
-  verdict, and whether the verdicts agree across machines;
-- the builds: the same inputs (commit, series, overlays, toolchain fingerprint, recipe) must give
-  the same artifact sha256 on every machine. When they do not, the merge is refused (or, when
-  allowed, the report opens with a "builds differ" section) naming the fields that differ.
-  Builds from different inputs are reported in the same section, with the fields that differ.
-"""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """The ``command`` kind (the default): one command per variant, timed by hyperfine in
 interleaved rounds, compared with the baseline; an optional ``verify`` check after measuring.
-
-Every measured run has its own deadline (``timeout``, seconds): hyperfine runs the command under
-patchbench's launcher (``-k 1 -deadline``), which kills a run past it after saving its evidence
-(process tree, signal masks, wchan, zombies). Such a run is counted as a hang ("hangs: N of M" per
-cell, Fisher's exact p against the baseline), left out of the timing, and the scenario goes on;
-under ``--gate`` any candidate hang fails. With ``conditions`` (patchbench.measure.conditions), each
-condition runs as its own set of interleaved cells, named by a ``condition`` parameter."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -2,18 +2,7 @@
 an OCI runtime CLI's start, and where its CPU time goes, from runs of their own made after
 measuring (never among the timed runs). Shared by the kinds that trace (``command`` with
 ``profile:``, ``mounts``, whose mount counts are a view of the same traces) and read by the
-readers of saved runs (diff, merge, the exports).
-
-Every traced run runs the cell's command (without the launcher) under
-``patchbench.measure.syscalls`` (``strace -f`` or bpftrace: the whole process tree), the cells in
-a seeded order per run, each cell's ``setup``/``teardown`` around it and its ``prepare``/
-``cleanup`` before and after. A run that fails or hangs under the tracer is kept and shown, with
-its exit code. The report's table is per candidate against the baseline: each syscall's calls
-per start (the mean over the traced runs), the difference, whether every candidate run lies
-outside the baseline runs' range, the failed calls and each variant's share of the time spent in
-syscalls; the biggest changes first. ``profile: [cpu]`` samples more runs with perf
-(``patchbench.measure.cpuprofile``): the functions whose share changed most, and a differential
-flame graph."""
+readers of saved runs (diff, merge, the exports). Details: docs/internals.md."""
 
 from __future__ import annotations
 
