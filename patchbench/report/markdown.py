@@ -13,10 +13,12 @@ from patchbench.util.escape import md_cell, md_code, md_fence, md_plain, md_text
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], fmt: str = "github",
-             *, numparse: bool = False) -> str:
-    """The one markdown table: GitHub's pipes (``fmt``: tabulate's other formats, for a
-    terminal); cells as they are unless ``numparse`` (numbers aligned as numbers)."""
-    return tabulate(rows, headers=list(headers), tablefmt=fmt, disable_numparse=not numparse)
+             *, numparse: bool = False, widths: Sequence[int] | None = None) -> str:
+    """The one table writer: GitHub's pipes (``fmt``: tabulate's other formats, for a
+    terminal); cells as they are unless ``numparse`` (numbers aligned as numbers); ``widths``:
+    the most characters of each column (longer cells wrap)."""
+    return tabulate(rows, headers=list(headers), tablefmt=fmt, disable_numparse=not numparse,
+                    maxcolwidths=list(widths) if widths else None)
 
 
 def inline(parts: Sequence[rb.Inline]) -> str:
