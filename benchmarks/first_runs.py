@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import schedules  # noqa: E402
 from patchbench import config  # noqa: E402
 from patchbench.analysis import stats  # noqa: E402
-from patchbench.measure import bench, engine  # noqa: E402
+from patchbench.measure import bench, hyperfine2  # noqa: E402
 from patchbench.measure.bench import Cell, Invocation  # noqa: E402
 from patchbench.util.workspace import Workspace  # noqa: E402
 
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--source", action="append", default=[], metavar="TARGET=PATH")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/first_runs.md")
     args = ap.parse_args(argv)
-    engine.require()
+    hyperfine2.require()
     began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="patchbench-first-") as tmp:
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["# The first runs of a block: their cost per variant, and each schedule's bias", "",
              f"Made with `python3 benchmarks/first_runs.py --target {args.target} --rounds "
              f"{args.rounds} --block {args.block}` from {began} ({seconds:.0f} s), hyperfine "
-             f"{'.'.join(map(str, engine.version() or ()))}, load {load0:.1f} at the start, "
+             f"{'.'.join(map(str, hyperfine2.version() or ()))}, load {load0:.1f} at the start, "
              f"{load1:.1f} at the end, {os.cpu_count()} CPUs. Blocks of {args.block} runs "
              f"without warm-ups, {args.rounds} rounds; the settled runs are runs {SETTLED} to "
              f"{args.block} of each block.", ""]

@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
 
 from patchbench import results  # noqa: E402
 from patchbench.analysis import paired  # noqa: E402
-from patchbench.report.markdown import fmt_delta  # noqa: E402
+from patchbench.report.numbers import fmt_delta  # noqa: E402
 from patchbench.results import PAIRED5_METHOD  # noqa: E402
 
 

@@ -11,12 +11,13 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from patchbench import build, config, runtimes, scenarios
+from patchbench import build, runtimes, scenarios
 from patchbench.build import toolchains
-from patchbench.config import Comparison, NamedTarget, Project
+from patchbench.config import NamedTarget, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import PatchbenchError, RequirementError
-from patchbench.measure import engine
+from patchbench.measure import hyperfine2
+from patchbench.scenarios.harness import Setup
 from patchbench.source import submodules as gitmodules
 from patchbench.source.cache import PIN_PREFIX, cache_dir
 from patchbench.util import safeargs
@@ -27,8 +28,10 @@ BLOCKER = "blocker "  # the prefix of a line naming what would stop the run
 PROBE_TIMEOUT = 30  # s: git ls-remote of a source that is not cached
 
 
-def lines(project: Project, ws: Workspace, name: str, comp: Comparison, named: NamedTarget,
-          variants: list[build.Variant], chosen: list[ScenarioConfig]) -> list[str]:
+def lines(setup: Setup, ws: Workspace, variants: list[build.Variant],
+          chosen: list[ScenarioConfig]) -> list[str]:
+    project, name, comp, named, runtime = (setup.project, setup.name, setup.comp, setup.target,
+                                           setup.runtime)
     target = named.spec
     url = ws.sources.get(named.name, target.url)
     out = [f"# plan for comparison {name!r} (dry run: nothing is fetched, built or run)",
@@ -51,7 +54,6 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison, named: N
         from patchbench.build import docker as docker_backend
 
         out += docker_backend.plan_lines(target, ws.layout.builds)
-    runtime = runtimes.get(config.runtime_of(comp, target))
     fake = ws.layout.dry_run(name)
     fake_built = [build.Built(v, ws.layout.artifacts(named.name) / f"<{v.name}>",
                               {"target": named.name, "built_commit": "<not built>",
@@ -81,7 +83,7 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison, named: N
             out += [f"  note: {line}" for line in runtime.plan_notes()]
     out.append(f"report  {ws.layout.comparison_reports(name)}/<UTC time>/ (report.md, "
                "results.json, manifests)")
-    found = blockers(project, ws, comp, named, chosen)
+    found = blockers(setup, ws, chosen)
     out += [f"{BLOCKER}{b}" for b in found] or [
         "blockers: none seen (requirements, tools, hyperfine, sources)"]
     return out
@@ -91,17 +93,16 @@ def _said(exc: PatchbenchError) -> str:
     return exc.message + (f" ({exc.hint})" if exc.hint else "")
 
 
-def blockers(project: Project, ws: Workspace, comp: Comparison, named: NamedTarget,
-             chosen: list[ScenarioConfig]) -> list[str]:
+def blockers(setup: Setup, ws: Workspace, chosen: list[ScenarioConfig]) -> list[str]:
     """What would stop ``compare`` before or while building, as far as can be seen without
     fetching or building anything."""
     out: list[str] = []
+    project, comp, named, runtime = setup.project, setup.comp, setup.target, setup.runtime
     spec = named.spec
     checks: list[Callable[[], object]] = [lambda: runtimes.check_requirements(spec)]
-    runtime = runtimes.get(config.runtime_of(comp, spec))
     if runtime is not None:
         checks.append(lambda: runtime.check(project, comp, spec))
-    checks.append(lambda: engine.check_scenarios(chosen))
+    checks.append(lambda: hyperfine2.check_scenarios(chosen))
     for check in checks:
         try:
             check()

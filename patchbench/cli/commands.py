@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from patchbench import config
 from patchbench.config import Project
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
-from patchbench.util import command
+from patchbench.util import cmd
 from patchbench.util.escape import terminal
 from patchbench.util.workspace import Switches, Workspace
 
@@ -40,7 +40,7 @@ def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix
     the current directory; --source over PATCHBENCH_SOURCE_<TARGET>."""
     env = os.environ
     verbose = verbose or env.get("PATCHBENCH_VERBOSE", "") not in ("", "0")
-    command.show_commands(verbose)
+    cmd.show_commands(verbose)
     project_dir = Path(project or env.get("PATCHBENCH_PROJECT") or Path.cwd())
     matrix_path = Path(matrix or env.get("PATCHBENCH_MATRIX") or project_dir / "matrix.yaml").resolve()
     root = matrix_path.parent
@@ -95,33 +95,17 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
 
         stops = [line for line in plan_lines if line.startswith(BLOCKER)]
         if stops:
-            command.say(f"the plan names {len(stops)} blocker{'s' if len(stops) > 1 else ''}: "
+            cmd.say(f"the plan names {len(stops)} blocker{'s' if len(stops) > 1 else ''}: "
                         "the run would stop there (the `blocker` lines above)")
         return 0
-    from patchbench import gate, report
+    from patchbench import gate
     from patchbench.analysis import gating
-    from patchbench.report import markdown
-    from patchbench.report.blocks import Image
-    from patchbench.runs import summary
-    from patchbench.scenarios import KINDS
+    from patchbench.runs import document, summary
 
     print()
-    if results.aa_build is not None:  # which A/A, and how its two builds differ
-        from patchbench.report.numbers import fmt_aa
-
-        label, why = fmt_aa(results.aa_build)
-        print(f"A/A run, {label}: {why}\n")
-    if report.summary_rows(results):
-        print(report.summary_table(results))
-    for line in markdown.stopping_text(results):  # --until-ci, --budget: rounds, MDE reached
-        print(line)
-    for sc in results.scenarios:  # each kind's own sections of report.md (no chart files)
-        shown = markdown.blocks([b for b in KINDS[sc.kind].report(sc, details=False)
-                                 if not isinstance(b, Image)])
-        if shown:
-            print(f"\n{sc.name}:\n" + "\n\n".join(shown))
-    for w in results.warnings:
-        print(f"warning: {w}")
+    shown = document.printed(results)
+    if shown:
+        print(shown)
     print(f"\nsaved: {run_dir}")
     failed = gate.failures(results, allow_inconclusive=sw.gate_allow_inconclusive)
     target = summary.summary_path(summary_file, os.environ)
@@ -150,24 +134,24 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
         for name in [target] if target else list(project.matrix.targets):
             built += pipeline.build_variants(project, ws, project.named_target(name),
                                              [Variant("baseline", ())], [])
-    from tabulate import tabulate
+    from patchbench.report.markdown import md_table
 
     rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
              "cached" if b.cached else f"built in {b.manifest['duration_s']:.1f} s",
              ", ".join(f"{k} {v['sha256'][:12]}" for k, v in b.manifest["artifacts"].items()),
              str(b.path)] for b in built]
-    print(tabulate(rows, headers=["target", "variant", "commit", "build", "artifacts", "path"]))
+    print(md_table(["target", "variant", "commit", "build", "artifacts", "path"], rows, "simple",
+                   numparse=True))
     return 0
 
 
 def do_patch_check(ws: Workspace, series: list[str], target: str | None = None) -> int:
     project = load_project(ws, pending_series=frozenset())
-    from tabulate import tabulate
-
     from patchbench import upstream
+    from patchbench.report.markdown import md_table
 
     rows = upstream.patch_check(project, ws, series, target=target)
-    print(tabulate(rows, headers=["series", "target", "result"]))
+    print(md_table(["series", "target", "result"], rows, "simple", numparse=True))
     return 0
 
 
@@ -182,37 +166,36 @@ def do_fetch(ws: Workspace, target: str) -> int:
 
 
 def do_list(ws: Workspace) -> int:
-    from tabulate import tabulate
-
     from patchbench import scenarios  # noqa: F401  (a matrix is read with the kinds)
+    from patchbench.report.markdown import md_table
 
     m = config.load(ws.matrix).matrix
     # at most about 100 columns: long cells wrap inside their column
-    print(tabulate([[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
-                     ", ".join(t.requires) or "-"] for n, t in m.targets.items()],
-                   headers=["target", "url", "ref", "commit", "toolchain", "requires"],
-                   maxcolwidths=[16, 30, 12, 12, 14, 12]))
+    print(md_table(["target", "url", "ref", "commit", "toolchain", "requires"],
+                   [[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
+                     ", ".join(t.requires) or "-"] for n, t in m.targets.items()], "simple",
+                   numparse=True, widths=[16, 30, 12, 12, 14, 12]))
     print()
-    print(tabulate([[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
+    print(md_table(["comparison", "target", "candidates", "scenarios", "description"],
+                   [[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
                      " ".join(c.description.split())] for n, c in m.comparisons.items()],
-                   headers=["comparison", "target", "candidates", "scenarios", "description"],
-                   maxcolwidths=[22, 14, 22, 16, 34]))
+                   "simple", numparse=True, widths=[22, 14, 22, 16, 34]))
     return 0
 
 
 def do_report(ws: Workspace, run_dir: str | None, comparison: str | None,
               from_run: str | None = None) -> int:
-    from patchbench import report
+    from patchbench.runs import document
     from patchbench.runs import store as runstore
 
     if from_run:  # the report folder from a run's complete results (after a failed write)
         print(terminal(
             f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}"))
         return 0
-    path = Path(run_dir) if run_dir else report.latest_run(ws.reports, comparison)
+    path = Path(run_dir) if run_dir else runstore.latest_run(ws.reports, comparison)
     from patchbench.gate import failures
 
     print(terminal(runstore.render_checked(
-        lambda r: report.render(r, gate=r.gate_reasons(failures) if r.gate else None),
-        report.load_run(path), path)))
+        lambda r: document.markdown(r, gate=r.gate_reasons(failures) if r.gate else None),
+        runstore.load_run(path), path)))
     return 0

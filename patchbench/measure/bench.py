@@ -1,28 +1,5 @@
 """Measuring: interleaved hyperfine rounds over cells (a cell is a variant, plus parameters such as
-k for a burst).
-
-Every round runs every cell once, in an order drawn from a seeded generator, so baseline and
-candidate alternate through the whole measurement and never run as all-A-then-all-B. hyperfine does
-the timing (``-N``, warmup, prepare, cleanup, ``--export-json``, ``--metrics``); this module keeps
-every run's time, every other metric the cell asks for (CPU, user and system time, peak memory:
-measure/engine.py reads hyperfine 2's export), exit code and round, and reports a failing run with
-its round and exit code.
-
-Per-run deadlines: the kinds run each command under patchbench's launcher with ``-deadline``
-(``Invocation.deadline``), which kills a run past it after saving its evidence and exits 124. Such a
-run is a hang: it is kept apart (``hung_times``, ``hung_rounds``), never timed, and the measurement
-goes on. The timeout of a whole hyperfine call stays as a backstop for the launcher itself.
-
-One hyperfine call per round: when the round's cells can share one (no setup or
-teardown lists, the same environment, wrap and cleanup, and a prepare for all or none), the round
-runs as one hyperfine call with one command per cell in the round's order, each read back from the
-one export JSON; otherwise (and once an escaped process was found after a shared call, see
-:func:`_run_round`) each cell gets its own call as before. After the first measured round, the
-rounds that follow run several to a call (:func:`_run_rounds`): as many as take about
-BATCH_SECONDS by the last call's time, each round's cells its commands in the round's order, so
-the order of the runs is the same and hyperfine's start-up and export are paid once a batch, not
-once a round; the progress lines follow each call.
-"""
+k for a burst). Details: docs/internals.md."""
 
 from __future__ import annotations
 
@@ -36,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import BenchmarkError, ConfigError
-from patchbench.measure import engine, hangs, reaper
-from patchbench.util import command, procguard
+from patchbench.measure import hangs, hyperfine2, reaper
+from patchbench.util import cmd, procguard
 from patchbench.util.progress import RoundProgress, estimate_left, round_text, step
 
 # Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
@@ -108,7 +85,7 @@ class Samples:
         run that exited 124 (the launcher's hang code) goes to the hung lists, a warm-up's
         too; every other run goes to the timed ones. Returns the exit codes of the runs that
         failed otherwise (without a deadline, 124 is a failure like any other code)."""
-        got = engine.runs(result, metrics)
+        got = hyperfine2.runs(result, metrics)
         codes = got.exit_codes
         for n, (t, code) in enumerate(zip(got.times, codes, strict=True)):
             if deadline and code == hangs.HANG_EXIT_CODE:
@@ -127,7 +104,7 @@ class Samples:
             self.rounds.append(rnd)
             for name, values in got.values.items():
                 self.metrics.setdefault(name, []).append(values[n])
-        self.hyperfine.append(engine.kept(result))
+        self.hyperfine.append(hyperfine2.kept(result))
         hung = {hangs.HANG_EXIT_CODE} if deadline else set()
         return [c for c in codes if c != 0 and c not in hung]
 
@@ -224,7 +201,7 @@ def hyperfine_call(
     first = invs[0]
     argv = [*first.wrap, *reaper.argv(),
         "hyperfine", "-N", "-i", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
-        "--export-json", str(export), *engine.option(first.metrics),
+        "--export-json", str(export), *hyperfine2.option(first.metrics),
     ]
     for n in names:
         argv += ["--command-name", n]
@@ -248,7 +225,7 @@ def hyperfine_many(
     argv, timeout = hyperfine_call(invs, runs=runs, warmup=warmup,
                                    per_run_timeout=per_run_timeout, export=export, names=names)
     try:
-        command.run(argv, log=log, timeout=timeout, env=invs[0].env, error=BenchmarkError,
+        cmd.run(argv, log=log, timeout=timeout, env=invs[0].env, error=BenchmarkError,
                     what=name)
     except BenchmarkError as exc:
         raise explained(exc, invs, runs=runs + warmup, timeout=timeout, log=log,
@@ -328,23 +305,11 @@ def measure(
 ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
     ``runs // rounds`` runs per cell; ``timeout`` is seconds per run. Returns samples and the order
-    used.
-
-    ``more`` (``--until-ci``, ``--budget``) is asked, after the last round planned so far, for
-    more rounds given the samples, the rounds done and the order run so far: a :class:`Plan` of
-    how many rounds to add (0: stop) and which cells go on (the others are decided and stop
-    being measured; the baseline always goes on). The order goes on as the seeded balanced order
-    of the cells that go on would (``schedule`` of more rounds begins with that of fewer), so the
-    caller keeps blocks whole by asking for whole blocks.
-
-    Two kinds of warm-up. ``warmup`` runs once per cell, unrecorded (hyperfine's ``--warmup``),
-    before its first round. ``block_warmup`` runs begin *every* block (each cell in each round):
-    the first run after another cell pays for following it (its binary's pages, the kernel's
-    caches, the CPU's predictors) and pays a different amount per variant, so with short blocks
-    it would weigh on the estimate; a block's warm-ups are run, recorded apart
-    (``Samples.warmup_*``) and never timed, so the timed runs of a block of any length measure
-    the same warm state and short blocks cancel the machine's drift without changing what is
-    measured (docs/statistics.md, "The schedule")."""
+    used. ``more`` (``--until-ci``, ``--budget``) is asked after the last round planned so far
+    for a :class:`Plan`: rounds to add (0: stop) and the cells that go on (the baseline always
+    does), in the seeded balanced order those cells would have. ``warmup`` runs once per cell
+    before its first round, unrecorded; ``block_warmup`` runs begin every block, recorded apart
+    and never timed (docs/statistics.md, "The schedule")."""
     workdir.mkdir(parents=True, exist_ok=True)
     order = schedule(cells, rounds, seed)
     per_round = runs // rounds
@@ -383,18 +348,23 @@ def measure(
         if r == len(order) and more is not None:
             plan = more(samples, r, [[c.label for c in rc] for rc in order])
             if plan.rounds > 0:
-                keep = set(live if plan.cells is None else plan.cells)
-                if any(c not in keep for c in live):  # decided cells stop: a new order begins
-                    live, since = [c for c in live if c in keep], r
-                # the seeded balanced order of the cells measured since ``since`` goes on
-                # (``schedule`` of more rounds begins with that of fewer); with every cell it
-                # is the whole scenario's, as one planned that long would run
-                n = r - since
-                order = [*order, *schedule(live, n + plan.rounds, seed + since)[n:]]
-                rounds = len(order)
-                shown.total = rounds
+                order, live, since = _go_on(order, live, since, plan, seed)
+                rounds = shown.total = len(order)
     shown.finish()
     return samples, [[c.label for c in rc] for rc in order]
+
+
+def _go_on(order: list[list[Cell]], live: list[Cell], since: int, plan: Plan, seed: int
+           ) -> tuple[list[list[Cell]], list[Cell], int]:
+    """The order with ``plan``'s rounds added, the cells still measured, and the round since
+    which they are: decided cells stop, and a new order begins; the seeded balanced order of the
+    cells measured since then goes on (``schedule`` of more rounds begins with that of fewer),
+    with every cell the whole scenario's, as one planned that long would run."""
+    keep = set(live if plan.cells is None else plan.cells)
+    if any(c not in keep for c in live):
+        live, since = [c for c in live if c in keep], len(order)
+    n = len(order) - since
+    return [*order, *schedule(live, n + plan.rounds, seed + since)[n:]], live, since
 
 
 @dataclass(frozen=True)
@@ -510,14 +480,14 @@ def _run_round(
         # setup and teardown write to the log, never to a pipe: a detached container that
         # inherits a pipe would hold it open long after its launcher returned
         for argv in inv.setup:
-            command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
+            cmd.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
                         error=BenchmarkError, what=f"{name}: setup", log=log)
         try:
             result = hyperfine(inv, runs=per_round + block_warmup, warmup=warmups[cell],
                                per_run_timeout=timeout, export=export, log=log, name=name)
         finally:
             for argv in inv.teardown:
-                command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
+                cmd.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
                             check=False, what=f"{name}: teardown", log=log)
             # what outlived the command: found and killed (the baseline's is not gated)
             procguard.check_active(name, cell.variant)
@@ -543,9 +513,9 @@ def _shared_call(
         if procguard.check_active(call, one) is not None and one is None:
             share[0] = False  # from now on attributable: one call per cell
     wall = time.monotonic() - t0  # the call and its check
-    total = sum(engine.total(res) for res in got)
+    total = sum(hyperfine2.total(res) for res in got)
     for cell, res in zip(cells, got, strict=True):
-        samples[cell].seconds += wall * (engine.total(res) / total if total > 0
+        samples[cell].seconds += wall * (hyperfine2.total(res) / total if total > 0
                                          else 1 / len(cells))
     return got
 
@@ -560,7 +530,7 @@ def _take(s: Samples, result: dict[str, Any], r: int, inv: Invocation, name: str
     failed = s.add(result, r, deadline=inv.deadline is not None, metrics=inv.metrics,
                    warm=warm)
     if failed:
-        codes = engine.runs(result).exit_codes
+        codes = hyperfine2.runs(result).exit_codes
         raise BenchmarkError(
             f"{name}: {len(failed)} of {len(codes)} runs failed "
             f"(exit codes {sorted(set(failed))})",

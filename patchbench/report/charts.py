@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,10 +79,12 @@ class Svg:
                  else f"<rect {attrs}/>")
 
     def circle(self, x: float, y: float, r: float, color: str, opacity: float = 1.0,
-               cls: str = "") -> None:
-        self.add(f'<circle cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" fill="{color}"'
+               cls: str = "", tip: str = "") -> None:
+        attrs = (f'cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" fill="{color}"'
                  + (f' fill-opacity="{opacity:g}"' if opacity != 1.0 else "")
-                 + (f' class="{cls}"' if cls else "") + "/>")
+                 + (f' class="{cls}"' if cls else ""))
+        self.add(f"<circle {attrs}><title>{xml_text(tip)}</title></circle>" if tip
+                 else f"<circle {attrs}/>")
 
     def polyline(self, pts: Sequence[tuple[float, float]], color: str, width: float = 2.0,
                  dash: str = "") -> None:
@@ -597,6 +599,26 @@ def burst_chart(sc: dict[str, Any]) -> bytes | None:
     return svg.done()
 
 
+def _stacked(panel: Panel, rows: Sequence[str], parts: Sequence[str],
+             value: Callable[[str, str], float], tip: Callable[[str, str, float], str],
+             label: Callable[[str, float], str]) -> None:
+    """One horizontal bar per row, stacked from its parts (class ``bar``, coloured by part),
+    with ``label(row, its end)`` after it."""
+    band = panel.h / (len(rows) + 0.2)
+    for y_i, r in enumerate(rows):
+        at, y = 0.0, panel.py(y_i)
+        for i, p in enumerate(parts):
+            v = value(r, p)
+            if v > 0:
+                panel.svg.rect(panel.px(at), y - 0.4 * band, panel.px(at + v) - panel.px(at),
+                               0.8 * band, fill=COLORS[i % len(COLORS)], cls="bar",
+                               tip=tip(r, p, v))
+            at += v
+        x = panel.px(at) + 8
+        text = label(r, at)
+        panel.svg.text(x, y, _fit(text, 11, WIDTH - x - 4), size=11, full=text)
+
+
 def stress_chart(sc: dict[str, Any]) -> bytes | None:
     """Per build, how every launched instance ended, as stacked bars (``sc``: a stress
     scenario, as results.json holds it)."""
@@ -619,21 +641,11 @@ def stress_chart(sc: dict[str, Any]) -> bytes | None:
                   Scale(-0.6, len(builds) - 0.4), invert_y=True)
     panel.axes(yticks=[(i, str(b)) for i, b in enumerate(builds)], xlabel="launched instances",
                title=title)
-    band = panel.h / (len(builds) + 0.2)
-    for y_i, b in enumerate(builds):
-        at = 0.0
-        y = panel.py(y_i)
-        for i, o in enumerate(outcomes):
-            v = float(per_build[b].get("outcomes", {}).get(o, 0))
-            if v:
-                svg.rect(panel.px(at), y - 0.4 * band, panel.px(at + v) - panel.px(at),
-                         0.8 * band, fill=COLORS[i % len(COLORS)], cls="bar", tip=f"{b}: {o} {v:g}")
-            at += v
-        pb = per_build[b]
-        note = (f"hangs {pb['hangs']}, leftovers {pb['leftovers']}, "
-                f"fresh failed {pb['fresh_failures']}, kill errors {pb['kill_errors']}")
-        x = panel.px(at) + 8
-        svg.text(x, y, _fit(note, 11, WIDTH - x - 4), size=11, full=note)
+    _stacked(panel, builds, outcomes, lambda b, o: float(per_build[b].get("outcomes", {}).get(o, 0)),
+             lambda b, o, v: f"{b}: {o} {v:g}",
+             lambda b, _: f"hangs {per_build[b]['hangs']}, leftovers {per_build[b]['leftovers']}, "
+             f"fresh failed {per_build[b]['fresh_failures']}, kill errors "
+             f"{per_build[b]['kill_errors']}")
     legend(svg, [("bar", COLORS[i % len(COLORS)], str(o)) for i, o in enumerate(outcomes)],
            WIDTH / 2, height - legend_h - 8, frame=False, anchor="middle")
     return svg.done()
@@ -678,6 +690,55 @@ def merge_chart(rows: Sequence[tuple[str, Sequence[tuple[str, dict[str, Any] | N
             hi.append(c["ci_high"] if c.get("ci_high") is not None else c["speedup"])
         panel.series(pts, COLORS[j % len(COLORS)], lo=lo, hi=hi, horizontal=True, line=False)
     legend(svg, [("line", COLORS[j % len(COLORS)], m) for j, m in enumerate(machines)],
+           panel.x + panel.w - 10, panel.y + 8, anchor="end")
+    return svg.done()
+
+
+COMMIT_COLORS = {"good": "#2e7d32", "bad": "#c62828", "undecided": "#f9a825",
+                 "skipped": "#9e9e9e", "first": "#2e7d32", "differs": "#c62828", "": "#1565c0"}
+
+
+@dataclass(frozen=True)
+class CommitPoint:
+    """One commit of a bisect or a history: its label, value and interval, its class (a key of
+    COMMIT_COLORS) and its tooltip."""
+
+    label: str
+    y: float | None
+    lo: float | None = None
+    hi: float | None = None
+    kind: str = ""
+    title: str = ""
+
+
+def commit_chart(points: Sequence[CommitPoint], y_label: str, title: str) -> bytes | None:
+    """Bisect and history: the value at each commit, in chain order, with its interval; a commit
+    without a value is a grey cross on the axis."""
+    if not points:
+        return None
+    height = 470.0
+    svg = Svg(WIDTH, height, title)
+    ys = span([v for p in points for v in (p.y, p.lo, p.hi) if v is not None])
+    yt = nice_ticks(ys)
+    left = _left_margin([label for _, label in yt], axis_label=True, cap=100)
+    panel = Panel(svg, left, 56, WIDTH - left - 28, height - 56 - 110,
+                  Scale(-0.5, len(points) - 0.5), ys)
+    panel.axes(xticks=[], yticks=yt, ylabel=y_label, title=title, ylabel_gap=left - 22)
+    svg.polyline([(panel.px(i), panel.py(p.y)) for i, p in enumerate(points) if p.y is not None],
+                 "#90a4ae", 1.5)
+    bottom = panel.y + panel.h
+    for i, p in enumerate(points):
+        x, color = panel.px(i), COMMIT_COLORS.get(p.kind, COMMIT_COLORS[""])
+        if p.lo is not None and p.hi is not None:
+            svg.line(x, panel.py(p.lo), x, panel.py(p.hi), color, 2.0, cls="ci")
+        if p.y is None:
+            svg.text(x, bottom - 8, "×", anchor="middle", color=COMMIT_COLORS["skipped"])
+        else:
+            svg.circle(x, panel.py(p.y), 5.0, color, cls="point", tip=p.title or p.label)
+        svg.text(x, bottom + 10, _fit(p.label, TICK, 120), anchor="end", rotate=True,
+                 full=p.label)
+    kinds = list(dict.fromkeys(p.kind for p in points if p.kind))
+    legend(svg, [("bar", COMMIT_COLORS.get(k, COMMIT_COLORS[""]), k) for k in kinds],
            panel.x + panel.w - 10, panel.y + 8, anchor="end")
     return svg.done()
 
@@ -755,18 +816,8 @@ def phases_chart(medians: dict[str, dict[str, float]], phases: list[str]) -> byt
                   Scale(-0.6, len(cells) - 0.4), invert_y=True)
     panel.axes(yticks=[(i, c) for i, c in enumerate(cells)], xlabel=f"time ({unit})",
                title=title)
-    band = panel.h / (len(cells) + 0.2)
-    for y_i, c in enumerate(cells):
-        at = 0.0
-        y = panel.py(y_i)
-        for i, p in enumerate(phases):
-            v = medians[c].get(p, 0.0) * scale
-            if v > 0:
-                svg.rect(panel.px(at), y - 0.4 * band, panel.px(at + v) - panel.px(at),
-                         0.8 * band, fill=COLORS[i % len(COLORS)], cls="bar",
-                         tip=f"{c}: {p} {v:.3g} {unit}")
-            at += v
-        svg.text(panel.px(at) + 8, y, f"{at:.3g} {unit}", size=11)
+    _stacked(panel, cells, phases, lambda c, p: medians[c].get(p, 0.0) * scale,
+             lambda c, p, v: f"{c}: {p} {v:.3g} {unit}", lambda c, at: f"{at:.3g} {unit}")
     legend(svg, [("bar", COLORS[i % len(COLORS)], p) for i, p in enumerate(phases)],
            WIDTH / 2, height - legend_h - 4, ncols=len(phases), frame=False, anchor="middle")
     return svg.done()

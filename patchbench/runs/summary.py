@@ -1,5 +1,5 @@
-"""The CI job summary: the summary table and the gate's reasons as markdown, appended to a file
-(``--summary FILE``, or ``$GITHUB_STEP_SUMMARY`` when GitHub Actions sets it)."""
+"""The CI job summary (runs/document.py writes it) appended to a file: ``--summary FILE``, or
+``$GITHUB_STEP_SUMMARY`` when GitHub Actions sets it."""
 
 from __future__ import annotations
 
@@ -7,12 +7,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from patchbench.report.blocks import Table
-from patchbench.report.markdown import md_table, summary_table
-from patchbench.report.numbers import fmt_aa
-from patchbench.results import Results, RunInput, TimedResult, as_results
-from patchbench.scenarios import KINDS
-from patchbench.util.escape import md_cell, md_code
+from patchbench.results import RunInput
+from patchbench.runs import document
 
 
 def summary_path(explicit: str | os.PathLike[str] | None,
@@ -22,52 +18,6 @@ def summary_path(explicit: str | os.PathLike[str] | None,
         return Path(explicit)
     value = (os.environ if env is None else env).get("GITHUB_STEP_SUMMARY", "")
     return Path(value) if value else None
-
-
-def gate_markdown(reasons: Sequence[str]) -> str:
-    if not reasons:
-        return "**Gate: passed** — no candidate significantly slower, every check passed."
-    return "**Gate: FAILED**\n\n" + "\n".join(f"- {md_cell(r)}" for r in reasons)
-
-
-def kind_tables(results: Results) -> list[Table]:
-    """The kinds' own tables of a job summary (``ScenarioKind.summary``): the rows of every
-    scenario whose table has the same headers are one table, in the order they first appear.
-    Names and builds come from the file: every cell is escaped (util.escape)."""
-    rows: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-    for sc in results.scenarios:
-        t = KINDS[sc.kind].summary(sc)
-        if t is not None and t.rows:
-            rows.setdefault(t.headers, []).extend(
-                tuple(md_cell(v) for v in row) for row in t.rows)
-    return [Table(headers, tuple(r)) for headers, r in rows.items()]
-
-
-def summary_markdown(run: RunInput, gate_reasons: Sequence[str] | None) -> str:
-    """One run's summary for a CI job page; ``gate_reasons`` None: made without --gate, so no
-    gate line."""
-    results = as_results(run)
-    m = results.machine  # free-form (patchbench.measure.machine), as the run recorded it
-    lines = [
-        f"### patchbench {md_code(results.comparison)}"  # spans a backtick cannot close
-        + (f" — {md_code(results.run_dir)}" if results.run_dir else ""),
-        "",
-        f"{md_cell(m.get('cpu_model'))}, {md_cell(m.get('cpu_count'))} cores, kernel "
-        f"{md_cell(m.get('kernel'))}; seed {results.seed}"
-        + (" — **A/A run**" if results.aa else "")
-        + (f" ({fmt_aa(results.aa_build)[0]})" if results.aa_build is not None else ""),
-        "",
-    ]
-    if any(isinstance(sc, TimedResult) and sc.comparisons for sc in results.scenarios):
-        lines += [summary_table(results, "github"), ""]
-    for t in kind_tables(results):
-        lines += [md_table(t.headers, t.rows), ""]
-    if gate_reasons is not None:
-        lines += [gate_markdown(gate_reasons), ""]
-    if results.warnings:
-        lines += [f"<details><summary>{len(results.warnings)} warnings</summary>", ""]
-        lines += [f"- {md_cell(w)}" for w in results.warnings] + ["", "</details>", ""]
-    return "\n".join(lines) + "\n"
 
 
 def append_text(path: Path, text: str) -> None:
@@ -95,4 +45,4 @@ def append_text(path: Path, text: str) -> None:
 
 def append_summary(results: RunInput, gate_reasons: Sequence[str] | None, path: Path) -> None:
     """Append one run's summary table and gate reasons, as markdown, to ``path``."""
-    append_text(path, summary_markdown(results, gate_reasons))
+    append_text(path, document.job_summary(results, gate_reasons))

@@ -19,35 +19,35 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from patchbench.config.scenarios import ScenarioConfig
+from patchbench.config.scenarios import RoundsConfig
 from patchbench.errors import PatchbenchError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.measure.oci_image import OciImage, image_name
-from patchbench.report.blocks import Across, Block, Table, table, text
+from patchbench.report.blocks import MARKDOWN, Block, View, table, text
+from patchbench.report.kind_blocks import images_line, round_evidence
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     containerd_runtime,
     evidence_summary,
     header,
+    planned_daemons,
     report_evidence,
     wait_or_capture,
 )
-from patchbench.scenarios.steps import StepRule
-from patchbench.scenarios.views import images_line, round_evidence
-from patchbench.util import command, progress
-from patchbench.util.command import Background
-from patchbench.util.limits import MAX_SAMPLES
+from patchbench.util import cmd, progress
+from patchbench.util.cmd import Background
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
-    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
+    from patchbench.runtimes.containerd import ContainerdDaemon
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -55,16 +55,11 @@ if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd ru
 Action = Literal["kill", "delete", "restart"]
 
 
-class CtrStressConfig(ScenarioConfig):
+class CtrStressConfig(RoundsConfig):
     """``rounds`` rounds, each running every variant once; ``runs`` is not used (keep it equal
     to ``rounds``)."""
 
     kind: Literal["ctrstress"] = Field(default="ctrstress", description="`ctrstress`.")
-    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description="Not used by this kind.")
-    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
-        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
-    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
-        "Rounds; each runs every variant once, in a seeded random order."))
     layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
         "Layer counts of the images; each round draws one."))
     k: int = Field(default=8, ge=1, le=256, description="Containers started at once per round.")
@@ -356,7 +351,7 @@ def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], time
     pending = list(clients)
     deadline = time.monotonic() + timeout
     while pending:
-        tries = {cid: command.Background(action_argv(d, action, cid), env=d.env(), log=log)
+        tries = {cid: cmd.Background(action_argv(d, action, cid), env=d.env(), log=log)
                  for cid in pending}
         again = []
         for cid, proc in tries.items():
@@ -399,7 +394,7 @@ def run_round(ctx: ScenarioContext[CtrStressConfig], variant: str, d: Containerd
     launched = time.monotonic()
     evidence: list[str] = []
     dirs_before = unlisted_dirs(d)
-    procs = {cid: command.Background(d.run_argv(image, cid, sc.args), env=d.env(), log=log)
+    procs = {cid: cmd.Background(d.run_argv(image, cid, sc.args), env=d.env(), log=log)
              for cid in ids}
     restart_s = None
     try:
@@ -447,7 +442,7 @@ def _detail(c: Census, limit: int = 20) -> list[str]:
 def _fresh(d: ContainerdDaemon, image: OciImage, cid: str, timeout: float, log: Path
            ) -> tuple[bool, str]:
     try:
-        res = command.run(d.run_argv(image, cid, ["true"]), env=d.env(), timeout=timeout,
+        res = cmd.run(d.run_argv(image, cid, ["true"]), env=d.env(), timeout=timeout,
                           check=False, log=log)
     except PatchbenchError as exc:
         return False, exc.message[-500:]
@@ -504,22 +499,11 @@ def gate_failures(name: str, per_variant: dict[str, dict[str, int]]) -> list[str
     return out
 
 
-def _runtime(ctx: ScenarioContext[CtrStressConfig]) -> ContainerdRuntime:
-    return containerd_runtime(ctx, "ctrstress")
-
-
-class CtrStressKind:
-    name = "ctrstress"
-    config: ClassVar[type[ScenarioConfig]] = CtrStressConfig
-    result: ClassVar[type[ScenarioResult]] = CtrStressResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
-
+class CtrStressKind(Kind, name="ctrstress", config=CtrStressConfig, result=CtrStressResult):
     def plan(self, ctx: ScenarioContext[CtrStressConfig]) -> list[str]:
         sc: CtrStressConfig = ctx.scenario
-        rt = _runtime(ctx)
         lines = []
-        for b in ctx.built:
-            d = rt.daemon_for(b.variant.name, b.bin)
+        for b, d in planned_daemons(ctx):
             v = b.variant.name
             argv = d.run_argv(image_name(max(sc.layers)), f"{d.namespace}-rR-{{i}}", sc.args)
             lines += [f"  [{v}] launch:   {sc.k} x {shlex.join(argv)}",
@@ -534,7 +518,7 @@ class CtrStressKind:
 
     def run(self, ctx: ScenarioContext[CtrStressConfig]) -> tuple[CtrStressResult, list[str]]:
         sc: CtrStressConfig = ctx.scenario
-        rt = _runtime(ctx)
+        rt = containerd_runtime(ctx)
         images = {n: rt.image(n) for n in sc.layers}
         daemons: dict[str, ContainerdDaemon] = {}
         for b in ctx.built:
@@ -593,94 +577,93 @@ class CtrStressKind:
         return gate_failures(result.name, {v: pv.model_dump()
                                            for v, pv in result.per_variant.items()})
 
-    def report(self, result: CtrStressResult, *, details: bool = True) -> list[Block]:
-        """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then
-        every round with its draw and what each variant left."""
-        sc = result
-        rows = [[v, str(pv.rounds), ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
-                 ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
-                           if a != "restart") or "-",
-                 str(pv.hangs), str(pv.kill_errors), f"{pv.mounts} ({pv.idmapped_mounts})",
-                 f"{pv.snapshots} / {pv.snapshot_dirs}", str(pv.shims),
-                 f"{pv.tasks} / {pv.containers}", str(pv.rounds_with_leftovers),
-                 str(pv.fresh_failures)]
-                for v, pv in sc.per_variant.items()]
-        out: list[Block] = [
-            text(f"{sc.instances} containers per round (L = {', '.join(map(str, sc.layers))}), "
-                 f"one action per round after a seeded delay in [{sc.delay[0]:g}, "
-                 f"{sc.delay[1]:g}] s, the same for every variant; afterwards (up to "
-                 f"{sc.settle:g} s for the shims to go) what is left is counted, then removed, "
-                 "and a fresh container must run `true`. A kill or delete is retried on each "
-                 "container until it takes effect (hit) or the container has finished (missed) "
-                 "or failed to start (refused). Leftovers are summed over the rounds (after each "
-                 "round and after its fresh start)."),
-            table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused", "hangs",
-                   "kill errors", "mounts left (idmapped)", "snapshots active / unlisted dirs",
-                   "shims left", "tasks / containers left", "rounds with leftovers",
-                   "fresh start failed"], rows)]
-        variants = list(sc.per_variant)
-        cells: dict[tuple[int, str, str], list[int]] = {}
-        for r in sc.rounds_detail:  # (L, action, variant) -> summed leftovers
-            acc = cells.setdefault((r.layers, r.action, r.variant), [0] * 6)
-            for c in (r.left, r.fresh_left):
-                for i, n in enumerate((c.mounts, c.idmapped_mounts, c.snapshots, c.shims,
-                                       c.tasks, c.containers)):
-                    acc[i] += n
-        rows = [[str(n), a, *[("{} ({}) / {} / {} / {} / {}".format(*cells[(n, a, v)])
-                               if (n, a, v) in cells else "-") for v in variants]]
-                for n, a in sorted({(k[0], k[1]) for k in cells})]
-        out += [text("Leftovers by L and action (summed over rounds and fresh starts; mounts "
-                     "(idmapped) / active snapshots / shims / tasks / containers):"),
-                table(["L", "action", *variants], rows)]
-        by_round: dict[int, list[str]] = {}
-        draw: dict[int, list[str]] = {}
-        for r in sc.rounds_detail:
-            c = r.left
-            left = (f"{c.mounts} ({c.idmapped_mounts}) / {c.snapshots} / {c.shims} / "
-                    f"{c.tasks} / {c.containers}")
-            exits = ", ".join(f"{code if code is not None else 'hang'}×{n}" for code, n in sorted(
-                ((x, r.exit_codes.count(x)) for x in set(r.exit_codes)),
-                key=lambda t: (t[0] is None, t[0] or 0)))
-            hits = ", ".join(f"{a} {n}" for a, n in sorted(r.action_outcomes.items())
-                             if a != "restart")
-            by_round.setdefault(r.round, []).append(
-                f"{r.variant}: {hits + '; ' if hits else ''}exits {exits}; left {left}; "
-                f"fresh {'ok' if r.fresh_ok else 'FAILED'}")
-            draw[r.round] = [str(r.round), str(r.layers), r.action, f"{r.delay_s:.2f} s"]
-        rows = [[*draw[n], "<br>".join(by_round[n])] for n in sorted(draw)]
-        out += [text("Every round (left: mounts (idmapped) / active snapshots / shims / tasks / "
-                     "containers):"),
-                table(["round", "L", "action", "delay", "per variant"], rows),
-                images_line(sc.images, sc.runc)]
-        return out + round_evidence(
-            [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
-            sc.evidence_summary)
+    def blocks(self, result: CtrStressResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
-    def page(self, result: CtrStressResult) -> list[Block]:
-        """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""
-        sc = result
-        if not sc.per_variant:
-            return []
-        rows = [[v, pv.rounds, ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
-                 ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
-                           if a != "restart") or "-",
-                 pv.hangs, f"{pv.mounts} ({pv.idmapped_mounts})",
-                 f"{pv.snapshots} / {pv.snapshot_dirs}", pv.shims, f"{pv.tasks} / {pv.containers}",
-                 pv.fresh_failures]
-                for v, pv in sc.per_variant.items()]
-        return [text(f"{sc.instances} containers per round, layers "
-                     f"{', '.join(map(str, sc.layers))}; one action per round, the same for every "
-                     "variant; leftovers counted, then removed, after each round."),
-                table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused",
-                       "hangs", "mounts left (idmapped)", "snapshots active / unlisted dirs",
-                       "shims left", "tasks / containers left", "fresh start failed"], rows,
-                      stress.KIND.name)]  # the stress kind's table class: found as one
 
-    def summary(self, result: CtrStressResult) -> Table | None:
-        return None
+def report(result: CtrStressResult, *, details: bool = True) -> list[Block]:
+    """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then
+    every round with its draw and what each variant left."""
+    sc = result
+    rows = [[v, str(pv.rounds), ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
+             ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
+                       if a != "restart") or "-",
+             str(pv.hangs), str(pv.kill_errors), f"{pv.mounts} ({pv.idmapped_mounts})",
+             f"{pv.snapshots} / {pv.snapshot_dirs}", str(pv.shims),
+             f"{pv.tasks} / {pv.containers}", str(pv.rounds_with_leftovers),
+             str(pv.fresh_failures)]
+            for v, pv in sc.per_variant.items()]
+    out: list[Block] = [
+        text(f"{sc.instances} containers per round (L = {', '.join(map(str, sc.layers))}), "
+             f"one action per round after a seeded delay in [{sc.delay[0]:g}, "
+             f"{sc.delay[1]:g}] s, the same for every variant; afterwards (up to "
+             f"{sc.settle:g} s for the shims to go) what is left is counted, then removed, "
+             "and a fresh container must run `true`. A kill or delete is retried on each "
+             "container until it takes effect (hit) or the container has finished (missed) "
+             "or failed to start (refused). Leftovers are summed over the rounds (after each "
+             "round and after its fresh start)."),
+        table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused", "hangs",
+               "kill errors", "mounts left (idmapped)", "snapshots active / unlisted dirs",
+               "shims left", "tasks / containers left", "rounds with leftovers",
+               "fresh start failed"], rows)]
+    variants = list(sc.per_variant)
+    cells: dict[tuple[int, str, str], list[int]] = {}
+    for r in sc.rounds_detail:  # (L, action, variant) -> summed leftovers
+        acc = cells.setdefault((r.layers, r.action, r.variant), [0] * 6)
+        for c in (r.left, r.fresh_left):
+            for i, n in enumerate((c.mounts, c.idmapped_mounts, c.snapshots, c.shims,
+                                   c.tasks, c.containers)):
+                acc[i] += n
+    rows = [[str(n), a, *[("{} ({}) / {} / {} / {} / {}".format(*cells[(n, a, v)])
+                           if (n, a, v) in cells else "-") for v in variants]]
+            for n, a in sorted({(k[0], k[1]) for k in cells})]
+    out += [text("Leftovers by L and action (summed over rounds and fresh starts; mounts "
+                 "(idmapped) / active snapshots / shims / tasks / containers):"),
+            table(["L", "action", *variants], rows)]
+    by_round: dict[int, list[str]] = {}
+    draw: dict[int, list[str]] = {}
+    for r in sc.rounds_detail:
+        c = r.left
+        left = (f"{c.mounts} ({c.idmapped_mounts}) / {c.snapshots} / {c.shims} / "
+                f"{c.tasks} / {c.containers}")
+        exits = ", ".join(f"{code if code is not None else 'hang'}×{n}" for code, n in sorted(
+            ((x, r.exit_codes.count(x)) for x in set(r.exit_codes)),
+            key=lambda t: (t[0] is None, t[0] or 0)))
+        hits = ", ".join(f"{a} {n}" for a, n in sorted(r.action_outcomes.items())
+                         if a != "restart")
+        by_round.setdefault(r.round, []).append(
+            f"{r.variant}: {hits + '; ' if hits else ''}exits {exits}; left {left}; "
+            f"fresh {'ok' if r.fresh_ok else 'FAILED'}")
+        draw[r.round] = [str(r.round), str(r.layers), r.action, f"{r.delay_s:.2f} s"]
+    rows = [[*draw[n], "<br>".join(by_round[n])] for n in sorted(draw)]
+    out += [text("Every round (left: mounts (idmapped) / active snapshots / shims / tasks / "
+                 "containers):"),
+            table(["round", "L", "action", "delay", "per variant"], rows),
+            images_line(sc.images, sc.runc)]
+    return out + round_evidence(sc)
 
-    def across(self, result: CtrStressResult) -> Across | None:
-        return None
+
+def page(result: CtrStressResult) -> list[Block]:
+    """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""
+    sc = result
+    if not sc.per_variant:
+        return []
+    rows = [[v, pv.rounds, ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
+             ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
+                       if a != "restart") or "-",
+             pv.hangs, f"{pv.mounts} ({pv.idmapped_mounts})",
+             f"{pv.snapshots} / {pv.snapshot_dirs}", pv.shims, f"{pv.tasks} / {pv.containers}",
+             pv.fresh_failures]
+            for v, pv in sc.per_variant.items()]
+    return [text(f"{sc.instances} containers per round, layers "
+                 f"{', '.join(map(str, sc.layers))}; one action per round, the same for every "
+                 "variant; leftovers counted, then removed, after each round."),
+            table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused",
+                   "hangs", "mounts left (idmapped)", "snapshots active / unlisted dirs",
+                   "shims left", "tasks / containers left", "fresh start failed"], rows,
+                  stress.KIND.name)]  # the stress kind's table class: found as one
 
 
 KIND: ScenarioKind[CtrStressConfig, CtrStressResult] = CtrStressKind()

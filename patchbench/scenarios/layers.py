@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -23,21 +23,8 @@ from patchbench.measure.bench import Cell, Invocation
 from patchbench.measure.oci_image import OciImage, image_name
 from patchbench.report import blocks as rb
 from patchbench.report import charts
-from patchbench.report.blocks import Across, Block, Table
-from patchbench.report.numbers import fmt_ratio, fmt_time
-from patchbench.results import Check, Record, ScenarioResult, TimedResult
-from patchbench.scenarios import burst
-from patchbench.scenarios.base import (
-    ScenarioContext,
-    ScenarioKind,
-    containerd_runtime,
-    hang_gate,
-    header,
-)
-from patchbench.scenarios.burst import _instances
-from patchbench.scenarios.command import timed_results, with_deadline
-from patchbench.scenarios.steps import StepRule
-from patchbench.scenarios.views import (
+from patchbench.report.blocks import MARKDOWN, Block, View
+from patchbench.report.kind_blocks import (
     images_line,
     k_chart,
     k_tables,
@@ -46,10 +33,25 @@ from patchbench.scenarios.views import (
     verify_blocks,
     verify_page,
 )
-from patchbench.util import command, progress
+from patchbench.report.numbers import fmt_ratio, fmt_time
+from patchbench.results import Cell as CellResult
+from patchbench.results import Check, Record, TimedResult
+from patchbench.scenarios import burst
+from patchbench.scenarios.base import (
+    Kind,
+    ScenarioContext,
+    ScenarioKind,
+    containerd_runtime,
+    hang_gate,
+    header,
+    planned_daemons,
+)
+from patchbench.scenarios.burst import _instances
+from patchbench.scenarios.command import timed_results, with_deadline
+from patchbench.util import cmd, progress
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
-    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
+    from patchbench.runtimes.containerd import ContainerdDaemon
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -115,10 +117,6 @@ SEED_FORMULA = ("2 × (1 + L + L) mount operations per container (100 × 2 × (1
                 "20,200 for 100 containers of 50 layers)")
 
 
-def _runtime(ctx: ScenarioContext[LayersConfig]) -> ContainerdRuntime:
-    return containerd_runtime(ctx, "layers")
-
-
 def _lat_file(ctx: ScenarioContext[LayersConfig], cell: Cell) -> Path:
     return (ctx.workdir / f"{ctx.scenario.name}-latencies"
             / f"{cell.variant}-L{cell.param('L')}-k{cell.param('k')}.jsonl")
@@ -130,18 +128,11 @@ def fit(xs: list[int], ys: list[int]) -> tuple[float, float] | None:
     return scaling.line(xs, ys)
 
 
-class LayersKind:
-    name = "layers"
-    config: ClassVar[type[ScenarioConfig]] = LayersConfig
-    result: ClassVar[type[ScenarioResult]] = LayersResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
-
+class LayersKind(Kind, name="layers", config=LayersConfig, result=LayersResult):
     def plan(self, ctx: ScenarioContext[LayersConfig]) -> list[str]:
         sc: LayersConfig = ctx.scenario
-        rt = _runtime(ctx)
         lines = []
-        for b in ctx.built:
-            d = rt.daemon_for(b.variant.name, b.bin)
+        for b, d in planned_daemons(ctx):
             lines.append(f"  [{b.variant.name}] daemon:  {b.bin / 'containerd'} --config "
                          f"{d.paths.config}")
             argv = d.run_argv(image_name(max(sc.layers)),
@@ -155,7 +146,7 @@ class LayersKind:
 
     def run(self, ctx: ScenarioContext[LayersConfig]) -> tuple[LayersResult, list[str]]:
         sc: LayersConfig = ctx.scenario
-        rt = _runtime(ctx)
+        rt = containerd_runtime(ctx)
         variants = [b.variant.name for b in ctx.built]
         images = {n: rt.image(n) for n in sc.layers}
         daemons: dict[str, ContainerdDaemon] = {}
@@ -164,22 +155,8 @@ class LayersKind:
             for img in images.values():
                 d.import_image(img)
             daemons[b.variant.name] = d
-        warnings: list[str] = []
-
-        counts: dict[str, dict[str, dict[str, int]]] = {}
-        by_comm: dict[str, dict[str, dict[str, int]]] = {}
-        if sc.count_mounts:
-            for v, d in daemons.items():
-                for n, img in images.items():
-                    mc = d.trace_run(img, f"{d.namespace}-trace-L{n}",
-                                     ctx.workdir / "mounttrace" / f"{v}-L{n}",
-                                     timeout=sc.timeout * 5)
-                    if mc.exit_code != 0:
-                        warnings.append(f"{sc.name} {v} L={n}: the traced start exited "
-                                        f"{mc.exit_code}")
-                    counts.setdefault(v, {})[str(n)] = mc.by_syscall()
-                    by_comm.setdefault(v, {})[str(n)] = mc.by_comm()
-                    progress.step(f"{v} L={n}", f"mount syscalls {mc.by_syscall()}")
+        counts, by_comm, warnings = (_count_mounts(ctx, daemons, images) if sc.count_mounts
+                                     else ({}, {}, []))
         fits = {v: {s: list(f) for s in SYSCALLS
                     if (f := fit(sc.layers, [counts[v][str(n)][s] for n in sc.layers]))}
                 for v in counts}
@@ -232,18 +209,7 @@ class LayersKind:
             res.instances = _instances(_lat_file(ctx, c))
         verify = {v: _verify(d, images[max(sc.layers)], sc.timeout) for v, d in daemons.items()}
 
-        medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)): r.summary.median
-                   for c, r in zip(cells, cell_results, strict=True)}  # NaN: every run hung
-        chart_names = []
-        time_chart = ctx.workdir / f"{sc.name}-time.svg"
-        charts.layers_time(time_chart, sc.layers, sc.k, variants, medians, sc.name)
-        chart_names.append(time_chart.name)
-        if counts:
-            mount_chart = ctx.workdir / f"{sc.name}-mounts.svg"
-            charts.layers_mounts(mount_chart, sc.layers, counts, SYSCALLS[:3], sc.name)
-            chart_names.append(mount_chart.name)
-        for name in chart_names:
-            ctx.extra_files[name] = ctx.workdir / name
+        chart_names = _charts(ctx, cells, cell_results, counts)
         result = LayersResult(
             **header(sc, sc.shown_command()), layers=sc.layers, k=sc.k, order=order,
             cells=cell_results, comparisons=comparisons, deadline_s=sc.timeout,
@@ -266,74 +232,115 @@ class LayersKind:
                 result.mounts_left.items() if n and not label.startswith(f"{base} ")]
         return out + hang_gate(result.name, result.comparisons, result.cells)
 
-    def report(self, result: LayersResult, *, details: bool = True) -> list[Block]:
-        """Mount syscalls per start against L (with the fitted line and the seed's formula), the
-        time table per (L, k), the mount table and leftovers per cell, verify, charts."""
-        sc = result
-        out = timed_blocks(sc, deadlines=False) if details else []
-        variants = list(sc.mount_counts)
-        if variants:
-            syscalls = list(next(iter(next(iter(sc.mount_counts.values())).values())))
-            rows = []
-            for n in sc.layers:
-                row = [str(n)]
-                for v in variants:
-                    c = sc.mount_counts[v][str(n)]
-                    row.append(" / ".join(str(c[s]) for s in syscalls))
-                rows.append(row)
-            fit_row = ["fit (slope × L + intercept)"]
-            for v in variants:
-                fit_row.append(" / ".join(
-                    f"{f[0]:.2f}L{f[1]:+.1f}" if (f := sc.mount_fit.get(v, {}).get(s)) else "-"
-                    for s in syscalls))
-            rows.append(fit_row)
-            out += [rb.text("Mount syscalls of one container start (ctr, the daemon, its shim, "
-                            f"runc), {' / '.join(syscalls)}:"),
-                    rb.table(["L", *variants], rows),
-                    rb.text(f"The seed's count: {sc.seed_formula}.")]
-        out.append(rb.text(
-            "Per (L, k): median time until all k containers exited, and, per variant in that "
-            "order, the largest mount table seen during its bursts, the slowest read of "
-            "/proc/self/mountinfo, and the mounts of the run left after its rounds (removed after "
-            "each round)."))
-        cells = {c.label: c for c in sc.cells}
-        comps = {c.candidate: c for c in sc.comparisons}
-        tvariants = list(dict.fromkeys(c.variant for c in sc.cells))
+    def blocks(self, result: LayersResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
+
+
+def report(result: LayersResult, *, details: bool = True) -> list[Block]:
+    """Mount syscalls per start against L (with the fitted line and the seed's formula), the
+    time table per (L, k), the mount table and leftovers per cell, verify, charts."""
+    sc = result
+    out = timed_blocks(sc, deadlines=False) if details else []
+    variants = list(sc.mount_counts)
+    if variants:
+        syscalls = list(next(iter(next(iter(sc.mount_counts.values())).values())))
         rows = []
         for n in sc.layers:
-            for k in sc.k:
-                labels = [f"{v} L={n} k={k}" for v in tvariants]
-                row = [str(n), str(k), *[fmt_time(cells[lb].summary.median) for lb in labels]]
-                row += [fmt_ratio(comps[lb]) for lb in labels[1:]]
-                tables = [sc.mount_table.get(lb) for lb in labels]
-                row += [", ".join(str(t.peak_mounts) if t else "-" for t in tables),
-                        ", ".join(fmt_time(t.slowest_read_s) if t else "-" for t in tables),
-                        ", ".join(str(sc.mounts_left.get(lb, 0)) for lb in labels)]
-                rows.append(row)
-        out += [rb.table(["L", "k", *tvariants,
-                          *[f"speedup {v} [95% CI]" for v in tvariants[1:]],
-                          "mount table peak", "slowest mountinfo read", "mounts left"], rows),
-                images_line(sc.images, sc.runc),
-                *verify_blocks(sc.verify)]
-        return out + [rb.Image(name, name) for name in sc.charts]
+            row = [str(n)]
+            for v in variants:
+                c = sc.mount_counts[v][str(n)]
+                row.append(" / ".join(str(c[s]) for s in syscalls))
+            rows.append(row)
+        fit_row = ["fit (slope × L + intercept)"]
+        for v in variants:
+            fit_row.append(" / ".join(
+                f"{f[0]:.2f}L{f[1]:+.1f}" if (f := sc.mount_fit.get(v, {}).get(s)) else "-"
+                for s in syscalls))
+        rows.append(fit_row)
+        out += [rb.text("Mount syscalls of one container start (ctr, the daemon, its shim, "
+                        f"runc), {' / '.join(syscalls)}:"),
+                rb.table(["L", *variants], rows),
+                rb.text(f"The seed's count: {sc.seed_formula}.")]
+    out.append(rb.text(
+        "Per (L, k): median time until all k containers exited, and, per variant in that "
+        "order, the largest mount table seen during its bursts, the slowest read of "
+        "/proc/self/mountinfo, and the mounts of the run left after its rounds (removed after "
+        "each round)."))
+    cells = {c.label: c for c in sc.cells}
+    comps = {c.candidate: c for c in sc.comparisons}
+    tvariants = list(dict.fromkeys(c.variant for c in sc.cells))
+    rows = []
+    for n in sc.layers:
+        for k in sc.k:
+            labels = [f"{v} L={n} k={k}" for v in tvariants]
+            row = [str(n), str(k), *[fmt_time(cells[lb].summary.median) for lb in labels]]
+            row += [fmt_ratio(comps[lb]) for lb in labels[1:]]
+            tables = [sc.mount_table.get(lb) for lb in labels]
+            row += [", ".join(str(t.peak_mounts) if t else "-" for t in tables),
+                    ", ".join(fmt_time(t.slowest_read_s) if t else "-" for t in tables),
+                    ", ".join(str(sc.mounts_left.get(lb, 0)) for lb in labels)]
+            rows.append(row)
+    out += [rb.table(["L", "k", *tvariants,
+                      *[f"speedup {v} [95% CI]" for v in tvariants[1:]],
+                      "mount table peak", "slowest mountinfo read", "mounts left"], rows),
+            images_line(sc.images, sc.runc),
+            *verify_blocks(sc.verify)]
+    return out + [rb.Image(name, name) for name in sc.charts]
 
-    def page(self, result: LayersResult) -> list[Block]:
-        """The burst kind's table per k (for each variant and k, its last cell: the largest L;
-        the page has no per-(L, k) table yet, report.md has), verify, this kind's data as it is,
-        the charts (the burst kind's among them)."""
-        sc = result
-        data = sc.model_dump(mode="json")
-        return [*k_tables(burst.KIND.name, sc.k, sc.cells, sc.comparisons),
-                *verify_page(sc.verify),
-                rb.Data(f"{sc.kind} data", {k: v for k, v in data.items()
-                                            if k not in ("cells", "comparisons", "order")}),
-                *timed_charts(data), k_chart(burst.KIND.name, data)]
 
-    def summary(self, result: LayersResult) -> Table | None:
-        return None
+def page(result: LayersResult) -> list[Block]:
+    """The burst kind's table per k (for each variant and k, its last cell: the largest L;
+    the page has no per-(L, k) table yet, report.md has), verify, this kind's data as it is,
+    the charts (the burst kind's among them)."""
+    sc = result
+    data = sc.model_dump(mode="json")
+    return [*k_tables(burst.KIND.name, sc.k, sc.cells, sc.comparisons),
+            *verify_page(sc.verify),
+            rb.Data(f"{sc.kind} data", {k: v for k, v in data.items()
+                                        if k not in ("cells", "comparisons", "order")}),
+            *timed_charts(data), k_chart(burst.KIND.name, data)]
 
-    def across(self, result: LayersResult) -> Across | None:
-        return None
+
+Counts = dict[str, dict[str, dict[str, int]]]  # variant -> L -> syscall (or comm) -> calls
+
+
+def _count_mounts(ctx: ScenarioContext[LayersConfig], daemons: dict[str, ContainerdDaemon],
+                  images: dict[int, OciImage]) -> tuple[Counts, Counts, list[str]]:
+    """One traced start per (variant, L): its mount syscalls, per syscall and per process name;
+    a start that failed is a warning."""
+    sc = ctx.scenario
+    counts: Counts = {}
+    by_comm: Counts = {}
+    warnings = []
+    for v, d in daemons.items():
+        for n, img in images.items():
+            mc = d.trace_run(img, f"{d.namespace}-trace-L{n}",
+                             ctx.workdir / "mounttrace" / f"{v}-L{n}", timeout=sc.timeout * 5)
+            if mc.exit_code != 0:
+                warnings.append(f"{sc.name} {v} L={n}: the traced start exited {mc.exit_code}")
+            counts.setdefault(v, {})[str(n)] = mc.by_syscall()
+            by_comm.setdefault(v, {})[str(n)] = mc.by_comm()
+            progress.step(f"{v} L={n}", f"mount syscalls {mc.by_syscall()}")
+    return counts, by_comm, warnings
+
+
+def _charts(ctx: ScenarioContext[LayersConfig], cells: list[Cell], cell_results: list[CellResult],
+            counts: Counts) -> list[str]:
+    """The time chart (and with mount counts, their chart), files for the report folder."""
+    sc = ctx.scenario
+    variants = list(dict.fromkeys(c.variant for c in cells))
+    medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)): r.summary.median
+               for c, r in zip(cells, cell_results, strict=True)}  # NaN: every run hung
+    names = [f"{sc.name}-time.svg"]
+    charts.layers_time(ctx.workdir / names[0], sc.layers, sc.k, variants, medians, sc.name)
+    if counts:
+        names.append(f"{sc.name}-mounts.svg")
+        charts.layers_mounts(ctx.workdir / names[1], sc.layers, counts, SYSCALLS[:3], sc.name)
+    for name in names:
+        ctx.extra_files[name] = ctx.workdir / name
+    return names
 
 
 def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
@@ -344,7 +351,7 @@ def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
     argv = d.run_argv(image, f"{d.namespace}-verify", inner, null_io=False)
     shown = shlex.join(argv)
     try:
-        res = command.run(argv, env=d.env(), timeout=timeout * 5, check=False)
+        res = cmd.run(argv, env=d.env(), timeout=timeout * 5, check=False)
         words = res.stdout.split()
         inside_ok = (res.returncode == 0 and words[:-1] == ["0"] * len(files)
                      and words[-1:] == [str(image.layers - 1)])
@@ -361,7 +368,7 @@ def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
 def _host_uid(d: ContainerdDaemon, image: OciImage, timeout: float) -> int | None:
 
     cid = f"{d.namespace}-hostuid"
-    command.run(d.run_argv(image, cid, ["sleep", "30"], detach=True), env=d.env(),
+    cmd.run(d.run_argv(image, cid, ["sleep", "30"], detach=True), env=d.env(),
                 timeout=timeout * 5)
     try:
         for line in d.ctr("tasks", "ls").stdout.splitlines()[1:]:

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -25,30 +25,25 @@ from patchbench.measure.bench import Cell
 from patchbench.measure.conditions import DEFAULT, Applied, Condition
 from patchbench.measure.hangs import HANG_EXIT_CODE
 from patchbench.report.blocks import (
-    Across,
+    MARKDOWN,
     Block,
     Code,
-    Heading,
     Inline,
     Link,
     Output,
-    Table,
+    View,
     bullets,
+    heading,
     table,
     text,
 )
+from patchbench.report.kind_blocks import account, links, lost_sigchld
 from patchbench.report.numbers import fmt_p, fmt_time
 from patchbench.results import Record, ScenarioResult
-from patchbench.scenarios.base import (
-    ScenarioContext,
-    ScenarioKind,
-    evidence_summary,
-    header,
-    report_evidence,
-)
-from patchbench.scenarios.steps import ByCount, StepRule
-from patchbench.scenarios.views import account, links, lost_sigchld
-from patchbench.util import command, progress
+from patchbench.scenarios import base as common
+from patchbench.scenarios.base import Kind, ScenarioContext, ScenarioKind, plan_steps
+from patchbench.scenarios.steps import ByCount
+from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_TIMEOUT_S
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
@@ -91,9 +86,6 @@ class SoakConfig(ScenarioConfig):
         if len(set(names)) != len(names):
             raise ValueError("condition names must be unique")
         return self
-
-    def shown_command(self) -> str:
-        return shlex.join(self.command)
 
     def plan_detail(self) -> str:
         budget = f", at most {self.budget_s:g} s per condition" if self.budget_s else ""
@@ -177,7 +169,7 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
     rec.parent.mkdir(parents=True, exist_ok=True)
     before = set(ev_dir.glob("hang-*.json")) if ev_dir.is_dir() else set()
     for argv in sc.setup:
-        command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
+        cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
                     error=BenchmarkError, what=f"{where} {variant}: setup")
     try:
         argv = applied.wrap([str(exe), "-k", "1", "-n", str(sc.block), "-deadline",
@@ -185,12 +177,12 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
                              *(["-escapes"] if sc.escapes else []), "--",
                              *bench.fill_argv(sc.command, values, where)])
         # the launcher enforces every deadline; this timeout only catches the launcher itself
-        command.run(argv, env=applied.environ(), timeout=sc.block * (sc.timeout + 12) + 30,
+        cmd.run(argv, env=applied.environ(), timeout=sc.block * (sc.timeout + 12) + 30,
                     check=False, log=log, error=BenchmarkError,
                     what=f"{where} {variant} block {block_no}")
     finally:
         for argv in sc.teardown:
-            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
+            cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
                         check=False, what=f"{where} {variant}: teardown")
     lines = rec.read_text().splitlines() if rec.is_file() else []
     if len(lines) != sc.block:
@@ -209,7 +201,7 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
             ctx.runtime.cleanup(variant, b.bin)
     elif sc.list_cmd:
         try:
-            res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout * 10,
+            res = cmd.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout * 10,
                               check=False)
             prefix = values["id"] + "-"
             left = [f"instance {x}" for x in res.stdout.split() if x.startswith(prefix)]
@@ -227,12 +219,9 @@ def hangs_of(result: ScenarioResult, variant: str) -> tuple[int, int]:
     return sum(v.hangs for v in per), sum(v.runs for v in per)
 
 
-class SoakKind:
-    name = "soak"
-    config: ClassVar[type[ScenarioConfig]] = SoakConfig
-    result: ClassVar[type[ScenarioResult]] = SoakResult
-    step: ClassVar[StepRule | None] = ByCount(hangs_of)  # a bisect finds the commit that hangs
-
+# a bisect finds the commit that hangs
+class SoakKind(Kind, name="soak", config=SoakConfig, result=SoakResult,
+               step=ByCount(hangs_of)):
     def plan(self, ctx: ScenarioContext[SoakConfig]) -> list[str]:
         sc: SoakConfig = ctx.scenario
         lines = []
@@ -242,12 +231,10 @@ class SoakKind:
                 vals = {**ctx.values(b, Cell(b.variant.name)), "block": "<block>", "rep": "{rep}",
                         "condition": cond.name}
                 tag = f"    [{b.variant.name}]"
-                lines += [f"{tag} setup:    {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                          for a in sc.setup]
+                lines += plan_steps(tag, [("setup", a) for a in sc.setup], vals, sc.name)
                 lines.append(f"{tag} {sc.block} runs: launcher -deadline {sc.timeout:g}s -- "
                              f"{shlex.join(bench.fill_argv(sc.command, vals, sc.name))}")
-                lines += [f"{tag} teardown: {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                          for a in sc.teardown]
+                lines += plan_steps(tag, [("teardown", a) for a in sc.teardown], vals, sc.name)
         return lines
 
     def run(self, ctx: ScenarioContext[SoakConfig]) -> tuple[SoakResult, list[str]]:
@@ -288,7 +275,7 @@ class SoakKind:
                 hung = hangs.count_hangs(t.codes)
                 fails = Counter(str(c) for c in t.codes if c not in (0, hangs.HANG_EXIT_CODE))
                 ok_times = [x for x, c in zip(t.times, t.codes, strict=True) if c == 0]
-                names, lost = report_evidence(ctx, t.evidence, f"{sc.name}-{cond.name}-{v}",
+                names, lost = common.report_evidence(ctx, t.evidence, f"{sc.name}-{cond.name}-{v}",
                                               summary_lines)
                 per_variant[v] = SoakVariant(
                     runs=len(t.codes), hangs=hung, failures=sum(fails.values()),
@@ -314,9 +301,9 @@ class SoakKind:
                 name=cond.name, summary=cond.summary(), applied=applied.record(), blocks=blocks,
                 wall_s=round(wall, 3), stopped_by=stopped_by, per_variant=per_variant,
                 tests=tests))
-        ev_summary = evidence_summary(ctx, summary_lines)
+        ev_summary = common.evidence_summary(ctx, summary_lines)
         res = SoakResult(
-            **header(sc, sc.shown_command()), order=all_order, deadline_s=sc.timeout,
+            **common.header(sc, sc.shown_command()), order=all_order, deadline_s=sc.timeout,
             block=sc.block, budget_s=sc.budget_s, conditions=out_conditions,
             evidence_summary=ev_summary)
         return res, warnings
@@ -348,79 +335,80 @@ class SoakKind:
                     out.append(f"{result.name} [{cond.name}] {v}: " + "; ".join(why))
         return out
 
-    def report(self, result: SoakResult, *, details: bool = True) -> list[Block]:
-        """Per condition and variant: hangs N of M with Fisher's p against the baseline,
-        failures, leftovers, escaped processes; then what each hang looked like, by evidence
-        file."""
-        sc = result
-        rows = []
-        for cond in sc.conditions:
-            tests = {t.candidate: t for t in cond.tests}
-            for v, pv in cond.per_variant.items():
-                t = tests.get(v)
-                codes = ", ".join(f"{k}: {n}" for k, n in sorted(pv.failure_codes.items()))
-                rows.append([
-                    cond.name, v, f"{pv.hangs} of {pv.runs}", fmt_p(t.hang_p) if t else "-",
-                    f"{pv.failures}" + (f" ({codes})" if codes else ""),
-                    fmt_p(t.failure_p) if t else "-", str(len(pv.leftovers)),
-                    str(len(pv.escaped)), fmt_time(pv.median_s)])
-        out: list[Block] = [
-            text(f"{sc.block} runs of a variant per block, variants interleaved block by block; "
-                 f"each run has a {sc.deadline_s:g} s deadline. Fisher's exact test (two-sided) "
-                 "against the baseline under the same condition."),
-            table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
-                   "leftovers", "escaped", "median (exit 0)"], rows),
-            text("Conditions:"),
-            bullets([[Code(c.name), f": {c.summary}; {c.blocks} blocks in {c.wall_s:.0f} s"
-                      + (" (stopped by the time budget)" if c.stopped_by == "budget" else "")]
-                     for c in sc.conditions])]
-        seen: list[list[Inline]] = []
-        for cond in sc.conditions:
-            for v, pv in cond.per_variant.items():
-                if pv.evidence:
-                    seen.append([Code(cond.name), f" / {v}: {len(pv.evidence)} hangs"
-                                 f"{lost_sigchld(pv.lost_sigchld)}; evidence (saved before the "
-                                 "kill): ", *links(pv.evidence, 5)])
-                seen += [[Code(cond.name), f" / {v}: ", Output(e)]  # a process's own words
-                         for e in pv.escaped[:3] + pv.leftovers[:3]]
-        if seen:
-            return [*out, text("What was seen, by condition:", *account(sc.evidence_summary)),
-                    bullets(seen)]
-        return [*out, text("Nothing was seen: no hang, leftover or escaped process under any "
-                           "condition.")]
+    def blocks(self, result: SoakResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
-    def page(self, result: SoakResult) -> list[Block]:
-        """Per condition and variant: hangs N of M with Fisher's p, failures, leftovers, escaped
-        processes; then links to every hang's evidence."""
-        sc = result
-        rows: list[list[object]] = []
-        found: list[list[Inline]] = []
-        for cond in sc.conditions:
-            tests = {t.candidate: t for t in cond.tests}
-            for v, pv in cond.per_variant.items():
-                t = tests.get(v)
-                rows.append([cond.name, v, f"{pv.hangs} of {pv.runs}",
-                             fmt_p(t.hang_p) if t else "-", pv.failures,
-                             fmt_p(t.failure_p) if t else "-", len(pv.leftovers),
-                             len(pv.escaped), fmt_time(pv.median_s)])
-                found += [[f"{cond.name} / {v}: ", Link(n, n)] for n in pv.evidence]
-        out: list[Block] = [
-            text(f"{sc.block} runs of a variant per block, variants interleaved block by block; "
-                 f"each run has a {sc.deadline_s} s deadline."),
-            table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
-                   "leftovers", "escaped", "median (exit 0)"], rows, "soak")]
-        if found:
-            out.append(Heading("Hang evidence (saved before the kill)"))
-            if sc.evidence_summary:
-                out.append(text(Link("every hang, described", sc.evidence_summary)))
-            out.append(bullets(found, "evidence"))
-        return out
 
-    def summary(self, result: SoakResult) -> Table | None:
-        return None
+def report(result: SoakResult, *, details: bool = True) -> list[Block]:
+    """Per condition and variant: hangs N of M with Fisher's p against the baseline,
+    failures, leftovers, escaped processes; then what each hang looked like, by evidence
+    file."""
+    sc = result
+    rows = []
+    for cond in sc.conditions:
+        tests = {t.candidate: t for t in cond.tests}
+        for v, pv in cond.per_variant.items():
+            t = tests.get(v)
+            codes = ", ".join(f"{k}: {n}" for k, n in sorted(pv.failure_codes.items()))
+            rows.append([
+                cond.name, v, f"{pv.hangs} of {pv.runs}", fmt_p(t.hang_p) if t else "-",
+                f"{pv.failures}" + (f" ({codes})" if codes else ""),
+                fmt_p(t.failure_p) if t else "-", str(len(pv.leftovers)),
+                str(len(pv.escaped)), fmt_time(pv.median_s)])
+    out: list[Block] = [
+        text(f"{sc.block} runs of a variant per block, variants interleaved block by block; "
+             f"each run has a {sc.deadline_s:g} s deadline. Fisher's exact test (two-sided) "
+             "against the baseline under the same condition."),
+        table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
+               "leftovers", "escaped", "median (exit 0)"], rows),
+        text("Conditions:"),
+        bullets([[Code(c.name), f": {c.summary}; {c.blocks} blocks in {c.wall_s:.0f} s"
+                  + (" (stopped by the time budget)" if c.stopped_by == "budget" else "")]
+                 for c in sc.conditions])]
+    seen: list[list[Inline]] = []
+    for cond in sc.conditions:
+        for v, pv in cond.per_variant.items():
+            if pv.evidence:
+                seen.append([Code(cond.name), f" / {v}: {len(pv.evidence)} hangs"
+                             f"{lost_sigchld(pv.lost_sigchld)}; evidence (saved before the "
+                             "kill): ", *links(pv.evidence, 5)])
+            seen += [[Code(cond.name), f" / {v}: ", Output(e)]  # a process's own words
+                     for e in pv.escaped[:3] + pv.leftovers[:3]]
+    if seen:
+        return [*out, text("What was seen, by condition:", *account(sc.evidence_summary)),
+                bullets(seen)]
+    return [*out, text("Nothing was seen: no hang, leftover or escaped process under any "
+                       "condition.")]
 
-    def across(self, result: SoakResult) -> Across | None:
-        return None
+
+def page(result: SoakResult) -> list[Block]:
+    """Per condition and variant: hangs N of M with Fisher's p, failures, leftovers, escaped
+    processes; then links to every hang's evidence."""
+    sc = result
+    rows: list[list[object]] = []
+    found: list[list[Inline]] = []
+    for cond in sc.conditions:
+        tests = {t.candidate: t for t in cond.tests}
+        for v, pv in cond.per_variant.items():
+            t = tests.get(v)
+            rows.append([cond.name, v, f"{pv.hangs} of {pv.runs}",
+                         fmt_p(t.hang_p) if t else "-", pv.failures,
+                         fmt_p(t.failure_p) if t else "-", len(pv.leftovers),
+                         len(pv.escaped), fmt_time(pv.median_s)])
+            found += [[f"{cond.name} / {v}: ", Link(n, n)] for n in pv.evidence]
+    out: list[Block] = [
+        text(f"{sc.block} runs of a variant per block, variants interleaved block by block; "
+             f"each run has a {sc.deadline_s} s deadline."),
+        table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
+               "leftovers", "escaped", "median (exit 0)"], rows, "soak")]
+    if found:
+        out.append(heading("Hang evidence (saved before the kill)"))
+        if sc.evidence_summary:
+            out.append(text(Link("every hang, described", sc.evidence_summary)))
+        out.append(bullets(found, "evidence"))
+    return out
 
 
 KIND: ScenarioKind[SoakConfig, SoakResult] = SoakKind()

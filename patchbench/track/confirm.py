@@ -28,7 +28,7 @@ from patchbench.analysis import metrics, verdict
 from patchbench.bisect import levels
 from patchbench.bisect import run as bisect_run
 from patchbench.bisect.record import MeasurementRec, step_rule
-from patchbench.bisect.session import Measurement, Session
+from patchbench.bisect.session import Measurement, Session, scenario_of
 from patchbench.config import Project
 from patchbench.measure import hangs as hang_stats
 from patchbench.results import Cell, TimedResult
@@ -173,9 +173,9 @@ def bisect(project: Project, ws: Workspace, s: Session, c: Candidate, *, seed: i
            budget: int, runs: int | None, rounds: int | None) -> dict[str, Any]:
     """``bisect`` between the candidate's commits: its outcome, first bad commit and report
     folder (relative to the reports folder)."""
-    spec = f"{s.comparison}:{c.scenario}"
+    spec = f"{s.setup.name}:{c.scenario}"
     say(f"bisect {c.before.short}..{c.after.short} with {spec}")
-    rec, folder = bisect_run.bisect(project, ws, s.target_name, c.before.sha, c.after.sha, spec,
+    rec, folder = bisect_run.bisect(ws, scenario_of(project, spec), c.before.sha, c.after.sha,
                                     seed=seed, budget=budget, runs=runs, rounds=rounds)
     want = "more" if c.cp.up else "less"
     direction = rec.spending.direction if rec.spending is not None else None

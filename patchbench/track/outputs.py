@@ -17,7 +17,7 @@ from typing import Any
 
 from patchbench.analysis import metrics
 from patchbench.report import charts, html, markdown
-from patchbench.report.blocks import Block, Chart, Code, Heading, bullets, table, text
+from patchbench.report.blocks import Block, Chart, Code, bullets, heading, table, text
 from patchbench.track.store import ChangeRow, CommitRow, SeriesPoint, Track
 from patchbench.track.walk import HANGS
 from patchbench.util.files import write_json_atomic, write_text_atomic
@@ -211,13 +211,13 @@ def blocks(d: Dashboard, *, charts_too: bool = True) -> list[Block]:
          + (f", {len([c for c in confirmed if c.direction == 'regression'])} regression(s)"
             if confirmed else "")
          + (f"; {len(other)} candidate(s) not confirmed" if other else ""),)], name="meta"),
-        Heading("Confirmed changes")]
+        heading("Confirmed changes")]
     if confirmed:
         out.append(table(CHANGE_HEADERS, _change_rows(confirmed), "changes"))
     else:
         out.append(text("No change confirmed."))
     if other:
-        out += [Heading("Candidates not confirmed"),
+        out += [heading("Candidates not confirmed"),
                 table(CHANGE_HEADERS, _change_rows(other), "not-confirmed")]
     groups = _groups(d.points)
     if charts_too:
@@ -230,11 +230,11 @@ def blocks(d: Dashboard, *, charts_too: bool = True) -> list[Block]:
                      chs: list[ChangeRow] = chs) -> bytes | None:
                 return series_chart(title, pts, chs)
 
-            out += [Heading(title),
+            out += [heading(title),
                     Chart(f"track-{scenario}-{metric}", draw,
                           f"{title}, by commit, against the reference "
                           f"{t.reference[:12]}")]
-    out += [Heading("Latest commits"), table(*_latest(d, groups), "latest")]
+    out += [heading("Latest commits"), table(*_latest(d, groups), "latest")]
     return out
 
 
@@ -271,13 +271,13 @@ def title(d: Dashboard) -> str:
 
 
 def markdown_summary(d: Dashboard) -> str:
-    parts = [f"# {title(d)}", *markdown.blocks(blocks(d, charts_too=False)),
-             "The series charts, with each change point and its culprit, are in index.html."]
-    return "\n\n".join(parts) + "\n"
+    return markdown.document([
+        heading(title(d), level=1), *blocks(d, charts_too=False),
+        text("The series charts, with each change point and its culprit, are in index.html.")])
 
 
 def html_page(d: Dashboard) -> str:
-    return html.page(title(d), f"<h1>{html.esc(title(d))}</h1>\n" + html.blocks(blocks(d)))
+    return html.page(title(d), [heading(title(d), level=1), *blocks(d)])
 
 
 def write(folder: Path, d: Dashboard) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchbench import __version__, redact, scenarios
-from patchbench.bisect.session import Session
+from patchbench.bisect.session import Session, scenario_of
 from patchbench.config import Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError
@@ -70,7 +70,7 @@ def _branch(s: Session, given: str | None, ref: str) -> str:
             raise ConfigError(str(exc)) from None
         if not is_branch(given):
             raise ConfigError(f"--branch {given}: no such branch in the source of "
-                              f"{s.target_name} ({s.checkout.url})")
+                              f"{s.setup.target.name} ({s.checkout.url})")
         return given
     for name in (ref, "main", "master"):
         if is_branch(name):
@@ -102,7 +102,7 @@ def track(project: Project, ws: Workspace, name: str, *, range_: str | None = No
     try:
         with store.run_lock(name):
             say(f"track {name}: database {store.shown}")
-            s = Session.open(project, ws, f"{name}:{chosen[0].name}", seed, runs=runs,
+            s = Session.open(ws, scenario_of(project, f"{name}:{chosen[0].name}"), seed, runs=runs,
                              rounds=rounds)
             tr = store.track(name, target=comp.target,
                              url=redact.without_credentials(target.spec.url),

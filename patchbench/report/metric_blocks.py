@@ -1,15 +1,6 @@
 """What the metrics besides wall time say, as report blocks: each metric's verdict per candidate
 (report.md and report.html), a small multiple per metric (report.html), and the words.
-
-The words read wall time against CPU time (user + system), as a runtime engineer would: a change
-of wall time without one of CPU time is waiting (a sleep, I/O, a lock, another process) or work
-overlapped, not work removed; both changing by about as much is work removed (or added), which
-the part of the wall change CPU time does not account for decides (analysis/metrics.rest, with
-its interval); CPU time up while wall time goes down is more work done in parallel. Where the CPU
-change lies (user space or the kernel), and a change of peak memory beyond its own min_effect,
-are said too. Every statement comes from verdicts that are answers (faster, slower,
-equivalent), never from an inconclusive or withheld one: an inconclusive metric says nothing
-here."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 
@@ -20,7 +11,7 @@ from typing import Any
 
 from patchbench.analysis import metrics as mx
 from patchbench.report import charts
-from patchbench.report.blocks import Block, Chart, Heading, bullets, table, text
+from patchbench.report.blocks import Block, Chart, bullets, heading, table, text
 from patchbench.report.numbers import (
     fmt_effect_in,
     fmt_in,
@@ -239,7 +230,7 @@ def metric_page(sc: Any) -> list[Block]:
     if not _judged(comps):
         return []
     data = sc.model_dump(mode="json")
-    return [Heading("Metrics"), *metric_blocks(sc),
+    return [heading("Metrics"), *metric_blocks(sc),
             Chart("metrics", partial(charts.metrics_chart, data),
                   "One panel per metric: every run of every cell (dots) and its mean (bar); "
                   "wall time first.")]
