@@ -66,12 +66,15 @@ class Bullets:
 @dataclass(frozen=True)
 class Table:
     """A table of text; ``name`` names it for a browser test (the HTML class). ``plain``: its
-    cells are a program's text (a perf symbol), escaped in markdown too, not markup."""
+    cells are a program's text (a perf symbol), escaped in markdown too, not markup. ``text``:
+    its headers and cells hold names from a trace or a saved run (a syscall, a cell label),
+    escaped in markdown as text (no tag, no link, no column added; a name's underscores kept)."""
 
     headers: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     name: str = ""
     plain: bool = False
+    text: bool = False
 
 
 @dataclass(frozen=True)
@@ -128,9 +131,10 @@ def text(*parts: Inline) -> Text:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], name: str = "", *,
-          plain: bool = False) -> Table:
+          plain: bool = False, text: bool = False) -> Table:
     """A Table from any values (each shown as ``str(value)``)."""
-    return Table(tuple(headers), tuple(tuple(str(v) for v in row) for row in rows), name, plain)
+    return Table(tuple(headers), tuple(tuple(str(v) for v in row) for row in rows), name, plain,
+                 text)
 
 
 def bullets(items: Sequence[Sequence[Inline]], name: str = "") -> Bullets:

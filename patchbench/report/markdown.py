@@ -66,7 +66,7 @@ def inline(parts: Sequence[Inline]) -> str:
     for p in parts:
         if isinstance(p, Code):
             out.append(md_code(p.text))  # a backtick in it cannot close the span
-        elif isinstance(p, Output):
+        elif isinstance(p, Output):  # no tag, no link (util/escape.py)
             out.append(md_text(p.text))
         elif isinstance(p, Strong):
             out.append(f"**{p.text}**")
@@ -89,6 +89,9 @@ def block(b: Block) -> str | None:
         if b.plain:  # a program's text: no markup, nothing that splits the table
             return md_table([md_cell(h) for h in b.headers],
                             [[md_plain(c) for c in row] for row in b.rows])
+        if b.text:  # names from a trace or a saved run: no tag, no link, no column added
+            return md_table([md_cell(h) for h in b.headers],
+                            [[md_cell(c) for c in row] for row in b.rows])
         return md_table(b.headers, b.rows)
     if isinstance(b, Image):
         return f"![{b.alt}]({b.src})"
