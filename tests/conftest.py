@@ -190,6 +190,9 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         mp.setenv(key, value)
     mp.setenv("GOTOOLCHAIN", "local")
     mp.setenv("GOPROXY", "off")
+    # one Go build cache for every builds/ of the session (upstream builds write it; a patched
+    # build copies it): each test's builds/ would otherwise compile Go's standard library again
+    mp.setenv("PATCHBENCH_GO_CACHE", str(base / "go-cache"))
     # the tripwire: in this process, the repository's own builds/ and reports/ are unusable
     mp.setattr(source, "cache_dir", _guarded(source.cache_dir))
     mp.setattr(source, "locked", _guarded(source.locked))

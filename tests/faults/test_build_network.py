@@ -162,13 +162,16 @@ def test_go_modules_are_fetched_before_an_offline_build(project: Project, tmp_pa
                                                 ["go", "build", "-o", "hello", "."]])
     data["targets"][TARGET]["build"]["artifacts"] = ["hello", "proxy.txt"]
     write_matrix(project.root, data)
-    cache = tmp_path / "modcache"  # empty: the build's modules come from the proxy, before it
+    cache = tmp_path / "modcache"  # the user's: empty, the modules come from the proxy
     res = run_build(project.root, project.builds, project.reports,
                     {"GOPROXY": f"file://{proxy}", "GOSUMDB": "off", "GOMODCACHE": str(cache)})
     assert res.returncode == 0, res.stderr
     [bin_dir] = list(project.builds.glob("artifacts/*/*/bin"))
     assert (bin_dir / "proxy.txt").read_text().strip() == "off"
-    assert (cache / "example.com" / "dep@v1.0.0" / "dep.go").is_file()
+    # into patchbench's own module cache (the build's user writes it; never the user's)
+    mine = project.builds / "sources" / "go" / "pkg" / "mod"
+    assert (mine / "example.com" / "dep@v1.0.0" / "dep.go").is_file()
+    assert not cache.exists()
     out = subprocess.run([str(bin_dir / "hello")], capture_output=True, text=True, timeout=30,
                          check=True)
     assert out.stdout.strip() == "from the module proxy"
