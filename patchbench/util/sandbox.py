@@ -133,6 +133,12 @@ def build_ids() -> tuple[int, int]:
     return uid, gid
 
 
+def build_user() -> tuple[int, int]:
+    """The uid and gid a build runs as: ``build_ids`` when patchbench is root, else the user's
+    own (the docker backend's containers run as this too)."""
+    return build_ids() if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+
+
 def _missing(what: str) -> RequirementError:
     return RequirementError(
         f"builds run in a bubblewrap sandbox, and {what}",
@@ -378,9 +384,9 @@ def give(paths: Sequence[Path], *, walk: bool = True) -> None:
     """What a build may write (its worktree, its caches) made the build uid's, as root: every
     entry under each path that is not yet, without following a link (``walk`` False: a folder
     that is already the build uid's is taken to hold only what builds wrote: a large cache is
-    not walked on every build). Nothing to do as another user (the build keeps that user's uid)
-    or unconfined."""
-    if mode().kind != "root":
+    not walked on every build). Nothing to do as another user (the build keeps that user's
+    uid)."""
+    if os.geteuid() != 0:
         return
     uid, gid = build_ids()
     for top in paths:
