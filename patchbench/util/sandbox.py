@@ -276,7 +276,8 @@ def _argv(m: Mode, argv: Sequence[str], *, cwd: Path | None, binds: Sequence[Bin
             "--perms", "0755", "--tmpfs", "/run", "--symlink", "/run", "/var/run"]
     made = {Path(p) for p in ("/proc", "/dev", "/tmp", "/var", "/var/tmp", "/run")}
     for host, inside in tools:
-        out += [*_mkdirs(inside, made, binds), "--ro-bind", str(host), str(inside)]
+        out += [*_mkdirs(inside, made, binds), "--ro-bind", str(host), str(inside),
+                *_relinked(host, inside)]
     for b in sorted(binds, key=lambda b: len(b.at.parts)):  # parents before children
         out += [*_mkdirs(b.at, made, binds), "--bind" if b.writable else "--ro-bind",
                 str(b.host), str(b.at)]
@@ -290,6 +291,32 @@ def _argv(m: Mode, argv: Sequence[str], *, cwd: Path | None, binds: Sequence[Bin
             out += [_system_tool("bwrap"), "--unshare-user", "--disable-userns", "--dev-bind", "/",
                     "/", *(["--chdir", str(cwd)] if cwd is not None else []), "--"]
     return out + list(argv)
+
+
+def _relinked(host: Path, inside: Path) -> list[str]:
+    """bwrap's arguments that make the absolute links one level down in a shown toolchain folder
+    work inside (rustup's ``toolchains/1.95.0-… -> /root/.rustup/toolchains/stable-…``: /root is
+    not there): such a folder becomes an empty tmpfs with each entry bound read-only, a link as
+    the folder it resolves to."""
+    out: list[str] = []
+    if not host.is_dir():
+        return out
+    for child in sorted(host.iterdir())[:64]:
+        if child.is_symlink() or not child.is_dir():
+            continue
+        try:
+            entries = sorted(child.iterdir())[:256]
+        except OSError:
+            continue
+        if not any(e.is_symlink() and os.path.isabs(os.readlink(e)) for e in entries):
+            continue
+        where = inside / child.name
+        out += ["--perms", "0755", "--tmpfs", str(where)]
+        for e in entries:
+            real = e.resolve() if e.is_symlink() and os.path.isabs(os.readlink(e)) else e
+            if real.exists():
+                out += ["--ro-bind", str(real), str(where / e.name)]
+    return out
 
 
 def _system_tool(name: str) -> str:
