@@ -9,6 +9,7 @@ from patchbench import build, config, runtimes, scenarios
 from patchbench.build import toolchains
 from patchbench.config import Comparison, NamedTarget, Project
 from patchbench.config.scenarios import ScenarioConfig
+from patchbench.util import sandbox
 from patchbench.util.workspace import Workspace
 
 
@@ -32,6 +33,12 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison, named: N
             out.append(f"  A/A layout build: {v.layout.method} ("
                        + ", ".join(f"{k} += {f}" for k, f in v.layout.append)
                        + f"): {v.layout.why}; cached apart from the baseline, never gated")
+    if target.build.backend == "host":
+        uid, gid = sandbox.build_user()
+        out.append(f"sandbox every build command, fetch and fingerprint: bubblewrap, as uid {uid}:"
+                   f"{gid} with no capability, seeing the system's folders, the toolchain, the "
+                   "worktree and its caches only, " + ("with" if target.build.network else
+                                                      "without") + " the network")
     if target.build.backend == "docker":
         from patchbench.build import docker as docker_backend
 
