@@ -218,11 +218,11 @@ class DockerBackend:
 
     def go_modules(self, image: images.Image, tree: Path, recipe: BuildRecipe,
                    env: dict[str, str], log: Path, what: str) -> dict[str, str]:
-        """A Go build without the network (``GOPATH`` is set for Go targets only): the modules of
-        the root's go.mod or go.work downloaded first in a container of the same image with the
-        network, into the same module cache (the one folder it writes besides the tree), and
-        ``GOPROXY=off`` for the build; a vendored tree needs nothing fetched."""
-        if recipe.network or "GOPATH" not in env:
+        """A Go build without the network (``GOTOOLCHAIN`` is set for Go targets only): the
+        modules of the root's go.mod or go.work downloaded first in a container of the same image
+        with the network, into the same module cache (the one folder it writes besides the
+        tree), and ``GOPROXY=off`` for the build; a vendored tree needs nothing fetched."""
+        if recipe.network or "GOTOOLCHAIN" not in env:
             return env
         need = go.modules(tree)
         if need == "fetch":
