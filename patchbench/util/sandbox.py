@@ -295,7 +295,7 @@ def _argv(m: Mode, argv: Sequence[str], *, cwd: Path | None, binds: Sequence[Bin
 
 def _relinked(host: Path, inside: Path) -> list[str]:
     """bwrap's arguments that make the absolute links one level down in a shown toolchain folder
-    work inside (rustup's ``toolchains/1.95.0-… -> /root/.rustup/toolchains/stable-…``: /root is
+    work inside (rustup's ``toolchains/1.95.0-… -> ~/.rustup/toolchains/stable-…``: the home is
     not there): such a folder becomes an empty tmpfs with each entry bound read-only, a link as
     the folder it resolves to."""
     out: list[str] = []

@@ -40,7 +40,8 @@ MIRRORS = {name: os.environ.get(f"PATCHBENCH_TEST_{var}_GIT", "") for name, var 
     ("libocispec", "LIBOCISPEC"), ("runtime-spec", "RUNTIME_SPEC"),
     ("image-spec", "IMAGE_SPEC"))}
 ONLINE = {k: os.environ.get(k) for k in ("GOPROXY", "GOTOOLCHAIN", "GOSUMDB", "GOFLAGS",
-                                         "GOENV", "RUSTUP_HOME")}
+                                         "GOENV")}
+RUSTUP_HOME = Path(os.environ.get("RUSTUP_HOME") or Path.home() / ".rustup")  # before HOME moves
 NEEDS = {"demo": [], "runc": ["runc"], "lima": ["lima"], "youki": ["youki"],
          "crun": ["crun", "libocispec", "runtime-spec", "image-spec"]}
 
@@ -53,8 +54,8 @@ def online(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key, raising=False)
         else:
             monkeypatch.setenv(key, value)
-    if ONLINE["RUSTUP_HOME"] is None and Path("/root/.rustup").is_dir() and os.geteuid() == 0:
-        monkeypatch.setenv("RUSTUP_HOME", "/root/.rustup")  # HOME is the session's here
+    if RUSTUP_HOME.is_dir():  # rustup's proxies find their toolchains there, whatever HOME is
+        monkeypatch.setenv("RUSTUP_HOME", str(RUSTUP_HOME))
 
 
 def build_once(tmp: Path, target: str, monkeypatch: pytest.MonkeyPatch, *, cold: bool
