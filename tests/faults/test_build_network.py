@@ -112,9 +112,9 @@ def run_build(root: Path, builds: Path, reports: Path, env: dict[str, str] | Non
 def test_a_build_reaches_the_network_only_when_its_target_asks(
         project: Project, listener: int, network: bool, expected: str) -> None:
     data = matrix_data(project.upstream, project.go_version, commands=[
-        ["sh", "-c", f'python3 -c "$0" {listener} > net.txt', PROBE],
+        ["sh", "-c", f'python3 -c "$0" {listener} > net.txt; id -u > uid.txt', PROBE],
         ["go", "build", "-o", "hello", "."]])
-    data["targets"][TARGET]["build"]["artifacts"] = ["hello", "net.txt"]
+    data["targets"][TARGET]["build"]["artifacts"] = ["hello", "net.txt", "uid.txt"]
     if network:
         data["targets"][TARGET]["build"]["network"] = True
     write_matrix(project.root, data)
@@ -122,6 +122,8 @@ def test_a_build_reaches_the_network_only_when_its_target_asks(
     assert res.returncode == 0, res.stderr
     [net] = list(project.builds.glob("artifacts/*/*/bin/net.txt"))
     assert net.read_text().startswith(expected), net.read_text()
+    if os.geteuid() == 0:  # with the network or without, never root (util/sandbox.py)
+        assert net.with_name("uid.txt").read_text().strip() not in ("", "0")
 
 
 def module_proxy(root: Path) -> Path:
