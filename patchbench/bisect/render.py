@@ -10,6 +10,7 @@ from tabulate import tabulate
 
 from patchbench.bisect.record import Bisect, History, MeasurementRec, step_rule
 from patchbench.scenarios.steps import StepRule, Value
+from patchbench.util.escape import xml_text
 
 COLOURS = {"good": "#2e7d32", "bad": "#c62828", "undecided": "#f9a825", "skipped": "#9e9e9e",
            "": "#1565c0"}
@@ -27,7 +28,8 @@ class Point:
 
 def chart(points: list[Point], y_label: str, title: str) -> str:
     """An SVG chart: one point per commit, in order, with its CI bar; a point without a value is
-    drawn as a grey cross on the axis."""
+    drawn as a grey cross on the axis. Its text (a commit's subject from a saved record) is
+    escaped for XML: the chart is well-formed whatever it holds."""
     w, h, left, right, top, bottom = 760, 320, 70, 20, 30, 90
     ys = [v for p in points for v in (p.y, p.lo, p.hi) if v is not None]
     y0, y1 = (min(ys), max(ys)) if ys else (0.0, 1.0)
@@ -45,13 +47,13 @@ def chart(points: list[Point], y_label: str, title: str) -> str:
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
            f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11">',
-           f'<text x="{w / 2}" y="16" text-anchor="middle" font-size="13">{html.escape(title)}'
+           f'<text x="{w / 2}" y="16" text-anchor="middle" font-size="13">{xml_text(title)}'
            "</text>",
            f'<line x1="{left}" y1="{h - bottom}" x2="{w - right}" y2="{h - bottom}" '
            'stroke="#444"/>',
            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{h - bottom}" stroke="#444"/>',
            f'<text x="14" y="{(top + h - bottom) / 2}" transform="rotate(-90 14 '
-           f'{(top + h - bottom) / 2})" text-anchor="middle">{html.escape(y_label)}</text>']
+           f'{(top + h - bottom) / 2})" text-anchor="middle">{xml_text(y_label)}</text>']
     for k in range(5):
         v = y0 + (y1 - y0) * k / 4
         out.append(f'<text x="{left - 4}" y="{sy(v) + 4:.1f}" text-anchor="end">{v:.3g}</text>')
@@ -62,7 +64,7 @@ def chart(points: list[Point], y_label: str, title: str) -> str:
         out.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="#90a4ae"/>')
     for i, p in enumerate(points):
         x = sx(i)
-        tip = f"<title>{html.escape(p.title or p.label)}</title>"
+        tip = f"<title>{xml_text(p.title or p.label)}</title>"
         if p.lo is not None and p.hi is not None:
             out.append(f'<line x1="{x:.1f}" y1="{sy(p.lo):.1f}" x2="{x:.1f}" y2="{sy(p.hi):.1f}" '
                        f'stroke="{p.colour}" stroke-width="2"/>')
@@ -74,7 +76,7 @@ def chart(points: list[Point], y_label: str, title: str) -> str:
                        "</circle>")
         out.append(f'<text x="{x:.1f}" y="{h - bottom + 12}" transform="rotate(45 {x:.1f} '
                    f'{h - bottom + 12})" font-family="monospace" font-size="10">'
-                   f"{html.escape(p.label[:8])}</text>")
+                   f"{xml_text(p.label[:8])}</text>")
     out.append("</svg>")
     return "\n".join(out)
 

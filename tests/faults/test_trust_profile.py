@@ -106,3 +106,15 @@ def test_every_svg_is_well_formed_and_no_run_ends_in_exit_3(tmp_path: Path,
     assert svgs
     for svg in svgs:
         xml.dom.minidom.parseString(svg.encode("utf-8"))  # raises when not well-formed
+
+
+def test_the_bisect_and_history_chart_is_well_formed_whatever_a_subject_holds() -> None:
+    """bisect/render.py draws its own SVG: a commit's subject read back from a saved bisect.json
+    or history.json (a noncharacter, a control character, a tag) keeps it well-formed."""
+    from patchbench.bisect import render
+
+    hostile = f"fix\ufffe\x01 {TAG} \ud800 & more"
+    svg = render.chart([render.Point(label=hostile, y=1.0, lo=0.5, hi=1.5, title=hostile),
+                        render.Point(label="abc", y=None, title=hostile)], hostile, hostile)
+    xml.dom.minidom.parseString(svg.encode("utf-8"))
+    assert "<img" not in svg
