@@ -49,7 +49,8 @@ from patchbench.util import command, progress
 
 SWITCH = "PATCHBENCH_BUILD_SANDBOX"  # "off": build unconfined, with a warning each time
 UID_VARIABLE = "PATCHBENCH_BUILD_UID"  # UID or UID:GID the builds run as when patchbench is root
-# Debian reserves 65000-65533 ("never to be used"): a uid no account has, that owns nothing else
+# in the range Debian's policy reserves (65000-65533, allocated to no account): it owns nothing
+# but what patchbench hands its builds
 BUILD_UID = BUILD_GID = 65533
 # the system's folders, read-only (a link among them, /bin -> usr/bin, is made as that link)
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
