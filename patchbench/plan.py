@@ -20,7 +20,7 @@ from patchbench.measure import hyperfine2
 from patchbench.scenarios.harness import Setup
 from patchbench.source import submodules as gitmodules
 from patchbench.source.cache import PIN_PREFIX, cache_dir
-from patchbench.util import safeargs
+from patchbench.util import safeargs, sandbox
 from patchbench.util.git import run_git
 from patchbench.util.workspace import Workspace
 
@@ -50,6 +50,12 @@ def lines(setup: Setup, ws: Workspace, variants: list[build.Variant],
             out.append(f"  A/A layout build: {v.layout.method} ("
                        + ", ".join(f"{k} += {f}" for k, f in v.layout.append)
                        + f"): {v.layout.why}; cached apart from the baseline, never gated")
+    if target.build.backend == "host":
+        uid, gid = sandbox.build_user()
+        out.append(f"sandbox every build command, fetch and fingerprint: bubblewrap, as uid {uid}:"
+                   f"{gid} with no capability, seeing the system's folders, the toolchain, the "
+                   "worktree and its caches only, " + ("with" if target.build.network else
+                                                      "without") + " the network")
     if target.build.backend == "docker":
         from patchbench.build import docker as docker_backend
 

@@ -10,6 +10,7 @@ import errno
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -844,7 +845,8 @@ def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
             raw = f.read(limit + 1)
         if len(raw) > limit:
             raise ReportError(f"{path} is over {limit} bytes (docs/security.md: limits)")
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        text = raw.decode("utf-8")
+        data = json.loads(text, parse_constant=_no_constant)
         depth = _depth(data)  # and a number too large for a float (1e999) is refused here
     except OSError as exc:
         raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -858,6 +860,25 @@ def read_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
     if depth > MAX_DEPTH:
         raise ReportError(f"{path}: nested more than {MAX_DEPTH} levels deep "
                           "(docs/security.md: limits)")
+    if _SURROGATE_ESCAPE.search(text):  # a \ud800 without its pair is no character: U+FFFD
+        data = _no_lone_surrogates(data)
+    return data
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_lone_surrogates(data: Any) -> Any:
+    """``data`` with every lone surrogate in its strings and keys (json.loads keeps the ones a
+    ``\\ud800`` escape names without its pair) as U+FFFD, as a UTF-8 decoder with
+    errors="replace" would give it: such a string cannot be printed or written (exit 3 before)."""
+    if isinstance(data, str):
+        return _LONE_SURROGATE.sub("\ufffd", data)
+    if isinstance(data, list):
+        return [_no_lone_surrogates(v) for v in data]
+    if isinstance(data, dict):
+        return {_no_lone_surrogates(k): _no_lone_surrogates(v) for k, v in data.items()}
     return data
 
 

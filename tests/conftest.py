@@ -153,9 +153,9 @@ def _shared_launcher(real: Any, session_dir: Path) -> Any:
     """``launcher.build`` through one build per test process: every measuring test has a builds
     directory of its own, and each used to link the launcher again (about 1 s of CPU). The first
     call builds it for real into a session directory; later calls copy that binary into the
-    layout's tools/ under the name the real function computes (from the sources and `go
-    version`), then run the real function, which finds it there. So each run still builds it
-    once for real, with the real function."""
+    layout's tools/ under the name the real function uses (from the package's pin), then run
+    the real function, which hashes it against the pin and finds it there. So each run still
+    builds it once for real, with the real function."""
 
     @functools.wraps(real)
     def build(lay: layout.Layout) -> Path:
@@ -163,10 +163,9 @@ def _shared_launcher(real: Any, session_dir: Path) -> Any:
         dest = lay.tools / built.name
         if not dest.is_file():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            for src, to in ((built, dest), (launcher.stamp_of(built), launcher.stamp_of(dest))):
-                tmp = to.with_name(f".{to.name}.{os.getpid()}")  # with its stamp: not rebuilt
-                shutil.copy2(src, tmp)
-                os.replace(tmp, to)
+            tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
+            shutil.copy2(built, tmp)
+            os.replace(tmp, dest)
         return Path(real(lay))
 
     return build
@@ -191,6 +190,9 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         mp.setenv(key, value)
     mp.setenv("GOTOOLCHAIN", "local")
     mp.setenv("GOPROXY", "off")
+    # one Go build cache for every builds/ of the session (upstream builds write it; a patched
+    # build copies it): each test's builds/ would otherwise compile Go's standard library again
+    mp.setenv("PATCHBENCH_GO_CACHE", str(base / "go-cache"))
     # the tripwire: in this process, the repository's own builds/ and reports/ are unusable
     mp.setattr(source, "cache_dir", _guarded(source.cache_dir))
     mp.setattr(source, "locked", _guarded(source.locked))

@@ -30,6 +30,7 @@ from patchbench.measure.machine import machine_info
 from patchbench.runs.store import reserve
 from patchbench.scenarios.steps import StepRule
 from patchbench.source import history
+from patchbench.util import limits
 from patchbench.util.files import write_json_atomic
 from patchbench.util.progress import say
 from patchbench.util.workspace import Workspace
@@ -303,14 +304,24 @@ def history_run(ws: Workspace, probe: Probe, refs: list[str], *,
         a, sep, b_ = range_.partition("..")
         if not sep or not a or not b_:
             raise ConfigError(f"--range {range_}: give it as A..B (two refs)")
+        # each point is a build: bounded before a commit is described or anything built
         commits = history.first_parent(s.checkout, history.resolve(s.checkout, a),
                                        history.resolve(s.checkout, b_), every=every,
-                                       most=results.MAX_CELLS)  # before a commit is described
+                                       most=min(results.MAX_CELLS, limits.MAX_HISTORY_POINTS),
+                                       why="each one is a build")
     else:
         if tags:
             refs = history.tags(s.checkout, tags)
             if not refs:
                 raise ConfigError(f"history --tags {tags!r}: no tag of {target} matches")
+        if len(refs) > limits.MAX_HISTORY_POINTS:
+            raise ConfigError(
+                f"history: {len(refs):,} commits" + (f" (the tags matching {tags!r})" if tags
+                                                     else "") + "; one run measures at most "
+                f"{limits.MAX_HISTORY_POINTS} (each one is a build)",
+                hint="a narrower --tags pattern" if tags else "name fewer commits, or give "
+                "--range A..B --every N")
+        if tags:
             say(f"history {target}: tags {', '.join(refs)}")
         commits = [s.commit(r) for r in refs]
     if len({c.sha for c in commits}) != len(commits):

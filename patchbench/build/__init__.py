@@ -17,14 +17,16 @@ import importlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from patchbench import redact
-from patchbench.build import cache_verify, toolchains
+from patchbench.build import cache_verify, sandboxing, toolchains
 from patchbench.build.manifest import Manifest
 from patchbench.build.toolchains import LayoutChange, Runner
 from patchbench.config import BuildRecipe, NamedTarget, Project, Target
@@ -33,9 +35,10 @@ from patchbench.source import cache as source
 from patchbench.source import patching
 from patchbench.source import submodules as gitmodules
 from patchbench.source.patching import Overlay, Series
-from patchbench.util import cleanup, cmd, locks, progress, sandbox
+from patchbench.util import cleanup, locks, progress, sandbox
 from patchbench.util.files import sha256_file, tree_digest, write_json_atomic
 from patchbench.util.layout import Layout
+from patchbench.util.sandbox import Bind
 
 if TYPE_CHECKING:
     from patchbench.build.docker import DockerBackend
@@ -51,9 +54,11 @@ class Backend(Protocol):
         """Runs commands where this backend builds (for the toolchain fingerprint)."""
 
     def run_recipe(
-        self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str
+        self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str,
+        caches: Sequence[Bind] = (),
     ) -> None:
-        """Run the recipe's commands in the patched tree; raise BuildError on failure."""
+        """Run the recipe's commands in the patched tree, writing only it and ``caches`` (the
+        compile caches, as toolchains.shared_cache gives them); raise BuildError on failure."""
 
     def describe(self, recipe: BuildRecipe) -> dict[str, Any]:
         """What the manifest records about where the build ran."""
@@ -135,6 +140,7 @@ class BuildPlan:
     ) -> BuildPlan:
         target = named.spec
         env = toolchains.build_env(target, checkout.commit_epoch())
+        env = toolchains.cache_env(target, env, layout.builds)
         where = backend(target.build.backend)
         docker = cast("DockerBackend", where) if target.build.backend == "docker" else None
         if docker is not None:  # its image, state under builds/
@@ -143,7 +149,7 @@ class BuildPlan:
             image = docker.bind(target, layout.builds)
             env = container_env(env, image.path)  # what the container gets
         runner = where.runner(target.build)
-        if isinstance(runner, toolchains.HostRunner):  # hashes of unchanged binaries, kept
+        if isinstance(runner, toolchains.HostRunner | toolchains.SandboxRunner):  # kept hashes
             runner = toolchains.StatCachedRunner(runner, layout.toolchain_hashes)
         fp = toolchains.fingerprint(target, env, runner)
         if docker is not None:
@@ -240,31 +246,36 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             if hashes:
                 fp["sources"] = hashes
             where = backend(plan.target.build.backend)
+            # from here on the tree is the build's (its uid's, util/sandbox.py): patchbench runs
+            # no git in it, and reads back only the artifacts, never through a link
+            sandbox.give([tree])
+            # a build of upstream code alone writes the shared compile caches; one with the
+            # project's patches, private copies of them (toolchains.shared_cache)
+            private = None if not series and not plan.overlays else tmp / "caches"
             with progress.BuildTicker(label, log):  # elapsed time and the log's last line
                 env, tree_fp = plan.env, plan.fingerprint
                 if variant.layout is not None:  # its flags; a cargo target dir of its own
                     env = variant.layout.apply(env)
                     tree_fp = {**tree_fp, "layout": variant.layout.key()}
                 env = toolchains.tree_env(plan.target, env, tree, plan.layout.builds, tree_fp)
-                with toolchains.shared_cache(plan.target, env, tree, plan.layout.builds):
-                    where.run_recipe(tree, plan.target.build, env, log, f"build {label}")
+                with toolchains.shared_cache(plan.target, env, tree, plan.layout.builds,
+                                             private) as caches:
+                    where.run_recipe(tree, plan.target.build, env, log, f"build {label}",
+                                     caches=caches)
             (out / "bin").mkdir(parents=True)
             artifacts: dict[str, dict[str, Any]] = {}
             for rel in plan.target.build.artifacts:
-                src = tree / rel
                 is_dir = rel.endswith("/")
-                if not (src.is_dir() if is_dir else src.is_file()):
-                    raise BuildError(
-                        f"build {label}: the recipe did not produce {rel}",
-                        detail=f"(full log: {log})",
-                    )
                 dest = out / "bin" / Path(rel).name
                 try:
+                    if not _copy_artifact(tree, rel, dest):
+                        raise BuildError(
+                            f"build {label}: the recipe did not produce {rel}",
+                            detail=f"(full log: {log})",
+                        )
                     if is_dir:  # a whole directory (an install root), hashed file by file
-                        shutil.copytree(src, dest, symlinks=True)
                         digest, size = tree_digest(dest)
                     else:
-                        shutil.copy2(src, dest)
                         digest, size = sha256_file(dest), dest.stat().st_size
                 except OSError as exc:  # shutil.Error too
                     raise _write_error(label, f"copy {rel} to {dest}", exc) from None
@@ -273,15 +284,16 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             if plan.target.build.version:
                 argv = plan.target.build.version
                 # the built program is upstream code: run as the recipe's commands are
-                res = cmd.run(sandbox.isolated([str(out / "bin" / argv[0]), *argv[1:]],
-                                                   network=plan.target.build.network),
-                                  env=env, timeout=60, error=BuildError,
-                                  what=f"{label}: {' '.join(argv)}")
+                res = sandboxing.run([str(out / "bin" / argv[0]), *argv[1:]], env=env, cwd=None,
+                                     binds=[Bind(out / "bin")], network=plan.target.build.network,
+                                     timeout=60, error=BuildError,
+                                     what=f"{label}: {' '.join(argv)}")
                 version_output = res.stdout.strip()
                 if "dirty" in version_output:
                     raise BuildError(f"{label}: the built version says it is dirty: "
                                      f"{version_output.splitlines()[0]!r}")
         finally:
+            shutil.rmtree(tree, ignore_errors=True)  # what the build left: no git runs in it
             gitmodules.remove_worktrees(added, tree, plan.layout.builds)
             source.remove_worktree(plan.checkout, tree, plan.layout.builds)
         record: dict[str, Any] = {
@@ -337,6 +349,64 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
         raise _write_error(label, f"stamp {final}", exc) from None
     progress.say(f"built {label} in {manifest['duration_s']:.1f} s")
     return Built(variant, final, manifest, cached=False)
+
+
+def _no_link_to(tree: Path, rel: str) -> Path | None:
+    """``tree / rel`` when no part of it below ``tree`` is a link (the build wrote the tree: a
+    link could name any file of root's), and it exists; else None."""
+    path = tree
+    for part in Path(rel.rstrip("/")).parts:
+        if part in ("..", "/"):
+            return None
+        path = path / part
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return None
+        except OSError:
+            return None
+    return path
+
+
+SAFE_MODE = 0o755  # an artifact's mode bits kept: never setuid, setgid, sticky or group-writable
+
+
+def _copy_artifact(tree: Path, rel: str, dest: Path) -> bool:
+    """Copy the artifact ``rel`` of the build's ``tree`` to ``dest``, as root, reading only what
+    the build could: a regular file (a folder for ``rel`` ending in ``/``), never through a link
+    (links inside a folder are copied as links), no FIFO or device, and without a setuid or
+    setgid bit (the copy is root's: such a bit would make it a root program). False: there is
+    no such artifact."""
+    src = _no_link_to(tree, rel)
+    if src is None:
+        return False
+    st = os.lstat(src)
+    if rel.endswith("/"):
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+
+        def special(folder: str, names: list[str]) -> set[str]:
+            return {n for n in names if not (stat.S_ISREG(m := os.lstat(os.path.join(folder, n))
+                                                          .st_mode) or stat.S_ISDIR(m)
+                                              or stat.S_ISLNK(m))}
+
+        shutil.copytree(src, dest, symlinks=True, ignore=special)
+        for dirpath, dirnames, filenames in os.walk(dest):
+            for name in [*dirnames, *filenames]:
+                p = os.path.join(dirpath, name)
+                if not os.path.islink(p):
+                    os.chmod(p, stat.S_IMODE(os.lstat(p).st_mode) & SAFE_MODE)
+        return True
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as f, open(dest, "xb") as out:
+            shutil.copyfileobj(f, out, 1 << 20)
+    finally:
+        os.close(fd)
+    os.chmod(dest, stat.S_IMODE(st.st_mode) & SAFE_MODE)
+    os.utime(dest, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return True
 
 
 def _write_error(label: str, what: str, exc: BaseException) -> BuildError:

@@ -2,8 +2,12 @@
 target's build image, so the manifest records the toolchain that really built. The engine is
 ``DOCKER_HOST``, the system one or patchbench's own (patchbench.docker.engine); the image's ID
 goes into the fingerprint, so variants built from different images are refused. The tree and its
-git repository, and the caches (Go volumes, ccache, cargo's), are mounted at their host paths,
-so git and the cache layout work as on the host; every container is removed on every path.
+git repositories, and the caches (Go's module and build caches, ccache's, cargo's), are mounted
+at their host paths, so git and the cache layout work as on the host: the tree and the compile
+caches read-write (a patched build's private copies, build/sandboxing.py), everything else
+read-only (the dependency caches writable only to the step that fetches). Every container runs
+as the build's uid (not root), with no capability (``--cap-drop ALL``), ``no-new-privileges``
+and a read-only root file system (an empty tmpfs /tmp), and is removed on every path.
 docs/docker.md."""
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import redact
+from patchbench.build import sandboxing
+from patchbench.build.sandboxing import git_common_dir, repositories
 from patchbench.build.toolchains import go
 from patchbench.config import BuildRecipe, GoToolchain, ImageRecipe, RustToolchain, Target, Toolchain
 from patchbench.docker import engine as engines
@@ -31,53 +37,27 @@ from patchbench.errors import (
     SourceError,
     ToolchainError,
 )
-from patchbench.util import cmd, files
+from patchbench.util import cmd, files, sandbox
+from patchbench.util.sandbox import Bind
 
-CACHE_ROOT = "/pb/cache"
-# host values that mean nothing inside the image (paths of this machine)
-HOST_ONLY = ("PATH", "HOME", "USER", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE", "SSL_CERT_FILE",
-             "SSL_CERT_DIR", "PKG_CONFIG_PATH", "DEVELOPER_DIR", "RUSTUP_HOME")
-# directories a build's environment names under builds/ (C: ccache; Rust: crates, target dir)
-CACHE_DIRS = ("CCACHE_DIR", "CARGO_HOME", "CARGO_TARGET_DIR")
+__all__ = ["ContainerRunner", "DockerBackend", "container_env", "git_common_dir", "plan_lines",
+           "repositories"]
+
+# host values that mean nothing inside the image (paths of this machine); the caches' paths
+# (GOPATH, GOMODCACHE, GOCACHE: patchbench's own, under builds/) are kept: they are mounted
+HOST_ONLY = ("PATH", "HOME", "USER", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR",
+             "PKG_CONFIG_PATH", "DEVELOPER_DIR", "RUSTUP_HOME", "GOENV")
 
 
 def container_env(env: Mapping[str, str], path: str = images.PATH_IN_IMAGE) -> dict[str, str]:
-    """The build environment as the container sees it: host paths dropped, the caches on their
-    volumes, and GOTOOLCHAIN=local (the image's Go is the pin; nothing is downloaded inside);
-    ``path``: the image's PATH."""
+    """The build environment as the container sees it: host paths dropped (the caches' kept:
+    they are mounted at them), HOME in the container's empty /tmp, and GOTOOLCHAIN=local for a
+    Go build (the image's Go is the pin; nothing is downloaded inside); ``path``: the image's
+    PATH."""
     out = {k: v for k, v in env.items() if k not in HOST_ONLY}
-    out.update({
-        "HOME": "/root", "PATH": path, "TMPDIR": "/tmp",
-        "GOCACHE": f"{CACHE_ROOT}/go-build", "GOMODCACHE": f"{CACHE_ROOT}/gomod",
-        "GOPATH": f"{CACHE_ROOT}/gopath", "GOTOOLCHAIN": "local",
-    })
-    return out
-
-
-def git_common_dir(tree: Path) -> Path | None:
-    """The repository a worktree's ``.git`` file points to (its common dir), or None."""
-    dotgit = tree / ".git"
-    if not dotgit.is_file():
-        return None
-    text = dotgit.read_text().strip()
-    if not text.startswith("gitdir:"):
-        return None
-    gitdir = (tree / text.removeprefix("gitdir:").strip()).resolve()
-    common = gitdir / "commondir"
-    if common.is_file():
-        return (gitdir / common.read_text().strip()).resolve()
-    return gitdir
-
-
-def repositories(tree: Path) -> list[Path]:
-    """The repositories the worktrees in ``tree`` point to: its own and every submodule's."""
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(tree):
-        dirnames[:] = [d for d in dirnames if d != ".git"]
-        if ".git" in filenames:
-            common = git_common_dir(Path(dirpath))
-            if common is not None and common not in out:
-                out.append(common)
+    out.update({"HOME": "/tmp", "PATH": path, "TMPDIR": "/tmp"})
+    if "GOTOOLCHAIN" in out or "GOPATH" in out:
+        out["GOTOOLCHAIN"] = "local"
     return out
 
 
@@ -88,11 +68,10 @@ class DockerBackend:
 
     name = "docker"
 
-    def __init__(self, state: Path | None = None, *, volume_prefix: str = "patchbench",
+    def __init__(self, state: Path | None = None, *,
                  environ: Mapping[str, str] | None = None, extra_args: Sequence[str] = ()):
         self.state = state  # builds/; set by open() when not given here
         self._state_fixed = state is not None
-        self.volume_prefix = volume_prefix
         self.environ = environ
         self.extra_args = tuple(extra_args)
         self._stack: contextlib.ExitStack | None = None
@@ -176,39 +155,24 @@ class DockerBackend:
 
     # --- running -----------------------------------------------------------------------------
 
-    def volumes(self) -> dict[str, dict[str, str]]:
-        return {f"{self.volume_prefix}-gocache": {"bind": f"{CACHE_ROOT}/go-build", "mode": "rw"},
-                f"{self.volume_prefix}-gomod": {"bind": f"{CACHE_ROOT}/gomod", "mode": "rw"}}
-
-    def remove_volumes(self) -> None:
-        """Drop the Go caches (the next build starts cold)."""
-        import docker.errors  # the Docker SDK: only the docker backend needs it
-
-        eng = self.engine()
-        for name in self.volumes():
-            # a volume never made (no container ran) is not an error: NotFound is suppressed
-            # inside, before sdk_errors would turn it into a BuildError
-            with engines.sdk_errors(f"remove volume {name}", BuildError), \
-                    contextlib.suppress(docker.errors.NotFound):
-                eng.client.volumes.get(name).remove(force=True)
-
     def run(
         self, image: images.Image, argv: Sequence[str], *, env: Mapping[str, str],
         cwd: Path | None = None, timeout: float = 600.0, check: bool = True,
         error: type[PatchbenchError] = CommandError, what: str | None = None,
-        log: Path | None = None, mounts: Sequence[Path] = (), network: bool = True,
+        log: Path | None = None, binds: Sequence[Bind] = (), network: bool = True,
     ) -> cmd.Result:
-        """``argv`` in a fresh container of ``image``; host paths in ``mounts`` (and ``cwd``) are
-        mounted at the same path; the host's network, or none (``network`` False). Removed
-        afterwards, whatever happens."""
-        volumes = self.volumes()
-        for path in [*mounts, *([cwd] if cwd is not None else [])]:
-            volumes[str(path)] = {"bind": str(path), "mode": "rw"}
+        """``argv`` in a fresh container of ``image`` as the build's uid, without capability or
+        new privileges, on a read-only root file system; each of ``binds`` mounted at its
+        path inside (read-write only when writable); the host's network, or none (``network``
+        False). Removed afterwards, whatever happens."""
+        volumes = {str(b.host): {"bind": str(b.at), "mode": "rw" if b.writable else "ro"}
+                   for b in binds}
+        uid, gid = sandbox.build_user()
         return engines.run_container(
             self.engine().client, image.id, argv, what=what or cmd.quote(argv),
             env=container_env(env, image.path), workdir=str(cwd) if cwd is not None else None,
             volumes=volumes, network="host" if network else "none", timeout=timeout, log=log,
-            check=check, error=error,
+            check=check, error=error, user=f"{uid}:{gid}", confined=True,
         )
 
     def bind(self, target: Target, builds: Path) -> images.Image:
@@ -228,10 +192,13 @@ class DockerBackend:
         return ContainerRunner(self, self.bound(recipe))
 
     def describe(self, recipe: BuildRecipe) -> dict[str, Any]:
-        """The manifest's ``built_in``: the image and the engine (the fingerprint holds the rest)."""
+        """The manifest's ``built_in``: the image and the engine (the fingerprint holds the
+        rest), and how the container was confined."""
         image = self.bound(recipe)
+        uid, gid = sandbox.build_user()
         return {"backend": "docker", "image": image.ref, "image_id": image.id,
-                "engine": image.engine}
+                "engine": image.engine, "uid": uid, "gid": gid, "capabilities": "none",
+                "no_new_privileges": True, "read_only_root": True, "network": recipe.network}
 
     def fingerprint_extra(self, target: Target) -> dict[str, Any]:
         """What the fingerprint adds for a docker build: the image, so that baseline and
@@ -239,29 +206,30 @@ class DockerBackend:
         return {"image": self.image_for(target).record()}
 
     def run_recipe(
-        self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str
+        self, tree: Path, recipe: BuildRecipe, env: dict[str, str], log: Path, what: str,
+        caches: Sequence[Bind] = (),
     ) -> None:
         image = self.bound(recipe)
         script = " && ".join(shlex.join(argv) for argv in recipe.commands)
-        mounts = [tree, *repositories(tree)]
-        mounts += [Path(env[k]) for k in CACHE_DIRS if k in env and Path(env[k]).is_dir()]
-        env = self.go_modules(image, tree, recipe, env, log, what, mounts)
+        env = self.go_modules(image, tree, recipe, env, log, what)
+        binds = [*sandboxing.source_binds(tree), *sandboxing.cache_binds(env, compile_caches=caches)]
         self.run(image, ["/bin/sh", "-c", script], env=env, cwd=tree, timeout=recipe.timeout,
-                 error=BuildError, what=what, log=log, mounts=mounts, network=recipe.network)
+                 error=BuildError, what=what, log=log, binds=binds, network=recipe.network)
 
     def go_modules(self, image: images.Image, tree: Path, recipe: BuildRecipe,
-                   env: dict[str, str], log: Path, what: str, mounts: Sequence[Path]
-                   ) -> dict[str, str]:
+                   env: dict[str, str], log: Path, what: str) -> dict[str, str]:
         """A Go build without the network (``GOTOOLCHAIN`` is set for Go targets only): the
         modules of the root's go.mod or go.work downloaded first in a container of the same image
-        with the network, into the same module cache, and ``GOPROXY=off`` for the build; a
-        vendored tree needs nothing fetched."""
+        with the network, into the same module cache (the one folder it writes besides the
+        tree), and ``GOPROXY=off`` for the build; a vendored tree needs nothing fetched."""
         if recipe.network or "GOTOOLCHAIN" not in env:
             return env
         need = go.modules(tree)
         if need == "fetch":
+            sandbox.give(sandboxing.writable_caches(env, fetching=True), walk=False)
+            binds = [*sandboxing.source_binds(tree), *sandboxing.cache_binds(env, fetching=True)]
             self.run(image, go.FETCH, env=env, cwd=tree, timeout=recipe.timeout,
-                     error=SourceError, what=f"{what}: {go.FETCH_WHAT}", log=log, mounts=mounts,
+                     error=SourceError, what=f"{what}: {go.FETCH_WHAT}", log=log, binds=binds,
                      network=True)
         return go.offline(env, need)
 
@@ -353,7 +321,6 @@ def plan_lines(target: Target, builds: Path, environ: Mapping[str, str] | None =
     else:
         img = f"image   {spec} (used when present, pulled only when absent)"
         ref = str(spec)
-    vols = " ".join(f"-v {k}:{v['bind']}" for k, v in DockerBackend().volumes().items())
     script = " && ".join(shlex.join(argv) for argv in target.build.commands)
     return [
         eng,
@@ -364,7 +331,9 @@ def plan_lines(target: Target, builds: Path, environ: Mapping[str, str] | None =
             "rustc -vV; cargo -V; sha256sum of rustc, cargo, cc" if isinstance(tc, RustToolchain)
             else "cc -dumpfullversion; sha256sum of cc, cc1, collect2, as, ld; pkg-config "
             "--modversion of the linked libraries"),
-        f"  build: docker run --rm --network {'host' if target.build.network else 'none'} "
-        f"-v TREE:TREE -v SOURCE_REPO:SOURCE_REPO {vols} "
+        f"  build: docker run --rm --user {':'.join(map(str, sandbox.build_user()))} "
+        "--cap-drop ALL --security-opt no-new-privileges --read-only --tmpfs /tmp "
+        f"--network {'host' if target.build.network else 'none'} "
+        "-v TREE:TREE -v SOURCE_REPO:SOURCE_REPO:ro -v CACHES:CACHES "
         f"-w TREE {ref} /bin/sh -c {shlex.quote(script)}",
     ]

@@ -34,6 +34,7 @@ targets: {}
 comparisons: {}
 """
 GITIGNORE = "/builds/\n"
+IGNORE_LIMIT = 1 << 20  # bytes of an existing .gitignore read
 
 
 def _name(runtime: str, source: str, given: str | None) -> str:
@@ -49,9 +50,47 @@ def _exists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
 
+def _no_link(given: Path) -> None:
+    """init follows no link: a matrix.yaml that is one (dangling or not) is refused, as given
+    (the workspace has resolved it to where it points)."""
+    if given.is_symlink():
+        raise ConfigError(f"{given} is a symbolic link; init follows no link and writes nothing "
+                          "through one", hint=f"remove it (rm {given}), or init another folder")
+
+
+def _gitignore(ignore: Path, made: list[str]) -> None:
+    """/builds/ in .gitignore: a new file, or added to a regular one that lacks it. A link or
+    anything that is not a regular file (a FIFO would block the read) is left as it is."""
+    if not _exists(ignore):
+        files.write_text_atomic(ignore, GITIGNORE)
+        made.append(".gitignore")
+        return
+    try:
+        text = files.read_regular(ignore, IGNORE_LIMIT).decode("utf-8", "replace")
+    except (OSError, ValueError) as exc:  # ELOOP: a link; ValueError: a FIFO, a device, too big
+        why = "a symbolic link" if ignore.is_symlink() else (
+            "not a regular file" if isinstance(exc, ValueError) and "regular" in str(exc)
+            else f"unreadable ({getattr(exc, 'strerror', None) or exc})")
+        say(f"note: {ignore} is {why}; left as it is (add /builds/ to it yourself)")
+        return
+    if "builds/" in text:
+        return
+    try:
+        files.append_regular(ignore, ("" if text.endswith("\n") or not text else "\n") + GITIGNORE)
+    except (OSError, ValueError) as exc:
+        say(f"note: cannot add /builds/ to {ignore} ({getattr(exc, 'strerror', None) or exc}); "
+            "left as it is")
+        return
+    made.append(".gitignore (builds/ added)")
+
+
 def init(ws: Workspace, *, runtime: str | None, source: list[str] | str | None,
-         ref: str | None, toolchain: str | None, name: str | None) -> int:
-    """``patchbench init [--runtime R --source PATH_OR_URL [--source SUB=PATH ...] [--ref REF]]``."""
+         ref: str | None, toolchain: str | None, name: str | None,
+         given: Path | None = None) -> int:
+    """``patchbench init [--runtime R --source PATH_OR_URL [--source SUB=PATH ...] [--ref REF]]``;
+    ``given``: the path of matrix.yaml as the command line named it, before links were
+    resolved."""
+    _no_link(given if given is not None else ws.matrix)
     source, named = target.split_sources(source, name or runtime)
     if named and not source:
         raise ConfigError("init --source NAME=PATH names a submodule's source; give the target's "
@@ -100,6 +139,7 @@ def init(ws: Workspace, *, runtime: str | None, source: list[str] | str | None,
     elif runtime:
         templates.get(runtime)  # a runtime without a source: only checked, said below
     with editing.locked(ws):
+        _no_link(given if given is not None else ws.matrix)
         if _exists(ws.matrix):
             raise ConfigError(f"{ws.matrix} appeared meanwhile; init never overwrites it")
 
@@ -113,15 +153,7 @@ def init(ws: Workspace, *, runtime: str | None, source: list[str] | str | None,
             if not _exists(ws.root / folder):
                 (ws.root / folder).mkdir()
                 made.append(folder + "/")
-        ignore = ws.root / ".gitignore"
-        if not _exists(ignore):
-            files.write_text_atomic(ignore, GITIGNORE)
-            made.append(".gitignore")
-        elif not ignore.is_symlink() and "builds/" not in ignore.read_text(errors="replace"):
-            with ignore.open("a", encoding="utf-8") as f:
-                f.write(("" if ignore.read_text(errors="replace").endswith("\n") else "\n")
-                        + GITIGNORE)
-            made.append(".gitignore (builds/ added)")
+        _gitignore(ws.root / ".gitignore", made)
     print(f"{ws.root}: " + ", ".join(made))
     if resolved is not None and tname is not None and runtime is not None:
         print(f"target {tname} ({runtime} template) at {resolved.entry['ref']} "

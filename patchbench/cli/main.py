@@ -189,10 +189,15 @@ def _scenario(v: Values, project: str | None) -> int:
 
 
 def _init(v: Values, project: str | None) -> int:
+    import os
+
     from patchbench.cli import init
 
+    # the matrix path as given, links not resolved (the workspace resolves them): init follows none
+    proj = v.get("project") or project or os.environ.get("PATCHBENCH_PROJECT") or "."
+    given = Path(v.get("matrix") or os.environ.get("PATCHBENCH_MATRIX") or Path(proj) / "matrix.yaml")
     return init.init(_ws({**v, "source": []}, project), runtime=v["runtime"], source=v["source"],
-                     ref=v["ref"], toolchain=v["toolchain"], name=v["target"])
+                     ref=v["ref"], toolchain=v["toolchain"], name=v["target"], given=given)
 
 
 def _target(v: Values, project: str | None) -> int:

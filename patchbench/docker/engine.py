@@ -375,11 +375,15 @@ def run_container(
     log: Path | None = None,
     check: bool = True,
     error: type[PatchbenchError] = BuildError,
+    user: str | None = None,
+    confined: bool = False,
 ) -> cmd.Result:
     """Run ``argv`` in a new container of ``image`` and return its result like ``cmd.run``.
 
     The container has a unique name and is killed and removed on every path: success, failure,
-    timeout and Ctrl-C. With ``log``, the interleaved output is appended there.
+    timeout and Ctrl-C. With ``log``, the interleaved output is appended there. ``user``: the
+    uid:gid it runs as; ``confined``: no capability (``--cap-drop ALL``), ``no-new-privileges``,
+    a read-only root file system with an empty tmpfs /tmp (what a build runs in).
     """
     import uuid
 
@@ -394,10 +398,14 @@ def run_container(
     container: Any = None
     try:
         with sdk_errors(what, error):
+            hardening: dict[str, Any] = {"user": user} if user else {}
+            if confined:
+                hardening.update(cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                                 read_only=True, tmpfs={"/tmp": "rw,exec,mode=1777"})
             container = client.containers.create(
                 image, list(argv), name=name, environment=dict(env or {}), working_dir=workdir,
                 volumes={k: dict(v) for k, v in (volumes or {}).items()}, network_mode=network,
-                labels={"org.patchbench.run": "1"}, detach=True,
+                labels={"org.patchbench.run": "1"}, detach=True, **hardening,
             )
             container.start()
         try:

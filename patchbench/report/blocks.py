@@ -189,8 +189,14 @@ def heading(*parts: Inline, level: int = 3, id: str = "") -> Heading:
 
 
 def table(headers: Sequence[Cell], rows: Sequence[Sequence[object]], name: str = "", *,
-          plain: bool = False, styles: Sequence[str] = (), numbers: bool = False) -> Table:
-    """A Table from any values (each shown as ``str(value)``, an Escaped one escaped)."""
+          plain: bool = False, styles: Sequence[str] = (), numbers: bool = False,
+          text: bool = False) -> Table:
+    """A Table from any values (each shown as ``str(value)``, an Escaped one escaped).
+    ``text``: every header and cell holds a name from a trace or a saved run (a syscall, a cell
+    label): each is Escaped (no tag, no link, no column added in markdown)."""
+    if text:
+        headers = escaped(headers)
+        rows = [escaped(row) for row in rows]
     return Table(tuple(headers),
                  tuple(tuple(v if isinstance(v, Escaped) else str(v) for v in row)
                        for row in rows), name, plain, tuple(styles), numbers)

@@ -18,7 +18,7 @@ from patchbench.analysis import stats
 from patchbench.measure import cpuprofile, syscalls
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
-from patchbench.report.blocks import Block, Chart, Code, bullets, heading, table, text
+from patchbench.report.blocks import Block, Chart, Code, Output, bullets, heading, table, text
 from patchbench.report.numbers import fmt_time
 from patchbench.results import MAX_CELLS, Record
 from patchbench.scenarios.base import ScenarioContext
@@ -320,7 +320,8 @@ def blocks(profile: Profile | None, baseline: str, *, rows: int | None = SHOWN_R
         shown = all_rows if rows is None else all_rows[:rows + 1]
         headers = [*HEADERS]
         headers[1], headers[2] = base, cand
-        out += [text(Code(cand), " against ", Code(base), ":"), table(headers, shown, "syscalls")]
+        out += [text(Code(cand), " against ", Code(base), ":"),
+                table(headers, shown, "syscalls", text=True)]
         if len(all_rows) > len(shown):
             rest = all_rows[len(shown):]
             out.append(text(f"{len(rest)} more syscalls, each changed by at most "
@@ -329,7 +330,7 @@ def blocks(profile: Profile | None, baseline: str, *, rows: int | None = SHOWN_R
     bad = failed_runs(profile)
     if bad:
         out += [text("Traced runs that did not exit 0 (their counts are kept above):"),
-                bullets([[b] for b in bad])]
+                bullets([[Output(b)] for b in bad])]
     return out + cpu_blocks(profile.cpu, baseline, rows=rows, only=only)
 
 
@@ -379,7 +380,8 @@ def cpu_blocks(cpu: CpuProfile | None, baseline: str, *, rows: int | None = SHOW
                 table(["function", base, cand, "change (points)", "own, candidate"],
                       shown, "cpu", plain=True)]
     if cpu.failed:
-        out += [text("Sampled runs that did not exit 0:"), bullets([[f] for f in cpu.failed])]
+        out += [text("Sampled runs that did not exit 0:"),
+                bullets([[Output(f)] for f in cpu.failed])]
     return out
 
 
@@ -427,7 +429,7 @@ def phase_blocks(profile: Profile, baseline: str) -> list[Block]:
     what = "; ".join(f"{p}: {syscalls.PHASE_TEXT[p]}" for p in syscalls.PHASES)
     return [text("Phases of the start under the tracer (the median over the traced runs, from "
                  f"the syscalls' timestamps; the tracer slows every call): {what}."),
-            table(["cell", *syscalls.PHASES, "total"], rows, "phases")]
+            table(["cell", *syscalls.PHASES, "total"], rows, "phases", text=True)]
 
 
 def page(profile: Profile | None, baseline: str) -> list[Block]:

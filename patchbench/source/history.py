@@ -132,13 +132,14 @@ def _is_ancestor(repo: Path, a: str, b: str) -> bool:
 
 
 def first_parent(checkout: Checkout, good: str, bad: str, *, every: int = 1,
-                 most: int | None = None) -> list[Commit]:
+                 most: int | None = None, why: str = "the cells a saved run may hold"
+                 ) -> list[Commit]:
     """The first-parent chain from ``good`` to ``bad``, both included, oldest first (with
     ``every``: every nth commit of it, the first and the last always). ``good`` must be an
     ancestor of ``bad``. When it is not on ``bad``'s first-parent chain (a release tag on a
     branch that was merged), the chain goes on from the first first-parent commit that contains
-    it (the merge that brought it in). More than ``most`` commits are refused (exit 10) before
-    any is described."""
+    it (the merge that brought it in). More than ``most`` commits are refused (exit 10, saying
+    ``why`` that is the most) before any is described."""
     if good == bad:
         raise SourceError(f"{checkout.target}: the two ends are the same commit ({good[:12]})")
     if not _is_ancestor(checkout.repo, good, bad):
@@ -154,7 +155,7 @@ def first_parent(checkout: Checkout, good: str, bad: str, *, every: int = 1,
         raise ConfigError(
             f"{checkout.target}: {len(chain):,} first-parent commits from {good[:12]} to "
             f"{bad[:12]}" + (f", {len(picked):,} of them every {every}th" if every > 1 else "")
-            + f"; one run measures at most {most:,} (the cells a saved run may hold)",
+            + f"; one run measures at most {most:,} ({why})",
             hint=f"give --every {least} or more, or a shorter --range")
     return [describe(checkout, s) for s in picked]
 

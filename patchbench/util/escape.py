@@ -17,8 +17,19 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def md_cell(value: Any) -> str:
-    """``value`` as text that is safe in a markdown table cell and in a line of markdown."""
-    text = _CONTROL.sub(" ", str(value))
+    """``value`` as text that is safe in a markdown table cell and in a line of markdown: no
+    tag (entities), no ``|`` that adds a column, nothing that makes a link, an image or a link's
+    definition (``](``, ``][`` and ``]:`` get a backslash before their second character); the
+    rest (a syscall's underscores, an interval's brackets) as it is."""
+    return _LINK.sub(r"]\\", _cell(str(value)))
+
+
+_LINK = re.compile(r"\](?=[(\[:])")
+
+
+def _cell(text: str) -> str:
+    """Control characters as spaces, ``&``, ``<`` and ``>`` as entities, ``|`` escaped."""
+    text = _CONTROL.sub(" ", text)
     return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("|", "\\|"))
 
@@ -30,7 +41,7 @@ def md_plain(value: Any) -> str:
     """``value``, a program's text (a perf symbol), as a table cell that is no markup at all:
     :func:`md_cell`, with markdown's punctuation backslash-escaped first, so that it never
     becomes a link, an image, emphasis or a code span."""
-    return md_cell(_MD_PUNCT.sub(r"\\\1", _CONTROL.sub(" ", str(value))))
+    return _cell(_MD_PUNCT.sub(r"\\\1", _CONTROL.sub(" ", str(value))))
 
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
@@ -80,7 +91,9 @@ def md_fence(value: Any, info: str = "text") -> str:
 
 
 def _entities(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Prose outside code spans: no tag, nothing that makes a link (as in :func:`md_cell`)."""
+    return _LINK.sub(r"]\\", text.replace("&", "&amp;").replace("<", "&lt;")
+                     .replace(">", "&gt;"))
 
 
 def csv_cell(value: Any) -> Any:
@@ -93,15 +106,24 @@ def csv_cell(value: Any) -> Any:
 
 
 def terminal(value: Any, *, newlines: bool = True) -> str:
-    """``value`` with every control character (ESC too) but the newline shown as ``\\xNN``."""
+    """``value`` with every control character (ESC too) but the newline shown as ``\\xNN``, and
+    a lone surrogate (no character: it cannot be written as UTF-8) as ``\\udNNN``."""
     pattern = _CONTROL_NOT_NL if newlines else _CONTROL
-    return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+    text = pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# what XML 1.0 does not allow anywhere, not even as an entity: the C0 controls but tab, line feed
+# and carriage return, lone surrogates, and the noncharacters U+FFFE and U+FFFF
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_text(value: Any) -> str:
     """``value`` as text or an attribute value of an XML (SVG) document: ``&``, ``<``, ``>``
-    and both quotes as entities, and the control characters XML 1.0 does not allow (even as
-    entities) as spaces, so that a hostile name never breaks or escapes the document."""
-    text = _CONTROL_NOT_NL.sub(" ", str(value)).replace("\n", " ")
+    and both quotes as entities, control characters as spaces, and every other character XML
+    1.0 does not allow (even as an entity: a lone surrogate, U+FFFE, U+FFFF) as U+FFFD, so that
+    a hostile name never breaks or escapes the document."""
+    text = _NOT_XML.sub("\ufffd", _CONTROL_NOT_NL.sub(" ", str(value)).replace("\n", " "))
     return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;").replace("'", "&#x27;"))

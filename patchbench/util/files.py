@@ -122,6 +122,20 @@ def read_regular(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
+def append_regular(path: Path, text: str) -> None:
+    """Append ``text`` to an existing regular file: never through a link (O_NOFOLLOW), never
+    waiting on a FIFO (O_NONBLOCK), never to anything but a regular file (ValueError)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        data = text.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
 def is_sha256(value: object) -> bool:
     """Whether ``value`` is a sha256 as patchbench writes one (64 lowercase hex digits, nothing
     else): the check of every hash read back from a file."""

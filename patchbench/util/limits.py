@@ -12,3 +12,7 @@ MAX_DEPTH = 32  # nesting of objects and lists (a committed run nests at most 9 
 
 # what a run may ask for
 MAX_TIMEOUT_S = 86_400.0  # one run, a command around it, a build: at most a day
+# the points of one `history` run: each is a build (minutes for a real runtime), so a range,
+# a list of refs or the tags of a pattern past this are refused before anything is built
+# (`--every` thins a range)
+MAX_HISTORY_POINTS = 100

@@ -17,11 +17,12 @@ from patchbench.util import limits
 from tests.support import REPO_ROOT, TARGET, Project, git, matrix_data, write_matrix
 
 
-def patchbench(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
+def patchbench(project: Project, *args: str, timeout: float = 600
+               ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "patchbench", *args, "--project", str(project.root),
          "--builds", str(project.builds), "--reports", str(project.reports)],
-        capture_output=True, text=True, timeout=600, check=False,
+        capture_output=True, text=True, timeout=timeout, check=False,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
 
 
@@ -75,11 +76,9 @@ def test_a_matrix_past_a_limit(project: Project, data: Any, words: list[str]) ->
     refused(project, patchbench(project, "compare", "fx", "--dry-run"), "matrix.yaml", *words)
 
 
-def test_a_history_range_past_the_cell_limit_needs_every(project: Project) -> None:
-    """10,002 first-parent commits, no --every: refused once the range is known, before a
-    commit is described or anything is built."""
+def _long_history(project: Project, n: int) -> None:
+    """``n`` commits on main after v1 (by git fast-import: a second or two for 10,000)."""
     repo = project.upstream.path
-    n = limits.MAX_CELLS
     stream = []
     for i in range(n):
         stream.append(f"commit refs/heads/main\ncommitter F <f@x> {1700000000 + i} +0000\n"
@@ -88,8 +87,32 @@ def test_a_history_range_past_the_cell_limit_needs_every(project: Project) -> No
     subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input="".join(stream),
                    text=True, check=True, capture_output=True)
     assert int(git(repo, "rev-list", "--count", "--first-parent", "v1..main")) == n + 1
+
+
+def test_a_history_range_past_the_cell_limit_needs_every(project: Project) -> None:
+    """10,002 first-parent commits, no --every: refused once the range is known, before a
+    commit is described or anything is built."""
+    _long_history(project, limits.MAX_CELLS)
     res = patchbench(project, "history", TARGET, "--range", "v1..main", "--scenario", "fx:run")
     assert res.returncode == 10, res.stderr
-    assert "10,002 first-parent commits" in res.stderr and "--every 2" in res.stderr
+    assert "10,002 first-parent commits" in res.stderr and "--every" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not (project.builds / "artifacts").exists()
+
+
+@pytest.mark.parametrize("args", [["--range", "v1..main"], ["--range", "v1..main", "--every", "50"]],
+                         ids=["no --every", "--every 50"])
+def test_a_history_of_more_points_than_one_run_builds_is_refused_up_front(
+        project: Project, args: list[str]) -> None:
+    """10,000 first-parent commits fit in a saved run, but each is a build (issue 44: 22
+    builds in 46 s, and on); more points than ``limits.MAX_HISTORY_POINTS`` are refused before
+    anything is built, with the --every that fits."""
+    _long_history(project, limits.MAX_CELLS - 2)  # the chain: v1 and 9,999 more
+    try:
+        res = patchbench(project, "history", TARGET, *args, "--scenario", "fx:run", timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("history started building instead of refusing the range")
+    assert res.returncode == 10, res.stderr
+    assert "10,000 first-parent commits" in res.stderr and "--every" in res.stderr
     assert "Traceback" not in res.stderr
     assert not (project.builds / "artifacts").exists()

@@ -112,9 +112,9 @@ def run_build(root: Path, builds: Path, reports: Path, env: dict[str, str] | Non
 def test_a_build_reaches_the_network_only_when_its_target_asks(
         project: Project, listener: int, network: bool, expected: str) -> None:
     data = matrix_data(project.upstream, project.go_version, commands=[
-        ["sh", "-c", f'python3 -c "$0" {listener} > net.txt', PROBE],
+        ["sh", "-c", f'python3 -c "$0" {listener} > net.txt; id -u > uid.txt', PROBE],
         ["go", "build", "-o", "hello", "."]])
-    data["targets"][TARGET]["build"]["artifacts"] = ["hello", "net.txt"]
+    data["targets"][TARGET]["build"]["artifacts"] = ["hello", "net.txt", "uid.txt"]
     if network:
         data["targets"][TARGET]["build"]["network"] = True
     write_matrix(project.root, data)
@@ -122,6 +122,8 @@ def test_a_build_reaches_the_network_only_when_its_target_asks(
     assert res.returncode == 0, res.stderr
     [net] = list(project.builds.glob("artifacts/*/*/bin/net.txt"))
     assert net.read_text().startswith(expected), net.read_text()
+    if os.geteuid() == 0:  # with the network or without, never root (util/sandbox.py)
+        assert net.with_name("uid.txt").read_text().strip() not in ("", "0")
 
 
 def module_proxy(root: Path) -> Path:
@@ -162,13 +164,16 @@ def test_go_modules_are_fetched_before_an_offline_build(project: Project, tmp_pa
                                                 ["go", "build", "-o", "hello", "."]])
     data["targets"][TARGET]["build"]["artifacts"] = ["hello", "proxy.txt"]
     write_matrix(project.root, data)
-    cache = tmp_path / "modcache"  # empty: the build's modules come from the proxy, before it
+    cache = tmp_path / "modcache"  # the user's: empty, the modules come from the proxy
     res = run_build(project.root, project.builds, project.reports,
                     {"GOPROXY": f"file://{proxy}", "GOSUMDB": "off", "GOMODCACHE": str(cache)})
     assert res.returncode == 0, res.stderr
     [bin_dir] = list(project.builds.glob("artifacts/*/*/bin"))
     assert (bin_dir / "proxy.txt").read_text().strip() == "off"
-    assert (cache / "example.com" / "dep@v1.0.0" / "dep.go").is_file()
+    # into patchbench's own module cache (the build's user writes it; never the user's)
+    mine = project.builds / "sources" / "go" / "pkg" / "mod"
+    assert (mine / "example.com" / "dep@v1.0.0" / "dep.go").is_file()
+    assert not cache.exists()
     out = subprocess.run([str(bin_dir / "hello")], capture_output=True, text=True, timeout=30,
                          check=True)
     assert out.stdout.strip() == "from the module proxy"

@@ -110,14 +110,14 @@ def test_a_full_disk_under_merge_is_exit_18_saying_so(tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_a_full_disk_while_the_binary_is_copied_is_exit_14(
         project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = shutil.copy2
+    real = shutil.copyfileobj
 
-    def copy2(src: Any, dst: Any, **kw: Any) -> Any:
-        if "out" in Path(dst).parts:  # the built binary into the build's output
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
-        return real(src, dst, **kw)
+    def copyfileobj(src: Any, dst: Any, *args: Any) -> Any:
+        if "out" in Path(str(getattr(dst, "name", ""))).parts:  # the binary into the output
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst.name))
+        return real(src, dst, *args)
 
-    monkeypatch.setattr(shutil, "copy2", copy2)
+    monkeypatch.setattr(shutil, "copyfileobj", copyfileobj)
     with pytest.raises(BuildError) as info:
         support.build(project.load(), project.options(), TARGET,
                                 [Variant("baseline", ())], [])

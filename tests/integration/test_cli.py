@@ -105,11 +105,18 @@ SLEEP = "31.4159"  # a duration no other process uses, to find the build's sleep
 
 
 def test_an_interrupted_build_is_not_cached(project: Project, tmp_path: Path) -> None:
-    slow, started = tmp_path / "slow", tmp_path / "started"
+    # the build sees its worktree and caches only (util/sandbox.py): the switch and the sign that
+    # it started are files in the Go build cache it writes, which this test sees too
+    loaded = project.write(commands=[["go", "build", "-o", "hello", "."]])
+    gocache = Path(build.toolchains.cache_env(loaded.target(TARGET), {}, project.builds)
+                   ["GOCACHE"])
+    slow, started = gocache / f"slow-{tmp_path.name}", gocache / f"started-{tmp_path.name}"
     project.write(commands=[
-        ["sh", "-c", f"if [ -e {slow} ]; then touch {started}; sleep {SLEEP}; fi"],
+        ["sh", "-c", f'if [ -e "$GOCACHE/{slow.name}" ]; then touch "$GOCACHE/{started.name}"; '
+         f"sleep {SLEEP}; fi"],
         ["go", "build", "-o", "hello", "."],
     ])
+    gocache.mkdir(parents=True, exist_ok=True)
     slow.touch()
     proc = subprocess.Popen(invoke_argv("build", "--target", TARGET, *dirs(project)),
                             cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -138,6 +145,7 @@ def test_an_interrupted_build_is_not_cached(project: Project, tmp_path: Path) ->
     assert_nothing_left(project.builds, project.cache)
     # the next build builds it afresh
     slow.unlink()
+    started.unlink()
     (built,) = support.build(project.load(), project.options(), TARGET,
                                        [Variant("baseline", ())], [])
     assert not built.cached

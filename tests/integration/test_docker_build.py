@@ -19,6 +19,7 @@ from patchbench.build import Variant
 from patchbench.build import docker as docker_backend
 from patchbench.docker import engine, images
 from patchbench.errors import ToolchainError
+from patchbench.util import sandbox
 from tests import support
 from tests.support import TARGET, Project, assert_nothing_left, matrix_data, write_matrix
 
@@ -40,8 +41,7 @@ def state(docker_state: Path) -> Path:
 
 def _backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
              environ: dict[str, str] | None = None) -> docker_backend.DockerBackend:
-    be = docker_backend.DockerBackend(state, volume_prefix=f"pbtest-{request.node.name[:40]}",
-                                      environ=environ)
+    be = docker_backend.DockerBackend(state, environ=environ)
     monkeypatch.setitem(build.BACKENDS, "docker", be)
     return be
 
@@ -49,11 +49,10 @@ def _backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.Fixtu
 @pytest.fixture
 def backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
             ) -> Iterator[docker_backend.DockerBackend]:
-    """The build's docker backend on a shared engine state (the image is made once), with Go
-    cache volumes of its own (cold); it starts patchbench's own engine on each use."""
+    """The build's docker backend on a shared engine state (the image is made once); it starts
+    patchbench's own engine on each use."""
     be = _backend(state, monkeypatch, request)
     yield be
-    be.remove_volumes()
     be.close()
 
 
@@ -69,7 +68,6 @@ def held_backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.F
         be = _backend(state, monkeypatch, request, {**os.environ, "DOCKER_HOST": eng.host})
         try:
             yield be
-            be.remove_volumes()
         finally:
             be.close()
     assert engine.leftovers(state / "engine") == ([], [])
@@ -103,13 +101,17 @@ def test_docker_build_fingerprints_inside_and_is_reproducible(
     assert fp["version"] == f"go{project.go_version}"
     assert fp["env"]["GOTOOLCHAIN"] == "local"
     assert fp["go_sha256"] == host_base.manifest["fingerprint"]["go_sha256"]  # the same Go
+    uid, gid = sandbox.build_user()
     assert base.manifest["built_in"] == {"backend": "docker", "image": "recipe:go-busybox",
-                                         "image_id": image["id"], "engine": image["engine"]}
+                                         "image_id": image["id"], "engine": image["engine"],
+                                         "uid": uid, "gid": gid, "capabilities": "none",
+                                         "no_new_privileges": True, "read_only_root": True,
+                                         "network": False}
+    assert uid != 0
     assert str(tmp_path) not in repr(fp)
     assert backend._engine is None  # the build let go of the engine (close_backends)
-    # the first builds ran on cold caches (new volumes); again on the warm ones, in another
-    # builds directory: the same bytes, and the host's (the cold builds took most of this test:
-    # a second cold pair, after remove_volumes, added 20-30 s and showed nothing more)
+    # again in another builds directory (the session's Go build cache, tests/conftest.py): the
+    # same bytes, and the host's
     again = build_all(project, [BASE, GREET], tmp_path / "docker-2")
     for one, two, host in ((base, again[0], host_base), (greet, again[1], host_greet)):
         assert not two.cached
@@ -117,11 +119,6 @@ def test_docker_build_fingerprints_inside_and_is_reproducible(
         assert two.manifest["artifacts"]["hello"]["sha256"] == sha
         assert host.manifest["artifacts"]["hello"]["sha256"] == sha  # and the host build's
     assert_nothing_left(tmp_path / "docker-2", project.cache)
-    # remove_volumes drops the Go caches: the next build would start cold
-    names = set(backend.volumes())
-    assert names <= {v.name for v in backend.engine().client.volumes.list()}
-    backend.remove_volumes()
-    assert not names & {v.name for v in backend.engine().client.volumes.list()}
 
 
 def test_a_go_in_the_image_other_than_the_pin_is_refused(

@@ -45,7 +45,7 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def backend(state: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
             ) -> Iterator[docker_backend.DockerBackend]:
-    be = docker_backend.DockerBackend(state, volume_prefix=f"pbtest-{request.node.name[:40]}")
+    be = docker_backend.DockerBackend(state)
     monkeypatch.setitem(build.BACKENDS, "docker", be)
     yield be
     be.close()

@@ -95,13 +95,38 @@ def test_run_directory_stays_short_enough_for_unix_sockets(tmp_path: Path) -> No
 
 def test_container_env_drops_host_paths_and_pins_the_local_go() -> None:
     env = docker_backend.container_env({
-        "PATH": "/host/bin", "HOME": "/root-of-host", "GOCACHE": "/host/cache", "GOPROXY": "off",
+        "PATH": "/host/bin", "HOME": "/root-of-host", "GOCACHE": "/b/go-cache/go1.23.6",
+        "GOPATH": "/b/sources/go", "GOPROXY": "off", "RUSTUP_HOME": "/root/.rustup",
         "GOTOOLCHAIN": "go1.23.6", "SOURCE_DATE_EPOCH": "1", "GOFLAGS": "-trimpath",
     })
-    assert env["PATH"] == images.PATH_IN_IMAGE and env["HOME"] == "/root"
-    assert env["GOCACHE"].startswith(docker_backend.CACHE_ROOT)
+    assert env["PATH"] == images.PATH_IN_IMAGE and env["HOME"] == "/tmp"
+    # patchbench's own caches under builds/ are mounted at their paths: kept
+    assert (env["GOCACHE"], env["GOPATH"]) == ("/b/go-cache/go1.23.6", "/b/sources/go")
+    assert "RUSTUP_HOME" not in env
     assert env["GOTOOLCHAIN"] == "local"
     assert (env["GOPROXY"], env["SOURCE_DATE_EPOCH"], env["GOFLAGS"]) == ("off", "1", "-trimpath")
+
+
+def test_a_build_container_is_unprivileged_and_read_only(monkeypatch: Any) -> None:
+    """Every container of a build runs as the build's uid, without capability or new
+    privileges, on a read-only root file system; only writable binds are mounted rw."""
+    from types import SimpleNamespace
+
+    from patchbench.util.sandbox import Bind
+
+    seen: dict[str, Any] = {}
+
+    def run_container(client: Any, image: str, argv: Any, **kw: Any) -> Any:
+        seen.update(kw)
+        return None
+
+    monkeypatch.setattr(engine, "run_container", run_container)
+    be = docker_backend.DockerBackend(Path("/nonexistent"))
+    be._engine = SimpleNamespace(client=None)  # type: ignore[assignment]
+    img = images.Image(ref="recipe:x", id="sha256:" + "0" * 64, engine={}, path="/usr/bin")
+    be.run(img, ["true"], env={}, binds=[Bind(Path("/t"), writable=True), Bind(Path("/r"))])
+    assert seen["confined"] is True and seen["user"] != "0:0" and not seen["user"].startswith("0:")
+    assert seen["volumes"] == {"/t": {"bind": "/t", "mode": "rw"}, "/r": {"bind": "/r", "mode": "ro"}}
 
 
 def test_git_common_dir_of_a_worktree(tmp_path: Path) -> None:
@@ -332,21 +357,6 @@ def json_ok(path: Path) -> bool:
     import json
 
     return isinstance(json.loads(path.read_text()), dict)
-
-
-def test_removing_volumes_that_were_never_made_is_not_an_error() -> None:
-    from types import SimpleNamespace
-
-    asked: list[str] = []
-
-    def get(name: str) -> Any:
-        asked.append(name)
-        raise docker.errors.NotFound(f"get {name}: no such volume")
-
-    be = docker_backend.DockerBackend(Path("/nonexistent"), volume_prefix="pbtest-x")
-    be._engine = SimpleNamespace(client=SimpleNamespace(volumes=SimpleNamespace(get=get)))  # type: ignore[assignment]
-    be.remove_volumes()  # no BuildError
-    assert sorted(asked) == sorted(be.volumes())
 
 
 def test_c_and_rust_targets_get_their_recipes_and_plan_lines(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ and no path of the machine, so manifests can be committed and compared.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import platform
 from collections.abc import Iterator
@@ -19,14 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from patchbench import redact
+from patchbench.build import sandboxing
 from patchbench.build.toolchains import c, go, rust, swift
-from patchbench.build.toolchains.runner import HostRunner, Runner, StatCachedRunner
+from patchbench.build.toolchains.runner import (
+    HostRunner,
+    Runner,
+    SandboxRunner,
+    StatCachedRunner,
+)
 from patchbench.config import CToolchain, GoToolchain, RustToolchain, SwiftToolchain, Target
+from patchbench.util import cmd, locks, sandbox
 from patchbench.util.files import sha256_file
+from patchbench.util.layout import locks_dir
+from patchbench.util.sandbox import Bind
 
-__all__ = ["HostRunner", "LayoutChange", "Runner", "StatCachedRunner", "build_env", "describe",
-           "differing_keys", "fingerprint", "layout_change", "recorded_env", "shared_cache",
-           "source_hashes", "tree_env"]
+__all__ = ["HostRunner", "LayoutChange", "Runner", "SandboxRunner", "StatCachedRunner",
+           "build_env", "cache_env", "describe", "differing_keys", "fingerprint",
+           "layout_change", "recorded_env", "shared_cache", "source_hashes", "tree_env"]
 
 # Passed through from the caller's environment when set; values of path-like ones are not
 # recorded in the fingerprint (they differ between machines but do not change the output).
@@ -62,6 +73,23 @@ def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
         env.update(go.env(tc) if isinstance(tc, GoToolchain) else swift.env(tc))
     env.update(target.build.env)
     return env
+
+
+GO_CACHE_VARIABLE = "PATCHBENCH_GO_CACHE"  # where upstream builds keep Go's build cache
+
+
+def cache_env(target: Target, env: dict[str, str], builds: Path) -> dict[str, str]:
+    """``env`` with the caches a build of ``target`` uses, all patchbench's own (a build cannot
+    see the user's, under /root or /home): a Go target's GOPATH (with the module cache) under
+    builds/sources/go, shared by every Go target, and its build cache per Go release under
+    builds/go-cache (or ``PATCHBENCH_GO_CACHE``). Paths: not in the fingerprint."""
+    tc = target.toolchain
+    if not isinstance(tc, GoToolchain):
+        return env
+    gopath = builds / "sources" / "go"
+    cache_root = Path(os.environ.get(GO_CACHE_VARIABLE) or builds / "go-cache")
+    return {**env, "GOPATH": str(gopath), "GOMODCACHE": str(gopath / "pkg" / "mod"),
+            "GOCACHE": str(cache_root / f"go{tc.version}")}
 
 
 def recorded_env(env: dict[str, str], target: Target) -> dict[str, str]:
@@ -150,16 +178,43 @@ def tree_env(target: Target, env: dict[str, str], tree: Path, builds: Path,
     return env
 
 
+
 @contextmanager
-def shared_cache(target: Target, env: dict[str, str], tree: Path, builds: Path) -> Iterator[None]:
-    """Around one build in ``tree``: a Rust target holds its shared cargo target directory (and
-    dates the tree's files so that cargo recompiles only what changed); the others need nothing
-    (Go's build cache and ccache key by content)."""
-    if isinstance(target.toolchain, RustToolchain) and "CARGO_TARGET_DIR" in env:
-        with rust.shared_target(tree, env, builds, float(target.build.timeout)):
-            yield
-    else:
-        yield
+def shared_cache(target: Target, env: dict[str, str], tree: Path, builds: Path,
+                 private: Path | None = None) -> Iterator[list[Bind]]:
+    """Around one build in ``tree``: its compile caches (Go's build cache, the cargo target
+    directory, ccache's), each locked for the build, as binds of its sandbox. A build of
+    upstream code alone (``private`` None) writes the shared folders; a build with the project's
+    patches writes copies of them made under ``private`` (seen at the shared paths, so its
+    flags and remapped paths are the same), which go with its temporary folder: nothing a patch
+    series runs reaches another build. A Rust target also dates the tree's files so that cargo
+    recompiles only what changed (rust.shared_target), in whichever folder the build writes."""
+    caches = [Path(env[k]) for k in sandboxing.COMPILE_CACHES if env.get(k)]
+    with contextlib.ExitStack() as stack:
+        binds: list[Bind] = []
+        places: dict[Path, Path] = {}
+        for i, cache in enumerate(caches):
+            cache.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha256(str(cache).encode()).hexdigest()[:20]
+            stack.enter_context(locks.locked(locks_dir(builds), f"cache-{digest}",
+                                             float(target.build.timeout)))
+            if private is None:
+                places[cache] = cache
+                binds.append(Bind(cache, writable=True))
+                continue
+            copy = private / f"{i}-{cache.name}"
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            cmd.run(["cp", "-a", "--reflink=auto", "--", str(cache), str(copy)],
+                        timeout=float(target.build.timeout),
+                        what=f"copy the compile cache {cache} for a patched build")
+            places[cache] = copy
+            binds.append(Bind(copy, writable=True, inside=cache))
+        sandbox.give(list(places.values()), walk=False)
+        target_dir = env.get("CARGO_TARGET_DIR")
+        if isinstance(target.toolchain, RustToolchain) and target_dir:
+            stack.enter_context(rust.shared_target(tree, env, builds, float(target.build.timeout),
+                                                   place=places.get(Path(target_dir))))
+        yield binds
 
 
 def source_hashes(tree: Path) -> dict[str, str]:

@@ -1,7 +1,9 @@
 """Go: the environment (-trimpath, cgo on or off, GOTOOLCHAIN pinned or local) and the fingerprint
 (exact version, platform, hashes of go, compile and link, cgo's C compiler, extra libraries). A
-host build without the network gets go.mod's modules first (``go mod download``, with the
-network) and then builds with ``GOPROXY=off``; a vendored tree needs nothing fetched."""
+host build without the network gets go.mod's modules first (``go mod download``, in the build
+sandbox with the network, as the build's user, into patchbench's own module cache, trying the
+user's module cache first) and then builds with ``GOPROXY=off``; a vendored tree needs nothing
+fetched."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from patchbench.build import sandboxing
 from patchbench.build.toolchains.runner import Runner
 from patchbench.config import GoToolchain, Target
 from patchbench.errors import SourceError, ToolchainError
-from patchbench.util import cmd, sandbox
+from patchbench.util import sandbox
 
 
 def env(tc: GoToolchain) -> dict[str, str]:
@@ -41,8 +44,12 @@ def tree_env(env: dict[str, str], tree: Path, *, fetch: bool = False,
         return out
     need = modules(tree)
     if need == "fetch":
-        cmd.run(sandbox.isolated(FETCH, network=True), cwd=tree, env=out, timeout=timeout,
-                    error=SourceError, what=FETCH_WHAT)
+        fetching, proxy = sandboxing.fetch_env(out)
+        sandbox.give(sandboxing.writable_caches(fetching, fetching=True), walk=False)
+        sandboxing.run(FETCH, env=fetching, cwd=tree, network=True, timeout=timeout,
+                       binds=[*sandboxing.source_binds(tree),
+                              *sandboxing.cache_binds(fetching, fetching=True), *proxy],
+                       error=SourceError, what=FETCH_WHAT)
     return offline(out, need)
 
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchbench.errors import PatchbenchError, ToolchainError
-from patchbench.util import cmd, ownership
+from patchbench.errors import PatchbenchError, RequirementError, ToolchainError
+from patchbench.util import cmd, ownership, sandbox
 from patchbench.util.files import is_sha256, sha256_file, write_json_atomic
 
 
@@ -43,6 +43,56 @@ class HostRunner:
 
     def resolve(self, tool: str, env: Mapping[str, str]) -> str:
         return str(Path(cmd.which(tool)).resolve())
+
+
+class SandboxRunner:
+    """The host's runner of a toolchain fingerprint: where the build runs, in its sandbox
+    (util/sandbox.py) as the build's user, seeing what a build sees (the system's folders, the
+    toolchain's, the dependency caches: writable here, with the network, so that a Go toolchain
+    ``GOTOOLCHAIN`` names is fetched), never as root on the host. A path a command prints is a
+    path inside; ``sha256`` and ``resolve`` read the host file it is."""
+
+    where = "host"
+
+    def __init__(self) -> None:
+        self._last: sandbox.Wrapped | None = None  # the paths of the last command's sandbox
+
+    def _wrapped(self, argv: Sequence[str], env: Mapping[str, str]) -> sandbox.Wrapped:
+        from patchbench.build import sandboxing
+
+        full, proxy = sandboxing.fetch_env(sandboxing.with_toolchain_homes(env))
+        for path in sandboxing.writable_caches(full, fetching=True):
+            sandbox.give([path], walk=False)
+        self._last = sandbox.wrap(argv, env=full, cwd=None, tools=sandboxing.tool_dirs(full),
+                                  binds=[*sandboxing.cache_binds(full, fetching=True), *proxy],
+                                  network=True)
+        return self._last
+
+    def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
+            what: str | None = None, error: type[PatchbenchError] = ToolchainError,
+            ) -> cmd.Result:
+        w = self._wrapped(argv, env)
+        return cmd.run(w.argv, env=w.env, timeout=timeout, error=error,
+                           what=what or cmd.quote(argv))
+
+    def sha256(self, path: str) -> str:
+        """The sha256 of ``path`` as the last command's sandbox saw it (the fingerprint hashes
+        what its commands printed, with the same environment)."""
+        return sha256_file(self._last.host_path(path) if self._last is not None else Path(path))
+
+    def resolve(self, tool: str, env: Mapping[str, str]) -> str:
+        """``tool`` as the build's PATH finds it, links followed, named as the build sees it."""
+        w = self._wrapped(["true"], env)
+        for entry in w.env.get("PATH", "").split(":"):
+            host = w.host_path(entry) / tool
+            if entry and os.access(host, os.X_OK) and host.is_file():
+                real = host.resolve()
+                for inside, root in w.shown:
+                    if real == root or root in real.parents:
+                        return str(inside / real.relative_to(root))
+                return str(real)
+        raise RequirementError(f"{tool!r} is not on the build's PATH ({w.env.get('PATH', '')})",
+                               hint=cmd.INSTALL_HINTS.get(tool, f"install {tool}"))
 
 
 def _stat_key(st: os.stat_result) -> list[int]:

@@ -7,22 +7,26 @@ only the crates its patch changed and builds in different directories give the s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from patchbench.build import sandboxing
 from patchbench.build.toolchains.runner import Runner
 from patchbench.config import RustToolchain, Target
 from patchbench.errors import BuildError, PatchbenchError, SourceError, ToolchainError
-from patchbench.util import cmd, locks
-from patchbench.util.files import sha256_file, write_json_atomic
+from patchbench.util import locks, sandbox
+from patchbench.util.files import read_regular, sha256_file, write_json_atomic
 from patchbench.util.layout import locks_dir
+from patchbench.util.sandbox import Bind
 
 CARGO_HOME = "@PATCHBENCH_CARGO_HOME@"  # replaced by the crate cache's path in tree_env
 TARGET_DIR = "@PATCHBENCH_CARGO_TARGET@"  # replaced by the shared target directory's path
@@ -105,7 +109,10 @@ def target_dir(builds: Path, target: Target, fingerprint: dict[str, Any], lock_h
 
 def fetch_crates(tree: Path, env: dict[str, str], builds: Path, lock_hash: str) -> bool:
     """``cargo fetch --locked`` of the tree's lock file into the crate cache, once per lock hash;
-    True when it fetched (False: already there)."""
+    True when it fetched (False: already there). It runs in the build sandbox with the network,
+    as the build's user, the crate cache its only writable folder, the tree read-only and
+    without its ``.cargo`` folder (a configuration there can name commands cargo runs: a rustc
+    wrapper, a credential provider)."""
     home = cargo_home(builds)
     stamp = home / "patchbench-fetched" / f"{lock_hash}.json"
     if stamp.is_file():
@@ -117,8 +124,16 @@ def fetch_crates(tree: Path, env: dict[str, str], builds: Path, lock_hash: str) 
         online = {k: v for k, v in env.items() if k != "CARGO_NET_OFFLINE"}
         # the fetch runs on this machine, also for a docker build (whose env has the image's PATH)
         online.update({k: os.environ[k] for k in ("PATH", "RUSTUP_HOME") if k in os.environ})
-        cmd.run(["cargo", "fetch", "--locked"], cwd=tree, env=online, timeout=3600,
-                    error=SourceError, what="fetch the crates of Cargo.lock (cargo fetch --locked)")
+        sandbox.give([home], walk=False)
+        binds = [*sandboxing.source_binds(tree, writable=False), Bind(home, writable=True)]
+        with contextlib.ExitStack() as stack:
+            if (tree / ".cargo").is_dir() and not (tree / ".cargo").is_symlink():
+                empty = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+                empty.chmod(0o755)
+                binds.append(Bind(empty, inside=tree / ".cargo"))
+            sandboxing.run(["cargo", "fetch", "--locked"], cwd=tree, env=online, binds=binds,
+                           network=True, timeout=3600, error=SourceError,
+                           what="fetch the crates of Cargo.lock (cargo fetch --locked)")
         write_json_atomic(stamp, {"cargo_lock_sha256": lock_hash})
     return True
 
@@ -175,9 +190,10 @@ def _source_files(tree: Path) -> dict[str, str]:
 
 def _last_sources(stamp: Path) -> dict[str, str]:
     """The record of the target directory's last successful build; {} when there is none or it
-    is not one of ours (then every file counts as new: a full rebuild of the workspace crates)."""
+    is not one of ours (then every file counts as new: a full rebuild of the workspace crates).
+    The folder is the builds': read as untrusted (a regular file, no link, bounded)."""
     try:
-        data = json.loads(stamp.read_text())
+        data = json.loads(read_regular(stamp, 64 << 20).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     files = data.get("files") if isinstance(data, dict) else None
@@ -187,14 +203,15 @@ def _last_sources(stamp: Path) -> dict[str, str]:
 
 
 @contextmanager
-def shared_target(tree: Path, env: dict[str, str], builds: Path, timeout: float
-                  ) -> Iterator[None]:
+def shared_target(tree: Path, env: dict[str, str], builds: Path, timeout: float,
+                  place: Path | None = None) -> Iterator[None]:
     """Hold the shared target directory of ``env`` for one build in ``tree``: files whose content
     it was last built from are dated 2000-01-01, all others now, so cargo reuses exactly the
     crates that did not change; the record is removed before the build and written only after
-    it succeeded."""
+    it succeeded. ``place``: where the build's target directory really is (a patched build's
+    private copy), when not at its path."""
     shared = Path(env["CARGO_TARGET_DIR"])
-    stamp = shared / SOURCES_STAMP
+    stamp = (place or shared) / SOURCES_STAMP
     with locks.locked(locks_dir(builds), f"cargo-target-{shared.name}", timeout):
         files = _source_files(tree)
         last = _last_sources(stamp)
