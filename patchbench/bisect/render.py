@@ -12,7 +12,6 @@ from patchbench.report import markdown as md_format
 from patchbench.report.blocks import Block, Chart, Section, Table, View, bullets, heading, table, text
 from patchbench.report.charts import CommitPoint
 from patchbench.scenarios.steps import StepRule, Value
-from patchbench.util.escape import xml_text
 
 # --- bisect -------------------------------------------------------------------------------------
 

@@ -13,10 +13,10 @@ def do_track(ws: Workspace, name: str, *, range_: str | None, every: int, db: st
              branch: str | None, only: Sequence[str], runs: int | None, rounds: int | None,
              seed: int | None, budget: int) -> int:
     project = load_project(ws)
-    from patchbench.track import outputs, run
+    from patchbench.track import outputs, tracking
 
-    out = run.track(project, ws, name, range_=range_, every=every, db=db, branch=branch,
-                    only=only, runs=runs, rounds=rounds, seed=seed, budget=budget)
+    out = tracking.track(project, ws, name, range_=range_, every=every, db=db, branch=branch,
+                         only=only, runs=runs, rounds=rounds, seed=seed, budget=budget)
     w = out.walked
     print(f"\ntrack {name}: {len(w.measured)} point(s) measured now, {w.skipped} already in the "
           "database" + (f", {len(w.failed)} commit(s) did not build" if w.failed else ""))

@@ -18,7 +18,7 @@ from typing import Any
 from patchbench.analysis import metrics
 from patchbench.report import charts, html, markdown
 from patchbench.report.blocks import Block, Chart, Code, bullets, heading, table, text
-from patchbench.track.store import ChangeRow, CommitRow, SeriesPoint, Track
+from patchbench.track.database import ChangeRow, CommitRow, SeriesPoint, Track
 from patchbench.track.walk import HANGS
 from patchbench.util.files import write_json_atomic, write_text_atomic
 

@@ -27,7 +27,7 @@ from patchbench.errors import BuildError, ConfigError
 from patchbench.results import Cell, TimedResult
 from patchbench.scenarios.steps import ByCount
 from patchbench.source import history
-from patchbench.track.store import Store, Track, Value
+from patchbench.track.database import Store, Track, Value
 from patchbench.util.git import run_git
 from patchbench.util.progress import say
 

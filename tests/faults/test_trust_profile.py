@@ -109,12 +109,16 @@ def test_every_svg_is_well_formed_and_no_run_ends_in_exit_3(tmp_path: Path,
 
 
 def test_the_bisect_and_history_chart_is_well_formed_whatever_a_subject_holds() -> None:
-    """bisect/render.py draws its own SVG: a commit's subject read back from a saved bisect.json
-    or history.json (a noncharacter, a control character, a tag) keeps it well-formed."""
-    from patchbench.bisect import render
+    """The bisect and history chart (report/charts.py): a commit's subject read back from a
+    saved bisect.json or history.json (a noncharacter, a control character, a tag) keeps it
+    well-formed."""
+    from patchbench.report import charts
 
     hostile = f"fix\ufffe\x01 {TAG} \ud800 & more"
-    svg = render.chart([render.Point(label=hostile, y=1.0, lo=0.5, hi=1.5, title=hostile),
-                        render.Point(label="abc", y=None, title=hostile)], hostile, hostile)
-    xml.dom.minidom.parseString(svg.encode("utf-8"))
+    drawn = charts.commit_chart([
+        charts.CommitPoint(label=hostile, y=1.0, lo=0.5, hi=1.5, title=hostile),
+        charts.CommitPoint(label="abc", y=None, title=hostile)], hostile, hostile)
+    assert drawn is not None
+    xml.dom.minidom.parseString(drawn)
+    svg = drawn.decode("utf-8")
     assert "<img" not in svg

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from patchbench.track import store as track_store
+from patchbench.track import database as track_store
 from patchbench.util.workspace import Workspace
 from tests import support
 from tests.track_history import SLOWDOWN_AT, SPEEDUP_AT, TrackHistory, make_track_history

@@ -22,7 +22,7 @@ import pytest
 
 from patchbench.errors import ConfigError
 from patchbench.track import schema
-from patchbench.track import store as st
+from patchbench.track import database as st
 
 pytestmark = pytest.mark.integration
 

@@ -191,13 +191,15 @@ def test_every_module_name_is_unique() -> None:
     seen: dict[str, list[str]] = {}
     pkg = REPO_ROOT / "patchbench"
     for p in pkg.rglob("*.py"):
-        if p.name != "__init__.py":
+        if p.name not in ("__init__.py", "__main__.py"):  # a package's, by Python's convention
             seen.setdefault(p.name, []).append(str(p.relative_to(pkg)))
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
 
 
 # Functions over 80 lines, each with why it is left so (the package's others are shorter).
 LONG_FUNCTIONS = {
+    "track/migrations/versions/v0001_initial.py:upgrade": "an Alembic revision: the first "
+                                                          "schema's tables, one statement each",
     "build/__init__.py:_build": "one build's steps in order; the build sandbox's rework splits it",
     "analysis/paired.py:paired_verdict": "the round-paired rule, one derivation read top to "
                                          "bottom; the verdict rule's rework owns it",

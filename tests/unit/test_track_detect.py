@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from patchbench.track import detect, outputs
-from patchbench.track.store import ChangeRow, CommitRow, SeriesPoint, Value
+from patchbench.track.database import ChangeRow, CommitRow, SeriesPoint, Value
 
 
 def test_a_step_is_found_at_its_place_with_its_direction() -> None:

@@ -1,5 +1,5 @@
 """Alembic's environment for the track database: migrations run on the connection
-patchbench.track.store hands over (``config.attributes["connection"]``), never on a URL of its
+patchbench.track.database hands over (``config.attributes["connection"]``), never on a URL of its
 own, so that no credential passes through Alembic's configuration."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError
 from patchbench.source import history
 from patchbench.track import confirm, detect, outputs, walk
-from patchbench.track.store import ChangeRow, SeriesPoint, Store, Track, now, open_store
+from patchbench.track.database import ChangeRow, SeriesPoint, Store, Track, now, open_store
 from patchbench.util import safeargs
 from patchbench.util.git import run_git
 from patchbench.util.progress import say
