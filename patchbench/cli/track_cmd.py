@@ -30,5 +30,5 @@ def do_track(ws: Workspace, name: str, *, range_: str | None, every: int, db: st
     if out.regressions:
         print("regression confirmed by this run: "
               + ", ".join(outputs.culprit_text(c) for c in out.regressions))
-        return run.REGRESSION_EXIT_CODE
+        return tracking.REGRESSION_EXIT_CODE
     return 0

@@ -34,8 +34,8 @@ from patchbench.measure import hangs as hang_stats
 from patchbench.results import Cell, TimedResult
 from patchbench.scenarios.steps import ByCount, ByTime, Pair, Way, judged_pair
 from patchbench.source import history
-from patchbench.track.detect import ChangePoint
 from patchbench.track.database import CommitRow
+from patchbench.track.detect import ChangePoint
 from patchbench.track.walk import HANGS, series_key
 from patchbench.util.files import write_json_atomic
 from patchbench.util.progress import say

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from patchbench.errors import ConfigError
-from patchbench.track import schema
 from patchbench.track import database as st
+from patchbench.track import schema
 
 pytestmark = pytest.mark.integration
 
