@@ -181,7 +181,7 @@ def find_and_confirm(project: Project, ws: Workspace, s: Session, store: Store, 
             + ", ".join(f"{outputs.label(c.metric)} {c.direction}" for c in cands) + ")")
         judged, made = confirm.ab(ss, cands, budget)
         ab_file = confirm.save_ab(ss, folder, cands[0], made)
-        shown = [c for c in cands if judged[c.metric].confirmed]
+        shown = [c for c in cands if judged[(c.series, c.metric)].confirmed]
         bis: dict[str, object] = {}
         culprit: str | None = None
         if shown:
@@ -199,7 +199,7 @@ def find_and_confirm(project: Project, ws: Workspace, s: Session, store: Store, 
                        "why": "a bisect judges this scenario by its kind's rule (time or hangs); "
                               "the change was confirmed in another metric only"}
         for c in cands:
-            j = judged[c.metric]
+            j = judged[(c.series, c.metric)]
             subject = (s.commit(culprit).subject if culprit and j.confirmed else None)
             row = ChangeRow(
                 scenario=c.scenario, series=c.series, metric=c.metric, before_sha=before,
