@@ -33,7 +33,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, func, insert, select, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.engine.url import URL
-from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError
 from sqlalchemy.pool import NullPool
 
 from patchbench.errors import ConfigError, ReportError
@@ -240,9 +240,12 @@ class Store:
         try:
             with self.engine.begin() as conn:
                 yield conn
-        except OperationalError as exc:
+        except IntegrityError:
+            raise  # a row there already: the callers' answer, not a broken database
+        except DatabaseError as exc:  # unreachable, refused, not a database, not allowed
             raise ConfigError(f"the track database {self.shown}: {str(exc.orig).strip()}",
-                              hint="check --db (the server, the database, the user)") from None
+                              hint="check --db (the file; or the server, the database, the "
+                                   "user)") from None
 
     # --- one run at a time per track ----------------------------------------------------------
 

@@ -270,3 +270,12 @@ def test_a_url_is_shown_without_its_password(pg_url: str, tmp_path: Path) -> Non
         # a server that refuses: said as a config error naming the database without secrets
         st.open_store(pg_url.replace("bench@", "nobody:s3cret@"), tmp_path / "x.db")
     assert "nobody" in refused.value.message and "s3cret" not in refused.value.render()
+
+
+def test_a_file_that_is_not_a_database_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    junk = tmp_path / "notes.db"
+    junk.write_text("not a database, but a file someone gave as --db\n" * 100)
+    with pytest.raises(ConfigError) as refused:
+        st.open_store(f"sqlite:///{junk}", tmp_path / "default.db")
+    assert "not a database" in refused.value.message and str(junk) in refused.value.message
+    assert junk.read_text().startswith("not a database")  # left as it was
