@@ -89,7 +89,7 @@ def _quoted(text: str) -> Any:
 
 def _count(text: str, flag: str) -> int | Any:
     """A count (a whole number) or a scan's placeholder (``{name}``), as the bundle takes it."""
-    if text.isdigit():
+    if re.fullmatch(r"[0-9]{1,18}", text):  # ASCII digits: "²".isdigit() too, and int() fails
         return int(text)
     if PLACEHOLDER.match(text):
         return _quoted(text)
