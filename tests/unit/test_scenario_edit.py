@@ -31,3 +31,14 @@ def test_a_count_and_a_placeholder_are_written_as_the_bundle_takes_them() -> Non
     scenario_edit.apply(sc, scenario_edit.Settings(env=["5000"], bind_mounts="{binds}"),
                         "comparisons.env", "runc")
     assert sc["bundle"] == {"env": 5000, "bind_mounts": "{binds}"}
+
+
+@pytest.mark.parametrize("given", ["envs=" + "9" * 5000, "envs=1,٣", "envs=", "Envs=1,2"])
+def test_a_scan_that_is_not_whole_numbers_is_refused(given: str) -> None:
+    with pytest.raises(ConfigError, match="expected NAME=V1,V2"):
+        scenario_edit.parse_scan(given)
+
+
+def test_a_scan_is_parsed() -> None:
+    assert scenario_edit.parse_scan("envs=0,1000, 5000,,20000") == ("envs", [0, 1000, 5000, 20000])
+    assert scenario_edit.parse_scan("none") is None
