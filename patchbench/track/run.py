@@ -94,6 +94,8 @@ def track(project: Project, ws: Workspace, name: str, *, range_: str | None = No
           only: Sequence[str] = (), runs: int | None = None, rounds: int | None = None,
           seed: int | None = None, budget: int = DEFAULT_BUDGET) -> Outcome:
     comp = project.comparison(name)
+    if range_:
+        walk.parse_range(range_)  # a malformed range stops before the database and the fetch
     chosen = [scenarios.override(sc, runs, rounds, None)
               for sc in walk.trackable(comp.scenarios, only)]
     target = project.target_of(comp)

@@ -44,13 +44,21 @@ def _every(commits: list[history.Commit], every: int) -> list[history.Commit]:
     return history.every(commits, every) if commits else []
 
 
+def parse_range(range_: str) -> tuple[str, str]:
+    """``--range FIRST..LAST`` as its two commit-ishes, checked before anything is fetched."""
+    first, sep, last = range_.partition("..")
+    if not sep or not first or not last:
+        raise ConfigError(f"--range {range_}: give it as FIRST..LAST (two refs)")
+    for ref in (first, last):
+        history.check_commitish(ref, "--range")
+    return first, last
+
+
 def commits_to_track(s: Session, store: Store, track: Track, *, range_: str | None,
                      every: int) -> list[history.Commit]:
     """The commits this run is about: a range, or the branch's new commits."""
     if range_:
-        first, sep, last = range_.partition("..")
-        if not sep or not first or not last:
-            raise ConfigError(f"--range {range_}: give it as FIRST..LAST (two refs)")
+        first, last = parse_range(range_)
         a, b = history.resolve(s.checkout, first), history.resolve(s.checkout, last)
         return history.first_parent(s.checkout, a, b, every=every)
     head = history.resolve(s.checkout, track.branch)

@@ -256,3 +256,18 @@ def test_the_dashboard_renders_in_chromium(tracked: Tracked, tmp_path: Path) -> 
     red = ((rgb[..., 0] > 180) & (rgb[..., 1] < 80) & (rgb[..., 2] < 80)).sum()
     green = ((rgb[..., 1] > 130) & (rgb[..., 0] < 90) & (rgb[..., 2] < 90)).sum()
     assert red > 50 and green > 50  # the regression's line and the improvement's, drawn
+
+
+@pytest.mark.parametrize("given", ["v1.0.0", "v1.0.0..", "..main", "--upload-pack=x..main"])
+def test_a_malformed_range_is_refused_before_anything_is_fetched(tmp_path: Path,
+                                                                 given: str) -> None:
+    from tests.faults.scaffold_support import run_cli
+
+    root = tmp_path / "project"
+    _project(root, TrackHistory(tmp_path / "nowhere", ["0" * 40]), "1.22.4")
+    ws = Workspace(root=root, matrix=root / "matrix.yaml", builds=tmp_path / "builds",
+                   reports=tmp_path / "reports")
+    code, out, err = run_cli(_argv(ws, "--range", given))
+    assert code == 10, out + err  # a usage error, not the source that cannot be fetched
+    assert "fetching" not in err and not (ws.builds / "sources").exists()
+    assert not (ws.reports / "track").exists()  # no database, no run recorded as failed
