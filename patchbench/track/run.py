@@ -215,7 +215,8 @@ def find_and_confirm(project: Project, ws: Workspace, s: Session, store: Store, 
                 why="" if j.confirmed else f"the A/B did not show it ({j.pair.text})")
             if store.add_change(tr, row):
                 out.append(row)
-            say(f"{c.scenario} {outputs.label(c.metric)} {c.direction} between "
+            say(f"{c.scenario}{f' [{c.series}]' if c.series else ''} "
+                f"{outputs.label(c.metric)} {c.direction} between "
                 f"{before[:12]} and {after[:12]}: "
                 + (f"confirmed ({j.pair.text}); culprit {culprit[:12] if culprit else 'not named'}"
                    if j.confirmed else f"not confirmed ({j.pair.text})"))
