@@ -39,7 +39,7 @@ from sqlalchemy.pool import NullPool
 
 from patchbench.errors import ConfigError, ReportError
 from patchbench.track import schema
-from patchbench.util import locks
+from patchbench.util import files, locks
 
 MAX_ROWS = 200_000  # points, values or changes read back for one track
 BUSY_TIMEOUT_MS = 60_000  # SQLite: how long a writer waits for another's transaction
@@ -393,7 +393,7 @@ class Store:
                 res = conn.execute(insert(p).values(
                     track_id=track.id, run_id=run_id, scenario=scenario, sha=sha,
                     reference=track.reference, kind=kind, factor=factor, seed=seed,
-                    measured_at=now(), result=json.dumps(result, allow_nan=False),
+                    measured_at=now(), result=_strict_json(result),
                     warnings=json.dumps(list(warnings))))
                 key = res.inserted_primary_key
                 assert key is not None
@@ -476,9 +476,9 @@ class Store:
                     metric=ch.metric, before_sha=ch.before_sha, after_sha=ch.after_sha,
                     direction=ch.direction, detect_p=ch.detect_p, magnitude=ch.magnitude,
                     status=ch.status, found_at=ch.found_at, run_id=ch.run_id,
-                    ab=json.dumps(ch.ab, allow_nan=False), culprit=ch.culprit,
+                    ab=_strict_json(ch.ab), culprit=ch.culprit,
                     culprit_subject=ch.culprit_subject,
-                    bisect=json.dumps(ch.bisect, allow_nan=False), why=ch.why))
+                    bisect=_strict_json(ch.bisect), why=ch.why))
         except IntegrityError:
             return False
         return True
@@ -532,6 +532,11 @@ def _checked(data: dict[str, Any], fields: Mapping[str, str], what: str) -> dict
             raise ReportError(f"the track database holds a change whose {what} record has "
                               f"{key} = {str(v)[:40]!r}, not a {form}")
     return data
+
+
+def _strict_json(data: Any) -> str:
+    """Strict JSON, a NaN or infinite number as null (as results.json is written)."""
+    return json.dumps(files.finite(data), allow_nan=False)
 
 
 def _json_obj(value: object) -> dict[str, Any]:

@@ -310,3 +310,31 @@ def test_a_change_read_back_is_checked(tmp_path: Path, column: str, value: str) 
             s.changes(tr)
     finally:
         s.close()
+
+
+def test_a_result_and_a_change_holding_nan_are_stored_with_null(tmp_path: Path) -> None:
+    """A measurement's result may hold NaN (a cell whose every run hung has no median; a fit of
+    too few rounds): it is stored as strict JSON with null, as results.json is, not refused."""
+    import json
+
+    s = _open(f"sqlite:///{tmp_path / 'track.db'}", tmp_path)
+    try:
+        tr = _track(s)
+        run = s.start_run(tr, 1, "t")
+        s.add_commit(tr, SHA[0], "c", "2026", 1)
+        assert s.add_point(tr, run, scenario="start", sha=SHA[0], kind="command", factor=1,
+                           seed=1, result={"cells": [{"median": float("nan")}],
+                                           "fit": [float("inf"), 1.0]},
+                           warnings=[], values=[_value(1.0)]) is not None
+        with s._begin() as conn:
+            (stored,) = conn.execute(schema.points.select()).mappings().all()
+        assert json.loads(stored["result"]) == {"cells": [{"median": None}], "fit": [None, 1.0]}
+        assert s.add_change(tr, st.ChangeRow(
+            scenario="start", series="", metric="wall", before_sha=SHA[0], after_sha=SHA[1],
+            direction="regression", detect_p=1e-5, magnitude=1.5, status="not-confirmed",
+            found_at=st.now(), run_id=run, ab={"ratio": None, "p": float("nan")},
+            bisect={}))
+        (back,) = s.changes(tr)
+        assert back.ab == {"ratio": None, "p": None}
+    finally:
+        s.close()
