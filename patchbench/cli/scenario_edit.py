@@ -25,7 +25,8 @@ from patchbench.util.suggest import suggest
 from patchbench.util.workspace import Workspace
 
 PLACEHOLDER = re.compile(r"^\{([a-z][a-z0-9_]{0,31})\}$")
-_SCAN = re.compile(r"^([a-z][a-z0-9_]{0,31})=([0-9][0-9,]*)$")
+# whole numbers of at most 18 digits (int() of a longer text may fail), separated by commas
+_SCAN = re.compile(r"^([a-z][a-z0-9_]{0,31})=([0-9]{1,18}(?:,+[0-9]{1,18})*,*)$")
 _ENV_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 BUNDLE_RUNTIMES = ("runc",)  # runtimes whose scenarios may have a bundle of their own
 
@@ -89,7 +90,7 @@ def _quoted(text: str) -> Any:
 
 def _count(text: str, flag: str) -> int | Any:
     """A count (a whole number) or a scan's placeholder (``{name}``), as the bundle takes it."""
-    if text.isdigit():
+    if re.fullmatch(r"[0-9]{1,18}", text):  # ASCII digits: "²".isdigit() too, and int() fails
         return int(text)
     if PLACEHOLDER.match(text):
         return _quoted(text)

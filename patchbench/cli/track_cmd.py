@@ -23,12 +23,12 @@ def do_track(ws: Workspace, name: str, *, range_: str | None, every: int, db: st
     for c in out.new:
         state = ("confirmed: " + outputs.culprit_text(c) if c.status == "confirmed"
                  else "not confirmed")
-        print(f"  {c.scenario} {outputs.label(c.metric)} {c.direction} between "
+        print(f"  {outputs.where(c)} {outputs.label(c.metric)} {c.direction} between "
               f"{c.before_sha[:12]} and {c.after_sha[:12]}: {state} (A/B {outputs.ab_text(c)})")
     confirmed = [c for c in out.changes if c.status == "confirmed"]
     print(f"changes confirmed in all: {len(confirmed)}; dashboard: {out.folder / 'index.html'}")
     if out.regressions:
         print("regression confirmed by this run: "
-              + ", ".join(outputs.culprit_text(c) for c in out.regressions))
+              + ", ".join(dict.fromkeys(outputs.culprit_text(c) for c in out.regressions)))
         return tracking.REGRESSION_EXIT_CODE
     return 0

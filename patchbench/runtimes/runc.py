@@ -273,7 +273,7 @@ def hide_hybrid_controllers(base: Path, workdir: Path) -> list[str]:
                f"{target} && exec patchbench compare ...'")
     import threading
 
-    if threading.active_count() > 1:  # unshare(CLONE_NEWNS) needs a process of one thread
+    if threading.active_count() > 1:  # unshare moves the calling thread only, not the others
         raise RequirementError(f"crun refuses hybrid cgroups whose v2 hierarchy lists "
                                f"controllers ({' '.join(hidden)}), and patchbench cannot hide "
                                "them here: it runs more than one thread", hint=by_hand)

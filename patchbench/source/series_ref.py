@@ -363,6 +363,8 @@ def add(root: Path, checkout: Checkout, name: str, commits: Sequence[str], build
     kept: list[str] = []
     at: int | None = None
     for raw in old.splitlines():
+        if note and raw.strip() == f"# {note}":
+            continue  # the same pull request added again: its note is written once, below
         body = raw.split("#", 1)[0].strip()
         if body and is_ref(body) and body.split()[1:2] and body.split()[1].lower() in again:
             at = len(kept) if at is None else at

@@ -124,15 +124,15 @@ def ab_pair(m: Measurement, before: str, after: str, series: str, metric: str, *
 
 
 def ab(s: Session, cands: Sequence[Candidate], budget: int
-       ) -> tuple[dict[str, Judged], list[Measurement]]:
+       ) -> tuple[dict[tuple[str, str], Judged], list[Measurement]]:
     """One A/B of the commits either side of ``cands`` (one scenario, one place), at a bisect's
-    ends' looks until every candidate's metric is decided: the judgement per metric and the
-    measurements made."""
+    ends' looks until every candidate's metric is decided: the judgement per (series, metric)
+    and the measurements made."""
     before, after = cands[0].before.sha, cands[0].after.sha
     looks = levels.looks(1, budget)
     level = levels.per_comparison(s.comp.alpha, looks, 1)
     made: list[Measurement] = []
-    out: dict[str, Judged] = {}
+    out: dict[tuple[str, str], Judged] = {}
     pending = list(cands)
     for factor in looks:
         if made:
@@ -145,8 +145,8 @@ def ab(s: Session, cands: Sequence[Candidate], budget: int
                                     min_effect=s.comp.min_effect)
             want = "more" if c.cp.up else "less"
             decided = pair.differs is True or pair.shift == "same"
-            out[c.metric] = Judged(pair, figures, factor,
-                                   pair.differs is True and pair.shift == want)
+            out[(c.series, c.metric)] = Judged(pair, figures, factor,
+                                               pair.differs is True and pair.shift == want)
             if not decided:
                 still.append(c)
         pending = still

@@ -11,8 +11,9 @@ versioned and migrated by Alembic when the database is opened (patchbench/track/
 - One ``track`` run per track at a time (:meth:`Store.run_lock`): a flock beside the SQLite file,
   a session-level advisory lock in PostgreSQL; either goes with the process that holds it,
   however it ends, and the next run marks a run left ``running`` as interrupted.
-- What is read back is checked: SHAs are 40 hex digits, numbers are finite or null, and no more
-  than :data:`MAX_ROWS` rows of a kind are read.
+- What is read back is checked: SHAs are 40 hex digits, numbers are finite or null, a change's
+  direction, status and the A/B and bisect figures the outputs show have their forms, and no
+  more than :data:`MAX_ROWS` rows of a kind are read.
 - A password in a URL is never printed or stored (``shown``).
 """
 
@@ -33,12 +34,12 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, func, insert, select, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.engine.url import URL
-from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError
 from sqlalchemy.pool import NullPool
 
 from patchbench.errors import ConfigError, ReportError
 from patchbench.track import schema
-from patchbench.util import locks
+from patchbench.util import files, locks
 
 MAX_ROWS = 200_000  # points, values or changes read back for one track
 BUSY_TIMEOUT_MS = 60_000  # SQLite: how long a writer waits for another's transaction
@@ -240,9 +241,12 @@ class Store:
         try:
             with self.engine.begin() as conn:
                 yield conn
-        except OperationalError as exc:
+        except IntegrityError:
+            raise  # a row there already: the callers' answer, not a broken database
+        except DatabaseError as exc:  # unreachable, refused, not a database, not allowed
             raise ConfigError(f"the track database {self.shown}: {str(exc.orig).strip()}",
-                              hint="check --db (the server, the database, the user)") from None
+                              hint="check --db (the file; or the server, the database, the "
+                                   "user)") from None
 
     # --- one run at a time per track ----------------------------------------------------------
 
@@ -389,7 +393,7 @@ class Store:
                 res = conn.execute(insert(p).values(
                     track_id=track.id, run_id=run_id, scenario=scenario, sha=sha,
                     reference=track.reference, kind=kind, factor=factor, seed=seed,
-                    measured_at=now(), result=json.dumps(result, allow_nan=False),
+                    measured_at=now(), result=_strict_json(result),
                     warnings=json.dumps(list(warnings))))
                 key = res.inserted_primary_key
                 assert key is not None
@@ -452,13 +456,15 @@ class Store:
         return [ChangeRow(
             id=int(r["id"]), scenario=str(r["scenario"]), series=str(r["series"]),
             metric=str(r["metric"]), before_sha=_sha(r["before_sha"], "commit"),
-            after_sha=_sha(r["after_sha"], "commit"), direction=str(r["direction"]),
-            detect_p=float(r["detect_p"]), magnitude=float(r["magnitude"]),
-            status=str(r["status"]), found_at=str(r["found_at"]), run_id=int(r["run_id"]),
-            ab=_json_obj(r["ab"]),
+            after_sha=_sha(r["after_sha"], "commit"),
+            direction=_one_of(r["direction"], DIRECTIONS, "direction"),
+            detect_p=_required(r["detect_p"]), magnitude=_required(r["magnitude"]),
+            status=_one_of(r["status"], STATUSES, "status"), found_at=str(r["found_at"]),
+            run_id=int(r["run_id"]), ab=_checked(_json_obj(r["ab"]), AB_FIELDS, "A/B"),
             culprit=_sha(r["culprit"], "culprit") if r["culprit"] is not None else None,
             culprit_subject=None if r["culprit_subject"] is None else str(r["culprit_subject"]),
-            bisect=_json_obj(r["bisect"]), why=str(r["why"])) for r in rows]
+            bisect=_checked(_json_obj(r["bisect"]), BISECT_FIELDS, "bisect"),
+            why=str(r["why"])) for r in rows]
 
     def add_change(self, track: Track, ch: ChangeRow) -> bool:
         """Record a candidate's outcome; False when the same candidate is already recorded."""
@@ -470,12 +476,67 @@ class Store:
                     metric=ch.metric, before_sha=ch.before_sha, after_sha=ch.after_sha,
                     direction=ch.direction, detect_p=ch.detect_p, magnitude=ch.magnitude,
                     status=ch.status, found_at=ch.found_at, run_id=ch.run_id,
-                    ab=json.dumps(ch.ab, allow_nan=False), culprit=ch.culprit,
+                    ab=_strict_json(ch.ab), culprit=ch.culprit,
                     culprit_subject=ch.culprit_subject,
-                    bisect=json.dumps(ch.bisect, allow_nan=False), why=ch.why))
+                    bisect=_strict_json(ch.bisect), why=ch.why))
         except IntegrityError:
             return False
         return True
+
+
+DIRECTIONS = ("regression", "improvement")
+STATUSES = ("confirmed", "not-confirmed", "unconfirmable")
+# what the summary and the dashboard read of a change's A/B and bisect records, by its form
+AB_FIELDS = {"ratio": "number", "p": "number", "level": "number", "factor": "count",
+             "ci": "interval", "hangs": "count", "runs": "count", "before_hangs": "count",
+             "before_runs": "count", "text": "text", "verdict": "text", "file": "text"}
+BISECT_FIELDS = {"outcome": "text", "report": "text", "why": "text", "first_bad": "sha",
+                 "first_bad_subject": "text", "range": "shas"}
+
+
+def _one_of(value: object, allowed: Sequence[str], what: str) -> str:
+    if value not in allowed:
+        raise ReportError(f"the track database holds a change whose {what} is "
+                          f"{str(value)[:40]!r}, not one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _required(value: object) -> float:
+    got = _num(value)
+    if got is None:
+        raise ReportError(f"the track database holds a change without a number: {value!r}")
+    return got
+
+
+def _in_form(v: object, form: str) -> bool:
+    """Whether ``v`` (not None) has ``form``; a malformed number or SHA raises ReportError."""
+    if form == "number":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if form == "count":
+        return _int(v) is not None
+    if form == "text":
+        return isinstance(v, str)
+    if form == "sha":
+        return bool(_sha(v, "commit"))
+    if form == "shas":
+        return isinstance(v, list) and all(_sha(x, "commit") for x in v)
+    return isinstance(v, list) and len(v) == 2 and all(x is None or _in_form(x, "number")
+                                                       for x in v)  # an interval
+
+
+def _checked(data: dict[str, Any], fields: Mapping[str, str], what: str) -> dict[str, Any]:
+    """A change's record with each field the outputs read in its form (or null)."""
+    for key, form in fields.items():
+        v = data.get(key)
+        if v is not None and not _in_form(v, form):
+            raise ReportError(f"the track database holds a change whose {what} record has "
+                              f"{key} = {str(v)[:40]!r}, not a {form}")
+    return data
+
+
+def _strict_json(data: Any) -> str:
+    """Strict JSON, a NaN or infinite number as null (as results.json is written)."""
+    return json.dumps(files.finite(data), allow_nan=False)
 
 
 def _json_obj(value: object) -> dict[str, Any]:

@@ -47,6 +47,11 @@ def label(metric: str) -> str:
     return metrics.METRICS[metric].label if metric in metrics.METRICS else metric
 
 
+def where(ch: ChangeRow) -> str:
+    """The scenario, with the series (a scan's value, a condition) when it has one."""
+    return ch.scenario + (f" [{ch.series}]" if ch.series else "")
+
+
 def _short(sha: str | None) -> str:
     return sha[:12] if sha else "-"
 
@@ -183,7 +188,7 @@ def series_chart(title: str, pts: Sequence[SeriesPoint], changes: Sequence[Chang
 
 
 def _change_rows(chs: Sequence[ChangeRow]) -> list[list[str]]:
-    return [[c.scenario + (f" [{c.series}]" if c.series else ""), label(c.metric), c.direction,
+    return [[where(c), label(c.metric), c.direction,
              culprit_text(c), ab_text(c),
              f"{c.magnitude:.3f}x, p {c.detect_p:.2g}" if math.isfinite(c.magnitude)
              else f"p {c.detect_p:.2g}",

@@ -94,6 +94,8 @@ def track(project: Project, ws: Workspace, name: str, *, range_: str | None = No
           only: Sequence[str] = (), runs: int | None = None, rounds: int | None = None,
           seed: int | None = None, budget: int = DEFAULT_BUDGET) -> Outcome:
     comp = project.comparison(name)
+    if range_:
+        walk.parse_range(range_)  # a malformed range stops before the database and the fetch
     chosen = [scenarios.override(sc, runs, rounds, None)
               for sc in walk.trackable(comp.scenarios, only)]
     target = project.target_of(comp)
@@ -181,7 +183,7 @@ def find_and_confirm(project: Project, ws: Workspace, s: Session, store: Store, 
             + ", ".join(f"{outputs.label(c.metric)} {c.direction}" for c in cands) + ")")
         judged, made = confirm.ab(ss, cands, budget)
         ab_file = confirm.save_ab(ss, folder, cands[0], made)
-        shown = [c for c in cands if judged[c.metric].confirmed]
+        shown = [c for c in cands if judged[(c.series, c.metric)].confirmed]
         bis: dict[str, object] = {}
         culprit: str | None = None
         if shown:
@@ -199,7 +201,7 @@ def find_and_confirm(project: Project, ws: Workspace, s: Session, store: Store, 
                        "why": "a bisect judges this scenario by its kind's rule (time or hangs); "
                               "the change was confirmed in another metric only"}
         for c in cands:
-            j = judged[c.metric]
+            j = judged[(c.series, c.metric)]
             subject = (s.commit(culprit).subject if culprit and j.confirmed else None)
             row = ChangeRow(
                 scenario=c.scenario, series=c.series, metric=c.metric, before_sha=before,
@@ -213,7 +215,8 @@ def find_and_confirm(project: Project, ws: Workspace, s: Session, store: Store, 
                 why="" if j.confirmed else f"the A/B did not show it ({j.pair.text})")
             if store.add_change(tr, row):
                 out.append(row)
-            say(f"{c.scenario} {outputs.label(c.metric)} {c.direction} between "
+            say(f"{c.scenario}{f' [{c.series}]' if c.series else ''} "
+                f"{outputs.label(c.metric)} {c.direction} between "
                 f"{before[:12]} and {after[:12]}: "
                 + (f"confirmed ({j.pair.text}); culprit {culprit[:12] if culprit else 'not named'}"
                    if j.confirmed else f"not confirmed ({j.pair.text})"))

@@ -3,8 +3,9 @@ round, interleaved with the pinned reference build, so that every point is a pai
 
 - ``--range FIRST..LAST``: the first-parent commits from FIRST to LAST (every Nth with
   ``--every``, both ends always).
-- Otherwise the branch's new commits: the first-parent commits after the newest one already
-  tracked up to the branch's head (every Nth), or only the head on a track's first run.
+- Otherwise the branch's new commits: the first-parent commits from the newest one already
+  tracked (measured, or found not to build) up to the branch's head (every Nth), or only the
+  head on a track's first run.
 
 A commit is built (cached by commit: patchbench.bisect.session) only when a scenario still
 lacks its point; a commit that does not build is recorded and not tried again. Each point is
@@ -44,28 +45,39 @@ def _every(commits: list[history.Commit], every: int) -> list[history.Commit]:
     return history.every(commits, every) if commits else []
 
 
+def parse_range(range_: str) -> tuple[str, str]:
+    """``--range FIRST..LAST`` as its two commit-ishes, checked before anything is fetched."""
+    first, sep, last = range_.partition("..")
+    if not sep or not first or not last:
+        raise ConfigError(f"--range {range_}: give it as FIRST..LAST (two refs)")
+    for ref in (first, last):
+        history.check_commitish(ref, "--range")
+    return first, last
+
+
 def commits_to_track(s: Session, store: Store, track: Track, *, range_: str | None,
                      every: int) -> list[history.Commit]:
     """The commits this run is about: a range, or the branch's new commits."""
     if range_:
-        first, sep, last = range_.partition("..")
-        if not sep or not first or not last:
-            raise ConfigError(f"--range {range_}: give it as FIRST..LAST (two refs)")
+        first, last = parse_range(range_)
         a, b = history.resolve(s.checkout, first), history.resolve(s.checkout, last)
         return history.first_parent(s.checkout, a, b, every=every)
     head = history.resolve(s.checkout, track.branch)
     known = store.commits(track)
+    # tracked: a commit with a point, or one that does not build (a commit is recorded before it
+    # is measured: a run stopped during its measurement leaves it without one)
+    tracked = {sha for _, sha in store.measured(track)} | set(store.build_failures(track))
     chain_shas = set(run_git(["rev-list", "--first-parent", head, "--"],
-                             cwd=s.checkout.repo).stdout.split()) if known else set()
-    on_branch = [c for c in known.values() if c.sha in chain_shas]
+                             cwd=s.checkout.repo).stdout.split()) if tracked else set()
+    on_branch = [c for c in known.values() if c.sha in chain_shas and c.sha in tracked]
     if not on_branch:
         say(f"track {track.name}: first run on {track.branch}: its head {head[:12]}")
         return [s.commit(head)]
     newest = max(on_branch, key=lambda c: c.depth)
-    if newest.sha == head:
-        return []
-    chain = history.first_parent(s.checkout, newest.sha, head)[1:]
-    say(f"track {track.name}: {len(chain)} new commit(s) on {track.branch} since "
+    # from the newest tracked commit itself: a scenario it lacks is measured (walk skips the
+    # points it has)
+    chain = history.first_parent(s.checkout, newest.sha, head)
+    say(f"track {track.name}: {len(chain) - 1} new commit(s) on {track.branch} since "
         f"{newest.short}")
     return _every(chain, every)
 

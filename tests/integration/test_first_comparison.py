@@ -198,8 +198,12 @@ def test_a_pull_request_with_a_scan_over_the_environment_in_four_commands(
     assert sc["name"] == "run"
     verdicts = {c["candidate"]: c["verdict"] for c in sc["comparisons"]}
     assert verdicts["env-dedup envs=4000"] == "faster", verdicts
-    fits = {f["variant"]: f["exponent"] for f in sc["scan"]["fits"]}
-    assert fits["baseline"] > 1.0 and fits["env-dedup"] < 0.6, fits  # quadratic part -> flat
+    fits = {f["variant"]: f for f in sc["scan"]["fits"]}
+    # the quadratic part gone: the pull request's exponent is below the baseline's, their 95 %
+    # intervals apart, as the report says it (a fixed bound on the baseline's failed at a load
+    # of 9: the machine's constant part pulls an exponent towards 0)
+    base, pr = fits["baseline"], fits["env-dedup"]
+    assert base["exponent_ci"][0] > pr["exponent_ci"][1] and pr["exponent"] < 0.6, fits
     assert re.search(r"^run envs=4000\s+env-dedup\s.*\bfaster\b", res.stdout, re.M), res.stdout
     patches = results["builds"]["env-dedup"]["series"][0]["patches"]
     assert [p["origin"] for p in patches] == [f"upstream, commit:{c}, pr:7" for c in pr_commits]

@@ -176,3 +176,14 @@ def test_init_takes_submodule_sources_as_compare_does(tmp_path: Path) -> None:
     urls = {m.name: m.url for m in target.submodules}
     assert urls["libocispec"] == str(lib.resolve())
     assert urls["runtime-spec"].startswith("https://")
+
+
+def test_a_pull_request_added_again_leaves_the_series_as_it_was(
+        bench: tuple[Bench, Path]) -> None:
+    b, _ = bench
+    b.ok("series", "add", "env", "--target", "runc", "--pr", "7")
+    series = b.root / "patches" / "env" / "series"
+    once = series.read_text()
+    assert once.count("# pull request #7: 2 commits, from merge") == 1
+    b.ok("series", "add", "env", "--target", "runc", "--pr", "7")
+    assert series.read_text() == once  # its note is not written a second time

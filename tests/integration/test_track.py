@@ -256,3 +256,57 @@ def test_the_dashboard_renders_in_chromium(tracked: Tracked, tmp_path: Path) -> 
     red = ((rgb[..., 0] > 180) & (rgb[..., 1] < 80) & (rgb[..., 2] < 80)).sum()
     green = ((rgb[..., 1] > 130) & (rgb[..., 0] < 90) & (rgb[..., 2] < 90)).sum()
     assert red > 50 and green > 50  # the regression's line and the improvement's, drawn
+
+
+@pytest.mark.parametrize("given", ["v1.0.0", "v1.0.0..", "..main", "--upload-pack=x..main"])
+def test_a_malformed_range_is_refused_before_anything_is_fetched(tmp_path: Path,
+                                                                 given: str) -> None:
+    from tests.faults.scaffold_support import run_cli
+
+    root = tmp_path / "project"
+    _project(root, TrackHistory(tmp_path / "nowhere", ["0" * 40]), "1.22.4")
+    ws = Workspace(root=root, matrix=root / "matrix.yaml", builds=tmp_path / "builds",
+                   reports=tmp_path / "reports")
+    code, out, err = run_cli(_argv(ws, "--range", given))
+    assert code == 10, out + err  # a usage error, not the source that cannot be fetched
+    assert "fetching" not in err and not (ws.builds / "sources").exists()
+    assert not (ws.reports / "track").exists()  # no database, no run recorded as failed
+
+
+def test_a_commit_whose_measurement_was_cut_short_is_measured_by_the_next_run(
+        tmp_path: Path, history: TrackHistory, builds: Path, go_version: str) -> None:
+    """Following the branch (no --range): a run stopped while it measured a commit left that
+    commit recorded without its point; the next run measures it, not only the commits after it.
+    """
+    from tests.faults.scaffold_support import run_cli
+
+    root = tmp_path / "project"
+    _project(root, history, go_version)
+    ws = Workspace(root=root, matrix=root / "matrix.yaml", builds=builds,
+                   reports=tmp_path / "reports")
+    done, cut, head = history.shas[26], history.shas[28], history.shas[-1]
+    db = track_store.open_store(None, ws.reports / "track" / "track.db")
+    try:  # what the earlier runs left: a point at 26; 28 recorded, its measurement cut short
+        tr = db.track("demo-track", target="demo", url=str(history.path), branch="main",
+                      reference=history.shas[0])
+        run = db.start_run(tr, 1, "an earlier run")
+        for sha, depth in ((done, 27), (cut, 29)):
+            db.add_commit(tr, sha, "earlier", "2026-10-02T00:00:00Z", depth)
+        assert db.add_point(tr, run, scenario="start", sha=done, kind="command", factor=1,
+                            seed=1, result={}, warnings=[], values=[track_store.Value(
+                                series="", metric="wall", verdict="same", unit="s",
+                                ratio=1.0)]) is not None
+        db.finish_run(run, "interrupted")
+    finally:
+        db.close()
+    code, out, err = run_cli(_argv(ws, "--scenario", "start", "--runs", "6", "--rounds", "3",
+                                   "--seed", "3"))
+    assert code in (0, 4), out + err
+    db = track_store.open_store(None, ws.reports / "track" / "track.db")
+    try:
+        tr = db.find_track("demo-track")
+        assert tr is not None
+        measured = {sha for _, sha in db.measured(tr)}
+    finally:
+        db.close()
+    assert measured == {done, history.shas[27], cut, head}, err

@@ -270,3 +270,71 @@ def test_a_url_is_shown_without_its_password(pg_url: str, tmp_path: Path) -> Non
         # a server that refuses: said as a config error naming the database without secrets
         st.open_store(pg_url.replace("bench@", "nobody:s3cret@"), tmp_path / "x.db")
     assert "nobody" in refused.value.message and "s3cret" not in refused.value.render()
+
+
+def test_a_file_that_is_not_a_database_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    junk = tmp_path / "notes.db"
+    junk.write_text("not a database, but a file someone gave as --db\n" * 100)
+    with pytest.raises(ConfigError) as refused:
+        st.open_store(f"sqlite:///{junk}", tmp_path / "default.db")
+    assert "not a database" in refused.value.message and str(junk) in refused.value.message
+    assert junk.read_text().startswith("not a database")  # left as it was
+
+
+@pytest.mark.parametrize(("column", "value"), [
+    ("ab", '{"ratio": "fast", "ci": [1.4, 1.6]}'), ("ab", '{"ci": "wide"}'),
+    ("ab", '{"hangs": -3, "runs": 10, "before_hangs": 0, "before_runs": 10}'),
+    ("bisect", '{"outcome": "found", "range": [1, 2]}'), ("bisect", '{"report": 7}'),
+    ("direction", "sideways"), ("status", "maybe"), ("detect_p", "low")])
+def test_a_change_read_back_is_checked(tmp_path: Path, column: str, value: str) -> None:
+    """A change row altered in the database (a shared file, a team's server) is refused when read
+    back (exit 18), not trusted by the summary and the dashboard."""
+    import sqlite3
+
+    from patchbench.errors import ReportError
+
+    s = _open(f"sqlite:///{tmp_path / 'track.db'}", tmp_path)
+    try:
+        tr = _track(s)
+        run = s.start_run(tr, 1, "t")
+        assert s.add_change(tr, st.ChangeRow(
+            scenario="start", series="", metric="wall", before_sha=SHA[0], after_sha=SHA[1],
+            direction="regression", detect_p=1e-5, magnitude=1.5, status="confirmed",
+            found_at=st.now(), run_id=run, ab={"ratio": 1.5, "ci": [1.4, 1.6], "p": 0.001},
+            culprit=SHA[1], bisect={"outcome": "found", "first_bad": SHA[1]}))
+        assert len(s.changes(tr)) == 1  # as written: read back
+        with contextlib.closing(sqlite3.connect(tmp_path / "track.db")) as db, db:
+            # (SQLite keeps what it is given, a text in a number's column too)
+            db.execute(f"UPDATE changes SET {column} = ?", (value,))  # a column named above
+        with pytest.raises(ReportError, match="track database"):
+            s.changes(tr)
+    finally:
+        s.close()
+
+
+def test_a_result_and_a_change_holding_nan_are_stored_with_null(tmp_path: Path) -> None:
+    """A measurement's result may hold NaN (a cell whose every run hung has no median; a fit of
+    too few rounds): it is stored as strict JSON with null, as results.json is, not refused."""
+    import json
+
+    s = _open(f"sqlite:///{tmp_path / 'track.db'}", tmp_path)
+    try:
+        tr = _track(s)
+        run = s.start_run(tr, 1, "t")
+        s.add_commit(tr, SHA[0], "c", "2026", 1)
+        assert s.add_point(tr, run, scenario="start", sha=SHA[0], kind="command", factor=1,
+                           seed=1, result={"cells": [{"median": float("nan")}],
+                                           "fit": [float("inf"), 1.0]},
+                           warnings=[], values=[_value(1.0)]) is not None
+        with s._begin() as conn:
+            (stored,) = conn.execute(schema.points.select()).mappings().all()
+        assert json.loads(stored["result"]) == {"cells": [{"median": None}], "fit": [None, 1.0]}
+        assert s.add_change(tr, st.ChangeRow(
+            scenario="start", series="", metric="wall", before_sha=SHA[0], after_sha=SHA[1],
+            direction="regression", detect_p=1e-5, magnitude=1.5, status="not-confirmed",
+            found_at=st.now(), run_id=run, ab={"ratio": None, "p": float("nan")},
+            bisect={}))
+        (back,) = s.changes(tr)
+        assert back.ab == {"ratio": None, "p": None}
+    finally:
+        s.close()
