@@ -371,20 +371,28 @@ def f_sf(f: float, df1: float, df2: float) -> float:
     return betainc(df2 / 2.0, df1 / 2.0, df2 / (df2 + df1 * f))
 
 
-# --- Exact Wilcoxon signed-rank test ------------------------------------------------------------
+# --- Wilcoxon signed-rank test ----------------------------------------------------------------
+
+WILCOXON_EXACT_MAX = 200  # up to this many non-zero d: the exact distribution; beyond: normal
+
 
 def wilcoxon_signed_rank(d: Sequence[float]) -> float | None:
-    """Two-sided exact p-value of the Wilcoxon signed-rank test that ``d`` is centred on 0.
+    """Two-sided p-value of the Wilcoxon signed-rank test that ``d`` is centred on 0.
 
-    Zeros are dropped (scipy's ``zero_method="wilcox"``); tied |d| get their average rank and the
-    p-value is exact for the ranks as tied (the distribution of W+ over all 2^n sign patterns,
-    counted on doubled ranks so that half ranks stay integers). None when no d is non-zero."""
+    Zeros are dropped (scipy's ``zero_method="wilcox"``); tied |d| get their average rank. Up to
+    :data:`WILCOXON_EXACT_MAX` non-zero d the p-value is exact for the ranks as tied (the
+    distribution of W+ over all 2^n sign patterns, counted on doubled ranks so that half ranks
+    stay integers); beyond it, where 2^n sign patterns overflow a float from about 1,024, the
+    normal approximation with the tie and continuity corrections (scipy's ``method="approx"``,
+    ``correction=True``). None when no d is non-zero."""
     x = np.asarray(d, dtype=float)
     x = x[x != 0]
     n = x.size
     if n == 0:
         return None
-    ranks, _ = _ranks(np.abs(x))
+    ranks, ties = _ranks(np.abs(x))
+    if n > WILCOXON_EXACT_MAX:
+        return _wilcoxon_normal(float(ranks[x > 0].sum()), n, ties)
     doubled = [round(2 * r) for r in ranks]
     total = sum(doubled)
     counts = np.zeros(total + 1, dtype=float)  # counts[w] = sign patterns with 2*W+ = w
@@ -396,6 +404,18 @@ def wilcoxon_signed_rank(d: Sequence[float]) -> float | None:
     low = float(probs[: w + 1].sum())
     high = float(probs[w:].sum())
     return min(1.0, 2.0 * min(low, high))
+
+
+def _wilcoxon_normal(w_plus: float, n: int, ties: np.ndarray) -> float:
+    """The normal approximation of the signed-rank test's two-sided p for W+ = ``w_plus`` of
+    ``n`` non-zero values with groups of tied |d| of sizes ``ties``: mean n(n+1)/4, variance
+    n(n+1)(2n+1)/24 - sum(t^3 - t)/48, a continuity correction of 1/2 towards the mean."""
+    mean = n * (n + 1) / 4.0
+    var = n * (n + 1) * (2 * n + 1) / 24.0 - float((ties**3 - ties).sum()) / 48.0
+    if var <= 0:
+        return 1.0
+    z = max(0.0, abs(w_plus - mean) - 0.5) / math.sqrt(var)
+    return float(min(1.0, math.erfc(z / math.sqrt(2.0))))
 
 
 # --- Round-paired comparison --------------------------------------------------------------------

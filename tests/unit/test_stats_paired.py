@@ -119,6 +119,26 @@ def test_wilcoxon_with_ties_and_zeros_is_exact_over_all_sign_patterns() -> None:
     assert stats.wilcoxon_signed_rank([1.0] * 6) == pytest.approx(2 / 64)
 
 
+def test_wilcoxon_is_right_at_any_number_of_rounds() -> None:
+    """Past the exact range the normal approximation (ties and continuity corrected) gives
+    scipy's p; at 1,024 rounds and more the exact count of 2^n sign patterns would overflow."""
+    sstats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(11)
+    for n in (stats.WILCOXON_EXACT_MAX + 20, 1024, 1500, 5000):
+        d = np.round(rng.normal(0.02, 1.0, n), 2)  # rounded: ties among |d|, a few zeros
+        assert np.count_nonzero(d) > stats.WILCOXON_EXACT_MAX
+        expected = float(sstats.wilcoxon(d, method="approx", correction=True).pvalue)
+        got = stats.wilcoxon_signed_rank(d)
+        assert got is not None and 0.0 < got < 1.0
+        assert got == pytest.approx(expected, rel=1e-9)
+    # at the boundary the exact and the approximate p agree to a few per cent
+    d = rng.normal(0.1, 1.0, stats.WILCOXON_EXACT_MAX)
+    exact = stats.wilcoxon_signed_rank(d)
+    assert exact is not None
+    assert exact == pytest.approx(stats._wilcoxon_normal(
+        float(stats._ranks(np.abs(d))[0][d > 0].sum()), d.size, np.ones(d.size)), rel=0.05)
+
+
 # --- paired comparison ---------------------------------------------------------------------------
 
 def test_paired_rounds_computes_the_t_interval_on_per_round_log_ratios() -> None:
