@@ -29,10 +29,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patchbench.analysis import paired, sequential, stats  # noqa: E402
+from patchbench.analysis import paired, sequential, stalls, stats  # noqa: E402
 from patchbench.analysis.paired import Verdict  # noqa: E402
 from patchbench.measure import bench  # noqa: E402
-from patchbench.results import PAIRED5_METHOD, PAIRED5_SKEW_METHOD  # noqa: E402
+from patchbench.results import (  # noqa: E402
+    PAIRED5_METHOD,
+    PAIRED5_SKEW_METHOD,
+    PAIRED6_METHOD,
+)
 
 BASE_MEDIAN = 0.126
 ALPHA = 0.05
@@ -51,6 +55,8 @@ REAL_MISS_P = 0.001
 Sim = tuple[list[float], list[int], list[float], list[int], dict[int, int]]
 # --contrast: an earlier rule run on the same replicates (its method, how the report names it)
 CONTRASTS = {
+    "v7": (PAIRED6_METHOD, "the rule of results version 7 (`PAIRED6_METHOD`: no stalls apart, "
+                           "the widened standard error without its degrees of freedom cut)"),
     "t": (PAIRED5_METHOD, "the plain t of the first schema-5 records (`PAIRED5_METHOD`)"),
     "skew": (PAIRED5_SKEW_METHOD, "the skewness correction before the jackknife "
                                   "(`PAIRED5_SKEW_METHOD`)"),
@@ -189,6 +195,25 @@ def model_ar1_runs(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
     return _pack(BASE_MEDIAN * np.exp(b), BASE_MEDIAN * factor * np.exp(c), pos)
 
 
+def model_ar1_runs_08(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
+    """``ar1-runs`` at rho 0.8: the shared noise reaches over several blocks."""
+    b, c, pos = _sequence(rng, rounds, _ar1(0.8, lognormal_sigma(0.05)), per_run=True)
+    return _pack(BASE_MEDIAN * np.exp(b), BASE_MEDIAN * factor * np.exp(c), pos)
+
+
+STALL_RATE = 0.01
+STALL_FACTOR = 10.0
+
+
+def model_stalls(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
+    """``lognormal`` with rare stalls: 1 % of the runs of either variant take 10x as long."""
+    bt, br, ct, cr, signs = model_lognormal(rng, rounds, factor)
+    b, c = np.asarray(bt), np.asarray(ct)
+    b = np.where(rng.random(b.size) < STALL_RATE, STALL_FACTOR * b, b)
+    c = np.where(rng.random(c.size) < STALL_RATE, STALL_FACTOR * c, c)
+    return b.tolist(), br, c.tolist(), cr, signs
+
+
 def model_random_walk(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
     """CV 5 %, the machine's speed a random walk over the blocks (steps of sd 2 %)."""
     b, c, pos = _sequence(rng, rounds, lambda z: np.cumsum(0.02 * z), per_run=False)
@@ -268,6 +293,8 @@ MODELS: dict[str, tuple[Model, tuple[int, ...], bool]] = {  # the full grid
     "t3": (model_t3, ROUNDS, True),
     "random-walk": (model_random_walk, ROUNDS, True),
     "ar1-runs": (model_ar1_runs, ROUNDS, True),
+    "ar1-runs-0.8": (model_ar1_runs_08, ROUNDS, True),
+    "stalls": (model_stalls, ROUNDS, True),
     "bimodal": (model_bimodal, ROUNDS, True),
     "cold-short": (model_cold_short, SHORT_ROUNDS, True),
     "cold-unwarmed": (model_cold_unwarmed, SHORT_ROUNDS, True),
@@ -278,7 +305,7 @@ RUNS_OF = {"cold-short": SHORT, "cold-unwarmed": SHORT}
 CONTRAST_MODELS = ("cold-unwarmed",)
 # models whose true effect in time is known at every factor (the baseline's geometric mean does
 # not drift): there the effect's interval is checked too; elsewhere at 1.00 (no effect) only
-MS_KNOWN = ("lognormal", "shape", "position", "shuffled", "t3", "bimodal")
+MS_KNOWN = ("lognormal", "shape", "position", "shuffled", "t3", "bimodal", "stalls")
 # (the cold models' baseline level drifts per block: the effect in time is checked at 1.00)
 
 
@@ -311,6 +338,16 @@ def tally(t: Tally, v: paired.PairedVerdict, truth: float, prefix: str = "",
               and v.effect_ci_low_s <= truth_s <= v.effect_ci_high_s)
 
 
+def live(bt: list[float], br: list[int], ct: list[float], cr: list[int], *, alpha: float,
+         signs: dict[int, int] | None, method: str = paired.METHOD) -> paired.PairedVerdict:
+    """The verdict of the live rule as patchbench.analysis.verdict.judge takes it: the runs that
+    stalled (patchbench.analysis.stalls) left out, the rest judged by ``paired_verdict``."""
+    _, kb, kc = stalls.count(bt, ct)
+    return paired.paired_verdict(stalls.pick(bt, kb), stalls.pick(br, kb), stalls.pick(ct, kc),
+                                 stalls.pick(cr, kc), alpha=alpha, min_effect=MIN_EFFECT,
+                                 signs=signs, method=method)
+
+
 def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
              old: bool, contrast: str = "t") -> Tally:
     fn = MODELS[model][0]
@@ -322,8 +359,7 @@ def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
                else 0.0 if factor == 1.0 and MODELS[model][2] else None)
     for _ in range(replicates):
         bt, br, ct, cr, signs = fn(rng, rounds, factor)
-        v = paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT,
-                                  signs=signs)
+        v = live(bt, br, ct, cr, alpha=ALPHA, signs=signs)
         t.n += 1
         tally(t, v, truth, truth_s=truth_s)
         t.add("drift", v.drift is not None and v.drift.flagged)
@@ -357,8 +393,7 @@ def stop(sim: Sim, looks: Sequence[int], level: float, target: float
     """The verdict where ``--until-ci`` stops on this replicate (every look at ``level``)."""
     for done in looks:
         bt, br, ct, cr, signs = _cut(sim, done)
-        v = paired.paired_verdict(bt, br, ct, cr, alpha=level, min_effect=MIN_EFFECT,
-                                  signs=signs)
+        v = live(bt, br, ct, cr, alpha=level, signs=signs)
         d = sequential.decide(looks, done, [sequential.half_width(v.ci_low, v.ci_high)], target)
         if not d.add:
             return v, done, d.reason

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from patchbench import scenarios
-from patchbench.analysis import gating, paired, stats
+from patchbench.analysis import gating, paired, stalls, stats
 from patchbench.analysis import metrics as mx
 from patchbench.report.numbers import fmt_effect_in
 from patchbench.results import MetricVerdict, Results, TimedResult, Verdict
@@ -41,6 +41,7 @@ class Judged:
     low: float | None = None  # the 1 - 2 alpha interval of the ratio: one-sided bounds at alpha
     high: float | None = None
     min_effect: float = 0.0
+    stalls: stalls.Stalls | None = None  # the comparison's (judged apart: the gate's stall test)
 
 
 def _timed(results: Results) -> list[tuple[str, Verdict]]:
@@ -69,9 +70,10 @@ def gated(results: Results) -> list[Judged]:
 def _wall(name: str, c: Verdict) -> Judged:
     effect = (f"{c.effect_s * 1e3:+.3g} ms" if c.effect_s is not None
               and not math.isnan(c.effect_s) else "")
+    st = stalls.Stalls(**c.stalls.model_dump()) if c.stalls is not None else None
     return Judged(name, c.candidate, mx.WALL, c.verdict, c.p_slower, c.alpha, c.speedup, c.mde,
                   effect, c.rounds, c.min_rounds, c.method, c.equivalence_low,
-                  c.equivalence_high, c.min_effect)
+                  c.equivalence_high, c.min_effect, st)
 
 
 def _metric(name: str, c: Verdict, m: MetricVerdict) -> Judged:
@@ -150,9 +152,12 @@ def _called(results: Results, judged: list[Judged]) -> list[tuple[Judged, gating
 
 
 def _margin_failures(results: Results, judged: list[Judged]) -> list[str]:
-    return [f"{j.scenario} {j.candidate}: slower than the gate's margin ({c.text()}, one-sided "
-            f"at alpha {j.alpha:.2g})" for j, c in _called(results, judged)
-            if c.call is gating.Call.FAIL]
+    out = [f"{j.scenario} {j.candidate}: stalls more often than the baseline ({j.stalls.text()})"
+           for j in judged if j.metric == mx.WALL and j.stalls is not None
+           and gating.stalls_more(j.stalls, j.alpha)]
+    return out + [f"{j.scenario} {j.candidate}: slower than the gate's margin ({c.text()}, "
+                  f"one-sided at alpha {j.alpha:.2g})" for j, c in _called(results, judged)
+                  if c.call is gating.Call.FAIL]
 
 
 def _margin_undecided(results: Results, judged: list[Judged]) -> list[tuple[Judged, str]]:

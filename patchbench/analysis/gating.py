@@ -7,10 +7,12 @@ spent. How many rounds a margin needs at a comparison's noise is said from its f
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from patchbench.analysis import stats
+from patchbench.analysis import stalls, stats
 from patchbench.results import PAIRED6_METHOD, Results, TimedResult
 
 POWER = 0.90  # the chance an unchanged candidate passes, that the rounds needed are quoted at
@@ -61,6 +63,15 @@ def call(speedup: float, low: float | None, high: float | None, margin: float) -
     else:
         state = Call.UNDECIDED
     return GateCall(state, slow, bounds[0], bounds[1], margin)
+
+
+def stalls_more(st: stalls.Stalls | Mapping[str, Any] | None, level: float) -> bool:
+    """Whether the candidate stalls more often than the baseline (Fisher's exact test, one-sided,
+    at ``level``): the gate fails it then, whatever its times say (patchbench.analysis.stalls)."""
+    if st is None:
+        return False
+    p = st.p_more if isinstance(st, stalls.Stalls) else st.get("p_more")
+    return p is not None and p < level
 
 
 def sd_per_round(low: float, high: float, rounds: int, level: float) -> float | None:

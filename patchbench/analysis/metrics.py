@@ -179,6 +179,68 @@ def _unjudged(m: Metric, bm: Mapping[int, float], cm: Mapping[int, float], commo
     }
 
 
+CHANGED = (paired.Verdict.FASTER, paired.Verdict.SLOWER)
+FAMILY = ("the gated metrics called at alpha (Holm among them when more than one); the other "
+          "metrics called faster or slower only when every gated metric changed, Holm among "
+          "them at alpha: at most alpha that a comparison calls any metric faster or slower "
+          "that did not change beyond its min_effect")
+
+
+def claim_p(rec: Mapping[str, Any]) -> float:
+    """The p of a record's faster or slower call: the larger of the two-sided test's and the
+    one-sided test's beyond the margin (both must reject); 1 for any other verdict."""
+    side = {"slower": rec.get("p_slower"), "faster": rec.get("p_faster")}.get(rec["verdict"])
+    p = rec.get("p_value")
+    if side is None or p is None:
+        return 1.0
+    return max(float(p), float(side))
+
+
+def family(records: Mapping[str, dict[str, Any]], gated: Sequence[str]) -> list[str]:
+    """The calls of one comparison's metrics (``records``: name -> record, each judged at its
+    own alpha; changed in place) made a family whose chance of any false "faster" or "slower" is
+    at most alpha (:data:`FAMILY`; a serial gatekeeping procedure, a closed test): the gated
+    metrics (those of ``gated`` present; every metric when none is) keep their calls, Holm among
+    them when more than one; the others keep a faster or slower call only when every gated
+    metric is called faster or slower and the call survives Holm among the others. A call that
+    does not is inconclusive, with a note saying why; its estimate and interval stay.
+    "Equivalent" answers are each at alpha and stay. Returns the names whose call was
+    withdrawn."""
+    first = [n for n in gated if n in records] or list(records)
+    rest = [n for n in records if n not in first]
+    out = _holm(records, first, "gated metrics")
+    if all(records[n]["verdict"] in CHANGED for n in first):
+        out += _holm(records, rest, "the other metrics")
+        return out
+    for n in rest:
+        rec = records[n]
+        if rec["verdict"] in CHANGED:
+            _withdraw(rec, f"not called {rec['verdict']}: the other metrics are called only "
+                           f"when every gated metric ({', '.join(first)}) changed (one "
+                           "family-wise error rate)")
+            out.append(n)
+    return out
+
+
+def _holm(records: Mapping[str, dict[str, Any]], names: Sequence[str], what: str) -> list[str]:
+    if len(names) < 2:
+        return []
+    adjusted = stats.holm([claim_p(records[n]) for n in names])
+    out = []
+    for n, p_adj in zip(names, adjusted, strict=True):
+        rec = records[n]
+        if rec["verdict"] in CHANGED and not p_adj < rec["alpha"]:
+            _withdraw(rec, f"not called {rec['verdict']} after Holm across the {len(names)} "
+                           f"{what} (adjusted p {p_adj:.2g})")
+            out.append(n)
+    return out
+
+
+def _withdraw(rec: dict[str, Any], why: str) -> None:
+    rec["verdict"] = str(paired.Verdict.INCONCLUSIVE)
+    rec["note"] = f"{rec['note']}; {why}" if rec.get("note") else why
+
+
 DECIDED = (paired.Verdict.FASTER, paired.Verdict.SLOWER, paired.Verdict.EQUIVALENT)
 
 

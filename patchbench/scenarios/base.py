@@ -66,6 +66,9 @@ class ScenarioContext(Generic[ConfigT]):
     # --budget and --gate: the level of each set's looks, by condition ("" without conditions):
     # each set's comparisons are judged at the level its own looks were taken at
     alphas: dict[str, float] = field(default_factory=dict)
+    # the gate's metrics (the comparison's ``gate`` or --gate-metric): the first of the metrics'
+    # family (patchbench.analysis.metrics.family); empty: wall time
+    gate_metrics: tuple[str, ...] = ()
     # a kind's own placeholders of a cell, over the others (a scenario's bundle names {bundle})
     extra: Callable[[Cell], Mapping[str, str]] | None = None
 
@@ -202,29 +205,26 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
             hangs=hang_test(b, c) if deadline else None)
     signs = paired.neighbour_signs(order, base.label, cand.label) if order else None
     alpha = ctx.alphas.get(base.param("condition") or "", ctx.alpha)
-    rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=alpha,
-                         min_effect=ctx.min_effect, seed=ctx.seed, signs=signs)
+    sc = ctx.scenario
+    chosen = ({n: sc.metric_min_effect(n, ctx.min_effect) for n in sc.metric_names}
+              if isinstance(sc, TimedConfig) else None)
+    judged = verdict.judge(b, c, alpha=alpha, min_effect=ctx.min_effect, seed=ctx.seed,
+                           signs=signs, metrics=chosen, gated=ctx.gate_metrics or (metrics.WALL,))
+    if judged.record is None:  # every run of one variant stalled in every shared round
+        return results.Verdict(
+            baseline=base.label, candidate=cand.label, candidate_variant=cand.variant,
+            params=params, speedup=float("nan"), ci_low=None, ci_high=None, p_value=None,
+            verdict=str(paired.Verdict.WITHHELD), alpha=alpha, min_effect=ctx.min_effect,
+            method=paired.METHOD, rounds=0, min_rounds=stats.MIN_ROUNDS,
+            note="verdict withheld: no round has runs of both variants that did not stall",
+            hangs=hang_test(b, c) if deadline else None,
+            stalls=results.Stalls(**judged.stalls.as_dict()))
+    mets = ({n: results.MetricVerdict(**m) for n, m in judged.metrics.items()}
+            if chosen is not None else None)
     return results.Verdict(baseline=base.label, candidate=cand.label,
                            candidate_variant=cand.variant, params=params,
                            hangs=hang_test(b, c) if deadline else None,
-                           metrics=metric_verdicts(b, c, ctx, alpha), **rec)
-
-
-def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig],
-                    alpha: float) -> dict[str, results.MetricVerdict] | None:
-    """Every metric the scenario records besides wall time, judged alike (each with its own
-    min_effect; patchbench.analysis.metrics); None for a scenario without a ``metrics`` key."""
-    sc = ctx.scenario
-    if not isinstance(sc, TimedConfig):
-        return None
-    out = {}
-    for name in sc.metric_names:
-        if name == metrics.WALL or name not in b.metrics or name not in c.metrics:
-            continue
-        out[name] = results.MetricVerdict(**metrics.judge(
-            name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=alpha,
-            min_effect=sc.metric_min_effect(name, ctx.min_effect)))
-    return out
+                           metrics=mets, **judged.record)
 
 
 def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell], seed: int

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from patchbench import results
-from patchbench.analysis import gating, paired, sequential
+from patchbench.analysis import gating, paired, sequential, stalls, verdict
 from patchbench.analysis import metrics as mx
 from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.errors import ConfigError
@@ -47,21 +47,25 @@ class Seen:
     rounds: int = 0
 
 
-def _judge(name: str, b: Samples, c: Samples, *, alpha: float, min_effect: float,
-           signs: dict[int, int] | None) -> Seen:
-    """One metric of one comparison at a look."""
-    if name == mx.WALL:
-        v = paired.paired_verdict(b.times, b.rounds, c.times, c.rounds, alpha=alpha,
-                                  min_effect=min_effect, signs=signs)
-        return Seen(str(v.verdict), sequential.half_width(v.ci_low, v.ci_high), v.mde,
-                    v.speedup, v.equivalence_low, v.equivalence_high, v.rounds)
-    if name not in b.metrics or name not in c.metrics:
-        return Seen("inconclusive", None, None)
-    j = mx.judge(name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=alpha,
-                 min_effect=min_effect)
-    return Seen(str(j["verdict"]), sequential.half_width(j["ci_low"], j["ci_high"]), j["mde"],
-                j.get("speedup"), j.get("equivalence_low"), j.get("equivalence_high"),
-                int(j.get("rounds") or 0))
+def _judge(b: Samples, c: Samples, names: Sequence[str], *, alpha: float,
+           min_effect: dict[str, float], signs: dict[int, int] | None
+           ) -> tuple[dict[str, Seen], stalls.Stalls]:
+    """The gated metrics of one comparison at a look, judged as the saved record will be
+    (patchbench.analysis.verdict.judge: stalls apart, the gated metrics one family), and the
+    comparison's stalls."""
+    j = verdict.judge(b, c, alpha=alpha, min_effect=min_effect.get(mx.WALL, 0.0), seed=0,
+                      signs=signs, metrics={n: min_effect[n] for n in names if n != mx.WALL},
+                      gated=names)
+    out = {}
+    for n in names:
+        rec = j.record if n == mx.WALL else j.metrics.get(n)
+        if rec is None:
+            out[n] = Seen("inconclusive", None, None)
+            continue
+        out[n] = Seen(str(rec["verdict"]), sequential.half_width(rec["ci_low"], rec["ci_high"]),
+                      rec["mde"], rec.get("speedup"), rec.get("equivalence_low"),
+                      rec.get("equivalence_high"), int(rec.get("rounds") or 0))
+    return out, j.stalls
 
 
 def _worst(values: Sequence[float | None]) -> float | None:
@@ -144,10 +148,12 @@ class Rule:
             # on its hangs), so it holds no set back
             return _Pair({n: Seen("withheld", None, None) for n in self.names}, True)
         signs = paired.neighbour_signs(order, b.label, c.label)
-        seen = {n: _judge(n, sb, sk, alpha=self.level, min_effect=self.min_effect(n),
-                          signs=signs) for n in self.names}
+        seen, st = _judge(sb, sk, self.names, alpha=self.level,
+                          min_effect={n: self.min_effect(n) for n in self.names}, signs=signs)
         if not self.budget.gate:
             return _Pair(seen, sequential.decided([s.verdict for s in seen.values()]))
+        if gating.stalls_more(st, self.level):  # fails on its stalls: decided
+            return _Pair(seen, True)
         calls, needed = [], []
         for n, got in seen.items():
             m = self.margin(n)
