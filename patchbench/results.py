@@ -806,6 +806,12 @@ def problems(res: Results) -> list[str]:
     if "cpu_count" in m and m["cpu_count"] is not None and not _number(
             m["cpu_count"], integer=True, low=1):
         out.append("machine.cpu_count: not a whole number of 1 or more")
+    if "numa_nodes" in m and m["numa_nodes"] is not None and not _number(
+            m["numa_nodes"], integer=True, low=1):
+        out.append("machine.numa_nodes: not a whole number of 1 or more")
+    for key in ("microcode", "instance_type", "class"):
+        if m.get(key) is not None and not (isinstance(m[key], str) and len(m[key]) <= 64):
+            out.append(f"machine.{key}: not a text of at most 64 characters")
     for variant, man in res.builds.items():
         arts = man.get("artifacts", {})
         if not isinstance(arts, dict):
