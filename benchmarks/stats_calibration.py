@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patchbench.analysis import paired, sequential, stalls, stats  # noqa: E402
+from patchbench.analysis import paired, sequential, stats  # noqa: E402
 from patchbench.analysis.paired import Verdict  # noqa: E402
 from patchbench.measure import bench  # noqa: E402
 from patchbench.results import (  # noqa: E402
@@ -340,11 +340,9 @@ def tally(t: Tally, v: paired.PairedVerdict, truth: float, prefix: str = "",
 
 def live(bt: list[float], br: list[int], ct: list[float], cr: list[int], *, alpha: float,
          signs: dict[int, int] | None, method: str = paired.METHOD) -> paired.PairedVerdict:
-    """The verdict of the live rule as patchbench.analysis.verdict.judge takes it: the runs that
-    stalled (patchbench.analysis.stalls) left out, the rest judged by ``paired_verdict``."""
-    _, kb, kc = stalls.count(bt, ct)
-    return paired.paired_verdict(stalls.pick(bt, kb), stalls.pick(br, kb), stalls.pick(ct, kc),
-                                 stalls.pick(cr, kc), alpha=alpha, min_effect=MIN_EFFECT,
+    """The verdict of the live rule: every run judged (stalls are judged apart by the gate
+    only, benchmarks/gate_calibration.py)."""
+    return paired.paired_verdict(bt, br, ct, cr, alpha=alpha, min_effect=MIN_EFFECT,
                                  signs=signs, method=method)
 
 

@@ -71,6 +71,10 @@ def _wall(name: str, c: Verdict) -> Judged:
     effect = (f"{c.effect_s * 1e3:+.3g} ms" if c.effect_s is not None
               and not math.isnan(c.effect_s) else "")
     st = stalls.Stalls(**c.stalls.model_dump()) if c.stalls is not None else None
+    if st is not None and st.speedup is not None:  # called on the runs that did not stall
+        return Judged(name, c.candidate, mx.WALL, c.verdict, c.p_slower, c.alpha, st.speedup,
+                      c.mde, effect, c.rounds, c.min_rounds, c.method, st.low, st.high,
+                      c.min_effect, st)
     return Judged(name, c.candidate, mx.WALL, c.verdict, c.p_slower, c.alpha, c.speedup, c.mde,
                   effect, c.rounds, c.min_rounds, c.method, c.equivalence_low,
                   c.equivalence_high, c.min_effect, st)

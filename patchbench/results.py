@@ -51,10 +51,10 @@ SCHEMA_HISTORY = {
     7: "short blocks: the runs that begin every block (block_warmup) recorded apart from the "
     "timed ones (warmup_times, warmup_metrics, warmup_rounds); --budget's candidates decided "
     "before the end (dropped)",
-    8: "one live rule (PAIRED7_METHOD): runs past 5x the median counted apart as stalls "
-    "(stalls) and left out of every figure; the widened standard error's degrees of freedom "
-    "cut; the other metrics called only when the gated ones changed; the gate's stall test; "
-    "older records re-judged by it at load; machine fingerprints (machine)",
+    8: "one live rule (PAIRED7_METHOD): runs past 5x the median counted as stalls (stalls), "
+    "judged apart by the gate; the widened standard error's degrees of freedom cut; the other "
+    "metrics called only when the gated ones changed; older records re-judged by it at load; "
+    "the machine's fingerprint fields (microcode, numa_nodes, instance_type)",
 }
 
 # What a saved run may hold (docs/security.md) is util/limits.py's MAX_*: a file past them is
@@ -83,8 +83,8 @@ PAIRED6_METHOD = ("round-paired t on per-round mean log times (ratio of geometri
                   "must both reject), the standard error widened for noise shared by "
                   "neighbouring rounds; the effect in time from the ratio and the baseline's "
                   "geometric mean; beyond min_effect by a one-sided test, equivalent by TOST")
-PAIRED7_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means) of the "
-                  "runs that did not stall, skewness-corrected with a jackknifed skewness (t "
+PAIRED7_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means), "
+                  "skewness-corrected with a jackknifed skewness (t "
                   "and Hall's transformation must both reject), the standard error widened for "
                   "noise shared by neighbouring rounds and its degrees of freedom cut by the "
                   "widening; the effect in time from the ratio and the baseline's geometric mean; "
@@ -261,7 +261,8 @@ class Also(_Rec):
 
 class Stalls(_Rec):
     """patchbench.analysis.stalls.Stalls (version 8): runs of a comparison at least ``factor``
-    times the median of both variants' runs, counted apart and left out of every figure."""
+    times the median of both variants' runs, counted; the gate judges them apart (its call on
+    ``speedup``, ``low`` and ``high``, the runs that did not stall)."""
 
     baseline: int
     baseline_runs: int
@@ -270,6 +271,9 @@ class Stalls(_Rec):
     threshold_s: float
     p_more: float | None
     factor: float
+    speedup: float | None = None
+    low: float | None = None
+    high: float | None = None
 
 
 class Pooled(_Rec):

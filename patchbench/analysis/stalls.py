@@ -1,13 +1,15 @@
 """Stalls: runs that took many times as long as the comparison's typical run (a page-cache miss
 of a whole binary, a host's hiccup, a lock timeout). One such run in a block moves its mean log
-time by ln(10) / n at 10x, so at 1 % of runs the rounds' spread grows tenfold and neither the
-verdict nor the gate can decide for hundreds of rounds. They are counted and judged apart, as
-hangs are: a run of either variant whose wall time is at least :data:`FACTOR` times the median
-of both variants' runs pooled is a stall; the verdict, every metric and the gate judge the runs
-that did not stall, and Fisher's exact test asks whether the candidate stalls more often than
-the baseline (the gate fails it when it does). The pooled median sits between the variants'
-medians when they run equally often, so a candidate slower in every run by any factor is judged
-by its times, not counted as stalling. docs/statistics.md ("Stalls")."""
+time by ln(10) / n at 10x, so at 1 % of runs the rounds' spread grows tenfold and the gate cannot
+decide for hundreds of rounds. A run of either variant whose wall time is at least
+:data:`FACTOR` times the median of both variants' runs pooled is a stall. Every comparison
+counts them; the verdict keeps every run (its estimand is the geometric mean of all of them, and
+a patch that removes stalls is faster by it), while the gate judges them apart, as hangs are:
+its call is made on the runs that did not stall, and Fisher's exact test asks whether the
+candidate stalls more often than the baseline (the gate fails it when it does). The pooled
+median sits between the variants' medians when they run equally often, so a candidate slower in
+every run by any factor is judged by its times, not counted as stalling.
+docs/statistics.md ("Stalls")."""
 
 from __future__ import annotations
 
@@ -35,6 +37,11 @@ class Stalls:
     threshold_s: float
     p_more: float | None
     factor: float = FACTOR
+    # the runs that did not stall, judged alike: the ratio and its 1 - 2 alpha interval (the
+    # gate's one-sided bounds); None without a stall
+    speedup: float | None = None
+    low: float | None = None
+    high: float | None = None
 
     @property
     def any(self) -> bool:
@@ -45,12 +52,13 @@ class Stalls:
 
     def text(self) -> str:
         """``2 of 400 baseline runs and 3 of 400 candidate runs stalled (>= 5x the median,
-        0.63 s); judged apart (Fisher p that the candidate stalls more: 0.5)``."""
+        630 ms): in the verdict, judged apart by the gate (Fisher p that the candidate stalls
+        more: 0.5)``."""
         p = f"{self.p_more:.2g}" if self.p_more is not None else "-"
         return (f"{self.baseline} of {self.baseline_runs} baseline runs and {self.candidate} of "
                 f"{self.candidate_runs} candidate runs stalled (>= {self.factor:g}x the median, "
-                f"{self.threshold_s * 1e3:.3g} ms); judged apart (Fisher p that the candidate "
-                f"stalls more: {p})")
+                f"{self.threshold_s * 1e3:.3g} ms): in the verdict, judged apart by the gate "
+                f"(Fisher p that the candidate stalls more: {p})")
 
 
 def threshold(base_times: Sequence[float], cand_times: Sequence[float],

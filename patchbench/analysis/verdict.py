@@ -1,7 +1,8 @@
 """One baseline/candidate comparison as results.json records it, judged by the round-paired rule
 (:func:`patchbench.analysis.paired.paired_verdict`): :func:`judge` is the one entry point of the
-live rule (stalls counted apart, wall time, every other metric, the metrics' family), and the
-warnings a record raises (a withheld or inconclusive verdict, drift between blocks, stalls).
+live rule (wall time, the stalls counted for the gate, every other metric, the metrics'
+family), and the warnings a record raises (a withheld or inconclusive verdict, drift between
+blocks, stalls).
 
 The record keeps the field names of schema 3 at the top (speedup, ci_low, ci_high, p_value,
 verdict, alpha, min_effect, rounds, min_rounds, round_ids, round_ratios, wilcoxon_p, drift, note,
@@ -13,6 +14,7 @@ which) and are shown as they were judged."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -55,10 +57,9 @@ class Runs(Protocol):
 class Judged:
     """A comparison judged by the live rule: the wall-time record (:func:`record`, with
     ``stalls``), every other metric's record (:func:`patchbench.analysis.metrics.judge`), and
-    the stalls. ``record`` is None when no round has runs of both variants that did not
-    stall."""
+    the stalls (with the ratio of the runs that did not stall, for the gate)."""
 
-    record: dict[str, Any] | None
+    record: dict[str, Any]
     metrics: dict[str, dict[str, Any]]
     stalls: stalls.Stalls
 
@@ -67,25 +68,29 @@ def judge(base: Runs, cand: Runs, *, alpha: float, min_effect: float, seed: int,
           min_rounds: int = stats.MIN_ROUNDS, signs: Mapping[int, int] | None = None,
           metrics: Mapping[str, float] | None = None, gated: Sequence[str] = (mx.WALL,)
           ) -> Judged:
-    """The live rule for one comparison: the runs that stalled (:mod:`stalls`) left out of
-    every figure and counted apart, wall time judged (:func:`record`), each metric of
+    """The live rule for one comparison (rounds of both variants needed: a ValueError
+    without): wall time judged on every run (:func:`record`), the runs that stalled counted
+    (:mod:`stalls`; with any, the runs that did not judged alike for the gate), each metric of
     ``metrics`` (name -> its min_effect) judged alike, and the calls made one family
     (:func:`patchbench.analysis.metrics.family`: the ``gated`` metrics first)."""
+    rec = record(base.times, base.rounds, cand.times, cand.rounds, alpha=alpha,
+                 min_effect=min_effect, seed=seed, min_rounds=min_rounds, signs=signs)
     st, kb, kc = stalls.count(base.times, cand.times)
-    bt, br = stalls.pick(base.times, kb), stalls.pick(base.rounds, kb)
-    ct, cr = stalls.pick(cand.times, kc), stalls.pick(cand.rounds, kc)
-    if not set(br) & set(cr):
-        return Judged(None, {}, st)
-    rec = record(bt, br, ct, cr, alpha=alpha, min_effect=min_effect, seed=seed,
-                 min_rounds=min_rounds, signs=signs)
+    br, cr = stalls.pick(base.rounds, kb), stalls.pick(cand.rounds, kc)
+    if st.any and set(br) & set(cr):
+        clean = paired.paired_verdict(stalls.pick(base.times, kb), br,
+                                      stalls.pick(cand.times, kc), cr, alpha=alpha,
+                                      min_effect=min_effect, min_rounds=min_rounds, signs=signs,
+                                      seed=seed)
+        st = dataclasses.replace(st, speedup=clean.speedup, low=clean.equivalence_low,
+                                 high=clean.equivalence_high)
     rec["stalls"] = st.as_dict() if st.any else None
     out: dict[str, dict[str, Any]] = {}
     for name, effect in (metrics or {}).items():
         if name == mx.WALL or name not in base.metrics or name not in cand.metrics:
             continue
-        out[name] = mx.judge(name, stalls.pick(base.metrics[name], kb), br,
-                             stalls.pick(cand.metrics[name], kc), cr, alpha=alpha,
-                             min_effect=effect, min_rounds=min_rounds)
+        out[name] = mx.judge(name, base.metrics[name], base.rounds, cand.metrics[name],
+                             cand.rounds, alpha=alpha, min_effect=effect, min_rounds=min_rounds)
     mx.family({mx.WALL: rec, **out}, gated)
     return Judged(rec, out, st)
 

@@ -25,10 +25,13 @@ GATE_FAILED_EXIT_CODE = 4
 
 
 def load(path: Path) -> Results:
-    """The one place that reads a saved run: any results version, as the typed results."""
+    """The one place that reads a saved run: any results version, as the typed results, every
+    comparison judged by the live rule (an older one's judged again from its raw samples:
+    patchbench.analysis.rejudge)."""
     from patchbench import results, scenarios  # noqa: F401  (the registry of the kinds' results)
+    from patchbench.analysis.rejudge import rejudge
 
-    return results.load(path)
+    return rejudge(results.load(path))
 
 
 def resolve_run(arg: str, reports: Path) -> Path:

@@ -33,12 +33,14 @@ def __getattr__(name: str) -> Any:
 
 
 def load_run(path: Path) -> Results:
-    """A saved run (its folder or its results.json), of any results version patchbench knows."""
+    """A saved run (its folder or its results.json), of any results version patchbench knows,
+    every comparison judged by the live rule (patchbench.analysis.rejudge)."""
     # the registry of the kinds' result models; not at import: a kind imports report.blocks
     # through this package
     from patchbench import scenarios  # noqa: F401
+    from patchbench.analysis.rejudge import rejudge
 
-    return results_mod.load(path)
+    return rejudge(results_mod.load(path))
 
 
 def latest_run(reports: Path, comparison: str | None) -> Path:

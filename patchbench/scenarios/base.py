@@ -210,15 +210,6 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
               if isinstance(sc, TimedConfig) else None)
     judged = verdict.judge(b, c, alpha=alpha, min_effect=ctx.min_effect, seed=ctx.seed,
                            signs=signs, metrics=chosen, gated=ctx.gate_metrics or (metrics.WALL,))
-    if judged.record is None:  # every run of one variant stalled in every shared round
-        return results.Verdict(
-            baseline=base.label, candidate=cand.label, candidate_variant=cand.variant,
-            params=params, speedup=float("nan"), ci_low=None, ci_high=None, p_value=None,
-            verdict=str(paired.Verdict.WITHHELD), alpha=alpha, min_effect=ctx.min_effect,
-            method=paired.METHOD, rounds=0, min_rounds=stats.MIN_ROUNDS,
-            note="verdict withheld: no round has runs of both variants that did not stall",
-            hangs=hang_test(b, c) if deadline else None,
-            stalls=results.Stalls(**judged.stalls.as_dict()))
     mets = ({n: results.MetricVerdict(**m) for n, m in judged.metrics.items()}
             if chosen is not None else None)
     return results.Verdict(baseline=base.label, candidate=cand.label,

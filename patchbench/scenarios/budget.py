@@ -51,8 +51,8 @@ def _judge(b: Samples, c: Samples, names: Sequence[str], *, alpha: float,
            min_effect: dict[str, float], signs: dict[int, int] | None
            ) -> tuple[dict[str, Seen], stalls.Stalls]:
     """The gated metrics of one comparison at a look, judged as the saved record will be
-    (patchbench.analysis.verdict.judge: stalls apart, the gated metrics one family), and the
-    comparison's stalls."""
+    (patchbench.analysis.verdict.judge: the gated metrics one family; wall time's bounds for
+    the gate of the runs that did not stall), and the comparison's stalls."""
     j = verdict.judge(b, c, alpha=alpha, min_effect=min_effect.get(mx.WALL, 0.0), seed=0,
                       signs=signs, metrics={n: min_effect[n] for n in names if n != mx.WALL},
                       gated=names)
@@ -62,9 +62,13 @@ def _judge(b: Samples, c: Samples, names: Sequence[str], *, alpha: float,
         if rec is None:
             out[n] = Seen("inconclusive", None, None)
             continue
+        # the gate calls wall time on the runs that did not stall (the verdict keeps them all)
+        st = j.stalls if n == mx.WALL and j.stalls.speedup is not None else None
         out[n] = Seen(str(rec["verdict"]), sequential.half_width(rec["ci_low"], rec["ci_high"]),
-                      rec["mde"], rec.get("speedup"), rec.get("equivalence_low"),
-                      rec.get("equivalence_high"), int(rec.get("rounds") or 0))
+                      rec["mde"], st.speedup if st else rec.get("speedup"),
+                      st.low if st else rec.get("equivalence_low"),
+                      st.high if st else rec.get("equivalence_high"),
+                      int(rec.get("rounds") or 0))
     return out, j.stalls
 
 

@@ -456,7 +456,7 @@ def phase_blocks(profile: Profile, baseline: str) -> list[Block]:
     rows = [[cell, *[spread(cell, p) for p in syscalls.PHASES],
              fmt_time(sum(per.values()))] for cell, per in med.items()]
     what = "; ".join(f"{p}: {syscalls.PHASE_TEXT[p]}" for p in syscalls.PHASES)
-    out = [text("Phases of the start under the tracer (per cell, the median over its traced runs "
+    out: list[Block] = [text("Phases of the start under the tracer (per cell, the median over its traced runs "
                 "with the lowest and highest in brackets, from the syscalls' timestamps; the "
                 f"tracer slows every call, and a phase moves by tens of per cent from run to run): "
                 f"{what}."),
