@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import schedules  # noqa: E402
 from benchmarks.schedules import Schedule, Target  # noqa: E402
 from patchbench import config  # noqa: E402
-from patchbench.measure import engine  # noqa: E402
+from patchbench.measure import hyperfine2  # noqa: E402
 from patchbench.util.workspace import Workspace  # noqa: E402
 
 DEFAULT = "20:0,20:1,10:1,5:1,3:1,2:1,2:0"
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--source", action="append", default=[], metavar="TARGET=PATH")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/block_size.md")
     args = ap.parse_args(argv)
-    engine.require()
+    hyperfine2.require()
     plan = [Schedule.parse(s) for s in args.schedules.split(",")]
     reference = Schedule.parse(args.reference).name
     if reference not in {s.name for s in plan}:
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
              "long-block reference", "",
              f"Made with `python3 benchmarks/block_size.py --targets {args.targets} --repeats "
              f"{args.repeats} --schedules {args.schedules} --reference {args.reference} --runs "
-             f"{args.runs}` from {began}, hyperfine {'.'.join(map(str, engine.version() or ()))},"
+             f"{args.runs}` from {began}, hyperfine {'.'.join(map(str, hyperfine2.version() or ()))},"
              f" load {min(loads):.1f}-{max(loads):.1f} (1-minute average at each measurement's "
              f"start), {os.cpu_count()} CPUs.", "",
              "A schedule `N+Ww`: blocks of N timed runs per cell, each after W warm-up runs of "

@@ -24,14 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from patchbench.measure import oci_image
 from patchbench.runtimes import containerd as cd
-from patchbench.util import command
+from patchbench.util import cmd
 
 
 def burst(daemon: cd.ContainerdDaemon, img: oci_image.OciImage, k: int, tag: str) -> dict[str, object]:
     """k `ctr run` at once: wall time until all exited, exit codes, and the mounts of the run
     left behind afterwards (none expected)."""
     started = time.monotonic()
-    procs = [command.Background(daemon.run_argv(img, f"{tag}-{i}"), env=daemon.env())
+    procs = [cmd.Background(daemon.run_argv(img, f"{tag}-{i}"), env=daemon.env())
              for i in range(k)]
     codes = [p.wait(300) for p in procs]
     seconds = round(time.monotonic() - started, 3)
@@ -59,7 +59,7 @@ def main() -> int:
               for n in layers}
     out: dict[str, object] = {
         "runc": str(args.runc),
-        "runc_version": command.run([args.runc, "--version"]).stdout.splitlines()[0],
+        "runc_version": cmd.run([args.runc, "--version"]).stdout.splitlines()[0],
         "images": {n: img.manifest_digest for n, img in images.items()},
         "load_before": os.getloadavg(),
         "variants": {},
@@ -69,7 +69,7 @@ def main() -> int:
         base = args.work / "runs" / f"{name}-{time.strftime('%H%M%S')}"
         namespace = "pb-hand-" + re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
         daemon = cd.ContainerdDaemon(Path(bin_dir), base, namespace, args.runc)
-        version = command.run([Path(bin_dir) / "containerd", "--version"]).stdout.strip()
+        version = cmd.run([Path(bin_dir) / "containerd", "--version"]).stdout.strip()
         rows: dict[str, object] = {"version": version, "runc": cd.runc_record(args.runc)}
         daemon.start()
         try:
@@ -79,7 +79,7 @@ def main() -> int:
                 times = []
                 for i in range(args.timings):
                     started = time.monotonic()
-                    command.run(daemon.run_argv(img, f"r{n}-{i}"), env=daemon.env(), timeout=120)
+                    cmd.run(daemon.run_argv(img, f"r{n}-{i}"), env=daemon.env(), timeout=120)
                     times.append(round(time.monotonic() - started, 4))
                 bursts = [burst(daemon, img, args.burst, f"b{n}-{i}")
                           for i in range(args.timings if args.burst else 0)]

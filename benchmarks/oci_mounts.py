@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from patchbench.measure import mounttrace
 from patchbench.runtimes import runc as oci
-from patchbench.util import command
+from patchbench.util import cmd
 
 
 def main() -> int:
@@ -44,7 +44,7 @@ def main() -> int:
             cid = f"pb-mounts-{name}-{i}"
             counts = mounttrace.trace([cli, "--root", root, "run", "-b", work / "bundle", cid],
                                       work / f"trace-{i}")
-            command.run([cli, "--root", root, "delete", "-f", cid], check=False, timeout=60)
+            cmd.run([cli, "--root", root, "delete", "-f", cid], check=False, timeout=60)
             if counts.exit_code != 0:
                 print(f"{name}: start {i} exited {counts.exit_code}", file=sys.stderr)
                 return 1

@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patchbench import gate, report, results, scenarios  # noqa: E402,F401
+from patchbench import gate, results, scenarios  # noqa: E402,F401
 from patchbench.analysis import rejudge  # noqa: E402
-from patchbench.report.html import render_html  # noqa: E402
 from patchbench.results import TimedResult  # noqa: E402
+from patchbench.runs import document  # noqa: E402
 from tests.support import committed_reports  # noqa: E402
 
 
@@ -67,13 +67,13 @@ def write(paths: Sequence[Path]) -> list[Path]:
         res = rejudge.rejudge(results.load(path))
         reasons = res.gate_reasons(gate.failures) if res.gate is True else None
         md = path.parent / "report.md"
-        text = report.render(res, gate=reasons)
+        text = document.markdown(res, gate=reasons)
         if md.read_text() != text:
             md.write_text(text)
             changed.append(md)
         page = path.parent / "report.html"
         if page.exists():
-            html = render_html(res, gate=res.gate_reasons(gate.failures))
+            html = document.html(res, gate=res.gate_reasons(gate.failures))
             if page.read_text() != html:
                 page.write_text(html)
                 changed.append(page)

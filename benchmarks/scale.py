@@ -28,8 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from patchbench import report, results  # noqa: E402
-from patchbench.runs import merge  # noqa: E402
+from patchbench import results  # noqa: E402
+from patchbench.runs import document, merge  # noqa: E402
 from patchbench.runs.diff import diff_runs, render_diff  # noqa: E402
 from patchbench.runs.export import write_export  # noqa: E402
 
@@ -133,7 +133,7 @@ def main() -> None:
             out = base / f"export{n}"
 
             def do_report(a: Path = a) -> None:
-                report.render(results.load(a / "results.json"))
+                document.markdown(results.load(a / "results.json"))
 
             def do_export(a: Path = a, out: Path = out) -> None:
                 res = saved(a)

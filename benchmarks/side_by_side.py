@@ -52,7 +52,7 @@ from benchmarks import schedules  # noqa: E402
 from benchmarks.schedules import Schedule, Target  # noqa: E402
 from patchbench import config  # noqa: E402
 from patchbench.analysis import stats  # noqa: E402
-from patchbench.measure import engine  # noqa: E402
+from patchbench.measure import hyperfine2  # noqa: E402
 from patchbench.util.workspace import Workspace  # noqa: E402
 
 WARMUP, RUNS = 50, 500  # the seed's -w 50 -r 500
@@ -77,7 +77,7 @@ def seed_protocol(case: Case, hyperfine: str, work: Path, runs: int) -> dict[str
     subprocess.run(argv, check=True, capture_output=True, timeout=3600)
     seconds = time.monotonic() - began
     res = json.loads(export.read_text())["results"]
-    ta, tb = (engine.runs(r).times for r in res)
+    ta, tb = (hyperfine2.runs(r).times for r in res)
     ma, mb = stats.summarize(ta), stats.summarize(tb)
     ratio = ma.mean / mb.mean  # above 1: B faster
     pm = ratio * math.sqrt((ma.stdev / ma.mean) ** 2 + (mb.stdev / mb.mean) ** 2)
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     new = Schedule.parse(args.new)
     new = Schedule(new.per_block, new.block_warmup, warmup=5)
     old = Schedule(min(OLD.per_block, args.runs), 0, warmup=OLD.warmup)
-    engine.require()
+    hyperfine2.require()
     seed_version = subprocess.run([args.seed_hyperfine, "--version"], capture_output=True,
                                   text=True, check=True).stdout.strip()
     rows: list[dict[str, Any]] = []
@@ -185,7 +185,7 @@ def write(args: argparse.Namespace, rows: list[dict[str, Any]], seed_version: st
         f"--new {args.new}" + (f" --runs {args.runs}" if args.runs != RUNS else "")
         + "`" + (" (with `--source runc=<its git directory>`)" if args.source else "")
         + f" from {began}; patchbench with hyperfine "
-        + ".".join(map(str, engine.version() or ())) + f"; load {min(loads):.1f}-"
+        + ".".join(map(str, hyperfine2.version() or ())) + f"; load {min(loads):.1f}-"
         f"{max(loads):.1f} (1-minute average at each protocol's start), {os.cpu_count()} CPUs.",
         "", "Protocols: " + "; ".join(names.values()) + ". Every protocol times the same "
         f"{args.runs} runs per command. Half-widths are relative (the seed's ± over its ratio; "

@@ -80,7 +80,7 @@ class RequirementError(PatchbenchError):
 
 
 class CommandError(PatchbenchError):
-    """An external command failed or timed out; raised by patchbench.util.command.run."""
+    """An external command failed or timed out; raised by patchbench.util.cmd.run."""
 
     exit_code = 17
     kind = "command failed"

@@ -15,10 +15,10 @@ from patchbench.build import aa
 from patchbench.config import Comparison, NamedTarget, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError, PatchError, RequirementError
-from patchbench.measure import engine
+from patchbench.measure import hyperfine2
 from patchbench.measure import machine as measure_machine
 from patchbench.runs import store as runstore
-from patchbench.scenarios import budget, session
+from patchbench.scenarios import budget, harness
 from patchbench.source import cache as source
 from patchbench.source import patching
 from patchbench.upstream import fetch, fetch_submodules, patch_check
@@ -134,7 +134,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
         raise ConfigError(f"--gate-metric: {problem}")
     if sw.dry_run:
         return None, plan.lines(project, ws, name, comp, target, variants, chosen), None
-    engine.check_scenarios(chosen)  # hyperfine 2 and every metric asked for, before building
+    hyperfine2.check_scenarios(chosen)  # hyperfine 2 and every metric asked for, before building
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     seed = next(s for s in (sw.seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
     built = build_variants(project, ws, target, variants, comp.overlays, comp)
@@ -160,7 +160,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             target=target_ci, max_rounds=sw.max_rounds or scenarios.UNTIL_BUDGET * sc.rounds,
             alpha=comp.alpha)
 
-    measured = session.measure(project, comp, target.spec, chosen, built, workdir=workdir,
+    measured = harness.measure(project, comp, target.spec, chosen, built, workdir=workdir,
                                layout=ws.layout, seed=seed, extra_files=extra_files, until=until,
                                gated=gated)
     res = results.Results(

@@ -764,7 +764,7 @@ def upgrade_v6(data: dict[str, Any]) -> dict[str, Any]:
 def upgrade_v7(data: dict[str, Any]) -> dict[str, Any]:
     """A version 7 file as version 8: no stalls counted (``stalls`` null) and no machine
     fingerprint beyond what ``machine`` holds; its verdicts keep the rule they were judged by
-    (``method``) until re-judged (patchbench.runs.rejudge)."""
+    (``method``) until re-judged (patchbench.analysis.rejudge, at load)."""
     out = dict(data)
     out["schema_version"] = 8
     out["schema_history"] = {str(k): v for k, v in SCHEMA_HISTORY.items()}

@@ -432,3 +432,29 @@ def build(project: config.Project, ws: Workspace, target: str, variants: Iterabl
     """pipeline.build_variants of the target named ``target``."""
     return pipeline.build_variants(project, ws, project.named_target(target), list(variants),
                                    list(overlays))
+
+
+def scenario_md(sc: Any) -> list[str]:
+    """A scenario's own part of report.md (its kind's blocks), one markdown string per block."""
+    from patchbench.report import markdown
+    from patchbench.report.blocks import View
+    from patchbench.scenarios import KINDS
+
+    return markdown.blocks(KINDS[sc.kind].blocks(sc, View.REPORT))
+
+
+def scenario_page(sc: Any) -> str:
+    """A scenario's own part of report.html (its kind's blocks)."""
+    from patchbench.report import html
+    from patchbench.report.blocks import View
+    from patchbench.scenarios import KINDS
+
+    return html.blocks(KINDS[sc.kind].blocks(sc, View.PAGE))
+
+
+def page_charts(page: str) -> str:
+    """Every SVG chart a report.html inlines (as base64 data), one after the other."""
+    import base64
+
+    return "".join(base64.b64decode(m).decode()
+                   for m in re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', page))

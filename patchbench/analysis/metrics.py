@@ -22,7 +22,7 @@ What is paired differs by metric (:attr:`Metric.round_means`):
   per-round differences, with a t interval) is still given.
 
 Nothing here formats a report: the words a report says about the verdicts are
-patchbench.scenarios.metric_views'."""
+patchbench.report.metric_blocks'."""
 
 from __future__ import annotations
 

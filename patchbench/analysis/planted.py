@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from patchbench.analysis import stats
 from patchbench.errors import CommandError
-from patchbench.util import command
+from patchbench.util import cmd
 
 DELAY_FLAG = "-delay-only"
 MODEL_TOLERANCE = 0.05  # fraction of the delay the run-time growth may differ from it by
@@ -27,7 +27,7 @@ def measure_delay(binary: Path, *, runs: int = 30, timeout: float = 10.0) -> lis
     """Seconds the planted delay took in each of ``runs`` calls of ``binary -delay-only``."""
     out = []
     for _ in range(runs):
-        res = command.run([binary, DELAY_FLAG], timeout=timeout, what="the planted delay")
+        res = cmd.run([binary, DELAY_FLAG], timeout=timeout, what="the planted delay")
         try:
             value = float(json.loads(res.stdout)["delay_seconds"])
         except (ValueError, KeyError, TypeError) as e:

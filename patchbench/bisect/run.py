@@ -38,6 +38,7 @@ from patchbench.config import Project
 from patchbench.errors import BuildError, ConfigError
 from patchbench.measure import hangs
 from patchbench.measure.machine import machine_info
+from patchbench.runs.store import reserve
 from patchbench.scenarios.steps import StepRule
 from patchbench.source import history
 from patchbench.util.files import write_json_atomic
@@ -382,16 +383,7 @@ def _save(s: Session, ws: Workspace, group: str, name: str, data: dict[str, Any]
     report.html and the hang evidence."""
     parent = ws.reports / group
     parent.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    folder = parent / stamp
-    n = 1
-    while True:
-        try:
-            folder.mkdir()
-            break
-        except FileExistsError:
-            n += 1
-            folder = parent / f"{stamp}-{n}"
+    folder = reserve(parent, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     for fname, src in s.extra_files.items():
         if src.is_file():
             shutil.copy2(src, folder / fname)

@@ -17,7 +17,7 @@ from patchbench.config import Comparison, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import BuildError, ConfigError
 from patchbench.results import ScenarioResult
-from patchbench.scenarios import session
+from patchbench.scenarios import harness
 from patchbench.source import cache as source
 from patchbench.source import history, patching
 from patchbench.util.progress import say
@@ -140,7 +140,7 @@ class Session:
         say(f"{label}: measuring {', '.join(s[:12] for s in shas)} interleaved "
             f"({chosen.runs} runs per commit" + (f", {chosen.rounds} rounds)" if rounds else ")"))
         extra: dict[str, Path] = {}
-        measured = session.measure(self.project, self.comp, self.plan.target, [chosen], built,
+        measured = harness.measure(self.project, self.comp, self.plan.target, [chosen], built,
                                    workdir=workdir, layout=self.ws.layout, seed=seed,
                                    extra_files=extra, announce=False)
         (out,), warnings = measured.scenarios, measured.warnings

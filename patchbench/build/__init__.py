@@ -32,7 +32,7 @@ from patchbench.source import cache as source
 from patchbench.source import patching
 from patchbench.source import submodules as gitmodules
 from patchbench.source.patching import Overlay, Series
-from patchbench.util import cleanup, command, locks, progress, sandbox
+from patchbench.util import cleanup, cmd, locks, progress, sandbox
 from patchbench.util.files import sha256_file, tree_digest, write_json_atomic
 from patchbench.util.layout import Layout
 
@@ -272,7 +272,7 @@ def _build(plan: BuildPlan, variant: Variant, series: list[Series], key: str, fi
             if plan.target.build.version:
                 argv = plan.target.build.version
                 # the built program is upstream code: run as the recipe's commands are
-                res = command.run(sandbox.isolated([str(out / "bin" / argv[0]), *argv[1:]],
+                res = cmd.run(sandbox.isolated([str(out / "bin" / argv[0]), *argv[1:]],
                                                    network=plan.target.build.network),
                                   env=env, timeout=60, error=BuildError,
                                   what=f"{label}: {' '.join(argv)}")

@@ -31,7 +31,7 @@ from patchbench.errors import (
     SourceError,
     ToolchainError,
 )
-from patchbench.util import command, files
+from patchbench.util import cmd, files
 
 CACHE_ROOT = "/pb/cache"
 # host values that mean nothing inside the image (paths of this machine)
@@ -197,7 +197,7 @@ class DockerBackend:
         cwd: Path | None = None, timeout: float = 600.0, check: bool = True,
         error: type[PatchbenchError] = CommandError, what: str | None = None,
         log: Path | None = None, mounts: Sequence[Path] = (), network: bool = True,
-    ) -> command.Result:
+    ) -> cmd.Result:
         """``argv`` in a fresh container of ``image``; host paths in ``mounts`` (and ``cwd``) are
         mounted at the same path; the host's network, or none (``network`` False). Removed
         afterwards, whatever happens."""
@@ -205,7 +205,7 @@ class DockerBackend:
         for path in [*mounts, *([cwd] if cwd is not None else [])]:
             volumes[str(path)] = {"bind": str(path), "mode": "rw"}
         return engines.run_container(
-            self.engine().client, image.id, argv, what=what or command.quote(argv),
+            self.engine().client, image.id, argv, what=what or cmd.quote(argv),
             env=container_env(env, image.path), workdir=str(cwd) if cwd is not None else None,
             volumes=volumes, network="host" if network else "none", timeout=timeout, log=log,
             check=check, error=error,
@@ -288,12 +288,12 @@ class ContainerRunner:
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
             what: str | None = None, error: type[PatchbenchError] = ToolchainError,
-            ) -> command.Result:
+            ) -> cmd.Result:
         path = self._cached(argv, env)
         if path is not None and path.is_file():
             try:
                 data = json.loads(path.read_text())
-                return command.Result(tuple(argv), 0, str(data["stdout"]), str(data["stderr"]),
+                return cmd.Result(tuple(argv), 0, str(data["stdout"]), str(data["stderr"]),
                                       0.0)
             except (OSError, ValueError, KeyError, TypeError):
                 pass  # a damaged entry: asked again, and rewritten

@@ -13,7 +13,7 @@ from typing import Any
 from patchbench.build.toolchains import HostRunner, Runner
 from patchbench.config import BuildRecipe
 from patchbench.errors import BuildError
-from patchbench.util import command, sandbox
+from patchbench.util import cmd, sandbox
 
 
 class HostBackend:
@@ -33,5 +33,5 @@ class HostBackend:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise BuildError(f"{what}: timed out after {recipe.timeout:g} s", detail=f"(log: {log})")
-            command.run(sandbox.isolated(argv, network=recipe.network), cwd=tree, env=env,
+            cmd.run(sandbox.isolated(argv, network=recipe.network), cwd=tree, env=env,
                         log=log, timeout=remaining, error=BuildError, what=what)

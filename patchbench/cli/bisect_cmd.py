@@ -3,8 +3,6 @@ turn an inconclusive or underpowered bisect into its exit code (after its report
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from patchbench.cli.commands import load_project
 from patchbench.errors import BisectInconclusive, ConfigError
 from patchbench.util.workspace import Workspace
@@ -23,10 +21,7 @@ def do_bisect(ws: Workspace, target: str, good: str, bad: str, spec: str, *, see
     rec, folder = run.bisect(project, ws, target, good, bad, spec, seed=seed, budget=budget,
                              runs=runs, rounds=rounds)
     print()
-    print("\n".join(render.headline(rec)))
-    if rec.steps:
-        print()
-        print(tabulate(render.step_rows(rec), render.STEP_HEADERS, tablefmt="simple"))
+    print(render.bisect_printed(rec))
     print(f"\nreport: {folder}")
     if rec.outcome == "underpowered":
         raise ConfigError(f"bisect {target}: {rec.why}",
@@ -47,8 +42,6 @@ def do_history(ws: Workspace, target: str, refs: list[str], spec: str, *, range_
     rec, folder = run.history_run(project, ws, target, refs, spec, range_=range_, every=every,
                                   seed=seed, runs=runs, rounds=rounds, tags=tags, budget=budget)
     print()
-    print("\n".join(render.history_headline(rec)))
-    print()
-    print(tabulate(render.point_rows(rec), render.POINT_HEADERS, tablefmt="simple"))
+    print(render.history_printed(rec))
     print(f"\nreport: {folder}")
     return 0

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from patchbench import config
 from patchbench.config import Project
 from patchbench.errors import BUG_EXIT_CODE, INTERRUPTED_EXIT_CODE, PatchbenchError
-from patchbench.util import command
+from patchbench.util import cmd
 from patchbench.util.escape import terminal
 from patchbench.util.workspace import Switches, Workspace
 
@@ -40,7 +40,7 @@ def workspace(*, sources: Iterable[str] = (), project: str | None = None, matrix
     the current directory; --source over PATCHBENCH_SOURCE_<TARGET>."""
     env = os.environ
     verbose = verbose or env.get("PATCHBENCH_VERBOSE", "") not in ("", "0")
-    command.show_commands(verbose)
+    cmd.show_commands(verbose)
     project_dir = Path(project or env.get("PATCHBENCH_PROJECT") or Path.cwd())
     matrix_path = Path(matrix or env.get("PATCHBENCH_MATRIX") or project_dir / "matrix.yaml").resolve()
     root = matrix_path.parent
@@ -92,30 +92,14 @@ def do_compare(ws: Workspace, name: str, sw: Switches, summary_file: str | None 
     if results is None or run_dir is None:
         print("\n".join(plan_lines))
         return 0
-    from patchbench import gate, report
+    from patchbench import gate
     from patchbench.analysis import gating
-    from patchbench.report import markdown
-    from patchbench.report.blocks import Image
-    from patchbench.runs import summary
-    from patchbench.scenarios import KINDS
+    from patchbench.runs import document, summary
 
     print()
-    if results.aa_build is not None:  # which A/A, and how its two builds differ
-        from patchbench.report.numbers import fmt_aa
-
-        label, why = fmt_aa(results.aa_build)
-        print(f"A/A run, {label}: {why}\n")
-    if report.summary_rows(results):
-        print(report.summary_table(results))
-    for line in markdown.stopping_text(results):  # --until-ci, --budget: rounds, MDE reached
-        print(line)
-    for sc in results.scenarios:  # each kind's own sections of report.md (no chart files)
-        shown = markdown.blocks([b for b in KINDS[sc.kind].report(sc, details=False)
-                                 if not isinstance(b, Image)])
-        if shown:
-            print(f"\n{sc.name}:\n" + "\n\n".join(shown))
-    for w in results.warnings:
-        print(f"warning: {w}")
+    shown = document.printed(results)
+    if shown:
+        print(shown)
     print(f"\nsaved: {run_dir}")
     failed = gate.failures(results, allow_inconclusive=sw.gate_allow_inconclusive)
     target = summary.summary_path(summary_file, os.environ)
@@ -196,17 +180,17 @@ def do_list(ws: Workspace) -> int:
 
 def do_report(ws: Workspace, run_dir: str | None, comparison: str | None,
               from_run: str | None = None) -> int:
-    from patchbench import report
+    from patchbench.runs import document
     from patchbench.runs import store as runstore
 
     if from_run:  # the report folder from a run's complete results (after a failed write)
         print(terminal(
             f"saved: {runstore.publish(runstore.find_run(ws.layout.runs, from_run), ws.reports)}"))
         return 0
-    path = Path(run_dir) if run_dir else report.latest_run(ws.reports, comparison)
+    path = Path(run_dir) if run_dir else runstore.latest_run(ws.reports, comparison)
     from patchbench.gate import failures
 
     print(terminal(runstore.render_checked(
-        lambda r: report.render(r, gate=r.gate_reasons(failures) if r.gate else None),
-        report.load_run(path), path)))
+        lambda r: document.markdown(r, gate=r.gate_reasons(failures) if r.gate else None),
+        runstore.load_run(path), path)))
     return 0

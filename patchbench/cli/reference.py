@@ -1,5 +1,5 @@
 """``python3 -m patchbench.cli.reference``: write docs/matrix.md, the reference of every
-matrix.yaml key (patchbench.config.reference), once every scenario kind has registered its config
+matrix.yaml key (patchbench.config.matrix_doc), once every scenario kind has registered its config
 model (importing patchbench.scenarios does; the config package sits below the kinds)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from patchbench import scenarios  # noqa: F401  (every kind's config model: config_models)
-from patchbench.config.reference import DEFAULT_OUT, MissingDescription, render
+from patchbench.config.matrix_doc import DEFAULT_OUT, MissingDescription, render
 
 PROG = "python3 -m patchbench.cli.reference"
 

@@ -27,7 +27,7 @@ from patchbench import config
 from patchbench.cli import editing, templates
 from patchbench.errors import ConfigError, SourceError, ToolchainError
 from patchbench.source import cache
-from patchbench.util import command, safeargs
+from patchbench.util import cmd, safeargs
 from patchbench.util.git import run_git
 from patchbench.util.models import NAME_RE, NAME_RULE
 from patchbench.util.progress import say
@@ -137,7 +137,7 @@ def _version(text: str) -> tuple[int, ...]:
 def installed_go() -> str | None:
     if shutil.which("go") is None:
         return None
-    res = command.run(["go", "env", "GOVERSION"], env={**os.environ, "GOTOOLCHAIN": "local"},
+    res = cmd.run(["go", "env", "GOVERSION"], env={**os.environ, "GOTOOLCHAIN": "local"},
                       cwd=tempfile.gettempdir(), check=False, timeout=60)
     m = re.match(r"go(\d+\.\d+(?:\.\d+)?)", res.stdout.strip())
     return m.group(1) if res.returncode == 0 and m else None
@@ -192,12 +192,12 @@ def _rust_installed() -> tuple[str | None, str | None, list[str]]:
     """(release of the rustc on PATH, its host triple, the rustup toolchains installed)."""
     if shutil.which("rustc") is None:
         return None, None, []
-    out = command.run(["rustc", "-vV"], check=False, timeout=60, cwd=tempfile.gettempdir()).stdout
+    out = cmd.run(["rustc", "-vV"], check=False, timeout=60, cwd=tempfile.gettempdir()).stdout
     release = re.search(r"^release: (\S+)", out, re.M)
     host = re.search(r"^host: (\S+)", out, re.M)
     chains: list[str] = []
     if shutil.which("rustup"):
-        res = command.run(["rustup", "toolchain", "list"], check=False, timeout=60)
+        res = cmd.run(["rustup", "toolchain", "list"], check=False, timeout=60)
         chains = [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
     return (release.group(1) if release else None, host.group(1) if host else None, chains)
 
@@ -243,7 +243,7 @@ def c_compiler(cc: str, pinned: str | None) -> str:
     if shutil.which(cc) is None:
         raise ToolchainError(f"no C compiler {cc} on PATH",
                              hint="apt-get install gcc (or edit the target's toolchain.cc)")
-    found = command.run([cc, "-dumpfullversion", "-dumpversion"], timeout=60,
+    found = cmd.run([cc, "-dumpfullversion", "-dumpversion"], timeout=60,
                         error=ToolchainError).stdout.strip()
     if pinned and pinned != found:
         raise ToolchainError(f"--toolchain {pinned}: the C compiler {cc} found is {found}",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import BuildError, PatchbenchError, RequirementError
-from patchbench.util import command, locks, progress
+from patchbench.util import cmd, locks, progress
 
 SYSTEM_SOCKET = "/var/run/docker.sock"
 SOCKET_MAX = 100  # bytes; the kernel's limit is 108 including the NUL
@@ -68,7 +68,7 @@ def classify(exc: BaseException, what: str, default: type[PatchbenchError] = Bui
         return default(f"{what}: the Docker engine did not answer in time: {text}")
     if isinstance(exc, docker.errors.ContainerError):
         return default(f"{what}: the container exited with code {exc.exit_status}",
-                       detail=command.tail(_decode(exc.stderr)))
+                       detail=cmd.tail(_decode(exc.stderr)))
     if isinstance(exc, docker.errors.APIError):
         status = exc.status_code or 0
         return default(f"{what}: the Docker engine refused (HTTP {status}): {text}")
@@ -229,7 +229,7 @@ def _require_dockerd() -> str:
     if shutil.which("dockerd") is None:
         raise RequirementError("no Docker engine is reachable and dockerd is not installed",
                                hint=INSTALL_HINT)
-    return command.which("dockerd")
+    return cmd.which("dockerd")
 
 
 @contextlib.contextmanager
@@ -253,9 +253,9 @@ def own_dockerd(
         argv = dockerd_argv(dockerd, state, extra_args)
         log = state / "dockerd.log"
         with open(log, "ab") as f:
-            f.write(f"+ {command.quote(argv)}\n".encode())
+            f.write(f"+ {cmd.quote(argv)}\n".encode())
         progress.say(f"starting patchbench's own dockerd (state: {state}, log: {log})")
-        bg = command.Background(argv, log=log)
+        bg = cmd.Background(argv, log=log)
         try:
             client = _wait_ready(bg, host, log, ready_timeout)
             try:
@@ -267,7 +267,7 @@ def own_dockerd(
             _clean_stale(run, data)
 
 
-def _wait_ready(bg: command.Background, host: str, log: Path, timeout: float) -> Any:
+def _wait_ready(bg: cmd.Background, host: str, log: Path, timeout: float) -> Any:
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
@@ -293,12 +293,12 @@ def _wait_ready(bg: command.Background, host: str, log: Path, timeout: float) ->
 
 def _log_tail(log: Path) -> str:
     try:
-        return f"{command.tail(log.read_text(errors='replace'))}\n(full log: {log})"
+        return f"{cmd.tail(log.read_text(errors='replace'))}\n(full log: {log})"
     except OSError:
         return f"(log: {log})"
 
 
-def _stop(bg: command.Background) -> None:
+def _stop(bg: cmd.Background) -> None:
     """SIGTERM dockerd (it stops its containers and containerd), then the whole group."""
     if bg.proc.poll() is None:
         bg.signal(signal.SIGTERM)
@@ -354,7 +354,7 @@ def _clean_stale(run: Path, data: Path) -> None:
     while _processes_under([run, data]) and time.monotonic() < deadline:
         time.sleep(0.1)
     for point in sorted(_mounts_under([run, data]), key=len, reverse=True):
-        command.run(["umount", "-l", point], check=False, timeout=30)
+        cmd.run(["umount", "-l", point], check=False, timeout=30)
     shutil.rmtree(run, ignore_errors=True)
 
 
@@ -375,8 +375,8 @@ def run_container(
     log: Path | None = None,
     check: bool = True,
     error: type[PatchbenchError] = BuildError,
-) -> command.Result:
-    """Run ``argv`` in a new container of ``image`` and return its result like ``command.run``.
+) -> cmd.Result:
+    """Run ``argv`` in a new container of ``image`` and return its result like ``cmd.run``.
 
     The container has a unique name and is killed and removed on every path: success, failure,
     timeout and Ctrl-C. With ``log``, the interleaved output is appended there.
@@ -386,7 +386,7 @@ def run_container(
     import requests.exceptions
 
     name = f"patchbench-{uuid.uuid4().hex[:12]}"
-    shown = command.quote(["docker", "run", "--rm", image, *argv])
+    shown = cmd.quote(["docker", "run", "--rm", image, *argv])
     if log is not None:
         with open(log, "a") as f:
             f.write(f"+ {shown}\n" + (f"  (in {workdir})\n" if workdir else ""))
@@ -421,10 +421,10 @@ def run_container(
     finally:
         _remove(client, container, name)
     code = int(status.get("StatusCode", 1))
-    result = command.Result(tuple(argv), code, stdout, stderr, time.monotonic() - started)
+    result = cmd.Result(tuple(argv), code, stdout, stderr, time.monotonic() - started)
     if check and code != 0:
         raise error(f"{what}: exited with code {code} in the container",
-                    detail=_log_tail(log) if log is not None else command.tail(stdout + stderr))
+                    detail=_log_tail(log) if log is not None else cmd.tail(stdout + stderr))
     return result
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from patchbench.docker import engine as engines
 from patchbench.errors import RequirementError, ToolchainError
-from patchbench.util import command, ownership, progress
+from patchbench.util import cmd, ownership, progress
 from patchbench.util.files import is_sha256, sha256_file, write_json_atomic
 
 FORMAT = 2  # bump when the way images are assembled changes (invalidates cached records)
@@ -121,7 +121,7 @@ def rust_tree(version: str, rustup_toolchain: str | None,
     if rustup_toolchain:
         env["RUSTUP_TOOLCHAIN"] = rustup_toolchain
     where = f"RUSTUP_TOOLCHAIN={rustup_toolchain}" if rustup_toolchain else "the host's default"
-    vv = command.run(["rustc", "-vV"], env=env, timeout=300, error=ToolchainError,
+    vv = cmd.run(["rustc", "-vV"], env=env, timeout=300, error=ToolchainError,
                      what=f"rustc -vV ({where})").stdout
     release = next((ln.split(": ", 1)[1].strip() for ln in vv.splitlines()
                     if ln.startswith("release: ")), "")
@@ -130,7 +130,7 @@ def rust_tree(version: str, rustup_toolchain: str | None,
                              f"({where}) is {release or '?'}",
                              hint=f"rustup toolchain install {version}, or name it with "
                              "rustup_toolchain")
-    sysroot = Path(command.run(["rustc", "--print", "sysroot"], env=env, timeout=60,
+    sysroot = Path(cmd.run(["rustc", "--print", "sysroot"], env=env, timeout=60,
                                error=ToolchainError).stdout.strip()).resolve()
     return RustTree(sysroot, f"the host's rustc {release} ({where}), copied in", release,
                     _entries_sha256(sysroot, RUST_ENTRIES))
@@ -241,7 +241,7 @@ def _download(version: str, module: str, cache: Path, env: Mapping[str, str], pr
             dl_env[key] = env[key]
     (cache / "gomod").mkdir(parents=True, exist_ok=True)
     progress.say(f"downloading Go {version} ({module}) through {proxy}")
-    res = command.run(["go", "mod", "download", "-json", module], env=dl_env, cwd=cache,
+    res = cmd.run(["go", "mod", "download", "-json", module], env=dl_env, cwd=cache,
                       timeout=1200, error=ToolchainError, what=f"download Go {version}")
     info = json.loads(res.stdout)
     root = Path(info["Dir"])
@@ -254,7 +254,7 @@ def _download(version: str, module: str, cache: Path, env: Mapping[str, str], pr
 def _host_goroot(env: Mapping[str, str]) -> Path | None:
     if shutil.which("go") is None:
         return None
-    res = command.run(["go", "env", "GOROOT"], env={**env, "GOTOOLCHAIN": "local"}, check=False,
+    res = cmd.run(["go", "env", "GOROOT"], env={**env, "GOTOOLCHAIN": "local"}, check=False,
                       timeout=60)
     out = res.stdout.strip()
     return Path(out) if res.returncode == 0 and out else None
@@ -436,9 +436,9 @@ class _Layer:
 
 def _busybox_layer(path: Path) -> tuple[str, str]:
     """A busybox rootfs: the static binary, a link per applet, /tmp, root's passwd entry."""
-    busybox = Path(command.which("busybox")).resolve()
-    version = command.run([str(busybox)], check=False, timeout=30).stdout.splitlines()[0].strip()
-    applets = command.run([str(busybox), "--list-full"], timeout=30).stdout.split()
+    busybox = Path(cmd.which("busybox")).resolve()
+    version = cmd.run([str(busybox)], check=False, timeout=30).stdout.splitlines()[0].strip()
+    applets = cmd.run([str(busybox), "--list-full"], timeout=30).stdout.split()
     layer = _Layer(path)
     layer.file("bin/busybox", busybox.read_bytes(), 0o755)
     for applet in sorted(set(applets)):
@@ -469,7 +469,7 @@ def _debian_layer(path: Path, recipe: Recipe, log: Path) -> str:
         if key in os.environ:
             env[key] = os.environ[key]
     raw = path.with_suffix(".raw.tar")
-    command.run(
+    cmd.run(
         ["mmdebstrap", "--variant=minbase", "--mode=root", "--format=tar",
          "--include=" + ",".join(recipe.packages),
          "--skip=output/dev",  # device nodes: the engine provides /dev
@@ -584,7 +584,7 @@ def ensure_recipe(eng: engines.Engine, name: str, go_version: str | None, state:
         rtree = rust_tree(rust[0], rust[1], environ)
         extra["rust"] = rtree.sha256
     if recipe.base == "busybox":
-        extra["busybox"] = sha256_file(Path(command.which("busybox")).resolve())
+        extra["busybox"] = sha256_file(Path(cmd.which("busybox")).resolve())
     key = recipe_key(recipe, go, extra)
     record_path = state / f"{name}-{key[:16]}.json"
     rec = _kept_record(record_path)
@@ -690,7 +690,7 @@ BUSYBOX = Recipe("busybox", "Debian's busybox-static only, one layer", "busybox"
 def busybox_archive(tmp: Path) -> tuple[str, str, str]:
     """Write the busybox image as a ``docker save`` archive ``tmp/image.tar``; return its image
     ID, tag and busybox's version line. Nothing is loaded (``--dry-run`` shows the ID)."""
-    busybox = Path(command.which("busybox")).resolve()
+    busybox = Path(cmd.which("busybox")).resolve()
     key = hashlib.sha256(json.dumps({"format": FORMAT, "recipe": BUSYBOX.name,
                                      "busybox": sha256_file(busybox)}).encode()).hexdigest()
     tag = f"patchbench/{BUSYBOX.name}:{key[:16]}"

@@ -5,7 +5,7 @@ Every round runs every cell once, in an order drawn from a seeded generator, so 
 candidate alternate through the whole measurement and never run as all-A-then-all-B. hyperfine does
 the timing (``-N``, warmup, prepare, cleanup, ``--export-json``, ``--metrics``); this module keeps
 every run's time, every other metric the cell asks for (CPU, user and system time, peak memory:
-measure/engine.py reads hyperfine 2's export), exit code and round, and reports a failing run with
+measure/hyperfine2.py reads hyperfine 2's export), exit code and round, and reports a failing run with
 its round and exit code.
 
 Per-run deadlines: the kinds run each command under patchbench's launcher with ``-deadline``
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from patchbench.errors import BenchmarkError, ConfigError
-from patchbench.measure import engine, hangs, reaper
-from patchbench.util import command, procguard
+from patchbench.measure import hangs, hyperfine2, reaper
+from patchbench.util import cmd, procguard
 from patchbench.util.progress import RoundProgress, estimate_left, round_text, step
 
 # Extra seconds allowed for one hyperfine call beyond (warmup + runs) x the per-run timeout.
@@ -108,7 +108,7 @@ class Samples:
         run that exited 124 (the launcher's hang code) goes to the hung lists, a warm-up's
         too; every other run goes to the timed ones. Returns the exit codes of the runs that
         failed otherwise (without a deadline, 124 is a failure like any other code)."""
-        got = engine.runs(result, metrics)
+        got = hyperfine2.runs(result, metrics)
         codes = got.exit_codes
         for n, (t, code) in enumerate(zip(got.times, codes, strict=True)):
             if deadline and code == hangs.HANG_EXIT_CODE:
@@ -127,7 +127,7 @@ class Samples:
             self.rounds.append(rnd)
             for name, values in got.values.items():
                 self.metrics.setdefault(name, []).append(values[n])
-        self.hyperfine.append(engine.kept(result))
+        self.hyperfine.append(hyperfine2.kept(result))
         hung = {hangs.HANG_EXIT_CODE} if deadline else set()
         return [c for c in codes if c != 0 and c not in hung]
 
@@ -224,7 +224,7 @@ def hyperfine_call(
     first = invs[0]
     argv = [*first.wrap, *reaper.argv(),
         "hyperfine", "-N", "-i", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
-        "--export-json", str(export), *engine.option(first.metrics),
+        "--export-json", str(export), *hyperfine2.option(first.metrics),
     ]
     for n in names:
         argv += ["--command-name", n]
@@ -248,7 +248,7 @@ def hyperfine_many(
     argv, timeout = hyperfine_call(invs, runs=runs, warmup=warmup,
                                    per_run_timeout=per_run_timeout, export=export, names=names)
     try:
-        command.run(argv, log=log, timeout=timeout, env=invs[0].env, error=BenchmarkError,
+        cmd.run(argv, log=log, timeout=timeout, env=invs[0].env, error=BenchmarkError,
                     what=name)
     except BenchmarkError as exc:
         raise explained(exc, invs, runs=runs + warmup, timeout=timeout, log=log,
@@ -510,14 +510,14 @@ def _run_round(
         # setup and teardown write to the log, never to a pipe: a detached container that
         # inherits a pipe would hold it open long after its launcher returned
         for argv in inv.setup:
-            command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
+            cmd.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
                         error=BenchmarkError, what=f"{name}: setup", log=log)
         try:
             result = hyperfine(inv, runs=per_round + block_warmup, warmup=warmups[cell],
                                per_run_timeout=timeout, export=export, log=log, name=name)
         finally:
             for argv in inv.teardown:
-                command.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
+                cmd.run(argv, env=inv.env, timeout=timeout + TIMEOUT_SLACK,
                             check=False, what=f"{name}: teardown", log=log)
             # what outlived the command: found and killed (the baseline's is not gated)
             procguard.check_active(name, cell.variant)
@@ -543,9 +543,9 @@ def _shared_call(
         if procguard.check_active(call, one) is not None and one is None:
             share[0] = False  # from now on attributable: one call per cell
     wall = time.monotonic() - t0  # the call and its check
-    total = sum(engine.total(res) for res in got)
+    total = sum(hyperfine2.total(res) for res in got)
     for cell, res in zip(cells, got, strict=True):
-        samples[cell].seconds += wall * (engine.total(res) / total if total > 0
+        samples[cell].seconds += wall * (hyperfine2.total(res) / total if total > 0
                                          else 1 / len(cells))
     return got
 
@@ -560,7 +560,7 @@ def _take(s: Samples, result: dict[str, Any], r: int, inv: Invocation, name: str
     failed = s.add(result, r, deadline=inv.deadline is not None, metrics=inv.metrics,
                    warm=warm)
     if failed:
-        codes = engine.runs(result).exit_codes
+        codes = hyperfine2.runs(result).exit_codes
         raise BenchmarkError(
             f"{name}: {len(failed)} of {len(codes)} runs failed "
             f"(exit codes {sorted(set(failed))})",

@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from patchbench.errors import BenchmarkError, ConfigError, RequirementError
-from patchbench.util import cleanup, command, procguard
-from patchbench.util.command import Background
+from patchbench.util import cleanup, cmd, procguard
+from patchbench.util.cmd import Background
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_PREFIX = "patchbench-cond-"
@@ -243,9 +243,9 @@ def check(cond: Condition) -> None:
             raise RequirementError(
                 f"condition {cond.name!r}: no CPU {', '.join(map(str, missing))} here",
                 hint=f"this process may run on CPUs {', '.join(map(str, sorted(have)))}")
-        command.which("taskset")
+        cmd.which("taskset")
     if cond.hogs:
-        command.which("sh")
+        cmd.which("sh")
     if cond.cpu_quota is not None:
         if os.geteuid() != 0:
             raise RequirementError(f"condition {cond.name!r}: a CPU quota needs root (a cgroup)")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchbench.errors import BenchmarkError
-from patchbench.util import command
+from patchbench.util import cmd
 
 EVENT = "cpu-clock"
 FREQUENCY = 4999  # Hz: a 20 ms start gives about 100 samples
@@ -80,20 +80,20 @@ def record(argv: Sequence[str | os.PathLike[str]], workdir: Path, *,
            frequency: int = FREQUENCY) -> Samples:
     """Run ``argv`` under ``perf record`` and return its folded stacks; a run past ``timeout``
     is killed with its group (exit_code None) and what perf wrote until then is read."""
-    command.which("perf")
+    cmd.which("perf")
     workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / "perf.data"
     data.unlink(missing_ok=True)
     rec = ["perf", "record", "-q", "-e", EVENT, "-F", str(int(frequency)), "-g", "-o", str(data),
            "--", *(str(a) for a in argv)]
-    with command.Background(rec, env=dict(env) if env is not None else None,
+    with cmd.Background(rec, env=dict(env) if env is not None else None,
                             log=workdir / "command.log") as bg:
         code = bg.wait(timeout)
         if code is None:
             bg.stop()
     if not data.exists():
         raise BenchmarkError("perf record wrote no data", detail=f"(log: {workdir / 'command.log'})")
-    res = command.run(["perf", "script", "-i", str(data), "-F", "comm,pid,tid,time,period,event,ip,sym,dso"],
+    res = cmd.run(["perf", "script", "-i", str(data), "-F", "comm,pid,tid,time,period,event,ip,sym,dso"],
                       timeout=timeout, check=False, error=BenchmarkError, what="perf script")
     return Samples(fold(res.stdout), code)
 

@@ -113,12 +113,12 @@ def describe(info: Mapping[str, Any]) -> str:
 def _version(argv: list[str]) -> str | None:
     """The first line a tool prints about itself, or None (missing, failing or hanging)."""
     from patchbench.errors import PatchbenchError
-    from patchbench.util import command
+    from patchbench.util import cmd
 
     if shutil.which(argv[0]) is None:
         return None
     try:
-        out = command.run(argv, timeout=30, check=False)
+        out = cmd.run(argv, timeout=30, check=False)
     except PatchbenchError:
         return None
     text = (out.stdout or out.stderr).strip()

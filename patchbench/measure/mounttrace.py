@@ -20,7 +20,7 @@ from pathlib import Path
 from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.measure import syscalls
 from patchbench.measure.hangs import HANG_EXIT_CODE
-from patchbench.util import command
+from patchbench.util import cmd
 
 # syscall name -> its tracepoint name (umount2 is SYSCALL_DEFINE2(umount, ...) in the kernel)
 SYSCALLS: dict[str, str] = {
@@ -129,10 +129,10 @@ def check() -> None:
     """RequirementError unless bpftrace can run here (root, bpftrace, nsenter/unshare)."""
     if os.geteuid() != 0:
         raise RequirementError("counting mount syscalls with bpftrace needs root")
-    command.which("bpftrace")
+    cmd.which("bpftrace")
     if not tracefs_mounted():
-        command.which("unshare")
-        command.which("nsenter")
+        cmd.which("unshare")
+        cmd.which("nsenter")
 
 
 def trace(
@@ -174,7 +174,7 @@ def trace(
               "mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"", "sh", *bt]
     run_env = dict(env if env is not None else os.environ)
     run_env.setdefault("BPFTRACE_MAP_KEYS_MAX", str(MAP_KEYS_MAX))
-    command.run(bt, env=run_env, timeout=timeout, log=wd / "bpftrace.log",
+    cmd.run(bt, env=run_env, timeout=timeout, log=wd / "bpftrace.log",
                 error=BenchmarkError, what="bpftrace (mount syscall count)")
     try:
         code = int(status.read_text().strip())

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchbench.errors import BenchmarkError, RequirementError
-from patchbench.util import command
+from patchbench.util import cmd
 
 STRACE_FLAGS = ("-f", "-q", "-Y", "-ttt", "-T", "-e", "signal=none")
 SHOWN = "strace " + " ".join(STRACE_FLAGS) + " -o FILE --"
@@ -165,13 +165,13 @@ def trace(
     """Run ``argv`` under strace (every syscall, or ``only`` those) with all its descendants and
     return its Trace. ``argv``'s output goes to ``workdir/command.log``, strace's to
     ``workdir/strace.txt``; a run past ``timeout`` is killed with its group (exit_code None)."""
-    command.which("strace")
+    cmd.which("strace")
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / "strace.txt"
     out.unlink(missing_ok=True)
     flags = [*STRACE_FLAGS, *(["-e", "trace=" + ",".join(only)] if only else [])]
     st = ["strace", *flags, "-o", str(out), "--", *(str(a) for a in argv)]
-    with command.Background(st, env=dict(env) if env is not None else None,
+    with cmd.Background(st, env=dict(env) if env is not None else None,
                             log=workdir / "command.log") as bg:
         code = bg.wait(timeout)
         if code is None:  # a hang under the tracer: killed (by stop) and reported
@@ -359,10 +359,10 @@ def bpftrace_check() -> None:
     if os.geteuid() != 0:
         raise RequirementError("counting syscalls with bpftrace needs root",
                                hint="or use the strace tracer")
-    command.which("bpftrace")
+    cmd.which("bpftrace")
     if not tracefs_mounted():
-        command.which("unshare")
-        command.which("nsenter")
+        cmd.which("unshare")
+        cmd.which("nsenter")
 
 
 def trace_bpftrace(
@@ -382,13 +382,13 @@ def trace_bpftrace(
     wd = workdir.resolve()
     if any(c.isspace() for c in str(wd)):
         raise BenchmarkError(f"the trace directory {wd} contains whitespace (bpftrace -c splits)")
-    program = os.path.abspath(command.which(str(argv[0])))
+    program = os.path.abspath(cmd.which(str(argv[0])))
     out = wd / "bpftrace.json"
     out.unlink(missing_ok=True)
     inner = shlex.join([program, *(str(a) for a in argv[1:])])
     nth = 2  # the wrapper (sh), then the command
     if not tracefs_mounted():  # back into the caller's mount namespace (nsenter execs, no fork)
-        inner = f"{command.which('nsenter')} --mount=/proc/{os.getpid()}/ns/mnt -- {inner}"
+        inner = f"{cmd.which('nsenter')} --mount=/proc/{os.getpid()}/ns/mnt -- {inner}"
         nth = 3
     prog = wd / "syscalls.bt"
     prog.write_text(bpftrace_script(nth))
@@ -400,7 +400,7 @@ def trace_bpftrace(
               "mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"", "sh", *bt]
     run_env = dict(env if env is not None else os.environ)
     run_env.setdefault("BPFTRACE_MAP_KEYS_MAX", "65536")
-    with command.Background(bt, env=run_env, log=wd / "bpftrace.log") as bg:
+    with cmd.Background(bt, env=run_env, log=wd / "bpftrace.log") as bg:
         code = bg.wait(timeout)
         if code is None:
             bg.stop()

@@ -1,17 +1,30 @@
-"""What a report is made of, independent of markup: a scenario kind describes its part of a report
-as a list of Blocks (``ScenarioKind.report`` for report.md, ``ScenarioKind.page`` for report.html,
-``summary`` and ``across`` for the job summary and ``merge``), and report.markdown and report.html
-only format Blocks (one table formatter each). Frozen dataclasses; no formatting here.
+"""The one vocabulary of every report. Producers (each kind's ``blocks(result, view)``, a run's
+report, merge, diff, the job summary, bisect) say what they show as Blocks; report.markdown and
+report.html only format them. Frozen dataclasses, no markup.
 
-Inline text is a tuple of pieces: a plain ``str`` (written as it is in markdown, escaped in HTML),
-``Code``, ``Strong``, ``Link`` or ``Output`` (a program's text, escaped in both). A program's text
-of several lines is a ``Pre`` block (a fence its text cannot close, or ``<pre>``)."""
+Inline text is a tuple of pieces: a plain ``str`` (our own words: as they are in markdown,
+escaped in HTML), ``Code``, ``Strong``, ``Link``, ``Output`` (a program's text: no live tag) and
+``Escaped`` (text from a file on a line or in a table cell: no tag, no table split either)."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+
+class View(enum.Enum):
+    """Which report a producer's blocks are for."""
+
+    REPORT = "report.md"
+    BRIEF = "printed"  # report.md's part without round-paired details and hangs (compare prints it)
+    PAGE = "report.html"
+    SUMMARY = "job summary"  # a kind's table rows of a CI job summary, if any
+    MERGE = "merge"  # a kind's cells of a merged report (Across), if any
+
+
+MARKDOWN = (View.REPORT, View.BRIEF)  # report.md's part of a scenario, whole or brief
 
 
 @dataclass(frozen=True)
@@ -32,13 +45,20 @@ class Link:
 
 @dataclass(frozen=True)
 class Output:
-    """A line of text a program printed (a process's command line, a container's name): shown as
-    text, never as markup, in every format."""
+    """A line a program printed (a process's command line, a container's name)."""
 
     text: str
 
 
-Inline = str | Code | Strong | Link | Output
+@dataclass(frozen=True)
+class Escaped:
+    """Text from a file (a name, a label, a gate's reason) on a line or in a table cell."""
+
+    text: str
+
+
+Inline = str | Code | Strong | Link | Output | Escaped
+Cell = str | Escaped
 
 
 @dataclass(frozen=True)
@@ -50,28 +70,35 @@ class Text:
 
 @dataclass(frozen=True)
 class Heading:
-    """A heading inside a scenario's section."""
+    """A heading: level 1 titles a report, 2 a section, 3 a part of a scenario's section."""
 
-    text: str
+    parts: tuple[Inline, ...]
+    level: int = 3
+    id: str = ""
 
 
 @dataclass(frozen=True)
 class Bullets:
-    """A list; ``name`` names it for a browser test (the HTML class)."""
+    """A list; ``name`` names it for a browser test (the HTML class); ``depths``: each item's
+    nesting (markdown)."""
 
     items: tuple[tuple[Inline, ...], ...]
     name: str = ""
+    depths: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Table:
-    """A table of text; ``name`` names it for a browser test (the HTML class). ``plain``: its
-    cells are a program's text (a perf symbol), escaped in markdown too, not markup."""
+    """A table; ``name`` names it for a browser test (the HTML class). ``plain``: its cells are a
+    program's text (a perf symbol), no markup in markdown either. ``styles``: what each column
+    holds, for HTML ("num", "verdict", "agreement"). ``numbers``: markdown aligns numbers."""
 
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
+    headers: tuple[Cell, ...]
+    rows: tuple[tuple[Cell, ...], ...]
     name: str = ""
     plain: bool = False
+    styles: tuple[str, ...] = ()
+    numbers: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,8 +111,8 @@ class Image:
 
 @dataclass(frozen=True)
 class Chart:
-    """A chart drawn from the results when formatted (report.html inlines it): ``draw`` returns
-    the SVG document (patchbench.report.charts), or None when there is nothing to draw."""
+    """A chart drawn when formatted (report.html inlines it): ``draw`` returns the SVG document
+    (patchbench.report.charts), or None when there is nothing to draw."""
 
     name: str
     draw: Callable[[], bytes | None]
@@ -102,12 +129,36 @@ class Data:
 
 @dataclass(frozen=True)
 class Pre:
-    """A program's own output, shown as it is (a fence its content cannot close; <pre>)."""
+    """A program's own output, shown as it is."""
 
     text: str
 
 
-Block = Text | Heading | Bullets | Table | Image | Chart | Data | Pre
+@dataclass(frozen=True)
+class Gate:
+    """The gate's answer: ``line`` ("Gate: passed"), a note after it, the reasons it failed."""
+
+    passed: bool
+    line: str
+    note: str = ""
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Blocks folded under a title (``<details>``)."""
+
+    title: str
+    blocks: tuple[Block, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    """Blocks that stand together: one element of a page (``name``: its box's class)."""
+
+    blocks: tuple[Block, ...]
+    name: str = ""
+    id: str = ""
 
 
 @dataclass(frozen=True)
@@ -122,16 +173,35 @@ class Across:
     note: str
     cells: tuple[tuple[tuple[str, ...], str], ...]
 
+    def table(self) -> Table:
+        return Table((*self.keys, ""), tuple((*k, v) for k, v in self.cells), self.name)
+
+
+Block = (Text | Heading | Bullets | Table | Image | Chart | Data | Pre | Gate | Fold | Section
+         | Across)
+
 
 def text(*parts: Inline) -> Text:
     return Text(tuple(parts))
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], name: str = "", *,
-          plain: bool = False) -> Table:
-    """A Table from any values (each shown as ``str(value)``)."""
-    return Table(tuple(headers), tuple(tuple(str(v) for v in row) for row in rows), name, plain)
+def heading(*parts: Inline, level: int = 3, id: str = "") -> Heading:
+    return Heading(tuple(parts), level, id)
 
 
-def bullets(items: Sequence[Sequence[Inline]], name: str = "") -> Bullets:
-    return Bullets(tuple(tuple(item) for item in items), name)
+def table(headers: Sequence[Cell], rows: Sequence[Sequence[object]], name: str = "", *,
+          plain: bool = False, styles: Sequence[str] = (), numbers: bool = False) -> Table:
+    """A Table from any values (each shown as ``str(value)``, an Escaped one escaped)."""
+    return Table(tuple(headers),
+                 tuple(tuple(v if isinstance(v, Escaped) else str(v) for v in row)
+                       for row in rows), name, plain, tuple(styles), numbers)
+
+
+def escaped(values: Sequence[object]) -> list[Escaped]:
+    """Every value as text from a file."""
+    return [Escaped(str(v)) for v in values]
+
+
+def bullets(items: Sequence[Sequence[Inline]], name: str = "",
+            depths: Sequence[int] = ()) -> Bullets:
+    return Bullets(tuple(tuple(item) for item in items), name, tuple(depths))

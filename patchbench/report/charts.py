@@ -79,10 +79,12 @@ class Svg:
                  else f"<rect {attrs}/>")
 
     def circle(self, x: float, y: float, r: float, color: str, opacity: float = 1.0,
-               cls: str = "") -> None:
-        self.add(f'<circle cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" fill="{color}"'
+               cls: str = "", tip: str = "") -> None:
+        attrs = (f'cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" fill="{color}"'
                  + (f' fill-opacity="{opacity:g}"' if opacity != 1.0 else "")
-                 + (f' class="{cls}"' if cls else "") + "/>")
+                 + (f' class="{cls}"' if cls else ""))
+        self.add(f"<circle {attrs}><title>{xml_text(tip)}</title></circle>" if tip
+                 else f"<circle {attrs}/>")
 
     def polyline(self, pts: Sequence[tuple[float, float]], color: str, width: float = 2.0,
                  dash: str = "") -> None:
@@ -678,6 +680,55 @@ def merge_chart(rows: Sequence[tuple[str, Sequence[tuple[str, dict[str, Any] | N
             hi.append(c["ci_high"] if c.get("ci_high") is not None else c["speedup"])
         panel.series(pts, COLORS[j % len(COLORS)], lo=lo, hi=hi, horizontal=True, line=False)
     legend(svg, [("line", COLORS[j % len(COLORS)], m) for j, m in enumerate(machines)],
+           panel.x + panel.w - 10, panel.y + 8, anchor="end")
+    return svg.done()
+
+
+COMMIT_COLORS = {"good": "#2e7d32", "bad": "#c62828", "undecided": "#f9a825",
+                 "skipped": "#9e9e9e", "first": "#2e7d32", "differs": "#c62828", "": "#1565c0"}
+
+
+@dataclass(frozen=True)
+class CommitPoint:
+    """One commit of a bisect or a history: its label, value and interval, its class (a key of
+    COMMIT_COLORS) and its tooltip."""
+
+    label: str
+    y: float | None
+    lo: float | None = None
+    hi: float | None = None
+    kind: str = ""
+    title: str = ""
+
+
+def commit_chart(points: Sequence[CommitPoint], y_label: str, title: str) -> bytes | None:
+    """Bisect and history: the value at each commit, in chain order, with its interval; a commit
+    without a value is a grey cross on the axis."""
+    if not points:
+        return None
+    height = 470.0
+    svg = Svg(WIDTH, height, title)
+    ys = span([v for p in points for v in (p.y, p.lo, p.hi) if v is not None])
+    yt = nice_ticks(ys)
+    left = _left_margin([label for _, label in yt], axis_label=True, cap=100)
+    panel = Panel(svg, left, 56, WIDTH - left - 28, height - 56 - 110,
+                  Scale(-0.5, len(points) - 0.5), ys)
+    panel.axes(xticks=[], yticks=yt, ylabel=y_label, title=title, ylabel_gap=left - 22)
+    svg.polyline([(panel.px(i), panel.py(p.y)) for i, p in enumerate(points) if p.y is not None],
+                 "#90a4ae", 1.5)
+    bottom = panel.y + panel.h
+    for i, p in enumerate(points):
+        x, color = panel.px(i), COMMIT_COLORS.get(p.kind, COMMIT_COLORS[""])
+        if p.lo is not None and p.hi is not None:
+            svg.line(x, panel.py(p.lo), x, panel.py(p.hi), color, 2.0, cls="ci")
+        if p.y is None:
+            svg.text(x, bottom - 8, "×", anchor="middle", color=COMMIT_COLORS["skipped"])
+        else:
+            svg.circle(x, panel.py(p.y), 5.0, color, cls="point", tip=p.title or p.label)
+        svg.text(x, bottom + 10, _fit(p.label, TICK, 120), anchor="end", rotate=True,
+                 full=p.label)
+    kinds = list(dict.fromkeys(p.kind for p in points if p.kind))
+    legend(svg, [("bar", COMMIT_COLORS.get(k, COMMIT_COLORS[""]), k) for k in kinds],
            panel.x + panel.w - 10, panel.y + 8, anchor="end")
     return svg.done()
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tabulate import tabulate
-
 from patchbench.analysis import metrics as mx
 from patchbench.analysis import paired, stats
 from patchbench.errors import ReportError
+from patchbench.report.blocks import Block, bullets, table, text
+from patchbench.report.markdown import document
+from patchbench.report.numbers import fmt_p, fmt_time
 from patchbench.results import Cell, Results, RunInput, TimedResult, as_results
 from patchbench.scenarios import profile, scans
 from patchbench.scenarios.profile import Profile
@@ -254,9 +255,15 @@ def why_lines(a: Results, b: Results, top: int = 3) -> list[str]:
     return out
 
 
-def render_diff(d: RunDiff, fmt: str = "github") -> str:
-    from patchbench.report.markdown import fmt_p, fmt_time
+def _ratio_text(r: paired.SpeedupRatio) -> str:
+    text = f"{r.ratio:.3f}"
+    if r.ci_low is not None and r.ci_high is not None:
+        text += f" [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+    return text
 
+
+def blocks(d: RunDiff) -> list[Block]:
+    """The diff as blocks: the cells, the candidates' speedups, why, the other metrics."""
     rows = []
     for c in d.cells:
         cmp = c.comparison
@@ -266,56 +273,40 @@ def render_diff(d: RunDiff, fmt: str = "github") -> str:
         rows.append([c.scenario, c.cell, f"{fmt_time(c.median_a)} (n={c.n_a})",
                      f"{fmt_time(c.median_b)} (n={c.n_b})", ratio, fmt_p(cmp.p_value),
                      c.verdict, c.build])
-    lines = [
-        f"diff of two runs of {d.comparison}: A = {d.run_a}, B = {d.run_b}",
-        "ratio = median(A) / median(B): above 1 means B is faster; 95% bootstrap CI, "
-        "Mann–Whitney U p",
-        "",
-        tabulate(rows, headers=["scenario", "cell", "A median", "B median",
-                                "A/B [95% CI]", "p", "verdict", "build"],
-                 tablefmt=fmt, disable_numparse=True),
-    ]
+    out: list[Block] = [
+        text(f"diff of two runs of {d.comparison}: A = {d.run_a}, B = {d.run_b}\n"
+             "ratio = median(A) / median(B): above 1 means B is faster; 95% bootstrap CI, "
+             "Mann–Whitney U p"),
+        table(["scenario", "cell", "A median", "B median", "A/B [95% CI]", "p", "verdict",
+               "build"], rows)]
     machine = [f"{c.scenario} {c.cell}" for c in d.cells
                if c.build == "same build" and c.verdict in ("B faster", "B slower")]
     if machine:
-        lines += ["", "the same build in both runs, so the difference is the machine's (load, "
-                  "drift, another host), not the code's: " + ", ".join(machine)]
+        out.append(text("the same build in both runs, so the difference is the machine's (load, "
+                        "drift, another host), not the code's: " + ", ".join(machine)))
     if d.speedups:
-        srows = []
-        for s in d.speedups:
-            r = s.ratio
-            text = f"{r.ratio:.3f}"
-            if r.ci_low is not None and r.ci_high is not None:
-                text += f" [{r.ci_low:.3f}, {r.ci_high:.3f}]"
-            srows.append([s.scenario, s.candidate, f"{s.speedup_a:.3f}× ({r.rounds_a} rounds)",
-                          f"{s.speedup_b:.3f}× ({r.rounds_b} rounds)", text, fmt_p(r.p_value),
-                          s.builds])
-        lines += ["", "candidates: the round-paired speedup (ratio of geometric means per round) "
-                  "in each run and their ratio B/A (above 1: the candidate gained against its "
-                  "baseline in B), 95% Welch t CI; drift shared by a run's variants cancels",
-                  "", tabulate(srows, headers=["scenario", "candidate", "speedup in A",
-                                               "speedup in B", "B/A [95% CI]", "p", "builds"],
-                               tablefmt=fmt, disable_numparse=True)]
+        srows = [[s.scenario, s.candidate, f"{s.speedup_a:.3f}× ({s.ratio.rounds_a} rounds)",
+                  f"{s.speedup_b:.3f}× ({s.ratio.rounds_b} rounds)", _ratio_text(s.ratio),
+                  fmt_p(s.ratio.p_value), s.builds] for s in d.speedups]
+        out += [text("candidates: the round-paired speedup (ratio of geometric means per round) "
+                     "in each run and their ratio B/A (above 1: the candidate gained against its "
+                     "baseline in B), 95% Welch t CI; drift shared by a run's variants cancels"),
+                table(["scenario", "candidate", "speedup in A", "speedup in B", "B/A [95% CI]",
+                       "p", "builds"], srows)]
     if d.why:
-        lines += ["", "why (traced runs and scans in both runs):", *[f"- {w}" for w in d.why]]
+        out += [text("why (traced runs and scans in both runs):"), bullets([[w] for w in d.why])]
     if d.metrics:
         mrows = [[m.scenario, m.candidate, m.metric, f"{m.speedup_a:.3f}×", f"{m.speedup_b:.3f}×",
                   _ratio_text(m.ratio), fmt_p(m.ratio.p_value)] for m in d.metrics]
-        lines += ["", "other metrics: each one's round-paired ratio (baseline / candidate) in each "
-                  "run and their ratio B/A, as for wall time",
-                  "", tabulate(mrows, headers=["scenario", "candidate", "metric", "ratio in A",
-                                               "ratio in B", "B/A [95% CI]", "p"],
-                               tablefmt=fmt, disable_numparse=True)]
-    if d.only_a:
-        lines += ["", "only in A: " + ", ".join(d.only_a)]
-    if d.only_b:
-        lines += ["", "only in B: " + ", ".join(d.only_b)]
-    lines += [f"\nnote: {n}" for n in d.notes]
-    return "\n".join(lines) + "\n"
+        out += [text("other metrics: each one's round-paired ratio (baseline / candidate) in each "
+                     "run and their ratio B/A, as for wall time"),
+                table(["scenario", "candidate", "metric", "ratio in A", "ratio in B",
+                       "B/A [95% CI]", "p"], mrows)]
+    out += [text("only in A: " + ", ".join(d.only_a))] if d.only_a else []
+    out += [text("only in B: " + ", ".join(d.only_b))] if d.only_b else []
+    return out + [text(f"note: {n}") for n in d.notes]
 
 
-def _ratio_text(r: paired.SpeedupRatio) -> str:
-    text = f"{r.ratio:.3f}"
-    if r.ci_low is not None and r.ci_high is not None:
-        text += f" [{r.ci_low:.3f}, {r.ci_high:.3f}]"
-    return text
+def render_diff(d: RunDiff) -> str:
+    """The diff as text for a terminal (markdown)."""
+    return document(blocks(d))

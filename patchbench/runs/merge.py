@@ -14,22 +14,34 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from patchbench.analysis.metrics import METRICS
 from patchbench.errors import ReportError
 from patchbench.report import charts as report_charts
-from patchbench.report.blocks import Across
-from patchbench.report.html import (
-    chart,
-    details,
-    esc,
-    json_block,
-    page,
+from patchbench.report import html as html_format
+from patchbench.report import markdown as md_format
+from patchbench.report.blocks import (
+    Across,
+    Block,
+    Bullets,
+    Chart,
+    Code,
+    Data,
+    Escaped,
+    Gate,
+    Inline,
+    Section,
+    Strong,
+    Table,
+    View,
+    bullets,
+    escaped,
+    heading,
     table,
-    verdict_class,
+    text,
 )
-from patchbench.report.markdown import md_table
 from patchbench.report.numbers import (
     fmt_delta,
     fmt_metric_answer,
@@ -39,7 +51,6 @@ from patchbench.report.numbers import (
 from patchbench.results import Results, RunInput, TimedResult, Verdict, as_results
 from patchbench.runs.diff import require_same_comparison
 from patchbench.scenarios import KINDS
-from patchbench.util.escape import md_cell, md_code
 
 # The manifest fields that decide what is built; equal inputs must give equal artifacts.
 BUILD_INPUTS = ("target", "commit", "built_commit", "series", "overlays", "fingerprint", "recipe")
@@ -300,7 +311,7 @@ def median_rows(m: Merged) -> list[list[str]]:
 
 
 @dataclass(frozen=True)
-class Section:
+class KindRows:
     """A kind's own section of a merged report: its rows, one column per run."""
 
     name: str
@@ -310,8 +321,8 @@ class Section:
     rows: list[list[str]]
 
 
-def kind_sections(m: Merged) -> list[Section]:
-    """The kinds' own sections (``ScenarioKind.across``), e.g. per stress scenario and build:
+def kind_sections(m: Merged) -> list[KindRows]:
+    """The kinds' own sections (their blocks for View.MERGE), e.g. per stress scenario and build:
     hangs / leftovers / failed fresh runs on each machine. Rows in the order they first appear,
     grouped by scenario; "-": not in that run."""
     first: dict[str, Across] = {}
@@ -319,10 +330,8 @@ def kind_sections(m: Merged) -> list[Section]:
     per_run: list[dict[str, dict[tuple[str, ...], str]]] = []
     for run in m.runs:
         cells: dict[str, dict[tuple[str, ...], str]] = {}
-        for sc in run.results.scenarios:
-            a = KINDS[sc.kind].across(sc)
-            if a is None:
-                continue
+        for a in (b for sc in run.results.scenarios for b in KINDS[sc.kind].blocks(sc, View.MERGE)
+                  if isinstance(b, Across)):
             first.setdefault(a.title, a)
             seen = keys.setdefault(a.title, [])
             for key, value in a.cells:
@@ -337,7 +346,7 @@ def kind_sections(m: Merged) -> list[Section]:
         order = list(dict.fromkeys(k[0] for k in found))
         found.sort(key=lambda k: order.index(k[0]))
         a = first[title]
-        out.append(Section(a.name, title, a.keys, a.note,
+        out.append(KindRows(a.name, title, a.keys, a.note,
                            [[*key, *[c.get(title, {}).get(key, "-") for c in per_run]]
                             for key in found]))
     return out
@@ -355,82 +364,113 @@ def build_rows(m: Merged) -> list[list[str]]:
     return rows
 
 
-def builds_differ_lines(m: Merged) -> list[str]:
+def _alert(m: Merged) -> list[Block]:
     if not m.build_differences:
         return []
-    lines = ["## ⚠ Builds differ", ""]
-    for d in m.build_differences:
-        lines.append(f"- **{d.describe()}**" if d.same_inputs else f"- {d.describe()}")
-    return [*lines, ""]
+    items = [[Strong(d.describe()) if d.same_inputs else Escaped(d.describe())]
+             for d in m.build_differences]
+    return [Section((heading("⚠ Builds differ", level=2), bullets(items)), "alert",
+                    "builds-differ")]
 
 
-def gate_lines(m: Merged) -> list[str]:
-    lines = [f"- **{e}**" for e in m.errors]
+def gate_lines(m: Merged) -> Bullets:
+    """Each machine's gate, and the machines whose run ended in an error."""
+    items: list[list[Inline]] = [[Strong(e)] for e in m.errors]
+    depths = [0] * len(items)
     for run in m.runs:
         if run.gate:
-            lines.append(f"- **{run.label}: gate FAILED**")
-            lines += [f"  - {g}" for g in run.gate]
+            items.append([Strong(f"{run.label}: gate FAILED")])
+            items += [[Escaped(g)] for g in run.gate]
+            depths += [0, *[1] * len(run.gate)]
         else:
-            lines.append(f"- {run.label}: gate passed")
-    return lines
+            items.append([Escaped(f"{run.label}: gate passed")])
+            depths.append(0)
+    return bullets(items, depths=depths)
 
 
-def _md(rows: list[list[str]]) -> list[list[str]]:
-    """Table cells as markdown: names and labels from the artifacts escaped (util.escape)."""
-    return [[md_cell(v) for v in row] for row in rows]
+def gate_box(m: Merged) -> Gate:
+    reasons = [f"{r.label}: {g}" for r in m.runs for g in r.gate] + m.errors
+    return Gate(False, "Gate: FAILED", reasons=tuple(reasons)) if reasons else \
+        Gate(True, "Gate: passed on every machine")
 
 
-def _md_lines(lines: list[str]) -> list[str]:
-    """Markdown lines whose text came from the artifacts: tags and ``|`` escaped, ``**`` kept."""
-    out = []
-    for line in lines:
-        head = len(line) - len(line.lstrip(" -#"))
-        body = line[head:]
-        bold = body.startswith("**") and body.endswith("**") and len(body) >= 4
-        text = md_cell(body[2:-2] if bold else body)
-        out.append(line[:head] + (f"**{text}**" if bold else text))
+def _labels(m: Merged) -> list[Escaped]:
+    return escaped(m.labels)
+
+
+def _escaped(rows: list[list[str]]) -> list[list[Escaped]]:
+    """Cells from the artifacts (names, labels): escaped."""
+    return [escaped(row) for row in rows]
+
+
+def summary_table(m: Merged) -> Table:
+    n = len(m.labels)
+    return table(["comparison", *_labels(m), "verdicts agree"], _escaped(summary_rows(m)),
+                 "summary", styles=["", *["verdict"] * n, "agreement"])
+
+
+def kind_table(m: Merged, sec: KindRows) -> Table:
+    return table([*sec.headers, *_labels(m)], _escaped(sec.rows), sec.name)
+
+
+def blocks(m: Merged, view: View) -> list[Block]:
+    """The merged report (``view``: report.md or report.html)."""
+    page = view is View.PAGE
+    out: list[Block] = [heading(f"{m.comparison}: {len(m.runs)} runs merged", level=1),
+                        *_alert(m)]
+    out += [gate_box(m)] if page else []
+    labels = _labels(m)
+    disagree = [r for r in m.rows if not r.agrees]
+    if m.rows:
+        said = ("speedup = median(baseline) / median(candidate) on each machine, 95% CI, verdict"
+                + ("." if page else "; the last column says whether the machines agree."))
+        out += [Section((heading("Summary", level=2, id="summary" if page else ""), text(said))),
+                summary_table(m)]
+        out += ([Chart("merge", partial(report_charts.merge_chart, [
+            (r.name, list(_entries(r).items())) for r in m.rows]),
+            "Speedup with its 95% CI on each machine.")] if page else
+            [text(f"{len(m.rows) - len(disagree)} of {len(m.rows)} comparisons agree on every "
+                  "machine." if disagree else "The verdicts agree on every machine.")])
+        out.append(Section((heading("Medians (baseline → candidate)", level=2),
+                            table(["comparison", *labels], _escaped(median_rows(m)), "medians"))))
+        if metric_rows(m):
+            out.append(Section((heading("Other metrics", level=2), text(METRICS_NOTE),
+                                table(["comparison", "metric", *labels], _escaped(metric_rows(m)),
+                                      "metrics", styles=["", "", *["verdict"] * len(labels)]))))
+    out += [Section((heading(sec.title, level=2), text(f"{sec.note}."), kind_table(m, sec)))
+            for sec in kind_sections(m)]
+    out += [] if page else [heading("Gate", level=2), gate_lines(m)]
+    out.append(Section((heading("Machines", level=2, id="machines" if page else ""),
+                        table(["", *labels], _escaped(machine_rows(m)), "machines"))))
+    out += [Data(f"machine.json of {r.label}", r.results.machine) for r in m.runs] if page else []
+    out.append(Section((heading("Builds (artifact sha256)", level=2, id="builds" if page else ""),
+                        table(["variant", *labels, "across machines"], _escaped(build_rows(m)),
+                              "builds"))))
+    out += [Data(f"manifest of {v} on {r.label}", man)
+            for r in m.runs for v, man in r.results.builds.items()] if page else []
     return out
 
 
 def render_markdown(m: Merged) -> str:
-    labels = [md_cell(label) for label in m.labels]
-    lines = [f"# {m.comparison}: {len(m.runs)} runs merged", ""]
-    lines += _md_lines(builds_differ_lines(m))
-    disagree = [r for r in m.rows if not r.agrees]
-    if m.rows:
-        lines += ["## Summary", "",
-                  "speedup = median(baseline) / median(candidate) on each machine, 95% CI, "
-                  "verdict; the last column says whether the machines agree.", ""]
-        lines += [md_table(["comparison", *labels, "verdicts agree"], _md(summary_rows(m))), ""]
-        lines += [f"{len(m.rows) - len(disagree)} of {len(m.rows)} comparisons agree on every "
-                  "machine." if disagree else "The verdicts agree on every machine.", ""]
-        lines += ["## Medians (baseline → candidate)", "",
-                  md_table(["comparison", *labels], _md(median_rows(m))), ""]
-        if metric_rows(m):
-            lines += ["## Other metrics", "", METRICS_NOTE, "",
-                      md_table(["comparison", "metric", *labels], _md(metric_rows(m))), ""]
+    return md_format.document(blocks(m, View.REPORT))
+
+
+def render_html(m: Merged) -> str:
+    return html_format.page(f"{m.comparison}: merged", blocks(m, View.PAGE))
+
+
+def summary_blocks(m: Merged) -> list[Block]:
+    """The merged result for a CI job summary: the table, agreement, builds and the gate."""
+    out: list[Block] = [heading("patchbench ", Code(m.comparison), f" on {len(m.runs)} machines"),
+                        *_alert(m)]
+    out += [summary_table(m)] if m.rows else []
     for sec in kind_sections(m):
-        lines += [f"## {sec.title}", "", f"{sec.note}.", "",
-                  md_table([*sec.headers, *labels], _md([list(r) for r in sec.rows])), ""]
-    lines += ["## Gate", "", *_md_lines(gate_lines(m)), ""]
-    lines += ["## Machines", "", md_table(["", *labels], _md(machine_rows(m))), ""]
-    lines += ["## Builds (artifact sha256)", "",
-              md_table(["variant", *labels, "across machines"], _md(build_rows(m))), ""]
-    return "\n".join(lines)
+        out += [kind_table(m, sec), text(f"({sec.note})")]
+    return [*out, gate_lines(m)]
 
 
 def summary_markdown(m: Merged) -> str:
-    """The merged result for a CI job summary: the table, agreement, builds and the gate."""
-    labels = [md_cell(label) for label in m.labels]
-    lines = [f"### patchbench {md_code(m.comparison)} on {len(m.runs)} machines", ""]
-    lines += _md_lines(builds_differ_lines(m))
-    if m.rows:
-        lines += [md_table(["comparison", *labels, "verdicts agree"], _md(summary_rows(m))), ""]
-    for sec in kind_sections(m):
-        lines += [md_table([*sec.headers, *labels], _md([list(r) for r in sec.rows])), "",
-                  f"({sec.note})", ""]
-    lines += [*_md_lines(gate_lines(m)), ""]
-    return "\n".join(lines) + "\n"
+    return md_format.document(summary_blocks(m), "\n\n")
 
 
 def to_json(m: Merged) -> dict[str, Any]:
@@ -455,49 +495,3 @@ def _entries(row: MergedRow) -> dict[str, dict[str, Any] | None]:
             for label, c in row.per_machine.items()}
 
 
-def render_html(m: Merged) -> str:
-    labels = m.labels
-    body = [f"<h1>{esc(m.comparison)}: {len(m.runs)} runs merged</h1>"]
-    if m.build_differences:
-        items = "".join(f"<li>{'<b>' if d.same_inputs else ''}{esc(d.describe())}"
-                        f"{'</b>' if d.same_inputs else ''}</li>" for d in m.build_differences)
-        body.append(f'<div class="alert" id="builds-differ"><h2>⚠ Builds differ</h2>'
-                    f"<ul>{items}</ul></div>")
-    failed = [r for r in m.runs if r.gate]
-    gate_items = "".join(f"<li>{esc(r.label)}: {esc(g)}</li>" for r in failed for g in r.gate)
-    gate_items += "".join(f"<li>{esc(e)}</li>" for e in m.errors)
-    failed_any = bool(failed or m.errors)
-    body.append(f'<div class="gate {"failed" if failed_any else "passed"}" id="gate">Gate: '
-                + (f"FAILED<ul>{gate_items}</ul>" if failed_any else "passed on every machine")
-                + "</div>")
-    if m.rows:
-        n = len(labels)
-        body.append('<h2 id="summary">Summary</h2><p>speedup = median(baseline) / '
-                    "median(candidate) on each machine, 95% CI, verdict.</p>")
-        body.append(table(["comparison", *labels, "verdicts agree"], summary_rows(m), "summary",
-                          lambda i, j, v: verdict_class(str(v)) if 1 <= j <= n
-                          else ("verdict-slower" if j == n + 1 and str(v).startswith("NO")
-                                else "")))
-        body.append(chart(report_charts.merge_chart(
-            [(r.name, list(_entries(r).items())) for r in m.rows]),
-            "merge", "Speedup with its 95% CI on each machine."))
-        body.append("<h2>Medians (baseline → candidate)</h2>"
-                    + table(["comparison", *labels], median_rows(m), "medians"))
-        if metric_rows(m):
-            n = len(labels)
-            body.append(f"<h2>Other metrics</h2><p>{esc(METRICS_NOTE)}</p>"
-                        + table(["comparison", "metric", *labels], metric_rows(m), "metrics",
-                                lambda i, j, v: verdict_class(str(v)) if 2 <= j <= n + 1
-                                else ""))
-    for sec in kind_sections(m):
-        body.append(f"<h2>{esc(sec.title)}</h2><p>{esc(sec.note)}.</p>"
-                    + table([*sec.headers, *labels], sec.rows, sec.name))
-    body.append('<h2 id="machines">Machines</h2>'
-                + table(["", *labels], machine_rows(m), "machines"))
-    body += [details(f"machine.json of {r.label}", json_block(r.results.machine))
-             for r in m.runs]
-    body.append('<h2 id="builds">Builds (artifact sha256)</h2>'
-                + table(["variant", *labels, "across machines"], build_rows(m), "builds"))
-    body += [details(f"manifest of {v} on {r.label}", json_block(man))
-             for r in m.runs for v, man in r.results.builds.items()]
-    return page(f"{m.comparison}: merged", "\n".join(body))

@@ -58,6 +58,23 @@ def save_complete(run_dir: Path, results: Results, extra_files: dict[str, Path])
         ) from None
 
 
+def load_run(path: Path) -> Results:
+    """A saved run (its folder or its results.json), of any results version patchbench knows,
+    every comparison judged by the live rule (patchbench.analysis.rejudge)."""
+    from patchbench.analysis.rejudge import rejudge
+
+    return rejudge(results_mod.load(path))
+
+
+def latest_run(reports: Path, comparison: str | None) -> Path:
+    dirs = [p.parent for p in reports.glob(("*" if comparison is None else comparison)
+                                              + "/*/results.json")]
+    if not dirs:
+        raise ReportError(f"no saved runs under {reports}" +
+                          (f"/{comparison}" if comparison else ""))
+    return max(dirs, key=lambda p: p.name)
+
+
 def reserve(parent: Path, stamp: str) -> Path:
     """An empty directory ``parent/stamp[-n]`` made with an exclusive mkdir."""
     n = 1
@@ -74,16 +91,15 @@ def reserve(parent: Path, stamp: str) -> Path:
 def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path:
     """Render the report folder of the run whose complete results are ``results_file``."""
     from patchbench.gate import failures
-    from patchbench.report import render
-    from patchbench.report.html import render_html
+    from patchbench.runs import document
 
     run_dir = results_file.parent
     res = results_mod.load(results_file)  # not UTF-8, not JSON, wrong shape: ReportError
     comparison = res.comparison
     later = f"invoke report --from {run_dir.name}"
-    text = render_checked(lambda r: render(r, gate=r.gate_reasons(failures) if r.gate else None),
-                          res, results_file)
-    html = render_checked(lambda r: render_html(r, gate=r.gate_reasons(failures)), res,
+    text = render_checked(lambda r: document.markdown(
+        r, gate=r.gate_reasons(failures) if r.gate else None), res, results_file)
+    html = render_checked(lambda r: document.html(r, gate=r.gate_reasons(failures)), res,
                           results_file)
     tmp: Path | None = None
     final: Path | None = None

@@ -7,12 +7,26 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from patchbench.report.blocks import Table
-from patchbench.report.markdown import md_table, summary_table
+from patchbench.report.blocks import (
+    Block,
+    Cell,
+    Code,
+    Escaped,
+    Fold,
+    Inline,
+    Strong,
+    Table,
+    View,
+    bullets,
+    escaped,
+    heading,
+    text,
+)
+from patchbench.report.markdown import document as document_md
 from patchbench.report.numbers import fmt_aa
 from patchbench.results import Results, RunInput, TimedResult, as_results
+from patchbench.runs import document
 from patchbench.scenarios import KINDS
-from patchbench.util.escape import md_cell, md_code
 
 
 def summary_path(explicit: str | os.PathLike[str] | None,
@@ -24,50 +38,42 @@ def summary_path(explicit: str | os.PathLike[str] | None,
     return Path(value) if value else None
 
 
-def gate_markdown(reasons: Sequence[str]) -> str:
-    if not reasons:
-        return "**Gate: passed** — no candidate significantly slower, every check passed."
-    return "**Gate: FAILED**\n\n" + "\n".join(f"- {md_cell(r)}" for r in reasons)
-
-
 def kind_tables(results: Results) -> list[Table]:
-    """The kinds' own tables of a job summary (``ScenarioKind.summary``): the rows of every
+    """The kinds' own tables of a job summary (their blocks for View.SUMMARY): the rows of every
     scenario whose table has the same headers are one table, in the order they first appear.
-    Names and builds come from the file: every cell is escaped (util.escape)."""
-    rows: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    Names and builds come from the file: every cell is escaped."""
+    rows: dict[tuple[Cell, ...], list[tuple[Cell, ...]]] = {}
     for sc in results.scenarios:
-        t = KINDS[sc.kind].summary(sc)
-        if t is not None and t.rows:
-            rows.setdefault(t.headers, []).extend(
-                tuple(md_cell(v) for v in row) for row in t.rows)
+        for t in KINDS[sc.kind].blocks(sc, View.SUMMARY):
+            if isinstance(t, Table) and t.rows:
+                rows.setdefault(t.headers, []).extend(tuple(escaped(row)) for row in t.rows)
     return [Table(headers, tuple(r)) for headers, r in rows.items()]
 
 
-def summary_markdown(run: RunInput, gate_reasons: Sequence[str] | None) -> str:
+def blocks(results: Results, gate_reasons: Sequence[str] | None) -> list[Block]:
     """One run's summary for a CI job page; ``gate_reasons`` None: made without --gate, so no
     gate line."""
-    results = as_results(run)
     m = results.machine  # free-form (patchbench.measure.machine), as the run recorded it
-    lines = [
-        f"### patchbench {md_code(results.comparison)}"  # spans a backtick cannot close
-        + (f" — {md_code(results.run_dir)}" if results.run_dir else ""),
-        "",
-        f"{md_cell(m.get('cpu_model'))}, {md_cell(m.get('cpu_count'))} cores, kernel "
-        f"{md_cell(m.get('kernel'))}; seed {results.seed}"
-        + (" — **A/A run**" if results.aa else "")
-        + (f" ({fmt_aa(results.aa_build)[0]})" if results.aa_build is not None else ""),
-        "",
-    ]
+    title: list[Inline] = ["patchbench ", Code(results.comparison)]
+    title += [" — ", Code(results.run_dir)] if results.run_dir else []
+    aa: list[Inline] = [" — ", Strong("A/A run")] if results.aa else []
+    aa += [f" ({fmt_aa(results.aa_build)[0]})"] if results.aa_build is not None else []
+    out: list[Block] = [heading(*title), text(
+        Escaped(str(m.get("cpu_model"))), ", ", Escaped(str(m.get("cpu_count"))), " cores, kernel ",
+        Escaped(str(m.get("kernel"))), f"; seed {results.seed}", *aa)]
     if any(isinstance(sc, TimedResult) and sc.comparisons for sc in results.scenarios):
-        lines += [summary_table(results, "github"), ""]
-    for t in kind_tables(results):
-        lines += [md_table(t.headers, t.rows), ""]
-    if gate_reasons is not None:
-        lines += [gate_markdown(gate_reasons), ""]
+        out.append(document.summary_table(results))
+    out += kind_tables(results)
+    out += [document.gate_box(gate_reasons)] if gate_reasons is not None else []
     if results.warnings:
-        lines += [f"<details><summary>{len(results.warnings)} warnings</summary>", ""]
-        lines += [f"- {md_cell(w)}" for w in results.warnings] + ["", "</details>", ""]
-    return "\n".join(lines) + "\n"
+        out.append(Fold(f"{len(results.warnings)} warnings",
+                        (bullets([[Escaped(w)] for w in results.warnings]),)))
+    return out
+
+
+def summary_markdown(run: RunInput, gate_reasons: Sequence[str] | None) -> str:
+    """One run's summary for a CI job page, as markdown (an empty line after it)."""
+    return document_md(blocks(as_results(run), gate_reasons), "\n\n")
 
 
 def append_text(path: Path, text: str) -> None:

@@ -111,11 +111,11 @@ def check_requirements(target: Target) -> None:
             hints.append("run it as root, e.g. sudo -E invoke compare ...")
         elif req == "cgroups" and not Path("/sys/fs/cgroup").is_dir():
             missing.append("cgroups (/sys/fs/cgroup)")
-    from patchbench.util import command
+    from patchbench.util import cmd
 
     for tool in target.tools:
         try:
-            command.which(tool)
+            cmd.which(tool)
         except RequirementError as exc:
             missing.append(tool)
             if exc.hint:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchbench.config import Comparison, Project, Target
 from patchbench.errors import RequirementError
-from patchbench.util import command
+from patchbench.util import cmd
 
 IMAGE = "docker.io/library/alpine:3.20"
 
@@ -60,7 +60,7 @@ class AppleContainerRuntime:
     def _listed(self, variant: str, bin_dir: Path) -> list[str]:
         if not on_apple_silicon():
             return []  # nothing can have been started here
-        res = command.run([bin_dir / "bin" / "container", "list", "--all", "--quiet"], timeout=60,
+        res = cmd.run([bin_dir / "bin" / "container", "list", "--all", "--quiet"], timeout=60,
                           check=False)
         prefix = f"pb-{self.token}-{variant}-"
         return [x for x in res.stdout.split() if x.startswith(prefix)]
@@ -71,7 +71,7 @@ class AppleContainerRuntime:
     def cleanup(self, variant: str, bin_dir: Path) -> list[str]:
         removed = []
         for cid in self._listed(variant, bin_dir):
-            command.run([bin_dir / "bin" / "container", "delete", "--force", cid], timeout=120,
+            cmd.run([bin_dir / "bin" / "container", "delete", "--force", cid], timeout=120,
                         check=False)
             removed.append(f"container {cid}")
         return removed

@@ -20,7 +20,7 @@ from patchbench.config import Comparison, Project, Target
 from patchbench.docker import engine as engines
 from patchbench.docker import images
 from patchbench.errors import BenchmarkError, RequirementError
-from patchbench.util import command
+from patchbench.util import cmd
 from patchbench.util.files import sha256_file
 from patchbench.util.progress import say
 
@@ -215,7 +215,7 @@ class DockerRunRuntime:
     def record(self) -> dict[str, Any] | None:
         if self.engine is None and self.image is None:
             return None
-        cli = command.run([shutil.which("docker") or "docker", "--version"], check=False,
+        cli = cmd.run([shutil.which("docker") or "docker", "--version"], check=False,
                           timeout=30).stdout.strip()
         return {
             "name": self.name,
@@ -231,7 +231,7 @@ class DockerRunRuntime:
                                     add_runtime_args(self.variants))
         lines = [
             "check: sha256 of every variant's bin/runc equals its build manifest's (else refuse)",
-            f"engine: {command.quote(argv)}",
+            f"engine: {cmd.quote(argv)}",
             "check: `docker info` lists every pb-<variant> with that path; sha256 checked again",
             "image: one-layer busybox (the host's static busybox, fixed dates) written as a "
             f"`docker save` archive and loaded (`docker load`) under {state / 'images'}; "

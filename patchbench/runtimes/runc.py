@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchbench.config import Comparison, Project, Target
 from patchbench.errors import BenchmarkError, RequirementError
-from patchbench.util import command
+from patchbench.util import cmd
 from patchbench.util.progress import say
 
 OCI_CLIS = ("runc", "crun", "youki")  # the artifacts taken for the runtime's CLI, in this order
@@ -127,7 +127,7 @@ def write_config(runc: Path, bundle: Path, args: list[str], rootfs: Path) -> Non
     cfg = bundle / "config.json"
     if cfg.exists():
         cfg.unlink()
-    command.run([runc, "spec"], cwd=bundle, timeout=30, error=BenchmarkError,
+    cmd.run([runc, "spec"], cwd=bundle, timeout=30, error=BenchmarkError,
                 what=f"{runc.name} spec")
     data = json.loads(cfg.read_text())
     data["process"]["terminal"] = False
@@ -155,7 +155,7 @@ _LDD_LIB = re.compile(r"^\s*(?:\S+ => )?(/\S+) \(0x[0-9a-f]+\)$")
 def needed_libraries(binary: Path) -> list[Path]:
     """The shared libraries a dynamically linked program loads (its interpreter too), as ``ldd``
     resolves them on this host; RequirementError when one is not found."""
-    res = command.run(["ldd", binary], timeout=30, check=False)
+    res = cmd.run(["ldd", binary], timeout=30, check=False)
     missing = [line.split()[0] for line in res.stdout.splitlines() if "not found" in line]
     if missing:
         raise RequirementError(f"{binary} needs {', '.join(missing)}, which this host does not "
@@ -229,7 +229,7 @@ def container_ids(listing: str) -> list[str]:
 def list_containers(runc: Path, root: Path) -> list[str]:
     if not root.exists():
         return []
-    res = command.run([runc, "--root", root, "list", "-q"], timeout=30, check=False)
+    res = cmd.run([runc, "--root", root, "list", "-q"], timeout=30, check=False)
     return container_ids(res.stdout)
 
 
@@ -272,8 +272,8 @@ def purge(runc: Path, root: Path, prefix: str, cgroup_base: Path = CGROUP_ROOT) 
     found and removed."""
     removed: list[str] = []
     for cid in list_containers(runc, root):
-        command.run([runc, "--root", root, "kill", cid, "KILL"], timeout=30, check=False)
-        command.run([runc, "--root", root, "delete", "-f", cid], timeout=60, check=False)
+        cmd.run([runc, "--root", root, "kill", cid, "KILL"], timeout=30, check=False)
+        cmd.run([runc, "--root", root, "delete", "-f", cid], timeout=60, check=False)
         removed.append(f"container {cid}")
     for cg in cgroups_of(prefix, cgroup_base):
         remove_cgroup(cg)

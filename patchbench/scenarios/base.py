@@ -21,13 +21,12 @@ from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.errors import ConfigError, PatchbenchError
 from patchbench.measure import bench, hangs
 from patchbench.measure.bench import Cell, Invocation, Samples
-from patchbench.report.blocks import Across, Block, Table
+from patchbench.report.blocks import Block, View
 from patchbench.results import Cell as CellResult
 from patchbench.results import Check, Hangs, HangTest, ScenarioResult, Verdict
-from patchbench.scenarios import budget
 from patchbench.scenarios.steps import StepRule
-from patchbench.util import command, progress
-from patchbench.util.command import Background
+from patchbench.util import cmd
+from patchbench.util.cmd import Background
 from patchbench.util.layout import Layout
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
@@ -59,8 +58,8 @@ class ScenarioContext(Generic[ConfigT]):
     extra_files: dict[str, Path] = field(default_factory=dict)  # copied into the report folder
     # names instances when no runtime does ({id}); stress counts listed names with this prefix
     token: str = field(default_factory=lambda: secrets.token_hex(3))
-    # --until-ci or --budget: the stopping rule, and how each set of rounds ended (see
-    # precision_rule)
+    # --until-ci or --budget: the stopping rule, and how each set of rounds ended
+    # (scenarios/stopping.py)
     until: sequential.UntilCI | sequential.Budget | None = None
     stops: list[results.Stopping] = field(default_factory=list)
     # --budget and --gate: the level of each set's looks, by condition ("" without conditions):
@@ -127,23 +126,12 @@ class ScenarioKind(Protocol[KindConfig, KindResult]):
         """Why this scenario fails an A/B gate, beyond "significantly slower" (judged for all
         kinds at once, Holm-adjusted); empty when it passes."""
 
-    def report(self, result: KindResult, *, details: bool = True) -> list[Block]:
-        """report.md's part of this scenario after its header and (a timed kind) its cells'
-        detail table (patchbench.report.markdown formats it). Without ``details``, a timed kind
-        leaves out its round-paired details and hangs (what ``compare`` prints)."""
-
-    def page(self, result: KindResult) -> list[Block]:
-        """report.html's part of this scenario after the same (patchbench.report.html formats
-        it)."""
-
-    def summary(self, result: KindResult) -> Table | None:
-        """This scenario's rows of a CI job summary's table of this kind (the tables of all
-        scenarios with the same headers are one table); None: nothing beyond the summary
-        table."""
-
-    def across(self, result: KindResult) -> Across | None:
-        """This scenario's cells of a merged report's section of this kind (one column per
-        run); None: nothing beyond the merged summary."""
+    def blocks(self, result: KindResult, view: View) -> list[Block]:
+        """How this scenario is shown (pytest's report hooks): its part of report.md after its
+        header and (a timed kind) its cells' detail table, the same without round-paired details
+        and hangs (what ``compare`` prints), its part of report.html, its table rows of a CI job
+        summary (Table blocks; the rows of all scenarios with the same headers are one table),
+        its cells of a merged report (Across blocks); an empty list: nothing."""
 
 
 # --- shared helpers -------------------------------------------------------------------------
@@ -218,62 +206,6 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
                            metrics=mets, **judged.record)
 
 
-def precision_rule(ctx: ScenarioContext[ScenarioConfig], cells: Sequence[Cell], seed: int
-                   ) -> bench.More | None:
-    """``--until-ci`` (patchbench.analysis.sequential) or ``--budget`` (scenarios/budget.py) for
-    one set of interleaved rounds of ``cells``: the ``more`` callback of ``bench.measure``, or
-    None without either option or without a candidate to compare. It plans the looks, sets
-    ``ctx.alpha`` to the level of each look (the comparisons are judged at it), and appends how
-    it stopped to ``ctx.stops``. Each look judges with the signs of the order the rounds ran in
-    (given to ``more``), as the saved verdict does."""
-    until = ctx.until
-    base = ctx.built[0].variant.name
-    pairs = [(Cell(base, c.params), c) for c in cells if c.variant != base]
-    pairs = [(b, c) for b, c in pairs if b in cells]
-    if until is None or not pairs:
-        return None
-    if isinstance(until, sequential.Budget):  # --budget: scenarios/budget.py
-        return budget.rule(ctx, cells, pairs, until)
-    sc = ctx.scenario
-    if until.max_rounds < sc.rounds:
-        raise ConfigError(f"--max-rounds {until.max_rounds}: scenario {sc.name} already runs "
-                          f"{sc.rounds} rounds", hint="give a budget of at least its rounds")
-    looks = sequential.planned_looks(sc.rounds, until.max_rounds, len(bench.williams(len(cells))))
-    level = sequential.alpha_per_look(until.alpha, looks)
-    ctx.alpha = level
-    seen: list[results.Look] = []
-    condition = cells[0].param("condition") or ""
-
-    def more(samples: dict[Cell, Samples], done: int, order: list[list[str]]) -> bench.Plan:
-        widths: list[float | None] = []
-        for b, c in pairs:
-            sb, sk = samples[b], samples[c]
-            if not set(sb.rounds) & set(sk.rounds):
-                widths.append(None)
-                continue
-            v = paired.paired_verdict(sb.times, sb.rounds, sk.times, sk.rounds, alpha=level,
-                                      min_effect=ctx.min_effect,
-                                      signs=paired.neighbour_signs(order, b.label, c.label))
-            widths.append(sequential.half_width(v.ci_low, v.ci_high))
-        worst = None if any(w is None for w in widths) else max(w for w in widths if w is not None)
-        seen.append(results.Look(rounds=done, half_width=worst))
-        d = sequential.decide(looks, done, widths, until.target)
-        shown = f"{worst * 100:.1f} %" if worst is not None else "none"
-        if d.add:
-            progress.say(f"  {sc.name}: round {done}: CI half-width {shown} > "
-                         f"{until.target * 100:.3g} %: {d.add} more rounds (--until-ci)")
-            return bench.Plan(d.add)
-        ctx.stops.append(results.Stopping(
-            scenario=sc.name, condition=condition, target=until.target,
-            max_rounds=until.max_rounds, alpha=until.alpha, alpha_per_look=level,
-            planned_looks=looks, looks=list(seen), stopped_at=done, reason=d.reason,
-            rule=sequential.RULE))
-        progress.say(f"  {sc.name}: " + sequential.describe(done, d.reason, worst, until.target))
-        return bench.Plan(0)
-
-    return more
-
-
 def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:
     """A withheld verdict (too few rounds) and drift between blocks, per comparison."""
     return [w for c in comparisons
@@ -294,7 +226,7 @@ def run_verify(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], argv_tem
         argv = bench.fill_argv(argv_template, ctx.values(ctx.build_of(cell.variant), cell),
                                sc.name)
         try:
-            res = command.run(argv, timeout=sc.timeout * 10, check=False)
+            res = cmd.run(argv, timeout=sc.timeout * 10, check=False)
         except PatchbenchError as exc:
             out[cell.variant] = results.Check(command=shlex.join(argv), exit_code=None,
                                               passed=False, output=exc.message)

@@ -20,7 +20,9 @@ from patchbench.errors import BenchmarkError
 from patchbench.measure import bench, launcher
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
-from patchbench.report.blocks import Across, Block, Image, Table, table, text
+from patchbench.report.blocks import MARKDOWN, Block, Image, View, table, text
+from patchbench.report.kind_blocks import k_chart, k_tables, timed_blocks, timed_charts
+from patchbench.report.metric_blocks import metric_page
 from patchbench.report.numbers import fmt_ratio, fmt_time
 from patchbench.results import (
     Figure,
@@ -43,10 +45,8 @@ from patchbench.scenarios.command import (
     timed_results,
     with_deadline,
 )
-from patchbench.scenarios.metric_views import metric_page
 from patchbench.scenarios.steps import StepRule
-from patchbench.scenarios.views import k_chart, k_tables, timed_blocks, timed_charts
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 from patchbench.util.models import Name, StrictModel
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
@@ -202,51 +202,51 @@ class BurstKind:
     def gate(self, result: BurstResult) -> list[str]:
         return hang_gate(result.name, result.comparisons, result.cells)
 
-    def report(self, result: BurstResult, *, details: bool = True) -> list[Block]:
-        """The seed report's shape: k | baseline | candidate | speedup, plus launcher overhead;
-        the chart file; the phase medians."""
-        sc = result
-        variants = list(sc.slope_s_per_instance)
-        cells = {c.label: c for c in sc.cells}
-        comps = {c.candidate: c for c in sc.comparisons}
-        rows = []
-        for k in sc.k:
-            row: list[str] = [str(k)]
-            row += [fmt_time(cells[f"{v} k={k}"].summary.median) for v in variants]
-            row += [fmt_ratio(comps[f"{v} k={k}"]) for v in variants[1:]]
-            row.append(fmt_time(sc.launcher_overhead[str(k)]))
-            rows.append(row)
-        slope = ", ".join(f"{v} {s * 1e3:.2f} ms" for v, s in sc.slope_s_per_instance.items())
-        out = [*(timed_blocks(sc, deadlines=True) if details else []),
-               table(["k at once", *variants, *[f"speedup {v} [95% CI]" for v in variants[1:]],
-                      "launcher overhead"], rows),
-               text("Slope (seconds per extra instance, least squares over median times): "
-                    f"{slope}.")]
-        if sc.chart:
-            out.append(Image(sc.chart, "time against k"))
-        if sc.phases:
-            names = sc.phase_names
-            prows = [[variant, k, *[fmt_time(res.median.get(n)) for n in names],
-                      fmt_time(res.total_median)]
-                     for variant, per_k in sc.phases.items() for k, res in per_k.items()]
-            out += [text("Median phase times (every instance of every run):"),
-                    table(["build", "k", *names, "total"], prows)]
-        return out
+    def blocks(self, result: BurstResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
-    def page(self, result: BurstResult) -> list[Block]:
-        """The k table (a "-" where a cell is missing), the slopes, the phases; the charts."""
-        sc = result
-        data = sc.model_dump(mode="json")
-        return [*k_tables(self.name, sc.k, sc.cells, sc.comparisons, overhead=sc.launcher_overhead,
-                          slopes=sc.slope_s_per_instance, phases=sc.phases,
-                          phase_names=sc.phase_names),
-                *timed_charts(data), k_chart(self.name, data), *metric_page(sc)]
 
-    def summary(self, result: BurstResult) -> Table | None:
-        return None
+def report(result: BurstResult, *, details: bool) -> list[Block]:
+    """The seed report's shape: k | baseline | candidate | speedup, plus launcher overhead;
+    the chart file; the phase medians."""
+    sc = result
+    variants = list(sc.slope_s_per_instance)
+    cells = {c.label: c for c in sc.cells}
+    comps = {c.candidate: c for c in sc.comparisons}
+    rows = []
+    for k in sc.k:
+        row: list[str] = [str(k)]
+        row += [fmt_time(cells[f"{v} k={k}"].summary.median) for v in variants]
+        row += [fmt_ratio(comps[f"{v} k={k}"]) for v in variants[1:]]
+        row.append(fmt_time(sc.launcher_overhead[str(k)]))
+        rows.append(row)
+    slope = ", ".join(f"{v} {s * 1e3:.2f} ms" for v, s in sc.slope_s_per_instance.items())
+    out = [*(timed_blocks(sc, deadlines=True) if details else []),
+           table(["k at once", *variants, *[f"speedup {v} [95% CI]" for v in variants[1:]],
+                  "launcher overhead"], rows),
+           text("Slope (seconds per extra instance, least squares over median times): "
+                f"{slope}.")]
+    if sc.chart:
+        out.append(Image(sc.chart, "time against k"))
+    if sc.phases:
+        names = sc.phase_names
+        prows = [[variant, k, *[fmt_time(res.median.get(n)) for n in names],
+                  fmt_time(res.total_median)]
+                 for variant, per_k in sc.phases.items() for k, res in per_k.items()]
+        out += [text("Median phase times (every instance of every run):"),
+                table(["build", "k", *names, "total"], prows)]
+    return out
 
-    def across(self, result: BurstResult) -> Across | None:
-        return None
+def page(result: BurstResult) -> list[Block]:
+    """The k table (a "-" where a cell is missing), the slopes, the phases; the charts."""
+    sc = result
+    data = sc.model_dump(mode="json")
+    return [*k_tables(KIND.name, sc.k, sc.cells, sc.comparisons, overhead=sc.launcher_overhead,
+                      slopes=sc.slope_s_per_instance, phases=sc.phases,
+                      phase_names=sc.phase_names),
+            *timed_charts(data), k_chart(KIND.name, data), *metric_page(sc)]
 
 
 def measure_phases(ctx: ScenarioContext[BurstConfig], exe: Path, variants: list[str]
@@ -266,7 +266,7 @@ def measure_phases(ctx: ScenarioContext[BurstConfig], exe: Path, variants: list[
             for phase in sc.phases:
                 argv += ["--then", *bench.fill_argv(phase.command, values, sc.name)]
             out_file = ctx.workdir / f"{sc.name}.phases.{cell.variant}.k{cell.param('k')}.r{r}.json"
-            command.run([exe, "-k", cell.param("k") or "1", "-o", out_file, "--", *argv[1:]],
+            cmd.run([exe, "-k", cell.param("k") or "1", "-o", out_file, "--", *argv[1:]],
                         log=log, timeout=sc.timeout * len(sc.phases) + 30, error=BenchmarkError,
                         what=f"{sc.name} phases {cell.label} run {r}")
             rec = json.loads(out_file.read_text().splitlines()[-1])

@@ -19,9 +19,11 @@ from pydantic import Field
 
 from patchbench import results
 from patchbench.config.scenarios import ScenarioConfig, TimedConfig
-from patchbench.measure import bench, conditions, engine, launcher
+from patchbench.measure import bench, conditions, hyperfine2, launcher
 from patchbench.measure.bench import Cell, Expander, Invocation, Samples
-from patchbench.report.blocks import Across, Block, Table
+from patchbench.report.blocks import Across, Block, View
+from patchbench.report.kind_blocks import timed_blocks, timed_charts, verify_blocks, verify_page
+from patchbench.report.metric_blocks import metric_page, said
 from patchbench.results import AppliedCondition, Check, ScenarioResult, TimedResult, Verdict
 from patchbench.results import Cell as CellResult
 from patchbench.scenarios import command_bundle, profile, scans
@@ -38,16 +40,14 @@ from patchbench.scenarios.base import (
     header,
     noisy_warnings,
     plan_invocation,
-    precision_rule,
     run_verify,
     verdict_warnings,
 )
 from patchbench.scenarios.command_bundle import BundleConfig
-from patchbench.scenarios.metric_views import metric_page, said
 from patchbench.scenarios.profile import Profile
 from patchbench.scenarios.scans import ScanConfig, ScanResult
 from patchbench.scenarios.steps import ByTime, StepRule
-from patchbench.scenarios.views import timed_blocks, timed_charts, verify_blocks, verify_page
+from patchbench.scenarios.stopping import precision_rule
 from patchbench.util import progress
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
@@ -95,7 +95,7 @@ def measure_cells(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], expan
     """hyperfine over ``cells`` in seeded interleaved rounds (see patchbench.measure.bench).
     Stops first (exit 16) without hyperfine 2 or a metric of ``sc`` this machine cannot give."""
     if isinstance(sc, TimedConfig):
-        engine.check(sc.metric_names, f"scenario {sc.name}")
+        hyperfine2.check(sc.metric_names, f"scenario {sc.name}")
     seed = ctx.seed if seed is None else seed
     return bench.measure(sc.name, cells, expand, runs=sc.runs, rounds=sc.rounds,
                          warmup=sc.warmup, timeout=sc.timeout, seed=seed, workdir=ctx.workdir,
@@ -218,35 +218,35 @@ class CommandKind:
                 for variant, v in (result.verify or {}).items() if not v.passed
                 ] + hang_gate(result.name, result.comparisons, result.cells)
 
-    def report(self, result: CommandResult, *, details: bool = True) -> list[Block]:
+    def blocks(self, result: CommandResult, view: View) -> list[Block]:
         base = baseline_of(result)
-        return ((timed_blocks(result, deadlines=True) if details else said(result))
+        if view is View.PAGE:
+            return (verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))
+                    + metric_page(result) + scans.page(result.scan, result.name, result.cells, base)
+                    + profile.page(result.profile, base))
+        if view is View.MERGE:
+            return why_across(result)
+        if view is View.SUMMARY:
+            return []
+        return ((timed_blocks(result, deadlines=True) if view is View.REPORT else said(result))
                 + verify_blocks(result.verify) + scans.blocks(result.scan, base)
                 + profile.blocks(result.profile, base, only=shown_cells(result)))
 
-    def page(self, result: CommandResult) -> list[Block]:
-        base = baseline_of(result)
-        return (verify_page(result.verify) + timed_charts(result.model_dump(mode="json"))
-                + metric_page(result) + scans.page(result.scan, result.name, result.cells, base)
-                + profile.page(result.profile, base))
 
-    def summary(self, result: CommandResult) -> Table | None:
-        return None
-
-    def across(self, result: CommandResult) -> Across | None:
-        """A merged report's cells: each traced cell's syscalls per start and biggest change,
-        each scanned variant's exponent."""
-        rows = [((result.name, cell), note)
-                for cell, note in profile.summary_text(result.profile, baseline_of(result))]
-        if result.scan is not None:
-            rows += [((result.name, f"{f.variant} exponent"
-                       + (f" ({f.condition})" if f.condition else "")),
-                      scans.fmt_exponent(f)) for f in result.scan.fits]
-        if not rows:
-            return None
-        return Across(self.name, "Why: syscalls per start and scans", ("scenario", "cell"),
-                      "syscalls per start (traced runs) and each scan's power-law exponent with "
-                      "its 95% CI, per machine", tuple(rows))
+def why_across(result: CommandResult) -> list[Block]:
+    """A merged report's cells: each traced cell's syscalls per start and biggest change, each
+    scanned variant's exponent."""
+    rows = [((result.name, cell), note)
+            for cell, note in profile.summary_text(result.profile, baseline_of(result))]
+    if result.scan is not None:
+        rows += [((result.name, f"{f.variant} exponent"
+                   + (f" ({f.condition})" if f.condition else "")),
+                  scans.fmt_exponent(f)) for f in result.scan.fits]
+    if not rows:
+        return []
+    return [Across(KIND.name, "Why: syscalls per start and scans", ("scenario", "cell"),
+                   "syscalls per start (traced runs) and each scan's power-law exponent with its "
+                   "95% CI, per machine", tuple(rows))]
 
 
 # --- what tells why: the profile, the scan (patchbench/scenarios/profile.py, scan.py) ---

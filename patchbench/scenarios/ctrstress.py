@@ -28,7 +28,8 @@ from patchbench.errors import PatchbenchError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.measure.oci_image import OciImage, image_name
-from patchbench.report.blocks import Across, Block, Table, table, text
+from patchbench.report.blocks import MARKDOWN, Block, View, table, text
+from patchbench.report.kind_blocks import images_line, round_evidence
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
@@ -41,9 +42,8 @@ from patchbench.scenarios.base import (
     wait_or_capture,
 )
 from patchbench.scenarios.steps import StepRule
-from patchbench.scenarios.views import images_line, round_evidence
-from patchbench.util import command, progress
-from patchbench.util.command import Background
+from patchbench.util import cmd, progress
+from patchbench.util.cmd import Background
 from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
@@ -356,7 +356,7 @@ def apply(d: ContainerdDaemon, action: str, clients: dict[str, Background], time
     pending = list(clients)
     deadline = time.monotonic() + timeout
     while pending:
-        tries = {cid: command.Background(action_argv(d, action, cid), env=d.env(), log=log)
+        tries = {cid: cmd.Background(action_argv(d, action, cid), env=d.env(), log=log)
                  for cid in pending}
         again = []
         for cid, proc in tries.items():
@@ -399,7 +399,7 @@ def run_round(ctx: ScenarioContext[CtrStressConfig], variant: str, d: Containerd
     launched = time.monotonic()
     evidence: list[str] = []
     dirs_before = unlisted_dirs(d)
-    procs = {cid: command.Background(d.run_argv(image, cid, sc.args), env=d.env(), log=log)
+    procs = {cid: cmd.Background(d.run_argv(image, cid, sc.args), env=d.env(), log=log)
              for cid in ids}
     restart_s = None
     try:
@@ -447,7 +447,7 @@ def _detail(c: Census, limit: int = 20) -> list[str]:
 def _fresh(d: ContainerdDaemon, image: OciImage, cid: str, timeout: float, log: Path
            ) -> tuple[bool, str]:
     try:
-        res = command.run(d.run_argv(image, cid, ["true"]), env=d.env(), timeout=timeout,
+        res = cmd.run(d.run_argv(image, cid, ["true"]), env=d.env(), timeout=timeout,
                           check=False, log=log)
     except PatchbenchError as exc:
         return False, exc.message[-500:]
@@ -593,94 +593,93 @@ class CtrStressKind:
         return gate_failures(result.name, {v: pv.model_dump()
                                            for v, pv in result.per_variant.items()})
 
-    def report(self, result: CtrStressResult, *, details: bool = True) -> list[Block]:
-        """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then
-        every round with its draw and what each variant left."""
-        sc = result
-        rows = [[v, str(pv.rounds), ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
-                 ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
-                           if a != "restart") or "-",
-                 str(pv.hangs), str(pv.kill_errors), f"{pv.mounts} ({pv.idmapped_mounts})",
-                 f"{pv.snapshots} / {pv.snapshot_dirs}", str(pv.shims),
-                 f"{pv.tasks} / {pv.containers}", str(pv.rounds_with_leftovers),
-                 str(pv.fresh_failures)]
-                for v, pv in sc.per_variant.items()]
-        out: list[Block] = [
-            text(f"{sc.instances} containers per round (L = {', '.join(map(str, sc.layers))}), "
-                 f"one action per round after a seeded delay in [{sc.delay[0]:g}, "
-                 f"{sc.delay[1]:g}] s, the same for every variant; afterwards (up to "
-                 f"{sc.settle:g} s for the shims to go) what is left is counted, then removed, "
-                 "and a fresh container must run `true`. A kill or delete is retried on each "
-                 "container until it takes effect (hit) or the container has finished (missed) "
-                 "or failed to start (refused). Leftovers are summed over the rounds (after each "
-                 "round and after its fresh start)."),
-            table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused", "hangs",
-                   "kill errors", "mounts left (idmapped)", "snapshots active / unlisted dirs",
-                   "shims left", "tasks / containers left", "rounds with leftovers",
-                   "fresh start failed"], rows)]
-        variants = list(sc.per_variant)
-        cells: dict[tuple[int, str, str], list[int]] = {}
-        for r in sc.rounds_detail:  # (L, action, variant) -> summed leftovers
-            acc = cells.setdefault((r.layers, r.action, r.variant), [0] * 6)
-            for c in (r.left, r.fresh_left):
-                for i, n in enumerate((c.mounts, c.idmapped_mounts, c.snapshots, c.shims,
-                                       c.tasks, c.containers)):
-                    acc[i] += n
-        rows = [[str(n), a, *[("{} ({}) / {} / {} / {} / {}".format(*cells[(n, a, v)])
-                               if (n, a, v) in cells else "-") for v in variants]]
-                for n, a in sorted({(k[0], k[1]) for k in cells})]
-        out += [text("Leftovers by L and action (summed over rounds and fresh starts; mounts "
-                     "(idmapped) / active snapshots / shims / tasks / containers):"),
-                table(["L", "action", *variants], rows)]
-        by_round: dict[int, list[str]] = {}
-        draw: dict[int, list[str]] = {}
-        for r in sc.rounds_detail:
-            c = r.left
-            left = (f"{c.mounts} ({c.idmapped_mounts}) / {c.snapshots} / {c.shims} / "
-                    f"{c.tasks} / {c.containers}")
-            exits = ", ".join(f"{code if code is not None else 'hang'}×{n}" for code, n in sorted(
-                ((x, r.exit_codes.count(x)) for x in set(r.exit_codes)),
-                key=lambda t: (t[0] is None, t[0] or 0)))
-            hits = ", ".join(f"{a} {n}" for a, n in sorted(r.action_outcomes.items())
-                             if a != "restart")
-            by_round.setdefault(r.round, []).append(
-                f"{r.variant}: {hits + '; ' if hits else ''}exits {exits}; left {left}; "
-                f"fresh {'ok' if r.fresh_ok else 'FAILED'}")
-            draw[r.round] = [str(r.round), str(r.layers), r.action, f"{r.delay_s:.2f} s"]
-        rows = [[*draw[n], "<br>".join(by_round[n])] for n in sorted(draw)]
-        out += [text("Every round (left: mounts (idmapped) / active snapshots / shims / tasks / "
-                     "containers):"),
-                table(["round", "L", "action", "delay", "per variant"], rows),
-                images_line(sc.images, sc.runc)]
-        return out + round_evidence(
-            [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
-            sc.evidence_summary)
+    def blocks(self, result: CtrStressResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
-    def page(self, result: CtrStressResult) -> list[Block]:
-        """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""
-        sc = result
-        if not sc.per_variant:
-            return []
-        rows = [[v, pv.rounds, ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
-                 ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
-                           if a != "restart") or "-",
-                 pv.hangs, f"{pv.mounts} ({pv.idmapped_mounts})",
-                 f"{pv.snapshots} / {pv.snapshot_dirs}", pv.shims, f"{pv.tasks} / {pv.containers}",
-                 pv.fresh_failures]
-                for v, pv in sc.per_variant.items()]
-        return [text(f"{sc.instances} containers per round, layers "
-                     f"{', '.join(map(str, sc.layers))}; one action per round, the same for every "
-                     "variant; leftovers counted, then removed, after each round."),
-                table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused",
-                       "hangs", "mounts left (idmapped)", "snapshots active / unlisted dirs",
-                       "shims left", "tasks / containers left", "fresh start failed"], rows,
-                      stress.KIND.name)]  # the stress kind's table class: found as one
+def report(result: CtrStressResult, *, details: bool = True) -> list[Block]:
+    """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then
+    every round with its draw and what each variant left."""
+    sc = result
+    rows = [[v, str(pv.rounds), ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
+             ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
+                       if a != "restart") or "-",
+             str(pv.hangs), str(pv.kill_errors), f"{pv.mounts} ({pv.idmapped_mounts})",
+             f"{pv.snapshots} / {pv.snapshot_dirs}", str(pv.shims),
+             f"{pv.tasks} / {pv.containers}", str(pv.rounds_with_leftovers),
+             str(pv.fresh_failures)]
+            for v, pv in sc.per_variant.items()]
+    out: list[Block] = [
+        text(f"{sc.instances} containers per round (L = {', '.join(map(str, sc.layers))}), "
+             f"one action per round after a seeded delay in [{sc.delay[0]:g}, "
+             f"{sc.delay[1]:g}] s, the same for every variant; afterwards (up to "
+             f"{sc.settle:g} s for the shims to go) what is left is counted, then removed, "
+             "and a fresh container must run `true`. A kill or delete is retried on each "
+             "container until it takes effect (hit) or the container has finished (missed) "
+             "or failed to start (refused). Leftovers are summed over the rounds (after each "
+             "round and after its fresh start)."),
+        table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused", "hangs",
+               "kill errors", "mounts left (idmapped)", "snapshots active / unlisted dirs",
+               "shims left", "tasks / containers left", "rounds with leftovers",
+               "fresh start failed"], rows)]
+    variants = list(sc.per_variant)
+    cells: dict[tuple[int, str, str], list[int]] = {}
+    for r in sc.rounds_detail:  # (L, action, variant) -> summed leftovers
+        acc = cells.setdefault((r.layers, r.action, r.variant), [0] * 6)
+        for c in (r.left, r.fresh_left):
+            for i, n in enumerate((c.mounts, c.idmapped_mounts, c.snapshots, c.shims,
+                                   c.tasks, c.containers)):
+                acc[i] += n
+    rows = [[str(n), a, *[("{} ({}) / {} / {} / {} / {}".format(*cells[(n, a, v)])
+                           if (n, a, v) in cells else "-") for v in variants]]
+            for n, a in sorted({(k[0], k[1]) for k in cells})]
+    out += [text("Leftovers by L and action (summed over rounds and fresh starts; mounts "
+                 "(idmapped) / active snapshots / shims / tasks / containers):"),
+            table(["L", "action", *variants], rows)]
+    by_round: dict[int, list[str]] = {}
+    draw: dict[int, list[str]] = {}
+    for r in sc.rounds_detail:
+        c = r.left
+        left = (f"{c.mounts} ({c.idmapped_mounts}) / {c.snapshots} / {c.shims} / "
+                f"{c.tasks} / {c.containers}")
+        exits = ", ".join(f"{code if code is not None else 'hang'}×{n}" for code, n in sorted(
+            ((x, r.exit_codes.count(x)) for x in set(r.exit_codes)),
+            key=lambda t: (t[0] is None, t[0] or 0)))
+        hits = ", ".join(f"{a} {n}" for a, n in sorted(r.action_outcomes.items())
+                         if a != "restart")
+        by_round.setdefault(r.round, []).append(
+            f"{r.variant}: {hits + '; ' if hits else ''}exits {exits}; left {left}; "
+            f"fresh {'ok' if r.fresh_ok else 'FAILED'}")
+        draw[r.round] = [str(r.round), str(r.layers), r.action, f"{r.delay_s:.2f} s"]
+    rows = [[*draw[n], "<br>".join(by_round[n])] for n in sorted(draw)]
+    out += [text("Every round (left: mounts (idmapped) / active snapshots / shims / tasks / "
+                 "containers):"),
+            table(["round", "L", "action", "delay", "per variant"], rows),
+            images_line(sc.images, sc.runc)]
+    return out + round_evidence(
+        [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
+        sc.evidence_summary)
 
-    def summary(self, result: CtrStressResult) -> Table | None:
-        return None
-
-    def across(self, result: CtrStressResult) -> Across | None:
-        return None
+def page(result: CtrStressResult) -> list[Block]:
+    """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""
+    sc = result
+    if not sc.per_variant:
+        return []
+    rows = [[v, pv.rounds, ", ".join(f"{a} {n}" for a, n in sorted(pv.actions.items())),
+             ", ".join(f"{a} {n}" for a, n in pv.action_outcomes.items()
+                       if a != "restart") or "-",
+             pv.hangs, f"{pv.mounts} ({pv.idmapped_mounts})",
+             f"{pv.snapshots} / {pv.snapshot_dirs}", pv.shims, f"{pv.tasks} / {pv.containers}",
+             pv.fresh_failures]
+            for v, pv in sc.per_variant.items()]
+    return [text(f"{sc.instances} containers per round, layers "
+                 f"{', '.join(map(str, sc.layers))}; one action per round, the same for every "
+                 "variant; leftovers counted, then removed, after each round."),
+            table(["variant", "rounds", "actions", "kills/deletes: hit, missed, refused",
+                   "hangs", "mounts left (idmapped)", "snapshots active / unlisted dirs",
+                   "shims left", "tasks / containers left", "fresh start failed"], rows,
+                  stress.KIND.name)]  # the stress kind's table class: found as one
 
 
 KIND: ScenarioKind[CtrStressConfig, CtrStressResult] = CtrStressKind()

@@ -23,7 +23,16 @@ from patchbench.measure.bench import Cell, Invocation
 from patchbench.measure.oci_image import OciImage, image_name
 from patchbench.report import blocks as rb
 from patchbench.report import charts
-from patchbench.report.blocks import Across, Block, Table
+from patchbench.report.blocks import MARKDOWN, Block, View
+from patchbench.report.kind_blocks import (
+    images_line,
+    k_chart,
+    k_tables,
+    timed_blocks,
+    timed_charts,
+    verify_blocks,
+    verify_page,
+)
 from patchbench.report.numbers import fmt_ratio, fmt_time
 from patchbench.results import Check, Record, ScenarioResult, TimedResult
 from patchbench.scenarios import burst
@@ -37,16 +46,7 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.burst import _instances
 from patchbench.scenarios.command import timed_results, with_deadline
 from patchbench.scenarios.steps import StepRule
-from patchbench.scenarios.views import (
-    images_line,
-    k_chart,
-    k_tables,
-    timed_blocks,
-    timed_charts,
-    verify_blocks,
-    verify_page,
-)
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
     from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
@@ -266,74 +266,73 @@ class LayersKind:
                 result.mounts_left.items() if n and not label.startswith(f"{base} ")]
         return out + hang_gate(result.name, result.comparisons, result.cells)
 
-    def report(self, result: LayersResult, *, details: bool = True) -> list[Block]:
-        """Mount syscalls per start against L (with the fitted line and the seed's formula), the
-        time table per (L, k), the mount table and leftovers per cell, verify, charts."""
-        sc = result
-        out = timed_blocks(sc, deadlines=False) if details else []
-        variants = list(sc.mount_counts)
-        if variants:
-            syscalls = list(next(iter(next(iter(sc.mount_counts.values())).values())))
-            rows = []
-            for n in sc.layers:
-                row = [str(n)]
-                for v in variants:
-                    c = sc.mount_counts[v][str(n)]
-                    row.append(" / ".join(str(c[s]) for s in syscalls))
-                rows.append(row)
-            fit_row = ["fit (slope × L + intercept)"]
-            for v in variants:
-                fit_row.append(" / ".join(
-                    f"{f[0]:.2f}L{f[1]:+.1f}" if (f := sc.mount_fit.get(v, {}).get(s)) else "-"
-                    for s in syscalls))
-            rows.append(fit_row)
-            out += [rb.text("Mount syscalls of one container start (ctr, the daemon, its shim, "
-                            f"runc), {' / '.join(syscalls)}:"),
-                    rb.table(["L", *variants], rows),
-                    rb.text(f"The seed's count: {sc.seed_formula}.")]
-        out.append(rb.text(
-            "Per (L, k): median time until all k containers exited, and, per variant in that "
-            "order, the largest mount table seen during its bursts, the slowest read of "
-            "/proc/self/mountinfo, and the mounts of the run left after its rounds (removed after "
-            "each round)."))
-        cells = {c.label: c for c in sc.cells}
-        comps = {c.candidate: c for c in sc.comparisons}
-        tvariants = list(dict.fromkeys(c.variant for c in sc.cells))
+    def blocks(self, result: LayersResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
+
+def report(result: LayersResult, *, details: bool = True) -> list[Block]:
+    """Mount syscalls per start against L (with the fitted line and the seed's formula), the
+    time table per (L, k), the mount table and leftovers per cell, verify, charts."""
+    sc = result
+    out = timed_blocks(sc, deadlines=False) if details else []
+    variants = list(sc.mount_counts)
+    if variants:
+        syscalls = list(next(iter(next(iter(sc.mount_counts.values())).values())))
         rows = []
         for n in sc.layers:
-            for k in sc.k:
-                labels = [f"{v} L={n} k={k}" for v in tvariants]
-                row = [str(n), str(k), *[fmt_time(cells[lb].summary.median) for lb in labels]]
-                row += [fmt_ratio(comps[lb]) for lb in labels[1:]]
-                tables = [sc.mount_table.get(lb) for lb in labels]
-                row += [", ".join(str(t.peak_mounts) if t else "-" for t in tables),
-                        ", ".join(fmt_time(t.slowest_read_s) if t else "-" for t in tables),
-                        ", ".join(str(sc.mounts_left.get(lb, 0)) for lb in labels)]
-                rows.append(row)
-        out += [rb.table(["L", "k", *tvariants,
-                          *[f"speedup {v} [95% CI]" for v in tvariants[1:]],
-                          "mount table peak", "slowest mountinfo read", "mounts left"], rows),
-                images_line(sc.images, sc.runc),
-                *verify_blocks(sc.verify)]
-        return out + [rb.Image(name, name) for name in sc.charts]
+            row = [str(n)]
+            for v in variants:
+                c = sc.mount_counts[v][str(n)]
+                row.append(" / ".join(str(c[s]) for s in syscalls))
+            rows.append(row)
+        fit_row = ["fit (slope × L + intercept)"]
+        for v in variants:
+            fit_row.append(" / ".join(
+                f"{f[0]:.2f}L{f[1]:+.1f}" if (f := sc.mount_fit.get(v, {}).get(s)) else "-"
+                for s in syscalls))
+        rows.append(fit_row)
+        out += [rb.text("Mount syscalls of one container start (ctr, the daemon, its shim, "
+                        f"runc), {' / '.join(syscalls)}:"),
+                rb.table(["L", *variants], rows),
+                rb.text(f"The seed's count: {sc.seed_formula}.")]
+    out.append(rb.text(
+        "Per (L, k): median time until all k containers exited, and, per variant in that "
+        "order, the largest mount table seen during its bursts, the slowest read of "
+        "/proc/self/mountinfo, and the mounts of the run left after its rounds (removed after "
+        "each round)."))
+    cells = {c.label: c for c in sc.cells}
+    comps = {c.candidate: c for c in sc.comparisons}
+    tvariants = list(dict.fromkeys(c.variant for c in sc.cells))
+    rows = []
+    for n in sc.layers:
+        for k in sc.k:
+            labels = [f"{v} L={n} k={k}" for v in tvariants]
+            row = [str(n), str(k), *[fmt_time(cells[lb].summary.median) for lb in labels]]
+            row += [fmt_ratio(comps[lb]) for lb in labels[1:]]
+            tables = [sc.mount_table.get(lb) for lb in labels]
+            row += [", ".join(str(t.peak_mounts) if t else "-" for t in tables),
+                    ", ".join(fmt_time(t.slowest_read_s) if t else "-" for t in tables),
+                    ", ".join(str(sc.mounts_left.get(lb, 0)) for lb in labels)]
+            rows.append(row)
+    out += [rb.table(["L", "k", *tvariants,
+                      *[f"speedup {v} [95% CI]" for v in tvariants[1:]],
+                      "mount table peak", "slowest mountinfo read", "mounts left"], rows),
+            images_line(sc.images, sc.runc),
+            *verify_blocks(sc.verify)]
+    return out + [rb.Image(name, name) for name in sc.charts]
 
-    def page(self, result: LayersResult) -> list[Block]:
-        """The burst kind's table per k (for each variant and k, its last cell: the largest L;
-        the page has no per-(L, k) table yet, report.md has), verify, this kind's data as it is,
-        the charts (the burst kind's among them)."""
-        sc = result
-        data = sc.model_dump(mode="json")
-        return [*k_tables(burst.KIND.name, sc.k, sc.cells, sc.comparisons),
-                *verify_page(sc.verify),
-                rb.Data(f"{sc.kind} data", {k: v for k, v in data.items()
-                                            if k not in ("cells", "comparisons", "order")}),
-                *timed_charts(data), k_chart(burst.KIND.name, data)]
-
-    def summary(self, result: LayersResult) -> Table | None:
-        return None
-
-    def across(self, result: LayersResult) -> Across | None:
-        return None
+def page(result: LayersResult) -> list[Block]:
+    """The burst kind's table per k (for each variant and k, its last cell: the largest L;
+    the page has no per-(L, k) table yet, report.md has), verify, this kind's data as it is,
+    the charts (the burst kind's among them)."""
+    sc = result
+    data = sc.model_dump(mode="json")
+    return [*k_tables(burst.KIND.name, sc.k, sc.cells, sc.comparisons),
+            *verify_page(sc.verify),
+            rb.Data(f"{sc.kind} data", {k: v for k, v in data.items()
+                                        if k not in ("cells", "comparisons", "order")}),
+            *timed_charts(data), k_chart(burst.KIND.name, data)]
 
 
 def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
@@ -344,7 +343,7 @@ def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
     argv = d.run_argv(image, f"{d.namespace}-verify", inner, null_io=False)
     shown = shlex.join(argv)
     try:
-        res = command.run(argv, env=d.env(), timeout=timeout * 5, check=False)
+        res = cmd.run(argv, env=d.env(), timeout=timeout * 5, check=False)
         words = res.stdout.split()
         inside_ok = (res.returncode == 0 and words[:-1] == ["0"] * len(files)
                      and words[-1:] == [str(image.layers - 1)])
@@ -361,7 +360,7 @@ def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:
 def _host_uid(d: ContainerdDaemon, image: OciImage, timeout: float) -> int | None:
 
     cid = f"{d.namespace}-hostuid"
-    command.run(d.run_argv(image, cid, ["sleep", "30"], detach=True), env=d.env(),
+    cmd.run(d.run_argv(image, cid, ["sleep", "30"], detach=True), env=d.env(),
                 timeout=timeout * 5)
     try:
         for line in d.ctr("tasks", "ls").stdout.splitlines()[1:]:

@@ -19,13 +19,13 @@ from patchbench.measure import bench, mounttrace, syscalls
 from patchbench.measure.bench import Cell
 from patchbench.measure.mounttrace import MountCounts
 from patchbench.report import blocks as rb
-from patchbench.report.blocks import Across, Block, Table
+from patchbench.report.blocks import MARKDOWN, Across, Block, Table, View
 from patchbench.results import MAX_CELLS, Record, ScenarioResult
 from patchbench.scenarios import profile
 from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
 from patchbench.scenarios.profile import Profile, TracedRun
 from patchbench.scenarios.steps import StepRule
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_SAMPLES
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
@@ -222,7 +222,7 @@ class MountsKind:
         if sc.tracer == "bpftrace":
             syscalls.bpftrace_check()
         else:
-            command.which("strace")
+            cmd.which("strace")
         variants = [b.variant.name for b in ctx.built]
         vals = {v: ctx.values(ctx.build_of(v), Cell(v)) for v in variants}
         log = ctx.workdir / f"{sc.name}.log"
@@ -231,7 +231,7 @@ class MountsKind:
         def after(v: str, i: str, rnd: str) -> None:
             for a in sc.after:
                 argv = _fill(a, vals[v], sc.name, i, rnd)
-                res = command.run(argv, timeout=sc.timeout, log=log, check=False)
+                res = cmd.run(argv, timeout=sc.timeout, log=log, check=False)
                 if res.returncode != 0:
                     warnings.append(f"{sc.name} {v}: `{shlex.join(argv)}` after start {i} "
                                     f"exited {res.returncode}")
@@ -249,7 +249,7 @@ class MountsKind:
 
         for v in variants:
             for a in sc.setup:
-                command.run(bench.fill_argv(a, vals[v], sc.name), timeout=sc.timeout, log=log)
+                cmd.run(bench.fill_argv(a, vals[v], sc.name), timeout=sc.timeout, log=log)
         starts: list[MountStart] = []
         order: list[list[str]] = []
         rng = random.Random(ctx.seed)
@@ -257,7 +257,7 @@ class MountsKind:
             for v in variants:
                 for w in range(sc.warmup):
                     argv = _fill(sc.command, vals[v], sc.name, f"w{w}", "0")
-                    command.run(argv, timeout=sc.timeout, log=log, check=False)
+                    cmd.run(argv, timeout=sc.timeout, log=log, check=False)
                     after(v, f"w{w}", "0")
             per_round = sc.runs // sc.rounds
             for r in range(1, sc.rounds + 1):
@@ -280,7 +280,7 @@ class MountsKind:
         finally:
             for v in variants:
                 for a in sc.teardown:
-                    command.run(bench.fill_argv(a, vals[v], sc.name), timeout=sc.timeout,
+                    cmd.run(bench.fill_argv(a, vals[v], sc.name), timeout=sc.timeout,
                                 log=log, check=False)
         res = MountsResult(**header(sc, sc.shown_command()), order=order,
                                    tracer=sc.tracer, syscalls=list(sc.syscalls),
@@ -302,43 +302,52 @@ class MountsKind:
         return [f"{result.name} {v}: {n} traced start{'s' if n > 1 else ''} exited non-zero"
                 for v, n in bad.items()]
 
-    def report(self, result: MountsResult, *, details: bool = True) -> list[Block]:
-        """The table build × syscall (a range where the starts differ) and the change of each
-        candidate against the baseline."""
-        sc = result
-        if not sc.starts:
-            return [rb.text("No start was traced.")]
-        n = len({s.round for s in sc.starts})
-        per_build = len(sc.starts) // max(1, len({s.variant for s in sc.starts}))
-        return [rb.text(f"Mount syscalls of one start, counted with {sc.tracer} ({per_build} "
-                        f"traced starts per build in {n} rounds, after {sc.warmup} untraced): "
-                        "the count when every start of a build made the same, else the range "
-                        "(least–most); `all` is their sum, `failed` the calls that returned an "
-                        "error. The last rows are each candidate's change: exact, or (~) the "
-                        "change of the medians when a build's starts differ."),
-                count_table(sc), *profile.blocks(sc.profile, sc.variants[0])]
+    def blocks(self, result: MountsResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        if view is View.SUMMARY:
+            return [summary(result)]
+        if view is View.MERGE:
+            return [across(result)]
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
-    def page(self, result: MountsResult) -> list[Block]:
-        data = result.model_dump(mode="json")
-        return [count_table(result, "mounts"),
-                rb.Data(f"{result.kind}: every traced start", data["starts"]),
-                *profile.page(result.profile, result.variants[0])]
+def report(result: MountsResult, *, details: bool = True) -> list[Block]:
+    """The table build × syscall (a range where the starts differ) and the change of each
+    candidate against the baseline."""
+    sc = result
+    if not sc.starts:
+        return [rb.text("No start was traced.")]
+    n = len({s.round for s in sc.starts})
+    per_build = len(sc.starts) // max(1, len({s.variant for s in sc.starts}))
+    return [rb.text(f"Mount syscalls of one start, counted with {sc.tracer} ({per_build} "
+                    f"traced starts per build in {n} rounds, after {sc.warmup} untraced): "
+                    "the count when every start of a build made the same, else the range "
+                    "(least–most); `all` is their sum, `failed` the calls that returned an "
+                    "error. The last rows are each candidate's change: exact, or (~) the "
+                    "change of the medians when a build's starts differ."),
+            count_table(sc), *profile.blocks(sc.profile, sc.variants[0])]
 
-    def summary(self, result: MountsResult) -> Table | None:
-        """The job summary's row per build: all mount syscalls of one start, and failed ones."""
-        per = spread(result.starts, result.syscalls, result.variants)
-        return rb.table(["mounts", "build", "mount syscalls per start", "failed"],
-                        [[result.name, v, fmt_range(*f["all"]), fmt_range(*f["failed"])]
-                         for v, f in per.items()])
+def page(result: MountsResult) -> list[Block]:
+    data = result.model_dump(mode="json")
+    return [count_table(result, "mounts"),
+            rb.Data(f"{result.kind}: every traced start", data["starts"]),
+            *profile.page(result.profile, result.variants[0])]
 
-    def across(self, result: MountsResult) -> Across | None:
-        """A merged report's cell per build and machine: all mount syscalls (failed)."""
-        per = spread(result.starts, result.syscalls, result.variants)
-        return Across(self.name, "Mount syscalls per start", ("mounts", "build"),
-                      "all mount syscalls of one start (failed ones), per machine",
-                      tuple(((result.name, v),
-                             f"{fmt_range(*f['all'])} ({fmt_range(*f['failed'])})")
-                            for v, f in per.items()))
+def summary(result: MountsResult) -> Table:
+    """The job summary's row per build: all mount syscalls of one start, and failed ones."""
+    per = spread(result.starts, result.syscalls, result.variants)
+    return rb.table(["mounts", "build", "mount syscalls per start", "failed"],
+                    [[result.name, v, fmt_range(*f["all"]), fmt_range(*f["failed"])]
+                     for v, f in per.items()])
+
+def across(result: MountsResult) -> Across:
+    """A merged report's cell per build and machine: all mount syscalls (failed)."""
+    per = spread(result.starts, result.syscalls, result.variants)
+    return Across(KIND.name, "Mount syscalls per start", ("mounts", "build"),
+                  "all mount syscalls of one start (failed ones), per machine",
+                  tuple(((result.name, v),
+                         f"{fmt_range(*f['all'])} ({fmt_range(*f['failed'])})")
+                        for v, f in per.items()))
 
 
 KIND: ScenarioKind[MountsConfig, MountsResult] = MountsKind()

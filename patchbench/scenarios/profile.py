@@ -29,11 +29,11 @@ from pydantic import Field
 from patchbench.measure import cpuprofile, syscalls
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
-from patchbench.report.blocks import Block, Chart, Code, Heading, bullets, table, text
+from patchbench.report.blocks import Block, Chart, Code, bullets, heading, table, text
 from patchbench.report.numbers import fmt_time
 from patchbench.results import MAX_CELLS, Record
 from patchbench.scenarios.base import ScenarioContext
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 
 TRACE_SLOWDOWN = 5.0  # a traced run may take this many times the scenario's timeout (ptrace)
 SHOWN_ROWS = 15  # syscalls per table in report.md (report.html shows every one)
@@ -112,19 +112,19 @@ def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
             slug = cell.label.replace(" ", "_").replace("=", "")
             where = ctx.workdir / f"{sc.name}-profile" / f"{slug}-{i}"
             for argv in inv.setup:
-                command.run(argv, env=inv.env, timeout=timeout, log=log)
+                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
             try:
                 if inv.prepare:
-                    command.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout,
+                    cmd.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout,
                                 log=log, check=False)
                 t = (syscalls.trace_bpftrace if tracer == "bpftrace" else syscalls.trace)(
                     inv.command, where, env=inv.env, timeout=timeout)
                 if inv.cleanup:
-                    command.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout,
+                    cmd.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout,
                                 log=log, check=False)
             finally:
                 for argv in inv.teardown:
-                    command.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
+                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
             run = record(cell.variant, cell.label, i, t, oci=oci)
             out.append(run)
             if run.exit_code is None:
@@ -157,13 +157,13 @@ def sample_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
             inv = expand(cell)
             slug = cell.label.replace(" ", "_").replace("=", "")
             for argv in inv.setup:
-                command.run(argv, env=inv.env, timeout=timeout, log=log)
+                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
             try:
                 got = cpuprofile.record(inv.command, ctx.workdir / f"{sc.name}-cpu" / f"{slug}-{i}",
                                         env=inv.env, timeout=timeout, frequency=frequency)
             finally:
                 for argv in inv.teardown:
-                    command.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
+                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
             per = stacks[cell.label]
             for key, n in got.stacks.items():
                 per[key] = per.get(key, 0) + n
@@ -456,11 +456,12 @@ def phase_blocks(profile: Profile, baseline: str) -> list[Block]:
     rows = [[cell, *[spread(cell, p) for p in syscalls.PHASES],
              fmt_time(sum(per.values()))] for cell, per in med.items()]
     what = "; ".join(f"{p}: {syscalls.PHASE_TEXT[p]}" for p in syscalls.PHASES)
-    out: list[Block] = [text("Phases of the start under the tracer (per cell, the median over its traced runs "
-                "with the lowest and highest in brackets, from the syscalls' timestamps; the "
-                f"tracer slows every call, and a phase moves by tens of per cent from run to run): "
-                f"{what}."),
-           table(["cell", *syscalls.PHASES, "total of medians"], rows, "phases")]
+    out: list[Block] = [
+        text("Phases of the start under the tracer (per cell, the median over its traced runs "
+             "with the lowest and highest in brackets, from the syscalls' timestamps; the tracer "
+             "slows every call, and a phase moves by tens of per cent from run to run): "
+             f"{what}."),
+        table(["cell", *syscalls.PHASES, "total of medians"], rows, "phases")]
     return out + ([text(left)] if few else [])
 
 
@@ -469,7 +470,7 @@ def page(profile: Profile | None, baseline: str) -> list[Block]:
     differential flame graphs."""
     if profile is None:
         return []
-    out: list[Block] = [Heading("Why: traced runs"), *blocks(profile, baseline, rows=None),
+    out: list[Block] = [heading("Why: traced runs"), *blocks(profile, baseline, rows=None),
                         *cpu_charts(profile.cpu, baseline)]
     if phase_medians(profile):
         out.append(Chart("phases", partial(charts.phases_chart, phase_medians(profile, baseline),

@@ -25,18 +25,19 @@ from patchbench.measure.bench import Cell
 from patchbench.measure.conditions import DEFAULT, Applied, Condition
 from patchbench.measure.hangs import HANG_EXIT_CODE
 from patchbench.report.blocks import (
-    Across,
+    MARKDOWN,
     Block,
     Code,
-    Heading,
     Inline,
     Link,
     Output,
-    Table,
+    View,
     bullets,
+    heading,
     table,
     text,
 )
+from patchbench.report.kind_blocks import account, links, lost_sigchld
 from patchbench.report.numbers import fmt_p, fmt_time
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios.base import (
@@ -47,8 +48,7 @@ from patchbench.scenarios.base import (
     report_evidence,
 )
 from patchbench.scenarios.steps import ByCount, StepRule
-from patchbench.scenarios.views import account, links, lost_sigchld
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_TIMEOUT_S
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
@@ -177,7 +177,7 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
     rec.parent.mkdir(parents=True, exist_ok=True)
     before = set(ev_dir.glob("hang-*.json")) if ev_dir.is_dir() else set()
     for argv in sc.setup:
-        command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
+        cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
                     error=BenchmarkError, what=f"{where} {variant}: setup")
     try:
         argv = applied.wrap([str(exe), "-k", "1", "-n", str(sc.block), "-deadline",
@@ -185,12 +185,12 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
                              *(["-escapes"] if sc.escapes else []), "--",
                              *bench.fill_argv(sc.command, values, where)])
         # the launcher enforces every deadline; this timeout only catches the launcher itself
-        command.run(argv, env=applied.environ(), timeout=sc.block * (sc.timeout + 12) + 30,
+        cmd.run(argv, env=applied.environ(), timeout=sc.block * (sc.timeout + 12) + 30,
                     check=False, log=log, error=BenchmarkError,
                     what=f"{where} {variant} block {block_no}")
     finally:
         for argv in sc.teardown:
-            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
+            cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout * 10, log=log,
                         check=False, what=f"{where} {variant}: teardown")
     lines = rec.read_text().splitlines() if rec.is_file() else []
     if len(lines) != sc.block:
@@ -209,7 +209,7 @@ def _block(ctx: ScenarioContext[SoakConfig], exe: Path, b: Built, cond: Conditio
             ctx.runtime.cleanup(variant, b.bin)
     elif sc.list_cmd:
         try:
-            res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout * 10,
+            res = cmd.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout * 10,
                               check=False)
             prefix = values["id"] + "-"
             left = [f"instance {x}" for x in res.stdout.split() if x.startswith(prefix)]
@@ -348,79 +348,78 @@ class SoakKind:
                     out.append(f"{result.name} [{cond.name}] {v}: " + "; ".join(why))
         return out
 
-    def report(self, result: SoakResult, *, details: bool = True) -> list[Block]:
-        """Per condition and variant: hangs N of M with Fisher's p against the baseline,
-        failures, leftovers, escaped processes; then what each hang looked like, by evidence
-        file."""
-        sc = result
-        rows = []
-        for cond in sc.conditions:
-            tests = {t.candidate: t for t in cond.tests}
-            for v, pv in cond.per_variant.items():
-                t = tests.get(v)
-                codes = ", ".join(f"{k}: {n}" for k, n in sorted(pv.failure_codes.items()))
-                rows.append([
-                    cond.name, v, f"{pv.hangs} of {pv.runs}", fmt_p(t.hang_p) if t else "-",
-                    f"{pv.failures}" + (f" ({codes})" if codes else ""),
-                    fmt_p(t.failure_p) if t else "-", str(len(pv.leftovers)),
-                    str(len(pv.escaped)), fmt_time(pv.median_s)])
-        out: list[Block] = [
-            text(f"{sc.block} runs of a variant per block, variants interleaved block by block; "
-                 f"each run has a {sc.deadline_s:g} s deadline. Fisher's exact test (two-sided) "
-                 "against the baseline under the same condition."),
-            table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
-                   "leftovers", "escaped", "median (exit 0)"], rows),
-            text("Conditions:"),
-            bullets([[Code(c.name), f": {c.summary}; {c.blocks} blocks in {c.wall_s:.0f} s"
-                      + (" (stopped by the time budget)" if c.stopped_by == "budget" else "")]
-                     for c in sc.conditions])]
-        seen: list[list[Inline]] = []
-        for cond in sc.conditions:
-            for v, pv in cond.per_variant.items():
-                if pv.evidence:
-                    seen.append([Code(cond.name), f" / {v}: {len(pv.evidence)} hangs"
-                                 f"{lost_sigchld(pv.lost_sigchld)}; evidence (saved before the "
-                                 "kill): ", *links(pv.evidence, 5)])
-                seen += [[Code(cond.name), f" / {v}: ", Output(e)]  # a process's own words
-                         for e in pv.escaped[:3] + pv.leftovers[:3]]
-        if seen:
-            return [*out, text("What was seen, by condition:", *account(sc.evidence_summary)),
-                    bullets(seen)]
-        return [*out, text("Nothing was seen: no hang, leftover or escaped process under any "
-                           "condition.")]
+    def blocks(self, result: SoakResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
-    def page(self, result: SoakResult) -> list[Block]:
-        """Per condition and variant: hangs N of M with Fisher's p, failures, leftovers, escaped
-        processes; then links to every hang's evidence."""
-        sc = result
-        rows: list[list[object]] = []
-        found: list[list[Inline]] = []
-        for cond in sc.conditions:
-            tests = {t.candidate: t for t in cond.tests}
-            for v, pv in cond.per_variant.items():
-                t = tests.get(v)
-                rows.append([cond.name, v, f"{pv.hangs} of {pv.runs}",
-                             fmt_p(t.hang_p) if t else "-", pv.failures,
-                             fmt_p(t.failure_p) if t else "-", len(pv.leftovers),
-                             len(pv.escaped), fmt_time(pv.median_s)])
-                found += [[f"{cond.name} / {v}: ", Link(n, n)] for n in pv.evidence]
-        out: list[Block] = [
-            text(f"{sc.block} runs of a variant per block, variants interleaved block by block; "
-                 f"each run has a {sc.deadline_s} s deadline."),
-            table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
-                   "leftovers", "escaped", "median (exit 0)"], rows, "soak")]
-        if found:
-            out.append(Heading("Hang evidence (saved before the kill)"))
-            if sc.evidence_summary:
-                out.append(text(Link("every hang, described", sc.evidence_summary)))
-            out.append(bullets(found, "evidence"))
-        return out
+def report(result: SoakResult, *, details: bool = True) -> list[Block]:
+    """Per condition and variant: hangs N of M with Fisher's p against the baseline,
+    failures, leftovers, escaped processes; then what each hang looked like, by evidence
+    file."""
+    sc = result
+    rows = []
+    for cond in sc.conditions:
+        tests = {t.candidate: t for t in cond.tests}
+        for v, pv in cond.per_variant.items():
+            t = tests.get(v)
+            codes = ", ".join(f"{k}: {n}" for k, n in sorted(pv.failure_codes.items()))
+            rows.append([
+                cond.name, v, f"{pv.hangs} of {pv.runs}", fmt_p(t.hang_p) if t else "-",
+                f"{pv.failures}" + (f" ({codes})" if codes else ""),
+                fmt_p(t.failure_p) if t else "-", str(len(pv.leftovers)),
+                str(len(pv.escaped)), fmt_time(pv.median_s)])
+    out: list[Block] = [
+        text(f"{sc.block} runs of a variant per block, variants interleaved block by block; "
+             f"each run has a {sc.deadline_s:g} s deadline. Fisher's exact test (two-sided) "
+             "against the baseline under the same condition."),
+        table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
+               "leftovers", "escaped", "median (exit 0)"], rows),
+        text("Conditions:"),
+        bullets([[Code(c.name), f": {c.summary}; {c.blocks} blocks in {c.wall_s:.0f} s"
+                  + (" (stopped by the time budget)" if c.stopped_by == "budget" else "")]
+                 for c in sc.conditions])]
+    seen: list[list[Inline]] = []
+    for cond in sc.conditions:
+        for v, pv in cond.per_variant.items():
+            if pv.evidence:
+                seen.append([Code(cond.name), f" / {v}: {len(pv.evidence)} hangs"
+                             f"{lost_sigchld(pv.lost_sigchld)}; evidence (saved before the "
+                             "kill): ", *links(pv.evidence, 5)])
+            seen += [[Code(cond.name), f" / {v}: ", Output(e)]  # a process's own words
+                     for e in pv.escaped[:3] + pv.leftovers[:3]]
+    if seen:
+        return [*out, text("What was seen, by condition:", *account(sc.evidence_summary)),
+                bullets(seen)]
+    return [*out, text("Nothing was seen: no hang, leftover or escaped process under any "
+                       "condition.")]
 
-    def summary(self, result: SoakResult) -> Table | None:
-        return None
-
-    def across(self, result: SoakResult) -> Across | None:
-        return None
+def page(result: SoakResult) -> list[Block]:
+    """Per condition and variant: hangs N of M with Fisher's p, failures, leftovers, escaped
+    processes; then links to every hang's evidence."""
+    sc = result
+    rows: list[list[object]] = []
+    found: list[list[Inline]] = []
+    for cond in sc.conditions:
+        tests = {t.candidate: t for t in cond.tests}
+        for v, pv in cond.per_variant.items():
+            t = tests.get(v)
+            rows.append([cond.name, v, f"{pv.hangs} of {pv.runs}",
+                         fmt_p(t.hang_p) if t else "-", pv.failures,
+                         fmt_p(t.failure_p) if t else "-", len(pv.leftovers),
+                         len(pv.escaped), fmt_time(pv.median_s)])
+            found += [[f"{cond.name} / {v}: ", Link(n, n)] for n in pv.evidence]
+    out: list[Block] = [
+        text(f"{sc.block} runs of a variant per block, variants interleaved block by block; "
+             f"each run has a {sc.deadline_s} s deadline."),
+        table(["condition", "variant", "hangs", "p (Fisher)", "failures", "p (Fisher)",
+               "leftovers", "escaped", "median (exit 0)"], rows, "soak")]
+    if found:
+        out.append(heading("Hang evidence (saved before the kill)"))
+        if sc.evidence_summary:
+            out.append(text(Link("every hang, described", sc.evidence_summary)))
+        out.append(bullets(found, "evidence"))
+    return out
 
 
 KIND: ScenarioKind[SoakConfig, SoakResult] = SoakKind()

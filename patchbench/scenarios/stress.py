@@ -26,7 +26,8 @@ from patchbench.errors import BenchmarkError, CommandError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
 from patchbench.report import charts
-from patchbench.report.blocks import Across, Block, Chart, Heading, Table, table, text
+from patchbench.report.blocks import MARKDOWN, Across, Block, Chart, Table, View, heading, table, text
+from patchbench.report.kind_blocks import round_evidence
 from patchbench.report.numbers import fmt_time
 from patchbench.results import Record, ScenarioResult, ScenarioUpgrade
 from patchbench.scenarios import stress_signals
@@ -40,9 +41,8 @@ from patchbench.scenarios.base import (
 )
 from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
-from patchbench.scenarios.views import round_evidence
-from patchbench.util import command, progress
-from patchbench.util.command import Background
+from patchbench.util import cmd, progress
+from patchbench.util.cmd import Background
 from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
@@ -220,7 +220,7 @@ def run_round(ctx: ScenarioContext[StressConfig], b: Built, rnd: int, draw: tupl
 
     action, delay = draw
     for argv in sc.setup:  # e.g. start this build's own service
-        command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+        cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                     error=BenchmarkError, what=f"{where} {b.variant.name}: setup")
     try:
         if sc.mode == "run":
@@ -228,7 +228,7 @@ def run_round(ctx: ScenarioContext[StressConfig], b: Built, rnd: int, draw: tupl
         return _exec_round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for)
     finally:
         for argv in sc.teardown:
-            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+            cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                         check=False, what=f"{where} {b.variant.name}: teardown")
 
 
@@ -252,14 +252,14 @@ def _exec_round(
     name = b.variant.name
     try:
         for argv in sc.host:
-            command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+            cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                         error=BenchmarkError, what=f"{where} {name}: host {host}")
         one = _round(ctx, b, rnd, values, where, action, delay, log, seen, argv_for, host=host)
     finally:  # also on an error or Ctrl-C: the host never outlives its round
         for argv in sc.host_teardown:
             # a hung teardown is killed; the check below (or the run's teardown) cleans up
             with contextlib.suppress(CommandError):
-                command.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
+                cmd.run(bench.fill_argv(argv, values, where), timeout=sc.timeout, log=log,
                             check=False, what=f"{where} {name}: host teardown")
     if ctx.runtime is not None and ctx.runtime.leftovers(name, b.bin):
         ctx.runtime.cleanup(name, b.bin)  # the round's leftovers (counted already), or the host
@@ -280,7 +280,7 @@ def _host_left(ctx: ScenarioContext[StressConfig], b: Built, values: dict[str, s
         found = ctx.runtime.leftovers(b.variant.name, b.bin)
         return [x for x in found if x not in without_host(found, host)]
     try:
-        res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
+        res = cmd.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
                           check=False)
     except CommandError:
         return []
@@ -322,7 +322,7 @@ def _round(
                 continue
             try:
                 kill_cmd = sc.kill[action]  # type: ignore[index]  # signals were handled above
-                res = command.run(argv_for(kill_cmd, i), timeout=sc.timeout, check=False, log=log)
+                res = cmd.run(argv_for(kill_cmd, i), timeout=sc.timeout, check=False, log=log)
                 kill_errors += res.returncode != 0
             except CommandError:
                 kill_hangs += 1
@@ -341,7 +341,7 @@ def _round(
     listing_hang = False
     listed: list[str] = []
     try:
-        res = command.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
+        res = cmd.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
                           check=False)
         listed = res.stdout.split()
     except CommandError:
@@ -362,7 +362,7 @@ def _round(
         seen.update(leftovers)
     fresh_ok = False
     try:
-        fresh = command.run(argv_for(sc.fresh, sc.instances), timeout=sc.timeout, check=False,
+        fresh = cmd.run(argv_for(sc.fresh, sc.instances), timeout=sc.timeout, check=False,
                             log=log)
         fresh_ok = fresh.returncode == 0
     except CommandError:
@@ -482,61 +482,70 @@ class StressKind:
                 ] + stress_signals.gate(result.name,
                                         {v: pb.signals for v, pb in result.per_build.items()})
 
-    def report(self, result: StressResult, *, details: bool = True) -> list[Block]:
-        """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes; the
-        signal check; the hung instances with their evidence."""
-        sc = result
-        rows = [[v, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
-                 pb.fresh_failures,
-                 f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
-                 "; ".join(f"{k}: {n}" for k, n in sorted(pb.outcomes.items()))]
-                for v, pb in sc.per_build.items()]
-        out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
-                                   "leftovers", "fresh run failed", "list latency median / max",
-                                   "launched command outcomes"], rows)]
-        if any(pb.signals for pb in sc.per_build.values()):
-            note = (f" {', '.join(sc.not_forwarded)}: the runtime does not forward it by design; "
-                    "a missing one is shown apart and never fails the gate."
-                    if sc.not_forwarded else "")
-            out += [text("Signals sent to the launched process once the process inside said it "
-                         "was ready, and whether it recorded them:" + note),
-                    table(SIGNAL_HEADERS, signal_rows(sc))]
-        return out + round_evidence(
-            [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
-            sc.evidence_summary)
+    def blocks(self, result: StressResult, view: View) -> list[Block]:
+        if view is View.PAGE:
+            return page(result)
+        if view is View.SUMMARY:
+            return [summary(result)]
+        if view is View.MERGE:
+            return [across(result)]
+        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
-    def page(self, result: StressResult) -> list[Block]:
-        sc = result
-        if not sc.per_build:
-            return []
-        rows = [[build, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
-                 pb.fresh_failures,
-                 f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
-                 "; ".join(f"{o}: {n}" for o, n in sorted(pb.outcomes.items()))]
-                for build, pb in sc.per_build.items()]
-        out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
-                                   "leftovers", "fresh run failed", "list latency median / max",
-                                   "outcomes"], rows, "stress")]
-        sig_rows = signal_rows(sc)
-        if sig_rows:
-            out += [Heading("Signals sent once the process inside was ready"),
-                    table(SIGNAL_HEADERS, sig_rows, "stress-signals")]
-        return [*out, Chart("stress", partial(charts.stress_chart, sc.model_dump(mode="json")),
-                            "How every instance launched in the stress rounds ended, per build.")]
+def report(result: StressResult, *, details: bool = True) -> list[Block]:
+    """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes; the
+    signal check; the hung instances with their evidence."""
+    sc = result
+    rows = [[v, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
+             pb.fresh_failures,
+             f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
+             "; ".join(f"{k}: {n}" for k, n in sorted(pb.outcomes.items()))]
+            for v, pb in sc.per_build.items()]
+    out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
+                               "leftovers", "fresh run failed", "list latency median / max",
+                               "launched command outcomes"], rows)]
+    if any(pb.signals for pb in sc.per_build.values()):
+        note = (f" {', '.join(sc.not_forwarded)}: the runtime does not forward it by design; "
+                "a missing one is shown apart and never fails the gate."
+                if sc.not_forwarded else "")
+        out += [text("Signals sent to the launched process once the process inside said it "
+                     "was ready, and whether it recorded them:" + note),
+                table(SIGNAL_HEADERS, signal_rows(sc))]
+    return out + round_evidence(
+        [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
+        sc.evidence_summary)
 
-    def summary(self, result: StressResult) -> Table | None:
-        """The job summary's row per build: hangs, leftovers, failed fresh runs, kill errors."""
-        return table(["stress", "build", "hangs", "leftovers", "fresh run failed", "kill errors"],
-                     [[result.name, build, pb.hangs, pb.leftovers, pb.fresh_failures,
-                       pb.kill_errors] for build, pb in result.per_build.items()])
+def page(result: StressResult) -> list[Block]:
+    sc = result
+    if not sc.per_build:
+        return []
+    rows = [[build, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
+             pb.fresh_failures,
+             f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
+             "; ".join(f"{o}: {n}" for o, n in sorted(pb.outcomes.items()))]
+            for build, pb in sc.per_build.items()]
+    out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
+                               "leftovers", "fresh run failed", "list latency median / max",
+                               "outcomes"], rows, "stress")]
+    sig_rows = signal_rows(sc)
+    if sig_rows:
+        out += [heading("Signals sent once the process inside was ready"),
+                table(SIGNAL_HEADERS, sig_rows, "stress-signals")]
+    return [*out, Chart("stress", partial(charts.stress_chart, sc.model_dump(mode="json")),
+                        "How every instance launched in the stress rounds ended, per build.")]
 
-    def across(self, result: StressResult) -> Across | None:
-        """A merged report's cell per build and machine: hangs / leftovers / failed fresh runs."""
-        return Across(self.name, "Stress rounds", ("stress", "build"),
-                      "hangs / leftovers / failed fresh runs, per machine",
-                      tuple(((result.name, build),
-                             f"{pb.hangs} / {pb.leftovers} / {pb.fresh_failures}")
-                            for build, pb in result.per_build.items()))
+def summary(result: StressResult) -> Table:
+    """The job summary's row per build: hangs, leftovers, failed fresh runs, kill errors."""
+    return table(["stress", "build", "hangs", "leftovers", "fresh run failed", "kill errors"],
+                 [[result.name, build, pb.hangs, pb.leftovers, pb.fresh_failures,
+                   pb.kill_errors] for build, pb in result.per_build.items()])
+
+def across(result: StressResult) -> Across:
+    """A merged report's cell per build and machine: hangs / leftovers / failed fresh runs."""
+    return Across(KIND.name, "Stress rounds", ("stress", "build"),
+                  "hangs / leftovers / failed fresh runs, per machine",
+                  tuple(((result.name, build),
+                         f"{pb.hangs} / {pb.leftovers} / {pb.fresh_failures}")
+                        for build, pb in result.per_build.items()))
 
 
 SIGNAL_HEADERS = ["build", "signal", "sent", "forwarded", "lost", "not forwarded (by design)",

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from patchbench.config.scenarios import canonical
 from patchbench.results import Record
-from patchbench.util.command import Background
+from patchbench.util.cmd import Background
 from patchbench.util.models import StrictModel
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---

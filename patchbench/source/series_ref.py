@@ -16,7 +16,7 @@ from typing import Protocol
 from patchbench.errors import CommandError, ConfigError, PatchError, SourceError
 from patchbench.source import patchform
 from patchbench.source.cache import Checkout, locked
-from patchbench.util import command
+from patchbench.util import cmd
 from patchbench.util.files import write_text_atomic
 from patchbench.util.git import run_git
 
@@ -209,7 +209,7 @@ def ensure_commits(checkout: Checkout, commits: Sequence[str], builds: Path) -> 
         try:
             fetch_commit(checkout, commit, builds)
         except SourceError as exc:
-            command.say(f"warning: {exc.message}")
+            cmd.say(f"warning: {exc.message}")
             failed.append(commit)
     return failed
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from patchbench.errors import PatchbenchError, SourceError
-from patchbench.util import command, safeargs
+from patchbench.util import cmd, safeargs
 
 SNAPSHOT_DATE = "2026-01-01T00:00:00+00:00"
 IDENTITY = {
@@ -52,9 +52,9 @@ def run_git(
     error: type[PatchbenchError] = SourceError,
     what: str | None = None,
     input: str | None = None,
-) -> command.Result:
+) -> cmd.Result:
     """git through the one command wrapper, configured as this module says."""
-    return command.run(
+    return cmd.run(
         ["git", *GIT_CONFIG, *args], cwd=cwd, timeout=timeout, env=git_env(env), check=check,
         what=what, error=error, input=input,
     )

@@ -248,7 +248,7 @@ class ProcGuard:
                 "count": sum(len(f.survivors) for f in self.found)}
 
 
-# --- the run's guard, consulted by patchbench.util.command ----------------------------------------
+# --- the run's guard, consulted by patchbench.util.cmd ----------------------------------------
 
 _ACTIVE: ProcGuard | None = None
 ESCAPED = "escaped process"  # the prefix of the warnings the gate fails on

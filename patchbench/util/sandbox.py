@@ -25,7 +25,7 @@ import functools
 import shutil
 import sys
 
-from patchbench.util import command, progress
+from patchbench.util import cmd, progress
 
 UNSHARE = ["unshare", "--user", "--map-current-user", "--pid", "--fork", "--mount",
            "--mount-proc", "--kill-child"]
@@ -48,8 +48,8 @@ def available() -> bool:
         progress.say("warning: builds run without namespaces of their own (no unshare on PATH): "
                      "a build can read patchbench's environment and reach the network")
         return False
-    res = command.run([*UNSHARE, NO_NETWORK, "--", command.which("sh"), "-c", HIDE_RUN,
-                       command.which("true")], timeout=30, check=False)
+    res = cmd.run([*UNSHARE, NO_NETWORK, "--", cmd.which("sh"), "-c", HIDE_RUN,
+                       cmd.which("true")], timeout=30, check=False)
     if res.returncode != 0:
         reason = (res.stderr.strip().splitlines() or ["it failed"])[-1]
         progress.say(f"warning: builds run without namespaces of their own ({reason}): a build "
@@ -62,8 +62,8 @@ def isolated(argv: list[str], *, network: bool = False) -> list[str]:
     """``argv`` run in namespaces of its own (without the network unless ``network``), where
     that works; else ``argv`` as it is. Its program is found here, so that a missing one is named
     as without namespaces."""
-    program = command.which(argv[0])
+    program = cmd.which(argv[0])
     if not available():
         return [program, *argv[1:]]
-    return [*UNSHARE, *([] if network else [NO_NETWORK]), "--", command.which("sh"), "-c",
+    return [*UNSHARE, *([] if network else [NO_NETWORK]), "--", cmd.which("sh"), "-c",
             HIDE_RUN, program, *argv[1:]]

@@ -20,7 +20,7 @@ from patchbench.errors import ConfigError, SourceError
 from patchbench.measure import bench
 from patchbench.measure.bench import Invocation
 from patchbench.source import cache as source
-from patchbench.util import command, safeargs
+from patchbench.util import cmd, safeargs
 from tests.support import REPO_ROOT, invoke_argv
 
 COMMIT = "0" * 40
@@ -159,9 +159,9 @@ def test_git_gets_dashdash_and_only_allowed_transports(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
 
-    def fake(args: list[str], **kw: Any) -> command.Result:
+    def fake(args: list[str], **kw: Any) -> cmd.Result:
         calls.append(args)
-        return command.Result(tuple(args), 0, f"{COMMIT}\trefs/tags/v1\n", "", 0.0)
+        return cmd.Result(tuple(args), 0, f"{COMMIT}\trefs/tags/v1\n", "", 0.0)
 
     monkeypatch.setattr(source, "run_git", fake)
     source._resolve_remote("https://example.com/x.git", "v1", "t")
@@ -190,13 +190,13 @@ def _null() -> Any:
 def test_hyperfine_gets_dashdash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[str]] = []
 
-    def fake(argv: list[str], **kw: Any) -> command.Result:
+    def fake(argv: list[str], **kw: Any) -> cmd.Result:
         seen.append([str(a) for a in argv])
         export = Path(argv[argv.index("--export-json") + 1])
         export.write_text(json.dumps({"results": [{"times": [0.1]}]}))
-        return command.Result(tuple(argv), 0, "", "", 0.0)
+        return cmd.Result(tuple(argv), 0, "", "", 0.0)
 
-    monkeypatch.setattr(bench.command, "run", fake)
+    monkeypatch.setattr(bench.cmd, "run", fake)
     bench.hyperfine(Invocation(["--show-output"]), runs=1, warmup=0, per_run_timeout=1,
                     export=tmp_path / "e.json", log=tmp_path / "log", name="n")
     argv = seen[0]

@@ -13,7 +13,7 @@ import yaml
 from patchbench import config, errors
 from patchbench.build.toolchains import go
 from patchbench.errors import SourceError, ToolchainError
-from patchbench.util import command
+from patchbench.util import cmd
 from patchbench.util.workspace import Workspace
 from tests import support
 from tests.support import TARGET, Project
@@ -26,8 +26,8 @@ class FakeGo:
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
             error: type[errors.PatchbenchError] = ToolchainError,
-            what: str | None = None) -> command.Result:
-        return command.Result(tuple(argv), 0, "go version go1.99.1 linux/amd64\n", "", 0.0)
+            what: str | None = None) -> cmd.Result:
+        return cmd.Result(tuple(argv), 0, "go version go1.99.1 linux/amd64\n", "", 0.0)
 
 
 def go_error(download: bool) -> ToolchainError:

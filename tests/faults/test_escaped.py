@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from patchbench import gate, results
-from patchbench.util import command, procguard
+from patchbench.util import cmd, procguard
 from patchbench.util.procguard import ProcGuard
 from tests.support import Project, compare, processes_with
 
@@ -42,10 +42,10 @@ def kill_marker(marker: str) -> None:
 
 
 def test_without_a_guard_the_setsid_child_survives() -> None:
-    """The class itself: command.run's process-group kill cannot reach it."""
+    """The class itself: cmd.run's process-group kill cannot reach it."""
     marker = unique()
     try:
-        res = command.run(escaping(marker))
+        res = cmd.run(escaping(marker))
         assert res.returncode == 0
         assert wait_for(marker), "the escaped child should still run"
     finally:
@@ -57,7 +57,7 @@ def test_the_guard_finds_reports_and_kills_it() -> None:
     try:
         with ProcGuard("test-escape") as guard:
             assert guard.available, guard.reason
-            res = command.run(guard.wrap(escaping(marker)))
+            res = cmd.run(guard.wrap(escaping(marker)))
             assert res.returncode == 0
             assert wait_for(marker)
             found = guard.check("scenario s baseline round 1/1")
@@ -79,7 +79,7 @@ def test_the_guard_finds_reports_and_kills_it() -> None:
 
 def test_a_well_behaved_command_leaves_nothing() -> None:
     with ProcGuard("test-clean") as guard:
-        command.run(guard.wrap(["sh", "-c", "sleep 0.05 & wait"]))
+        cmd.run(guard.wrap(["sh", "-c", "sleep 0.05 & wait"]))
         assert guard.check("clean") is None
         assert guard.report()["count"] == 0
 
@@ -88,7 +88,7 @@ def test_the_guard_kills_whatever_is_left_on_exit() -> None:
     marker = unique()
     try:
         with ProcGuard("test-exit") as guard:
-            command.run(guard.wrap(escaping(marker)))
+            cmd.run(guard.wrap(escaping(marker)))
             assert wait_for(marker)
         deadline = time.monotonic() + 5
         while processes_with(f"sleep {marker}") and time.monotonic() < deadline:
@@ -103,7 +103,7 @@ def test_a_forking_storm_is_killed(tmp_path: Path) -> None:
     script = tmp_path / "storm.sh"
     script.write_text("while :; do setsid sh -c 'sleep 100' & sleep 0.01; done\n")
     with ProcGuard("test-storm") as guard:
-        bg = command.Background(guard.wrap(["setsid", "sh", str(script)]))
+        bg = cmd.Background(guard.wrap(["setsid", "sh", str(script)]))
         time.sleep(0.3)
         bg.stop()
         assert guard.survivors()

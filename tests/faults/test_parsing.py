@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patchbench import config, report
+from patchbench import config
 from patchbench.cli import commands as cli
 from patchbench.errors import ConfigError, ReportError
+from patchbench.runs import document
 from patchbench.runs import store as runstore
 from patchbench.util import yamlsafe
 from tests.support import DEMO_RUN, REPO_ROOT, invoke_argv
@@ -143,8 +144,8 @@ def test_a_bad_results_json_is_a_report_error(tmp_path: Path, name: str,
 def test_the_good_results_render(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text(json.dumps(good_results()))
-    data = report.load_run(path)
-    assert runstore.render_checked(report.render, data, path).startswith("# demo")
+    data = runstore.load_run(path)
+    assert runstore.render_checked(document.markdown, data, path).startswith("# demo")
 
 
 # --- properties -----------------------------------------------------------------------------
@@ -205,5 +206,5 @@ def test_property_any_results_file_renders_or_is_a_report_error(data: bytes) -> 
         path = Path(tmp) / "results.json"
         path.write_bytes(data)
         with contextlib.suppress(ReportError):
-            results = report.load_run(path)
-            assert isinstance(runstore.render_checked(report.render, results, path), str)
+            results = runstore.load_run(path)
+            assert isinstance(runstore.render_checked(document.markdown, results, path), str)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbench.util import cleanup, command, procguard
+from patchbench.util import cleanup, cmd, procguard
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="per-run cgroups need root")
 
@@ -29,12 +29,12 @@ def test_the_guard_holds_patchbench_and_what_it_starts_then_lets_it_go() -> None
     try:
         assert home is not None and home != guard.path
         assert my_cgroup(guard) == guard.path and os.getpid() in guard.pids()
-        out = command.run(["sh", "-c", "cat /proc/$$/cgroup"]).stdout  # no join of its own
+        out = cmd.run(["sh", "-c", "cat /proc/$$/cgroup"]).stdout  # no join of its own
         assert any(line.endswith(":/" + str(guard.path.relative_to(guard.path.parents[1])))
                    for line in out.splitlines()), out
         assert guard.survivors() == [] and procguard.check_active("a step") is None
         # something escapes: it is found and killed; patchbench was not frozen or killed with it
-        command.run(["sh", "-c", "setsid sleep 61.31 >/dev/null 2>&1 < /dev/null &"])
+        cmd.run(["sh", "-c", "setsid sleep 61.31 >/dev/null 2>&1 < /dev/null &"])
         found = procguard.check_active("the escaping step")
         assert found is not None and found.killed
         assert [s.cmdline.removeprefix("setsid ") for s in found.survivors] == ["sleep 61.31"]

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from patchbench.report import html, load_run, markdown
-from patchbench.runs import summary
+from patchbench.runs import document, summary
+from patchbench.runs.store import load_run
 from patchbench.util.escape import md_code, md_fence
 from tests.faults.trust_support import demo, save
 
@@ -48,7 +48,7 @@ def live_html(markdown_text: str) -> str:
 
 def test_a_verify_output_cannot_close_its_fence(tmp_path: Path) -> None:
     run = load_run(with_verify(tmp_path, {"baseline": HOSTILE, "per-sandbox-lock": ONE_LINE}))
-    text = markdown.render(run)
+    text = document.markdown(run)
     live = live_html(text)
     assert "<img" not in live and "<script" not in live
     assert "Gate passed" not in live  # never a heading, never prose
@@ -57,7 +57,7 @@ def test_a_verify_output_cannot_close_its_fence(tmp_path: Path) -> None:
     assert not [h for h in headings if "Gate" in h]
     code = [t.content for t in MD.parse(text) if t.type == "fence"]
     assert any("# Gate passed" in c and "<img" in c for c in code)  # shown, as text
-    page = html.render_html(run)
+    page = document.html(run)
     assert "<img src=x" not in page and "<script>alert(2)" not in page
 
 

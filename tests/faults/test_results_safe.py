@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import report, results
+from patchbench import results
 from patchbench.errors import ReportError
+from patchbench.runs import document
 from patchbench.runs import store as runstore
 from tests.support import DEMO_RUN, REPO_ROOT, Project, compare, invoke_argv
 
@@ -50,8 +51,8 @@ def test_a_report_folder_from_the_run(run_dir: Path, tmp_path: Path) -> None:
     assert sorted(p.name for p in final.iterdir()) == sorted(
         ["chart.svg", "machine.json", "report.html", "report.md", "results.json"]
         + [f"manifest-{v}.json" for v in variants])
-    assert report.load_run(final).run_dir == f"demo/{STAMP}"
-    assert (final / "report.md").read_text() == report.render(report.load_run(final))
+    assert runstore.load_run(final).run_dir == f"demo/{STAMP}"
+    assert (final / "report.md").read_text() == document.markdown(runstore.load_run(final))
 
 
 def test_same_second_runs_get_distinct_folders(run_dir: Path, tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ from xml.etree import ElementTree
 
 import pytest
 
-from patchbench import report
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
+from patchbench.runs import store
 from tests import support
 from tests.support import Project, assert_nothing_left
 
@@ -108,7 +108,7 @@ def test_a_burst_scan(burst_run: tuple[dict[str, Any], Path], project: Project) 
     assert [h.strip() for h in header.strip("|").split("|")] == [
         "k at once", "baseline", "greet", "speedup greet [95% CI]", "launcher overhead"]
     assert "Slope (seconds per extra instance" in md
-    saved = report.load_run(run_dir).dump()
+    saved = store.load_run(run_dir).dump()
     saved_sc = saved["scenarios"][0]
     assert sorted(saved_sc["launcher_overhead"]) == sorted(str(k) for k in KS)
     assert saved_sc["cells"] == json.loads(json.dumps(sc["cells"]))

@@ -77,7 +77,7 @@ def test_hogs_in_a_guarded_run_are_not_escapes_and_keep_running() -> None:
     """The hogs join the run's cgroup like every command; the check after each measured command
     must neither report them as escaped nor kill them (it did: the loaded condition was loaded
     only until the first cell's check), while a real escape is still found and killed."""
-    from patchbench.util import command, procguard
+    from patchbench.util import cmd, procguard
 
     guard = procguard.activate(f"test-hogs-{os.getpid()}")
     if not guard.available:
@@ -86,10 +86,10 @@ def test_hogs_in_a_guarded_run_are_not_escapes_and_keep_running() -> None:
     try:
         with conditions.apply(Condition(name="busy", hogs=2)) as applied:
             hogs = [h.proc.pid for h in applied.hogs]
-            command.run(["true"], timeout=10)
+            cmd.run(["true"], timeout=10)
             assert procguard.check_active("a cell", "fix") is None
             assert all(Path(f"/proc/{pid}").exists() for pid in hogs)
-            command.run(["sh", "-c", "sleep 30 >/dev/null 2>&1 &"], timeout=10)
+            cmd.run(["sh", "-c", "sleep 30 >/dev/null 2>&1 &"], timeout=10)
             found = procguard.check_active("an escaping cell", "fix")
             assert found is not None and found.killed
             assert [s.cmdline for s in found.survivors] == ["sleep 30"]

@@ -30,7 +30,7 @@ from patchbench.runtimes.containerd import ContainerdRuntime, mountsys
 from patchbench.scenarios import ScenarioContext, ctrstress
 from patchbench.scenarios.ctrstress import CtrStressConfig
 from patchbench.scenarios.layers import KIND, LayersConfig
-from patchbench.util import command
+from patchbench.util import cmd
 from patchbench.util.layout import Layout
 from patchbench.util.workspace import Workspace
 from tests import support
@@ -73,9 +73,9 @@ def test_follows_roots_and_ignores_strangers(tmp_path: Path) -> None:
     go, done = tmp_path / "go", tmp_path / "done"
     py = " ".join(exercise(tmp_path / "root-ex", 2, forks=1))
     wait = f"while [ ! -e {go} ]; do sleep 0.02; done"
-    root = command.Background(["sh", "-c", f"{wait}; {py} >/dev/null; touch {done}"],
+    root = cmd.Background(["sh", "-c", f"{wait}; {py} >/dev/null; touch {done}"],
                               env=py_env())
-    stranger = command.Background(
+    stranger = cmd.Background(
         ["sh", "-c", f"{wait}; " + " ".join(exercise(tmp_path / "other", 7)) + " >/dev/null"],
         env=py_env())
     try:
@@ -159,7 +159,7 @@ def test_real_containerd(tmp_path: Path, built_containerd: build.Built) -> None:
         daemon.start()
         for img in images.values():
             daemon.import_image(img)
-        res = command.run(daemon.run_argv(
+        res = cmd.run(daemon.run_argv(
             images[4], "verify", ["sh", "-c", "stat -c %u /layers/002 /layers/004 /bin/busybox"],
             null_io=False), env=daemon.env(), timeout=120)
         assert res.stdout.split() == ["0", "0", "0"]
@@ -167,7 +167,7 @@ def test_real_containerd(tmp_path: Path, built_containerd: build.Built) -> None:
             counts[n] = daemon.trace_run(img, f"t{n}", base / f"trace{n}")
             assert counts[n].exit_code == 0
         with mounttrace.MountTableSampler(interval=0.01) as sampler:
-            burst = [command.Background(daemon.run_argv(images[4], f"b{i}"), env=daemon.env())
+            burst = [cmd.Background(daemon.run_argv(images[4], f"b{i}"), env=daemon.env())
                      for i in range(4)]
             assert [b.wait(120) for b in burst] == [0] * 4
         # while they ran, their rootfs (and v2.1.4's per-layer idmapped) mounts were in the table

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import patchbench
-from patchbench import pipeline, report, results
+from patchbench import pipeline, results
+from patchbench.runs import store
 from patchbench.util.workspace import Switches, Workspace
 from tests import support
 from tests.support import assert_nothing_left, invoke
@@ -73,7 +74,7 @@ def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
                                          demo_base: Path) -> None:
     _, run_dir = demo_run
     saved = json.loads((run_dir / "results.json").read_text())
-    assert saved == report.load_run(run_dir).dump()
+    assert saved == store.load_run(run_dir).dump()
     assert saved["schema_version"] == results.SCHEMA_VERSION == 7
     assert saved["comparison"] == "demo" and saved["aa"] is False and saved["seed"] == 7
     assert saved["commit"] == "d43fc88e35d5f75debf78106f2c3ebe3b4b13c57"
@@ -216,7 +217,7 @@ def test_the_command_line_runs_the_demo(demo_run: tuple[dict[str, Any], Path],
     assert saved is not None
     run_dir = Path(saved.group(1))
     assert run_dir.parent == demo_base / "cli-reports" / "demo"
-    assert report.load_run(run_dir).scenarios[0].runs == 4
+    assert store.load_run(run_dir).scenarios[0].runs == 4
 
 
 def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(

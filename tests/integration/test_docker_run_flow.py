@@ -23,7 +23,7 @@ from patchbench.docker import engine
 from patchbench.errors import BenchmarkError
 from patchbench.runtimes import VariantBuild
 from patchbench.runtimes.docker_run import DockerRunRuntime
-from patchbench.util import command
+from patchbench.util import cmd
 from tests import support
 
 pytestmark = [
@@ -49,9 +49,9 @@ def _copy(tmp: Path, name: str, runc: Path) -> VariantBuild:
     return VariantBuild(name, bin_dir, {"runc": {"sha256": sha, "path": "runc"}})
 
 
-def _docker_run(rt: DockerRunRuntime, variant: str, *args: str) -> command.Result:
+def _docker_run(rt: DockerRunRuntime, variant: str, *args: str) -> cmd.Result:
     ph = rt.placeholders(variant, Path("/unused"))
-    return command.run([ph["docker"], "--host", ph["host"], "run", "--rm", "--network", "none",
+    return cmd.run([ph["docker"], "--host", ph["host"], "run", "--rm", "--network", "none",
                         "--runtime", ph["runtime"], ph["image"], *args], timeout=120, check=False)
 
 
@@ -83,7 +83,7 @@ def test_each_variant_runs_through_its_own_registered_runc(tmp_path: Path) -> No
         assert res.returncode != 0 and "pb-nope" in res.stderr
         # a container left running is removed by its variant's cleanup
         ph = rt.placeholders("fix", Path("/unused"))
-        command.run([ph["docker"], "--host", ph["host"], "run", "-d", "--network", "none",
+        cmd.run([ph["docker"], "--host", ph["host"], "run", "-d", "--network", "none",
                      "--runtime", "pb-fix", "--name", f"{ph['id']}-left", ph["image"],
                      "sleep", "1000"], timeout=120)
         assert rt.leftovers("fix", Path("/unused")) == [f"container {ph['id']}-left"]

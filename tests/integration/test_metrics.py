@@ -19,7 +19,7 @@ import yaml
 import patchbench
 from patchbench import pipeline
 from patchbench.analysis import metrics as mx
-from patchbench.measure import engine
+from patchbench.measure import hyperfine2
 from patchbench.util.workspace import Switches, Workspace
 from tests import support
 
@@ -108,7 +108,7 @@ def test_an_aa_finds_no_metric_faster_or_slower(tmp_path: Path) -> None:
 
 
 def test_a_counter_this_machine_lacks_stops_the_run_naming_it(tmp_path: Path) -> None:
-    lacking = [n for n, m in mx.METRICS.items() if m.counter and not engine.available(n)]
+    lacking = [n for n, m in mx.METRICS.items() if m.counter and not hyperfine2.available(n)]
     if not lacking:
         pytest.skip("this machine has a PMU: every counter is available")
     ws = project(tmp_path, {"metrics": ["wall", "cpu", lacking[0]]})

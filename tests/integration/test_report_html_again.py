@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from patchbench import gate, results
-from patchbench.report import html
+from patchbench.runs import document
 from tests.support import committed_reports
 
 pytestmark = pytest.mark.integration
@@ -30,4 +30,4 @@ PAGES = [pytest.param(p, id=key, marks=[pytest.mark.xfail(strict=True, reason=f"
 @pytest.mark.parametrize("path", PAGES)
 def test_a_saved_report_html_renders_again_byte_for_byte(path: Path) -> None:
     res = results.load(path.parent)
-    assert html.render_html(res, gate=res.gate_reasons(gate.failures)) == path.read_text()
+    assert document.html(res, gate=res.gate_reasons(gate.failures)) == path.read_text()

@@ -19,7 +19,7 @@ import pytest
 from patchbench import results as results_mod
 from patchbench.runs import merge
 from patchbench.runs.export.benchstat import benchstat_name
-from patchbench.util import command
+from patchbench.util import cmd
 from tests.browser import Chromium
 from tests.support import REPO_ROOT, invoke
 
@@ -59,7 +59,7 @@ def test_benchstat_reads_the_export_and_finds_the_same_medians(key: str, tmp_pat
     results = load(key)
     variants = list(results["builds"])
     files = [f"{v}.txt" for v in variants]
-    out = command.run([tool("benchstat"), files[0], files[1]], cwd=tmp_path / "benchstat",
+    out = cmd.run([tool("benchstat"), files[0], files[1]], cwd=tmp_path / "benchstat",
                       timeout=60).stdout
     procs = results["machine"]["cpu_count"]
     # benchstat shows names without "Benchmark"; it prints each side's median (3 digits)

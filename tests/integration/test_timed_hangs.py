@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from patchbench import gate, report, results
+from patchbench import gate, results
+from patchbench.runs import store
 from tests import support
 from tests.support import Project, assert_nothing_left
 
@@ -72,7 +73,7 @@ def test_a_candidate_that_hangs_is_counted_and_fails_the_gate(project: Project) 
     assert f"Each run had a {DEADLINE:g} s deadline" in md
     # the gate: a candidate's hang fails it, named with the baseline's count and Fisher's p
     # few rounds: the verdict is withheld, which the gate fails too (closed) unless allowed
-    reasons = gate.failures(report.load_run(run_dir), allow_inconclusive=True)
+    reasons = gate.failures(store.load_run(run_dir), allow_inconclusive=True)
     assert reasons == ["hangs greet: hangs: 2 of 6 (baseline 0 of 6; Fisher p 0.45)"]
     assert_nothing_left(project.builds, project.cache)
 
@@ -84,7 +85,7 @@ def test_a_baseline_that_hangs_is_shown_and_fails_nothing(project: Project) -> N
     (sc,) = res["scenarios"]
     cells = {c["variant"]: c for c in sc["cells"]}
     assert cells["baseline"]["hangs"]["hangs"] == 2 and cells["greet"]["hangs"]["hangs"] == 0
-    assert gate.failures(report.load_run(run_dir), allow_inconclusive=True) == []
+    assert gate.failures(store.load_run(run_dir), allow_inconclusive=True) == []
     assert any("baseline: hangs: 2 of 6" in w for w in res["warnings"])
 
 
@@ -114,7 +115,7 @@ def test_a_burst_cell_whose_every_run_hangs(project: Project) -> None:
     on_disk = json.loads((run_dir / "results.json").read_text(), parse_constant=refuse)
     hung = next(c for c in on_disk["scenarios"][0]["cells"] if c["label"] == "greet k=2")
     assert hung["summary"]["median"] is None and hung["summary"]["n"] == 0
-    loaded = report.load_run(run_dir)
+    loaded = store.load_run(run_dir)
     assert math.isnan(next(c for c in loaded.scenarios[0].comparisons
                            if c.candidate == "greet k=2").speedup)
     assert gate.failures(loaded, allow_inconclusive=True) == [

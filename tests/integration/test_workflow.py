@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from patchbench.util import command
+from patchbench.util import cmd
 from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -37,7 +37,7 @@ def test_actionlint_accepts_the_workflow() -> None:
     actionlint = shutil.which("actionlint")
     if actionlint is None:
         pytest.fail("actionlint is not installed: run `bash .ci/install` (it installs it pinned)")
-    command.run([actionlint, str(WORKFLOW)], cwd=REPO_ROOT, timeout=60)
+    cmd.run([actionlint, str(WORKFLOW)], cwd=REPO_ROOT, timeout=60)
 
 
 def test_the_workflow_has_what_the_readme_promises() -> None:

@@ -12,12 +12,12 @@ from typing import Any, cast
 import pytest
 
 import patchbench
-from patchbench import config, pipeline, report
+from patchbench import config, pipeline
 from patchbench import results as results_mod
 from patchbench.build import BuildPlan, toolchains
 from patchbench.config import CToolchain, GoToolchain, RustToolchain, Target
 from patchbench.errors import ConfigError
-from patchbench.report import html
+from patchbench.runs import document
 from patchbench.source import cache as source
 from patchbench.util.layout import Layout
 from patchbench.util.workspace import Switches, Workspace
@@ -135,13 +135,13 @@ LAYOUT = {"kind": "layout", "twin": "baseline-layout", "method": "go linker -ran
 
 def test_the_reports_say_which_aa_a_run_did() -> None:
     res = results_mod.parse(doc(LAYOUT), "test")
-    md, page = report.render(res), html.render_html(res)
+    md, page = document.markdown(res), document.html(res)
     assert ("— **A/A run, layout** (the baseline against baseline-layout, a second build of it "
             "that differs only in code layout (go linker -randlayout=1: shuffled); sha256 differ: "
             "laid out differently)") in md
     assert "<b>A/A run, layout</b>" in page and "(baseline against itself" not in md
     old = results_mod.parse(doc(None), "test")  # a run before the record: as it always was
-    assert "— **A/A run** (baseline against itself: the noise floor)" in report.render(old)
+    assert "— **A/A run** (baseline against itself: the noise floor)" in document.markdown(old)
     assert "aa_build" not in old.dump() and res.dump()["aa_build"]["kind"] == "layout"
     assert results_mod.problems(res) == []
     stray = results_mod.parse({**doc({**LAYOUT, "twin": "nope"})}, "test")

@@ -339,7 +339,7 @@ def test_hyperfine_many_gives_one_command_each_and_reads_each_result(
         export.write_text(json.dumps({"results": [{"command": "a", "times": [1.0]},
                                                   {"command": "b", "times": [2.0]}]}))
 
-    monkeypatch.setattr(bench.command, "run", run)
+    monkeypatch.setattr(bench.cmd, "run", run)
     got = bench.hyperfine_many(
         [Invocation(["x", "--y"], prepare="p1"), Invocation(["z"], prepare="p2", deadline=2.0)],
         runs=3, warmup=1, per_run_timeout=5.0, export=tmp_path / "e.json", log=tmp_path / "l",

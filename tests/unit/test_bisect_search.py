@@ -8,7 +8,9 @@ import math
 
 import pytest
 
-from patchbench.bisect import judge, render, search
+from patchbench.bisect import judge, search
+from patchbench.report import charts
+from patchbench.report.charts import CommitPoint
 from patchbench.source import history
 
 
@@ -104,8 +106,10 @@ def test_every_nth_commit_keeps_both_ends() -> None:
 
 
 def test_the_chart_draws_a_point_and_a_ci_bar_per_commit() -> None:
-    points = [render.Point("aaaa", 2.0, 1.9, 2.1), render.Point("bbbb", None),
-              render.Point("cccc", 7.0, 6.8, 7.3, render.COLOURS["bad"])]
-    svg = render.chart(points, "median (ms)", "t <1>")
+    points = [CommitPoint("aaaa", 2.0, 1.9, 2.1), CommitPoint("bbbb", None),
+              CommitPoint("cccc", 7.0, 6.8, 7.3, "bad")]
+    drawn = charts.commit_chart(points, "median (ms)", "t <1>")
+    assert drawn is not None
+    svg = drawn.decode()
     assert svg.startswith("<svg") and svg.count("<circle") == 2 and "t &lt;1&gt;" in svg
-    assert svg.count('stroke-width="2"') == 2 and "×" in svg  # the skipped one on the axis
+    assert svg.count('class="ci"') == 2 and "×" in svg  # the skipped one on the axis

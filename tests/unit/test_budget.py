@@ -12,13 +12,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from patchbench import build, report, results, scenarios
+from patchbench import build, results, scenarios
 from patchbench.analysis import sequential
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell, Invocation
+from patchbench.runs import document
 from patchbench.scenarios import budget
-from patchbench.scenarios.base import precision_rule
 from patchbench.scenarios.command import CommandConfig
+from patchbench.scenarios.stopping import precision_rule
 from patchbench.util.layout import Layout
 from tests.unit.test_report_shows_effect_and_answer import doc
 
@@ -160,11 +161,11 @@ def test_the_report_says_the_budget_the_half_widths_and_the_mde() -> None:
         "budget_s": 30.0, "metrics": ["wall", "cpu"], "seconds": 6.2,
         "mde": {"wall": 0.041, "cpu": 0.02}}]
     res = results.parse(data, "t")
-    md = report.render(res)
+    md = document.markdown(res)
     assert "`--budget 30s` for the gated metrics wall, cpu" in md
     assert "round 10: wall ±3.0 %, cpu ±1.0 %" in md
     said = ("stopped at round 10 after 0.1 min of measuring (--budget 30s): every gated metric "
             "decided; CI half-width reached: wall ±3.0 %, cpu ±1.0 %; MDE reached: wall ±4.1 %, "
             "cpu ±2.0 %")
     assert said in md
-    assert report.markdown.stopping_text(res) == [f"run: {said}"]
+    assert document.stopping_text(res) == [f"run: {said}"]

@@ -17,7 +17,7 @@ from patchbench.build import Built, Variant
 from patchbench.build import toolchains as toolchain
 from patchbench.config import Target
 from patchbench.errors import ToolchainError
-from patchbench.util import command
+from patchbench.util import cmd
 from patchbench.util.layout import Layout
 
 FP: dict[str, Any] = {
@@ -66,20 +66,20 @@ def target(version: str = "1.22.1", download: bool = False, **build_kw: Any) -> 
 
 
 class FakeGo:
-    """command.run standing in for the go command."""
+    """cmd.run standing in for the go command."""
 
     def __init__(self, version_line: str):
         self.version_line = version_line
         self.calls: list[list[str]] = []
 
-    def __call__(self, argv: list[str], **kw: Any) -> command.Result:
+    def __call__(self, argv: list[str], **kw: Any) -> cmd.Result:
         self.calls.append(list(argv))
-        return command.Result(tuple(argv), 0, self.version_line + "\n", "", 0.0)
+        return cmd.Result(tuple(argv), 0, self.version_line + "\n", "", 0.0)
 
 
 def test_a_pinned_go_that_is_not_installed_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeGo("go version go1.21.0 linux/amd64")
-    monkeypatch.setattr(command, "run", fake)
+    monkeypatch.setattr(cmd, "run", fake)
     t = target("1.22.1")
     env = toolchain.build_env(t, 0)
     with pytest.raises(ToolchainError) as info:

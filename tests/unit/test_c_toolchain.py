@@ -12,7 +12,7 @@ from patchbench.build import toolchains
 from patchbench.build.toolchains import c
 from patchbench.config import Target
 from patchbench.errors import PatchbenchError, ToolchainError
-from patchbench.util import command
+from patchbench.util import cmd
 
 
 class Scripted:
@@ -25,7 +25,7 @@ class Scripted:
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
             what: str | None = None, error: type[PatchbenchError] = ToolchainError,
-            ) -> command.Result:
+            ) -> cmd.Result:
         argv = [str(a) for a in argv]
         self.calls.append(argv)
         outputs = {
@@ -45,7 +45,7 @@ class Scripted:
             out = "ldd (Debian GLIBC 2.36) 2.36"
         else:
             out = outputs.get(argv[1], "")
-        return command.Result(tuple(argv), 0, out + "\n", "", 0.0)
+        return cmd.Result(tuple(argv), 0, out + "\n", "", 0.0)
 
     def sha256(self, path: str) -> str:
         return f"{abs(hash(path)):064d}"[:64]

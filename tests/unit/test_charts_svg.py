@@ -12,7 +12,7 @@ import numpy as np
 
 from patchbench import results as results_mod
 from patchbench.report import charts
-from patchbench.report import html as report_html
+from patchbench.runs import document
 from tests.support import REPO_ROOT
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -127,7 +127,7 @@ def test_ticks_are_round_numbers_inside_the_axis() -> None:
 
 def test_the_html_report_inlines_svg_and_draws_no_png() -> None:
     res = results_mod.load(REPO_ROOT / "reports/demo/20261129T225457Z").dump()
-    page = report_html.render_html(res, gate=[])
+    page = document.html(res, gate=[])
     assert page.count('src="data:image/svg+xml;base64,') == 2
     assert "data:image/png" not in page
 

@@ -24,7 +24,7 @@ import pytest
 from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes.containerd import mountsys
-from patchbench.util import cleanup, command, procguard
+from patchbench.util import cleanup, cmd, procguard
 
 FAKE_CONTAINERD = """#!/bin/sh
 # fake containerd: "listens" (creates the socket file) after a moment, exits 0 on SIGTERM
@@ -242,11 +242,11 @@ def test_daemon_that_dies_or_never_answers(tmp_path: Path) -> None:
 def probe_result(monkeypatch: pytest.MonkeyPatch, code: int, stdout: str) -> list[Any]:
     calls: list[Any] = []
 
-    def fake_run(argv: Any, **kw: Any) -> command.Result:
+    def fake_run(argv: Any, **kw: Any) -> cmd.Result:
         calls.append(argv)
-        return command.Result(tuple(argv), code, stdout, "", 0.1)
+        return cmd.Result(tuple(argv), code, stdout, "", 0.1)
 
-    monkeypatch.setattr(command, "run", fake_run)
+    monkeypatch.setattr(cmd, "run", fake_run)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(platform, "system", lambda: "Linux")
     return calls

@@ -22,12 +22,13 @@ from patchbench import build, results, scenarios
 from patchbench.config.scenarios import AnyScenario
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.gate import failures
-from patchbench.report import markdown
+from patchbench.runs import document
 from patchbench.runtimes import containerd as cd
 from patchbench.runtimes.containerd import ContainerdRuntime
 from patchbench.scenarios import ctrstress
 from patchbench.scenarios.ctrstress import KIND, CtrStressConfig
 from patchbench.util.layout import Layout
+from tests.support import scenario_md
 
 VARIANTS = ("baseline", "idmap-once-per-overlay")
 
@@ -437,7 +438,7 @@ def test_kind_gate_and_the_run_gate() -> None:
 
 
 def test_report_section() -> None:
-    blocks = markdown.scenario_blocks(ctrstress_result(fix_left=3, fix_fresh_fail=True))
+    blocks = scenario_md(ctrstress_result(fix_left=3, fix_fresh_fail=True))
     text = "\n\n".join(blocks)
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
             for line in blocks[1].splitlines() if line.startswith("| baseline ")
@@ -458,7 +459,6 @@ def test_report_section() -> None:
 
 
 def test_whole_report_and_html_render() -> None:
-    from patchbench.report import html
 
     run = results.Results(tool="t", comparison="c", target="containerd", url="u", ref="r",
                           commit="c" * 40, seed=1, settings=results.Settings(alpha=0.05,
@@ -466,9 +466,9 @@ def test_whole_report_and_html_render() -> None:
                           started_at="now", machine={"cpu_model": "cpu", "cpu_count": 2,
                                                      "kernel": "6.18", "load_avg": [1, 1, 1]},
                           builds={}, scenarios=[ctrstress_result(fix_left=1)])
-    text = markdown.render(run)
+    text = document.markdown(run)
     assert "## Scenario `kill-restart` (ctrstress)" in text and "## Summary" not in text
-    page = html.render_html(run)
+    page = document.html(run)
     assert "ctrstress data" not in page and "<th>mounts left (idmapped)</th>" in page
     assert "<td>fix</td><td>2</td>" in page and "<td>2 (2)</td>" in page
 
@@ -505,6 +505,6 @@ def test_a_hung_client_s_evidence_reaches_the_report_folder(
     ev = hangs.load_evidence_file(ctx.extra_files[name])
     assert ev.processes[0].comm == "sleep" and ev.instance == 7
     assert res.evidence_summary in ctx.extra_files
-    text = "\n\n".join(markdown.scenario_blocks(res)[-2:])
+    text = "\n\n".join(scenario_md(res)[-2:])
     assert text.startswith("Hung instances, with the evidence saved before the kill:")
     assert f"- idmap-once-per-overlay round 3: [{name}]({name})" in text

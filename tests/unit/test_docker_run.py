@@ -18,6 +18,7 @@ from patchbench.docker import engine, images
 from patchbench.errors import BenchmarkError, ConfigError
 from patchbench.report import markdown
 from patchbench.results import RuntimeRecord
+from patchbench.runs import document
 from patchbench.runtimes import VariantBuild
 from patchbench.runtimes.docker_run import (
     DockerRunRuntime,
@@ -168,7 +169,7 @@ def test_runtime_record_in_report() -> None:
     class R:
         runtime = rec
 
-    text = "\n".join(markdown.runtime_block(R()))  # type: ignore[arg-type]
+    text = markdown.document(document.runtime_blocks(R()))  # type: ignore[arg-type]
     assert "engine 20.10.24 (API 1.41" in text and "docker CLI Docker 28" in text
     assert "sha256:" + "ab" * 32 in text
     assert "`pb-baseline` = <builds>/x/bin/runc (sha256 `cdcdcdcdcdcd`" in text

@@ -290,7 +290,7 @@ def test_dry_run_lines_name_engine_image_and_every_docker_step(tmp_path: Path) -
 
 
 def test_fingerprint_queries_are_asked_once_per_image_and_kept_redacted(tmp_path: Path) -> None:
-    from patchbench.util import command
+    from patchbench.util import cmd
 
     class FakeBackend:
         state = tmp_path / "builds"
@@ -299,10 +299,10 @@ def test_fingerprint_queries_are_asked_once_per_image_and_kept_redacted(tmp_path
             self.calls: list[tuple[str, list[str]]] = []
             self.fail = False
 
-        def run(self, image: images.Image, argv: list[str], **_: Any) -> command.Result:
+        def run(self, image: images.Image, argv: list[str], **_: Any) -> cmd.Result:
             self.calls.append((image.id, list(argv)))
             out = "go version go1.23.6 linux/amd64 https://user:hunter2@proxy.invalid/\n"
-            return command.Result(tuple(argv), 1 if self.fail else 0, out, "", 0.1)
+            return cmd.Result(tuple(argv), 1 if self.fail else 0, out, "", 0.1)
 
     backend = FakeBackend()
     a = docker_backend.ContainerRunner(backend, images.Image("recipe:x", "sha256:" + "a" * 64))
@@ -418,13 +418,13 @@ def test_repositories_of_a_tree_and_its_submodule_worktrees(tmp_path: Path) -> N
 
 
 def test_rust_tree_refuses_another_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from patchbench.util import command as cmd
+    from patchbench.util import cmd
 
     def fake_run(argv: Any, **_: Any) -> cmd.Result:
         out = "rustc 1.94.0\nrelease: 1.94.0\n" if "-vV" in argv else str(tmp_path)
         return cmd.Result(tuple(argv), 0, out, "", 0.0)
 
-    monkeypatch.setattr(images.command, "run", fake_run)
+    monkeypatch.setattr(images.cmd, "run", fake_run)
     with pytest.raises(ToolchainError, match=r"copies the host's Rust 1.95.0, but rustc .* is "
                                              r"1.94.0"):
         images.rust_tree("1.95.0", "1.95.0-x86_64-unknown-linux-gnu")

@@ -183,3 +183,14 @@ def test_the_architecture_names_every_module() -> None:
     missing += [f"{d.relative_to(pkg)}/" for d in pkg.rglob("*") if d.is_dir()
                 and (d / "__init__.py").is_file() and f"{d.name}/" not in doc]
     assert missing == []
+
+
+def test_every_module_name_is_unique() -> None:
+    """A module's name says what it is, once: no two modules of the package share a file name
+    (a kind's module keeps its kind's name; the other of a pair is renamed)."""
+    seen: dict[str, list[str]] = {}
+    pkg = REPO_ROOT / "patchbench"
+    for p in pkg.rglob("*.py"):
+        if p.name != "__init__.py":
+            seen.setdefault(p.name, []).append(str(p.relative_to(pkg)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

@@ -19,7 +19,7 @@ from patchbench.errors import ReportError
 from patchbench.runs import export
 from patchbench.runs.export import benchstat, hyperfine
 from patchbench.runs.export import csv as csv_format
-from patchbench.runs.export.base import safe_name
+from patchbench.runs.export.exporter import safe_name
 from tests.support import REPO_ROOT, committed_reports
 
 RUNS = {p.parent.parent.name + "/" + p.parent.name: p

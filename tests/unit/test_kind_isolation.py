@@ -24,11 +24,11 @@ from patchbench import config, errors, gate, results, scenarios
 from patchbench.config import scenarios as config_scenarios
 from patchbench.config.scenarios import AnyScenario, ScenarioConfig, config_models
 from patchbench.errors import ReportError
-from patchbench.report import markdown
-from patchbench.report.blocks import Across, Block, Table, text
+from patchbench.report.blocks import Block, View, text
+from patchbench.runs import document
 from patchbench.scenarios.base import ScenarioContext
 from patchbench.scenarios.steps import ByCount, StepRule
-from tests.support import REPO_ROOT
+from tests.support import REPO_ROOT, page_charts
 
 PACKAGE = REPO_ROOT / "patchbench"
 REGISTRY = "patchbench/scenarios/__init__.py"
@@ -292,17 +292,9 @@ class ToyKind:
     def gate(self, result: ToyResult) -> list[str]:
         return [f"{result.name}: left {', '.join(result.record.left)}"] if result.record.left else []
 
-    def report(self, result: ToyResult, *, details: bool = True) -> list[Block]:
-        return [text(f"The toy was of size {result.record.size}.")]
-
-    def page(self, result: ToyResult) -> list[Block]:
-        return self.report(result)
-
-    def summary(self, result: ToyResult) -> Table | None:
-        return None
-
-    def across(self, result: ToyResult) -> Across | None:
-        return None
+    def blocks(self, result: ToyResult, view: View) -> list[Block]:
+        return [text(f"The toy was of size {result.record.size}.")] if view in (
+            View.REPORT, View.BRIEF, View.PAGE) else []
 
 
 @pytest.fixture
@@ -339,7 +331,7 @@ def test_a_kind_defined_in_a_test_registers_and_round_trips(toy: ToyKind) -> Non
     assert json.dumps(res.dump()) == json.dumps(data)
     # the rest of patchbench reaches it through the registry: its gate rule, its report
     assert "toy-1: left a mount" in gate.failures(res)
-    assert "The toy was of size 3." in markdown.render(res)
+    assert "The toy was of size 3." in document.markdown(res)
     # its own step of reading an older results version
     old = {**{k: v for k, v in TOY.items() if k != "record"}, "size": 5}
     back = results.parse(a_run(old, version=4), "toy v4").scenarios[-1]
@@ -438,7 +430,7 @@ def test_bisect_judges_and_draws_a_kind_by_its_step_rule(toy: ToyKind,
     assert axis == "leftover rate"
     assert [(p.y, p.title) for p in points] == [
         (0.0, f"{GOOD[:12]} good: leftovers 0 of 10"), (0.9, f"{BAD[:12]} bad: leftovers 9 of 10")]
-    assert "leftover rate" in render.bisect_html(rec)
+    assert "leftover rate" in page_charts(render.bisect_html(rec))
 
 
 def test_bisect_refuses_a_kind_without_a_step_rule_naming_those_with_one(toy: ToyKind) -> None:

@@ -14,9 +14,12 @@ from patchbench import build, results, scenarios
 from patchbench.config.scenarios import AnyScenario
 from patchbench.errors import ConfigError
 from patchbench.report import markdown
+from patchbench.report.blocks import View
+from patchbench.runs import document
 from patchbench.runtimes.containerd import ContainerdRuntime
 from patchbench.scenarios.layers import KIND, LayersConfig, LayersResult, MountTable, fit
 from patchbench.util.layout import Layout
+from tests.support import scenario_md
 
 
 def config(**kw: Any) -> LayersConfig:
@@ -121,7 +124,7 @@ def test_result_round_trips_through_the_union() -> None:
 
 
 def test_report_blocks() -> None:
-    text = "\n\n".join(markdown.scenario_blocks(layers_result(fix_left=3)))
+    text = "\n\n".join(scenario_md(layers_result(fix_left=3)))
     rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| 16 ")]
     assert [c.strip() for c in rows[0]] == ["16", "33 / 42", "2 / 42"]
     assert "| 16  | 8   | 8.000 s    | 4.000 s " in text
@@ -132,7 +135,7 @@ def test_report_blocks() -> None:
     assert "2.00× [1.90, 2.10]" in text
     assert "L=16 `sha256:bb`" in text and "runc version 1.1.5 (sha256 abababababab)" in text
     assert text.count("![") == 2 and "- fix: passed" in text
-    assert markdown.detail_table(layers_result()).count("k=8") == 4
+    assert markdown.table(document.detail_table(layers_result(), View.REPORT)).count("k=8") == 4
 
 
 def test_gate_judges_the_candidate_only() -> None:
@@ -149,7 +152,7 @@ def test_gate_judges_the_candidate_only() -> None:
 def test_html_report_shows_the_data() -> None:
     from patchbench.report import html
 
-    page = html.scenario_section(layers_result())
+    page = html.block(document.scenario_section(layers_result(), View.PAGE))
     assert "Scenario <code>scan</code> (layers)" in page and "layers data" in page
     assert "mount_counts" in page and "fix L=16 k=8" in page
 

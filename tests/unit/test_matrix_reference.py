@@ -1,4 +1,4 @@
-"""docs/matrix.md is generated from the config models (patchbench.config.reference): every key
+"""docs/matrix.md is generated from the config models (patchbench.config.matrix_doc): every key
 has a description, every model reachable from the matrix has its section, and the committed file
 is exactly the generated text."""
 
@@ -11,14 +11,14 @@ import pytest
 
 from patchbench import scenarios
 from patchbench.cli.reference import main
-from patchbench.config import reference
+from patchbench.config import matrix_doc
 from tests.support import REPO_ROOT
 
 DOC = REPO_ROOT / "docs" / "matrix.md"
 
 
 def _properties() -> list[tuple[str, str, dict[str, Any]]]:
-    root = reference.schema()
+    root = matrix_doc.schema()
     defs = {**root["$defs"], "Matrix": root}
     return [(model, key, prop) for model, node in defs.items()
             for key, prop in node.get("properties", {}).items()]
@@ -32,22 +32,22 @@ def test_every_key_of_every_model_has_a_description() -> None:
 
 
 def test_a_key_without_a_description_stops_the_generation(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = reference.schema
+    real = matrix_doc.schema
 
     def without(**_: Any) -> dict[str, Any]:
         root = real()
         del root["$defs"]["Condition"]["properties"]["hogs"]["description"]
         return root
 
-    monkeypatch.setattr(reference, "schema", without)
-    with pytest.raises(reference.MissingDescription, match=r"Condition\.hogs"):
-        reference.render()
+    monkeypatch.setattr(matrix_doc, "schema", without)
+    with pytest.raises(matrix_doc.MissingDescription, match=r"Condition\.hogs"):
+        matrix_doc.render()
     assert main(["--check", "--out", str(DOC)]) == 1
 
 
 def test_every_model_and_scenario_kind_has_a_section() -> None:
-    text = reference.render()
-    for name in reference.models():
+    text = matrix_doc.render()
+    for name in matrix_doc.models():
         assert f"\n## {name}\n" in text, name
     for kind in scenarios.KINDS.values():
         assert f"\n## {kind.config.__name__}\n" in text
@@ -55,7 +55,7 @@ def test_every_model_and_scenario_kind_has_a_section() -> None:
 
 
 def test_types_defaults_and_constraints_are_rendered() -> None:
-    text = reference.render()
+    text = matrix_doc.render()
     assert "| `alpha` | number (> 0, < 1) | `0.05` |" in text
     assert ("| `toolchain` | [GoToolchain](#gotoolchain) or [SwiftToolchain](#swifttoolchain) "
             "or [CToolchain](#ctoolchain) or [RustToolchain](#rusttoolchain) (by `kind`)") in text
@@ -65,7 +65,7 @@ def test_types_defaults_and_constraints_are_rendered() -> None:
 
 
 def test_the_committed_reference_is_up_to_date() -> None:
-    assert DOC.read_text(encoding="utf-8") == reference.render(), (
+    assert DOC.read_text(encoding="utf-8") == matrix_doc.render(), (
         "docs/matrix.md is stale: run python3 -m patchbench.cli.reference")
 
 

@@ -11,12 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from patchbench import gate, report, results
+from patchbench import gate, results
 from patchbench.analysis import metrics as mx
 from patchbench.analysis import verdict
-from patchbench.report import html
-from patchbench.runs import diff, export, merge
-from patchbench.scenarios import metric_views
+from patchbench.report import metric_blocks
+from patchbench.runs import diff, document, export, merge
 
 PER, ROUNDS = 10, 10
 IDS = [r for r in range(1, ROUNDS + 1) for _ in range(PER)]
@@ -84,7 +83,7 @@ def test_the_words_tell_waiting_from_work_and_call_out_memory() -> None:
     sc = res.scenarios[0]
     assert isinstance(sc, results.TimedResult)
     cells = {c.label: c for c in sc.cells}
-    said = {name: " | ".join(metric_views.words(comparison(res, name), cells))
+    said = {name: " | ".join(metric_blocks.words(comparison(res, name), cells))
             for name in PLANTED}
     assert "about as much: work added" in said["spin"]
     assert "the extra time is waiting" in said["sleep"] and "CPU time is equivalent" in said["sleep"]
@@ -93,7 +92,7 @@ def test_the_words_tell_waiting_from_work_and_call_out_memory() -> None:
     # 5 ms less wall time, 3.5 ms less CPU time: part work removed, the rest waiting
     assert "part work removed, the rest (-1." in said["removed"], said["removed"]
     # without the runs, how much of the wall change CPU time accounts for is not said
-    assert "is not decided" in metric_views.words(comparison(res, "spin"))[0]
+    assert "is not decided" in metric_blocks.words(comparison(res, "spin"))[0]
     for name in ("spin", "sleep"):
         assert "peak memory" not in said[name]  # equivalent memory: nothing to say
 
@@ -104,17 +103,17 @@ def test_an_undecided_verdict_gives_no_word_but_what_the_rest_shows() -> None:
     assert c.metrics is not None
     cpu = c.metrics["cpu"].model_copy(update={"verdict": "inconclusive"})
     quiet = c.model_copy(update={"metrics": {**c.metrics, "cpu": cpu}})
-    assert metric_views.words(quiet) == []
+    assert metric_blocks.words(quiet) == []
     wall_unsure = c.model_copy(update={"verdict": "inconclusive"})
-    assert metric_views.words(wall_unsure) == []
+    assert metric_blocks.words(wall_unsure) == []
     # with the runs, the part of the wall change CPU time does not account for is an interval
     # of its own: above 0 here (5 ms slept), so the extra time is said to be waiting
     sc = res.scenarios[0]
     assert isinstance(sc, results.TimedResult)
     cells = {cell.label: cell for cell in sc.cells}
-    (said,) = metric_views.words(quiet, cells)
+    (said,) = metric_blocks.words(quiet, cells)
     assert "CPU time is undecided" in said and "is waiting" in said, said
-    assert metric_views.words(wall_unsure, cells) == []
+    assert metric_blocks.words(wall_unsure, cells) == []
     # a spin under an undecided CPU time: CPU accounts for the wall change, nothing is said
     spin = results.parse(metric_doc({"spin": PLANTED["spin"]}), "t")
     s = comparison(spin, "spin")
@@ -123,22 +122,22 @@ def test_an_undecided_verdict_gives_no_word_but_what_the_rest_shows() -> None:
         update={"verdict": "inconclusive"})}})
     spin_sc = spin.scenarios[0]
     assert isinstance(spin_sc, results.TimedResult)
-    assert metric_views.words(undecided, {cell.label: cell for cell in spin_sc.cells}) == []
+    assert metric_blocks.words(undecided, {cell.label: cell for cell in spin_sc.cells}) == []
 
 
 def test_the_summary_keeps_one_line_per_candidate_with_the_metrics_beside_wall_time() -> None:
     res = results.parse(metric_doc(PLANTED), "t")
-    headers = report.summary_rows(res), report.markdown.summary_headers(res)
+    headers = document.summary_rows(res), document.summary_headers(res)
     rows, names = headers
     assert names[-2:] == ["verdict", "other metrics"] and len(rows) == len(PLANTED)
     spin = next(r for r in rows if r[1] == "spin")
     assert spin[-2] == "slower" and spin[-1].startswith("cpu slower +5.")
     alloc = next(r for r in rows if r[1] == "alloc")
     assert "peak-rss larger +64" in alloc[-1]
-    md = report.render(res, gate=gate.failures(res))
+    md = document.markdown(res, gate=gate.failures(res))
     assert re.search(r"\| spin +\| cpu +\| 3\.\d+ ms +\| 9\.\d+ ms", md)
     assert "What the metrics say" in md and "the extra time is waiting" in md
-    page = html.render_html(res, gate=gate.failures(res))
+    page = document.html(res, gate=gate.failures(res))
     assert 'data-chart="metrics"' in page and 'class="metrics"' in page
     assert 'class="words"' in page
 

@@ -1,5 +1,5 @@
 """Every metric judged (patchbench.analysis.metrics), read from hyperfine 2's export
-(patchbench.measure.engine), asked for in a scenario (config), and kept in results.json version 6
+(patchbench.measure.hyperfine2), asked for in a scenario (config), and kept in results.json version 6
 (the upgrade from 5), without running hyperfine (a script stands in where its answer matters)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from patchbench import config, results
 from patchbench.analysis import metrics as mx
 from patchbench.analysis import paired
 from patchbench.errors import BenchmarkError, RequirementError
-from patchbench.measure import engine
+from patchbench.measure import hyperfine2
 from patchbench.scenarios.command import CommandConfig
 from tests.unit.test_report_shows_effect_and_answer import doc
 
@@ -149,25 +149,25 @@ def run2(wall: float, cpu: float, rss: float = 3e6, code: int | None = 0) -> dic
 def test_the_export_of_hyperfine_2_gives_every_run_of_every_metric() -> None:
     result = {"command": "x", "measurements": [run2(0.01, 0.002), run2(0.03, 0.004, code=None),
                                                run2(0.02, 0.003)]}
-    got = engine.runs(result, ["wall", "cpu", "peak-rss"])
+    got = hyperfine2.runs(result, ["wall", "cpu", "peak-rss"])
     assert got.times == [0.01, 0.03, 0.02] and got.exit_codes == [0, -1, 0]
     assert got.values == {"cpu": [0.002, 0.004, 0.003], "peak-rss": [3e6] * 3}
-    assert engine.median(result) == 0.02 and engine.total(result) == pytest.approx(0.06)
-    assert engine.kept({**result, "summary": {}}) == {"command": "x", "summary": {}}
+    assert hyperfine2.median(result) == 0.02 and hyperfine2.total(result) == pytest.approx(0.06)
+    assert hyperfine2.kept({**result, "summary": {}}) == {"command": "x", "summary": {}}
     old = {"times": [0.01, 0.02], "exit_codes": [0, 0], "median": 0.015, "user": 0.001}
-    assert engine.runs(old, ["cpu"]).values == {} and engine.median(old) == 0.015
+    assert hyperfine2.runs(old, ["cpu"]).values == {} and hyperfine2.median(old) == 0.015
     broken = {"measurements": [{"time_wall_clock": {"value": 0.01}, "exit_code": 0}]}
     with pytest.raises(BenchmarkError, match="no cpu value for run 1"):
-        engine.runs(broken, ["cpu"])
+        hyperfine2.runs(broken, ["cpu"])
 
 
 def test_the_metrics_option_puts_wall_time_first() -> None:
-    assert engine.option(["peak-rss", "cpu"]) == [
+    assert hyperfine2.option(["peak-rss", "cpu"]) == [
         "--metrics", "time_wall_clock,time_cpu,memory_peak_resident"]
-    assert engine.option([]) == []
-    assert engine.parse_version("hyperfine 2.0.0") == (2, 0, 0)
-    assert engine.parse_version("hyperfine 1.15") == (1, 15, 0)
-    assert engine.parse_version("nothing") is None
+    assert hyperfine2.option([]) == []
+    assert hyperfine2.parse_version("hyperfine 2.0.0") == (2, 0, 0)
+    assert hyperfine2.parse_version("hyperfine 1.15") == (1, 15, 0)
+    assert hyperfine2.parse_version("nothing") is None
 
 
 def fake_hyperfine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str) -> None:
@@ -185,8 +185,8 @@ exit 0
 """)
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    engine.version.cache_clear()
-    engine.available.cache_clear()
+    hyperfine2.version.cache_clear()
+    hyperfine2.available.cache_clear()
 
 
 def test_an_older_hyperfine_is_refused_with_the_install_command(
@@ -194,26 +194,26 @@ def test_an_older_hyperfine_is_refused_with_the_install_command(
     fake_hyperfine(tmp_path, monkeypatch, "1.15.0")
     try:
         with pytest.raises(RequirementError) as err:
-            engine.require()
+            hyperfine2.require()
         assert err.value.exit_code == 16 and "hyperfine 1.15.0" in err.value.message
         assert "cargo install hyperfine --version 2.0.0" in (err.value.hint or "")
     finally:
-        engine.version.cache_clear()
+        hyperfine2.version.cache_clear()
 
 
 def test_a_counter_this_machine_lacks_is_refused_by_name(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_hyperfine(tmp_path, monkeypatch, "2.0.0")
     try:
-        engine.check(["wall", "cpu", "peak-rss"], "scenario run")  # no counter: nothing to ask
+        hyperfine2.check(["wall", "cpu", "peak-rss"], "scenario run")  # no counter: nothing to ask
         with pytest.raises(RequirementError) as err:
-            engine.check(["wall", "instructions", "cycles"], "scenario run")
+            hyperfine2.check(["wall", "instructions", "cycles"], "scenario run")
         assert err.value.exit_code == 16
         assert "scenario run: this machine cannot measure instructions, cycles" in \
             err.value.message
     finally:
-        engine.version.cache_clear()
-        engine.available.cache_clear()
+        hyperfine2.version.cache_clear()
+        hyperfine2.available.cache_clear()
 
 
 # --- the scenario's metrics and the comparison's gate -----------------------------------------

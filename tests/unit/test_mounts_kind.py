@@ -18,10 +18,12 @@ from patchbench import build, results, scenarios
 from patchbench.config.scenarios import AnyScenario
 from patchbench.gate import failures
 from patchbench.measure import mounttrace
-from patchbench.report import html, markdown
+from patchbench.report.blocks import Across, View
+from patchbench.runs import document
 from patchbench.scenarios import mounts
 from patchbench.scenarios.mounts import KIND, MountsConfig, MountsResult, MountStart
 from patchbench.util.layout import Layout
+from tests.support import scenario_md
 
 STRACE = """\
 4100<crun> mount("proc", "/proc", "proc", 0, NULL) = 0
@@ -116,7 +118,7 @@ def rows(blocks: list[str]) -> dict[str, list[str]]:
 
 
 def test_the_table_build_by_syscall_and_the_change() -> None:
-    got = rows(markdown.scenario_blocks(mounts_result()))
+    got = rows(scenario_md(mounts_result()))
     assert got == {
         "baseline": ["65", "2", "1", "0", "1", "69", "6", "2", "yes"],
         "crun-mounts": ["29", "2", "5", "4", "20", "60", "1", "2", "yes"],
@@ -125,7 +127,7 @@ def test_the_table_build_by_syscall_and_the_change() -> None:
 
 def test_starts_that_differ_show_a_range_and_the_change_of_the_medians() -> None:
     res = mounts_result(cand_mounts=(29, 31), cand_code=1)
-    got = rows(markdown.scenario_blocks(res))
+    got = rows(scenario_md(res))
     assert got["crun-mounts"] == ["29–31", "2", "5", "4", "20", "60–62", "1", "2 (1 exited non-zero)",
                                   "no"]
     assert got["crun-mounts − baseline"][0] == "~-35" and got["crun-mounts − baseline"][1] == "0"
@@ -161,15 +163,15 @@ def test_result_round_trips_and_renders_in_both_reports() -> None:
                                                      "kernel": "6.18", "load_avg": [1, 1, 1]},
                           builds={}, scenarios=[res])
     assert results.parse(run.dump(), "test", untrusted=True) == run
-    text = markdown.render(run)
+    text = document.markdown(run)
     assert "## Scenario `mounts` (mounts)" in text and "counted with bpftrace (2 traced" in text
-    page = html.render_html(run)
+    page = document.html(run)
     assert 'class="mounts"' in page and "<td>crun-mounts − baseline</td><td>-36</td>" in page
-    assert KIND.summary(res) == mounts.rb.table(
+    assert KIND.blocks(res, View.SUMMARY) == [mounts.rb.table(
         ["mounts", "build", "mount syscalls per start", "failed"],
-        [["mounts", "baseline", "69", "6"], ["mounts", "crun-mounts", "60", "1"]])
-    across = KIND.across(res)
-    assert across is not None and across.cells == ((("mounts", "baseline"), "69 (6)"),
+        [["mounts", "baseline", "69", "6"], ["mounts", "crun-mounts", "60", "1"]])]
+    (across,) = KIND.blocks(res, View.MERGE)
+    assert isinstance(across, Across) and across.cells == ((("mounts", "baseline"), "69 (6)"),
                                                     (("mounts", "crun-mounts"), "60 (1)"))
 
 
@@ -225,7 +227,7 @@ def test_run_counts_every_start_of_every_build_under_strace(tmp_path: Path) -> N
     # after: every start, the warmup's too
     assert sorted((tmp_path / "run" / "after").read_text().split()) == sorted(
         ["w0", "w0", "0", "1", "0", "1"])
-    got = rows(markdown.scenario_blocks(res))
+    got = rows(scenario_md(res))
     assert got["fix − baseline"] == ["0", "+1", "0", "0", "0", "+1", "+1", "", ""]
     # the counts are a view of each start's whole profile, kept beside them
     assert res.profile is not None and len(res.profile.runs) == 4

@@ -134,8 +134,8 @@ def test_the_90th_percentile_interval_resamples_whole_rounds_the_same_way_for_an
 
 def test_the_report_says_what_is_compared_and_shows_the_other_answers() -> None:
     from patchbench import results
+    from patchbench.report import kind_blocks as views
     from patchbench.report import markdown
-    from patchbench.scenarios import views
 
     rng = np.random.default_rng(3)
     bt, ids, ct = _bimodal(rng, 100, 20, 1 / 1.025)

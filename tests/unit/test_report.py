@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from patchbench import redact, report
+from patchbench import redact
 from patchbench import results as results_mod
 from patchbench.errors import ReportError
+from patchbench.report import numbers
 from patchbench.results import Results
+from patchbench.runs import document
 from patchbench.runs import store as runstore
 
 
@@ -58,10 +60,10 @@ def test_publish_writes_a_complete_folder(tmp_path: Path) -> None:
     assert sorted(p.name for p in run.iterdir()) == [
         "machine.json", "manifest-baseline.json", "manifest-greet.json", "report.html", "report.md",
         "results.json"]
-    data = report.load_run(run)
+    data = runstore.load_run(run)
     assert data.run_dir == f"fx/{run.name}"
     assert data == results().model_copy(update={"run_dir": f"fx/{run.name}"})
-    assert report.latest_run(tmp_path, "fx") == run
+    assert runstore.latest_run(tmp_path, "fx") == run
     assert [p.name for p in (tmp_path / "fx").iterdir()] == [run.name]
 
 
@@ -104,24 +106,24 @@ def test_an_interrupted_write_leaves_no_partial_folder(tmp_path: Path,
 def test_load_run_refuses_another_schema(tmp_path: Path) -> None:
     (tmp_path / "results.json").write_text(json.dumps({"schema_version": 99}))
     with pytest.raises(ReportError, match="results schema 99"):
-        report.load_run(tmp_path)
+        runstore.load_run(tmp_path)
     (tmp_path / "results.json").write_text("{not json")
     with pytest.raises(ReportError, match="cannot read"):
-        report.load_run(tmp_path)
+        runstore.load_run(tmp_path)
 
 
 def test_latest_run_without_runs(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="no saved runs"):
-        report.latest_run(tmp_path, "fx")
+        runstore.latest_run(tmp_path, "fx")
 
 
 def test_markdown_and_table() -> None:
-    md = report.render(results())
+    md = document.markdown(results())
     assert md.startswith("# fx: d")
     assert "2.00× [1.90, 2.10]" in md
     assert "faster" in md
     assert "- w1" in md
-    table = report.summary_table(results())
+    table = document.summary_text(results())
     assert "200.00 ms" in table and "100.00 ms" in table
 
 
@@ -130,7 +132,7 @@ def test_markdown_and_table() -> None:
     (0.0000123, "12.3 µs"),
 ])
 def test_fmt_time(seconds: float | None, text: str) -> None:
-    assert report.fmt_time(seconds) == text
+    assert numbers.fmt_time(seconds) == text
 
 
 def test_redact_replaces_paths_everywhere() -> None:
@@ -147,14 +149,14 @@ def test_load_run_refuses_a_damaged_file_with_its_key_path(tmp_path: Path) -> No
     data["scenarios"][0]["cells"][0]["summary"]["median"] = "fast"
     (tmp_path / "results.json").write_text(json.dumps(data))
     with pytest.raises(ReportError, match=r"scenarios\.0\.command\.cells\.0\.summary\.median"):
-        report.load_run(tmp_path)
+        runstore.load_run(tmp_path)
 
 
 def test_a_stress_only_run_has_no_empty_summary() -> None:
     res = results()
     res.scenarios = []
-    assert "## Summary" not in report.render(res)
-    assert "## Summary" in report.render(results())
+    assert "## Summary" not in document.markdown(res)
+    assert "## Summary" in document.markdown(results())
 
 
 def paired_results() -> Results:
@@ -179,21 +181,20 @@ def test_a_paired_run_shows_rounds_drift_and_pooled_figures() -> None:
     res = paired_results()
     (comp,) = res.scenarios[0].comparisons  # type: ignore[union-attr]
     assert comp.paired and comp.verdict == "withheld" and comp.rounds == 4
-    text = report.render(res)
-    assert "p (paired t)" in text and "p (MWU)" not in report.summary_table(res)
+    text = document.markdown(res)
+    assert "p (paired t)" in text and "p (MWU)" not in document.summary_text(res)
     assert "round-paired" in text and "no verdict with fewer than 5 rounds" in text
     assert "| greet       | 4        | 2.000 2.000 2.000 2.000 |" in text
     assert "Pooled figures assume independent runs: descriptive only." in text
-    assert "withheld" in report.summary_table(res)
+    assert "withheld" in document.summary_text(res)
     # an older run keeps its pooled statistics line and header
-    old = report.render(results())
+    old = document.markdown(results())
     assert "p (MWU)" in old and "Mann–Whitney U two-sided" in old and "round-paired" not in old
 
 
 def test_the_html_report_of_a_paired_run_says_how_it_was_judged() -> None:
-    from patchbench.report import html
 
-    page = html.render_html(paired_results())
+    page = document.html(paired_results())
     assert "round-paired" in page and "p (paired t)" in page and "withheld" in page
-    old = html.render_html(results())
+    old = document.html(results())
     assert "Mann–Whitney U two-sided" in old and "p (MWU)" in old

@@ -13,6 +13,7 @@ import pytest
 from patchbench import results as results_mod
 from patchbench.report import charts as report_charts
 from patchbench.report import html as report_html
+from patchbench.runs import document
 from tests.support import REPO_ROOT
 
 REPORTS = REPO_ROOT / "reports"
@@ -45,7 +46,7 @@ def parse(page: str) -> Elements:
 
 def test_burst_run_has_summary_tables_and_every_chart() -> None:
     results = load("runc-burst/20261129T225801Z")
-    page = report_html.render_html(results, gate=[])
+    page = document.html(results, gate=[])
     el = parse(page)
     assert len(el.find("table", class_="summary")) == 1
     assert len(el.find("table", class_="detail")) == 1
@@ -61,7 +62,7 @@ def test_burst_run_has_summary_tables_and_every_chart() -> None:
 
 def test_stress_run_has_its_chart_and_table_and_the_gate_reasons() -> None:
     results = load("runc-stress/20261129T223430Z")
-    page = report_html.render_html(results, gate=["signal-mid-start x: 1 leftovers"])
+    page = document.html(results, gate=["signal-mid-start x: 1 leftovers"])
     el = parse(page)
     assert not el.find("table", class_="summary")  # no timing comparisons, no empty table
     assert len(el.find("table", class_="stress")) == 2
@@ -73,7 +74,7 @@ def test_stress_run_has_its_chart_and_table_and_the_gate_reasons() -> None:
 def test_text_from_the_results_is_escaped() -> None:
     results = copy.deepcopy(load("demo/20261129T225457Z"))
     results["scenarios"][0]["description"] = "<script>alert(1)</script>"
-    page = report_html.render_html(results, gate=[])
+    page = document.html(results, gate=[])
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
@@ -119,11 +120,10 @@ def test_data_shown_as_it_is_is_folded_and_escaped() -> None:
 
 def test_a_ctrstress_run_gets_its_own_table() -> None:
     from patchbench import results
-    from patchbench.report import html as html_mod
     from tests.support import REPO_ROOT
 
     res = results.load(REPO_ROOT / "reports" / "mount-mayhem-stress" / "20261130T051127Z")
-    page = html_mod.render_html(res)
+    page = document.html(res)
     assert "<th>mounts left (idmapped)</th>" in page
     assert "<td>idmap-once-per-overlay</td><td>30</td>" in page
     assert "ctrstress data" not in page  # not the fallback for kinds without tables

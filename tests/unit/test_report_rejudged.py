@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from patchbench import report
 from patchbench import results as results_mod
 from patchbench.analysis import paired, stats
-from patchbench.report import html
+from patchbench.runs import document
 
 IDS = [r for r in range(1, 11) for _ in range(4)]  # 10 rounds of 4 runs
 
@@ -59,7 +58,7 @@ def first_seed(old: str, new: str) -> int:
 
 
 def verdict_cell(doc: dict[str, Any]) -> str:
-    (row,) = report.summary_rows(results_mod.parse(doc, "test"))
+    (row,) = document.summary_rows(results_mod.parse(doc, "test"))
     return row[-1]
 
 
@@ -71,8 +70,8 @@ def test_where_the_rules_differ_the_report_shows_both() -> None:
     doc = old_doc(bt, ct)
     assert verdict_cell(doc) == want
     res = results_mod.parse(doc, "test")
-    assert want in report.render(res)
-    assert want in html.render_html(res)
+    assert want in document.markdown(res)
+    assert want in document.html(res)
     assert res.scenarios[0].comparisons[0].verdict == "faster"  # the record is not changed
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchbench import gate, report, results
-from patchbench.report.html import render_html
+from patchbench import gate, results
+from patchbench.runs import document
 from patchbench.runs.summary import summary_markdown
 from tests.support import REPO_ROOT
 
@@ -19,13 +19,13 @@ def _with(**update: object) -> results.Results:
 
 
 def _html(res: results.Results) -> str:
-    return render_html(res, gate=res.gate_reasons(gate.failures))
+    return document.html(res, gate=res.gate_reasons(gate.failures))
 
 
 def test_without_gate_no_report_shows_one() -> None:
     res = _with(gate=False)
     assert res.gate_reasons(gate.failures) is None
-    assert "## Gate" not in report.render(res, gate=None)
+    assert "## Gate" not in document.markdown(res, gate=None)
     assert "Gate:" not in _html(res)
     assert "Gate:" not in summary_markdown(res.dump(), None)
 
@@ -34,7 +34,7 @@ def test_with_gate_every_report_shows_it() -> None:
     res = _with(gate=True)
     reasons = res.gate_reasons(gate.failures)
     assert reasons is not None
-    md = report.render(res, gate=reasons)
+    md = document.markdown(res, gate=reasons)
     assert "## Gate" in md
     assert ("**passed**" in md) == (not reasons)
     assert "Gate:" in _html(res)
@@ -44,7 +44,7 @@ def test_with_gate_every_report_shows_it() -> None:
 def test_an_old_run_renders_as_before(tmp_path: Path) -> None:
     res = results.load(RUN)
     assert res.gate is None and "gate" not in res.dump()
-    assert report.render(res) == (RUN.parent / "report.md").read_text()
+    assert document.markdown(res) == (RUN.parent / "report.md").read_text()
     assert "Gate:" in _html(res)  # shown, as it always was for these runs
 
 
@@ -54,27 +54,27 @@ def test_new_runs_escape_free_text_and_old_ones_render_as_before() -> None:
     assert md_text("a <b>x</b> & `pb-<variant>`") == "a &lt;b&gt;x&lt;/b&gt; &amp; `pb-<variant>`"
     hostile = "<img src=x onerror=alert(1)> | `<kept>`"
     new = _with(report_format=2, description=hostile, warnings=[hostile])
-    md = report.render(new)
+    md = document.markdown(new)
     assert "<img" not in md and "&lt;img src=x" in md and "`<kept>`" in md
     old = _with(description=hostile)
-    assert "<img" in report.render(old)  # format 1: as it always rendered
+    assert "<img" in document.markdown(old)  # format 1: as it always rendered
 
 
 def test_a_run_without_timed_comparisons_has_no_timing_statistics_line() -> None:
     res = results.load(SOAK)
-    assert "- statistics:" in report.render(res)  # format 1, as committed
-    assert "- statistics:" not in report.render(res.model_copy(update={"report_format": 2}))
+    assert "- statistics:" in document.markdown(res)  # format 1, as committed
+    assert "- statistics:" not in document.markdown(res.model_copy(update={"report_format": 2}))
 
 
 def test_the_html_of_a_new_soak_run_has_no_timing_line() -> None:
     res = results.load(SOAK)
-    assert "statistics:" in render_html(res)
-    assert "statistics:" not in render_html(res.model_copy(update={"report_format": 2}))
+    assert "statistics:" in document.html(res)
+    assert "statistics:" not in document.html(res.model_copy(update={"report_format": 2}))
 
 
 def test_format_2_shows_exact_p_values() -> None:
     from patchbench.report.numbers import fmt_p
 
     assert fmt_p(4.1e-35) == "<1e-4" and fmt_p(4.1e-35, exact=True) == "4.1e-35"
-    assert "<1e-4" in report.summary_table(_with(), "github")  # format 1, as committed
-    assert "<1e-4" not in report.summary_table(_with(report_format=2), "github")
+    assert "<1e-4" in document.summary_text(_with(), "github")  # format 1, as committed
+    assert "<1e-4" not in document.summary_text(_with(report_format=2), "github")

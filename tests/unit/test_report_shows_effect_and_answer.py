@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from patchbench import report
 from patchbench import results as results_mod
 from patchbench.analysis import verdict
-from patchbench.report import html
+from patchbench.runs import document
 
 
 def doc(rounds: int, runs: int, delay: float, seed: int) -> dict[str, Any]:
@@ -41,11 +40,11 @@ def test_a_found_delay_shows_its_size_in_milliseconds() -> None:
     res = results_mod.parse(doc(10, 5, 0.005, seed=1), "t")
     (comp,) = res.scenarios[0].comparisons  # type: ignore[union-attr]
     assert comp.rule5 and comp.verdict == "slower" and comp.effect_s is not None
-    md = report.render(res)
+    md = document.markdown(res)
     assert f"{comp.speedup:.2f}× [" in md and ", +5." in md and " ms [+" in md
     assert "round-paired (schema 6)" in md and "TOST" in md  # the rule of results version 6
     assert "geometric mean baseline / geometric mean candidate" in md
-    page = html.render_html(res, gate=[])
+    page = document.html(res, gate=[])
     assert f"{comp.speedup:.2f}× [" in page and ", +5." in page  # the effect in report.html too
 
 
@@ -53,7 +52,7 @@ def test_a_short_run_says_inconclusive_with_what_it_could_detect() -> None:
     res = results_mod.parse(doc(5, 2, 0.0015, seed=3), "t")
     (comp,) = res.scenarios[0].comparisons  # type: ignore[union-attr]
     assert comp.verdict == "inconclusive" and comp.mde is not None
-    md = report.render(res)
+    md = document.markdown(res)
     assert f"inconclusive (could detect ±{comp.mde:.1%})" in md
     assert "no significant difference" not in md
 
@@ -62,6 +61,6 @@ def test_the_html_report_shows_the_answer_and_the_closed_gate() -> None:
     from patchbench import gate
 
     res = results_mod.parse(doc(5, 2, 0.0015, seed=3), "t")
-    page = html.render_html(res, gate=gate.failures(res))
+    page = document.html(res, gate=gate.failures(res))
     assert "inconclusive (could detect ±" in page
     assert "the gate fails closed" in page

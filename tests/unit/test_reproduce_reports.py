@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from patchbench import gate, report, results
+from patchbench import gate, results
 from patchbench.analysis import metrics as mx
 from patchbench.analysis import paired, stats, verdict
 from patchbench.measure import hangs
+from patchbench.runs import document
 from patchbench.scenarios import scans
 from patchbench.scenarios.ctrstress import CtrStressResult
 from patchbench.scenarios.mounts import MountsResult
@@ -157,7 +158,7 @@ def test_a_saved_report_renders_again_byte_for_byte(path: Path) -> None:
     made with --gate (older runs did not record it, nor did their report.md show a gate)."""
     res = results.load(path)
     reasons = res.gate_reasons(gate.failures) if res.gate is True else None
-    assert report.render(res, gate=reasons) == (
+    assert document.markdown(res, gate=reasons) == (
         path.parent / "report.md").read_text()
 
 

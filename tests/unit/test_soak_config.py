@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from patchbench import scenarios
+from patchbench.runs import document
 from patchbench.scenarios.soak import SoakCondition, SoakConfig, SoakResult, SoakTest, SoakVariant
 
 
@@ -62,7 +63,6 @@ def test_the_gate_rule() -> None:
 
 def test_the_reference_soak_renders_with_its_evidence() -> None:
     from patchbench import gate, results
-    from patchbench.report import html, markdown
     from tests.support import REPO_ROOT
 
     run = REPO_ROOT / "reports" / "demo-soak" / "20261130T023834Z"
@@ -76,7 +76,7 @@ def test_the_reference_soak_renders_with_its_evidence() -> None:
     assert gate.failures(res) == [
         f"start-4 [default] lost-wakeup: hangs: {bug.hangs} of 2000 (baseline 0 of 2000, "
         f"Fisher p {sc.conditions[0].tests[0].hang_p:.2g})"]
-    page = html.render_html(res, gate=[])
+    page = document.html(res, gate=[])
     assert '<table class="soak">' in page and f'href="{bug.evidence[0]}"' in page
     assert "soak data" not in page  # a known kind: tables, not raw data
-    assert markdown.render(res) == (run / "report.md").read_text()
+    assert document.markdown(res) == (run / "report.md").read_text()

@@ -13,11 +13,12 @@ import pytest
 
 from patchbench import config, gate, results, scenarios
 from patchbench.errors import ConfigError
-from patchbench.report import html, markdown
-from patchbench.report.blocks import Chart
+from patchbench.report import html
+from patchbench.report.blocks import Chart, View
 from patchbench.scenarios import stress, stress_signals
 from patchbench.scenarios.stress import StressBuild, StressConfig, StressResult, without_host
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
+from tests.support import scenario_md
 
 MATRIX = """\
 version: 1
@@ -239,22 +240,22 @@ def test_an_old_stress_result_reads_and_renders_as_before() -> None:
         "name": "s", "command": "x", "runs": 1, "rounds": 1, "warmup": 0, "rounds_detail": [],
         "per_build": {"baseline": old}, "instances": 8, "delay": [0, 1], "actions": ["delete"]})
     assert (sc.mode, sc.not_forwarded, sc.per_build["baseline"].signals) == ("run", [], {})
-    (table,) = markdown.scenario_blocks(sc)
+    (table,) = scenario_md(sc)
     assert "launched command outcomes" in table and "exit 0: 8" in table
-    assert "signal" not in html.blocks(stress.KIND.page(sc))
+    assert "signal" not in html.blocks(stress.KIND.blocks(sc, View.PAGE))
 
 
 def test_the_signal_table() -> None:
     sc = result({"baseline": build({"SIGUSR1": sig(), "SIGWINCH": sig(forwarded=0, by_design=8)}),
                  "fix": build({"SIGUSR1": sig(forwarded=7, lost=1),
                                "SIGWINCH": sig(forwarded=0, by_design=8)}, not_ready=1)})
-    _, note, table = markdown.scenario_blocks(sc)
+    _, note, table = scenario_md(sc)
     assert "SIGWINCH: the runtime does not forward it by design" in note
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
             if line.startswith("| fix")]
     assert rows == [["fix", "SIGUSR1", "8", "7", "1 of 8", "", "1"],
                     ["fix", "SIGWINCH", "8", "0", "0 of 8", "8", "1"]]
-    page = html.blocks([b for b in stress.KIND.page(sc) if not isinstance(b, Chart)])
+    page = html.blocks([b for b in stress.KIND.blocks(sc, View.PAGE) if not isinstance(b, Chart)])
     assert "not forwarded (by design)" in page and "1 of 8" in page
 
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from patchbench import gate, results
 from patchbench.measure import bench, hangs
-from patchbench.report import markdown
+from patchbench.runs import document
 from patchbench.scenarios.burst import BurstConfig
 from patchbench.scenarios.command import CommandConfig, CommandResult
 
@@ -88,7 +88,7 @@ def test_a_version_3_file_reads_as_runs_without_deadlines() -> None:
     assert rsc.deadline_s is None and all(c.hangs is None for c in rsc.cells)
     assert rsc.comparisons[0].hangs is None
     # and its report shows neither a hangs column nor a hangs section
-    md = markdown.render(res.model_copy(update={"machine": MACHINE}))
+    md = document.markdown(res.model_copy(update={"machine": MACHINE}))
     assert "hangs" not in md and "deadline" not in md
 
 
@@ -97,11 +97,11 @@ MACHINE = {"cpu_model": "cpu", "cpu_count": 2, "kernel": "k", "load_avg": [0.0, 
 
 def test_the_report_shows_hangs_per_cell_with_fisher_p_and_the_evidence() -> None:
     res = results.parse({**doc(0, 2), "machine": MACHINE}, "t")
-    md = markdown.render(res)
+    md = document.markdown(res)
     assert "| hangs" in md and "| 2 of 10" in md and "| 0 of 10" in md
     assert "Each run had a 1 s deadline" in md
     assert "[e0.json](e0.json), [e1.json](e1.json)" in md
-    quiet = markdown.render(results.parse({**doc(0, 0), "machine": MACHINE}, "t"))
+    quiet = document.markdown(results.parse({**doc(0, 0), "machine": MACHINE}, "t"))
     assert "No run hung." in quiet and "What was seen" not in quiet
 
 
@@ -128,7 +128,7 @@ def test_a_candidate_whose_warmup_hung_fails_the_gate_too() -> None:
     cand["hangs"]["warmup_hangs"] = 1
     res = results.parse({**data, "machine": MACHINE}, "t")
     assert gate.failures(res) == ["run fix: 1 warmup run hung"]
-    md = markdown.render(res)
+    md = document.markdown(res)
     assert "0 of 10 (+1 in warmup)" in md and "No run hung." not in md
     # the baseline's warmup hang fails nothing
     data = doc(0, 0)

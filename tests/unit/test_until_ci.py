@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from patchbench import build, report, results, scenarios
+from patchbench import build, results, scenarios
 from patchbench.analysis import paired, sequential
 from patchbench.errors import ConfigError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell, Invocation, Samples
-from patchbench.scenarios.base import precision_rule
+from patchbench.runs import document
 from patchbench.scenarios.command import CommandConfig
+from patchbench.scenarios.stopping import precision_rule
 from patchbench.util.layout import Layout
 from tests.unit.test_report_shows_effect_and_answer import doc
 
@@ -145,8 +146,8 @@ def test_the_saved_run_and_report_say_where_and_why_it_stopped() -> None:
             "stopped_at": 12, "reason": "target", "rule": sequential.RULE}
     res = results.parse({**data, "stopping": [stop]}, "t")
     assert res.dump()["stopping"][0]["stopped_at"] == 12
-    md = report.render(res)
+    md = document.markdown(res)
     assert "stopped at round 12: CI half-width 2.1 % <= 3 %" in md
     assert "`--until-ci 3 --max-rounds 20`, looks planned at rounds 5, 8, 12, 18, 20" in md
     assert "each judged at alpha 0.01 (0.05 spent over 5 looks)" in md
-    assert "stopped at round" not in report.render(plain)
+    assert "stopped at round" not in document.markdown(plain)

@@ -5,9 +5,10 @@ is never cut, and nothing in the output can close the block it is shown in."""
 from __future__ import annotations
 
 from patchbench.report import html, markdown
+from patchbench.report import kind_blocks as views
 from patchbench.report.blocks import Pre
 from patchbench.results import Check
-from patchbench.scenarios import base, views
+from patchbench.scenarios import base
 
 TRACEBACK = "\n".join(["Traceback (most recent call last):",
                        *(f'  File "x.py", line {i}, in f{i}' for i in range(80)),

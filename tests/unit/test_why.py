@@ -19,7 +19,9 @@ from patchbench.analysis import scaling
 from patchbench.config.scenarios import AnyScenario
 from patchbench.errors import ConfigError
 from patchbench.measure.bench import Cell
-from patchbench.report import html, markdown
+from patchbench.report import markdown
+from patchbench.report.blocks import Across, View
+from patchbench.runs import document
 from patchbench.runtimes import runc
 from patchbench.scenarios import command_bundle, profile, scans
 from patchbench.scenarios.command import KIND, CommandConfig, CommandResult
@@ -244,14 +246,14 @@ def test_the_result_round_trips_and_renders() -> None:
                                                      "kernel": "6.18", "load_avg": [1, 1, 1]},
                            builds={}, scenarios=[res])
     assert results.parse(run_.dump(), "test", untrusted=True) == run_
-    md = markdown.render(run_)
+    md = document.markdown(run_)
     assert "Scan of `{n}` over 1, 2, 4, 8, 16" in md and "the exponents differ" in md
     assert "`fix n=16` against `baseline n=16`" in md and "| newfstatat " in md
     assert "`fix n=1` against" not in md  # report.md: the scan's largest value; the page: all
-    page = html.render_html(run_)
+    page = document.html(run_)
     assert 'class="scan"' in page and 'class="syscalls"' in page and 'class="phases"' in page
-    across = KIND.across(res)
-    assert across is not None and (("scan", "baseline exponent"), scans.fmt_exponent(
+    (across,) = KIND.blocks(res, View.MERGE)
+    assert isinstance(across, Across) and (("scan", "baseline exponent"), scans.fmt_exponent(
         res.scan.fits[0])) in across.cells  # type: ignore[union-attr]
 
 

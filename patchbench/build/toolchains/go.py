@@ -14,7 +14,7 @@ from typing import Any
 from patchbench.build.toolchains.runner import Runner
 from patchbench.config import GoToolchain, Target
 from patchbench.errors import SourceError, ToolchainError
-from patchbench.util import command, sandbox
+from patchbench.util import cmd, sandbox
 
 
 def env(tc: GoToolchain) -> dict[str, str]:
@@ -41,7 +41,7 @@ def tree_env(env: dict[str, str], tree: Path, *, fetch: bool = False,
         return out
     need = modules(tree)
     if need == "fetch":
-        command.run(sandbox.isolated(FETCH, network=True), cwd=tree, env=out, timeout=timeout,
+        cmd.run(sandbox.isolated(FETCH, network=True), cwd=tree, env=out, timeout=timeout,
                     error=SourceError, what=FETCH_WHAT)
     return offline(out, need)
 

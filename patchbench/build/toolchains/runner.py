@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from patchbench.errors import PatchbenchError, ToolchainError
-from patchbench.util import command, ownership
+from patchbench.util import cmd, ownership
 from patchbench.util.files import is_sha256, sha256_file, write_json_atomic
 
 
@@ -20,7 +20,7 @@ class Runner(Protocol):
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
             what: str | None = None, error: type[PatchbenchError] = ToolchainError,
-            ) -> command.Result:
+            ) -> cmd.Result:
         """Run ``argv`` where the build runs; raise ``error`` on failure."""
 
     def sha256(self, path: str) -> str:
@@ -35,14 +35,14 @@ class HostRunner:
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
             what: str | None = None, error: type[PatchbenchError] = ToolchainError,
-            ) -> command.Result:
-        return command.run(list(argv), env=env, timeout=timeout, error=error, what=what)
+            ) -> cmd.Result:
+        return cmd.run(list(argv), env=env, timeout=timeout, error=error, what=what)
 
     def sha256(self, path: str) -> str:
         return sha256_file(Path(path))
 
     def resolve(self, tool: str, env: Mapping[str, str]) -> str:
-        return str(Path(command.which(tool)).resolve())
+        return str(Path(cmd.which(tool)).resolve())
 
 
 def _stat_key(st: os.stat_result) -> list[int]:
@@ -62,7 +62,7 @@ class StatCachedRunner:
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 120.0,
             what: str | None = None, error: type[PatchbenchError] = ToolchainError,
-            ) -> command.Result:
+            ) -> cmd.Result:
         return self.runner.run(argv, env=env, timeout=timeout, what=what, error=error)
 
     def resolve(self, tool: str, env: Mapping[str, str]) -> str:

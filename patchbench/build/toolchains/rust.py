@@ -20,7 +20,7 @@ from typing import Any
 from patchbench.build.toolchains.runner import Runner
 from patchbench.config import RustToolchain, Target
 from patchbench.errors import BuildError, PatchbenchError, SourceError, ToolchainError
-from patchbench.util import command, locks
+from patchbench.util import cmd, locks
 from patchbench.util.files import sha256_file, write_json_atomic
 from patchbench.util.layout import locks_dir
 
@@ -117,7 +117,7 @@ def fetch_crates(tree: Path, env: dict[str, str], builds: Path, lock_hash: str) 
         online = {k: v for k, v in env.items() if k != "CARGO_NET_OFFLINE"}
         # the fetch runs on this machine, also for a docker build (whose env has the image's PATH)
         online.update({k: os.environ[k] for k in ("PATH", "RUSTUP_HOME") if k in os.environ})
-        command.run(["cargo", "fetch", "--locked"], cwd=tree, env=online, timeout=3600,
+        cmd.run(["cargo", "fetch", "--locked"], cwd=tree, env=online, timeout=3600,
                     error=SourceError, what="fetch the crates of Cargo.lock (cargo fetch --locked)")
         write_json_atomic(stamp, {"cargo_lock_sha256": lock_hash})
     return True

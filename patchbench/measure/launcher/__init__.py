@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from patchbench.errors import BenchmarkError
-from patchbench.util import command, locks, ownership, progress
+from patchbench.util import cmd, locks, ownership, progress
 from patchbench.util.files import is_sha256, sha256_file, write_json_atomic
 from patchbench.util.layout import Layout
 
@@ -87,7 +87,7 @@ def build(layout: Layout) -> Path:
     for name in FILES:
         h.update(name.encode() + b"\0" + (SOURCE / name).read_bytes())
     env = build_env()
-    h.update(command.run(["go", "version"], env=env, timeout=120).stdout.encode())
+    h.update(cmd.run(["go", "version"], env=env, timeout=120).stdout.encode())
     dest = layout.tools / f"burst-{h.hexdigest()[:16]}"
     if _problem(dest) is None:
         return dest
@@ -104,7 +104,7 @@ def build(layout: Layout) -> Path:
             for name in FILES:
                 shutil.copy2(SOURCE / name, src / name)
             built = Path(tmp) / "burst"
-            command.run(["go", "build", "-o", str(built), "."],
+            cmd.run(["go", "build", "-o", str(built), "."],
                         cwd=src, env=env, timeout=300, error=BenchmarkError,
                         what="build the burst launcher")
             built.chmod(0o755)

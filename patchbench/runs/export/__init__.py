@@ -1,17 +1,6 @@
-"""Exports of a saved run for tools people already use, one module per format behind one
-interface, as hyperfine's ``src/export/`` has them: each format is an :class:`Exporter`
-(``base.py``) registered by name in :data:`FORMATS`; :func:`export` gives a run's files
-(``{relative file name: text}``) and :func:`write_export` writes them.
-
-- ``hyperfine``: one hyperfine-format JSON per cell, merged over rounds;
-- ``csv``: one row per measured run;
-- ``benchstat``: Go's benchmark text format, one file per variant;
-- ``bmf``: Bencher Metric Format (latency in nanoseconds, the median with its 95% CI);
-- ``html``: the self-contained ``report.html`` (for runs saved before it existed);
-- ``syscalls``: every traced run's syscalls, phases and each scan's fits.
-
-Adding a format is one module and one line here; the command line's ``--format`` choices
-(patchbench/cli/spec.py) list the same names, which a test checks.
+"""Exports of a saved run for tools people already use, as hyperfine's ``src/export/`` has them:
+each format is a module with an :class:`Exporter` (exporter.py), registered by name in
+:data:`FORMATS` (the ``--format`` choices list the same names, which a test checks).
 """
 
 from __future__ import annotations
@@ -20,8 +9,8 @@ from pathlib import Path
 
 from patchbench.errors import ReportError
 from patchbench.results import RunInput, as_results
-from patchbench.runs.export import benchstat, bmf, csv, html, hyperfine, syscalls
-from patchbench.runs.export.base import Exporter, Files, timed_cells
+from patchbench.runs.export import benchstat, bmf, csv, hyperfine, page, traced
+from patchbench.runs.export.exporter import Exporter, Files, timed_cells
 from patchbench.util.files import write_text_atomic
 
 FORMATS: dict[str, Exporter] = {
@@ -29,8 +18,8 @@ FORMATS: dict[str, Exporter] = {
     "csv": csv.EXPORTER,
     "benchstat": benchstat.EXPORTER,
     "bmf": bmf.EXPORTER,
-    "html": html.EXPORTER,
-    "syscalls": syscalls.EXPORTER,
+    "html": page.EXPORTER,
+    "syscalls": traced.EXPORTER,
 }
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from patchbench.errors import ReportError
 from patchbench.results import Results
-from patchbench.runs.export import metrics
-from patchbench.runs.export.base import Files, safe_name, timed_cells
+from patchbench.runs.export import exporter
+from patchbench.runs.export.exporter import Files, safe_name, timed_cells
 
 
 def benchstat_name(scenario: str, params: dict[str, Any], procs: int) -> str:
@@ -47,7 +47,7 @@ class BenchstatExporter:
                 raise ReportError(f"two scenarios map to the same Go benchmark name {name}",
                                   hint="rename one of them in matrix.yaml")
             lines = per_variant.setdefault(cell.variant, [])
-            lines += [f"{name} \t       1\t{t * 1e9:.0f} ns/op" + metrics.benchstat_pairs(cell, i)
+            lines += [f"{name} \t       1\t{t * 1e9:.0f} ns/op" + exporter.benchstat_pairs(cell, i)
                       for i, t in enumerate(cell.samples.times)]
         return {f"benchstat/{safe_name(v)}.txt": "\n".join([*header, *lines]) + "\n"
                 for v, lines in per_variant.items()}

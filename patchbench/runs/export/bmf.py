@@ -1,7 +1,7 @@
 """``bmf``: Bencher Metric Format, ``{benchmark: {"latency": {value, lower_value, upper_value}}}``
 in nanoseconds: the value is a cell's median, the bounds its 95% bootstrap CI (its min and max
 when there were too few runs for a CI); every other metric recorded is a measure of its own
-(``cpu-time`` in nanoseconds, ``peak-rss`` in bytes, ...: runs/export/metrics.py)."""
+(``cpu-time`` in nanoseconds, ``peak-rss`` in bytes, ...: runs/export/exporter.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 from typing import Any
 
 from patchbench.results import Results
-from patchbench.runs.export import metrics
-from patchbench.runs.export.base import Files, timed_cells
+from patchbench.runs.export import exporter
+from patchbench.runs.export.exporter import Files, timed_cells
 
 
 class BmfExporter:
@@ -27,7 +27,7 @@ class BmfExporter:
                 "latency": {"value": round(s.median * 1e9, 3),
                             "lower_value": round(ci[0] * 1e9, 3),
                             "upper_value": round(ci[1] * 1e9, 3)},
-                **metrics.bmf_measures(cell, results.seed),
+                **exporter.bmf_measures(cell, results.seed),
             }
         return {"bmf.json": json.dumps(out, indent=2) + "\n"}
 

@@ -7,8 +7,8 @@ import csv
 import io
 
 from patchbench.results import Results
-from patchbench.runs.export import metrics
-from patchbench.runs.export.base import Files, timed_cells
+from patchbench.runs.export import exporter
+from patchbench.runs.export.exporter import Files, timed_cells
 from patchbench.util.escape import csv_cell
 
 COLUMNS = ["scenario", "cell", "variant", "params", "round", "run", "time_s", "exit_code"]
@@ -20,8 +20,8 @@ class CsvExporter:
     def files(self, results: Results) -> Files:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        extra = metrics.run_metrics(results)
-        w.writerow(COLUMNS + metrics.csv_headers(extra))
+        extra = exporter.run_metrics(results)
+        w.writerow(COLUMNS + exporter.csv_headers(extra))
         for sc, cell in timed_cells(results):
             s = cell.samples
             params = ";".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
@@ -29,7 +29,7 @@ class CsvExporter:
             for i, (t, code, r) in enumerate(zip(s.times, s.exit_codes, rounds, strict=True)):
                 w.writerow([csv_cell(sc.name), csv_cell(cell.label), csv_cell(cell.variant),
                             csv_cell(params), "" if r is None else r, i + 1, repr(float(t)),
-                            code, *metrics.csv_values(cell, extra, i)])
+                            code, *exporter.csv_values(cell, extra, i)])
         return {"results.csv": buf.getvalue()}
 
 

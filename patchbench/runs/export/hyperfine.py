@@ -8,8 +8,8 @@ from typing import Any
 from patchbench.analysis import stats
 from patchbench.errors import ReportError
 from patchbench.results import Cell, Results, TimedResult
-from patchbench.runs.export import metrics
-from patchbench.runs.export.base import Files, safe_name, timed_cells
+from patchbench.runs.export import exporter
+from patchbench.runs.export.exporter import Files, safe_name, timed_cells
 
 
 def hyperfine_cell(sc: TimedResult, cell: Cell) -> dict[str, Any]:
@@ -25,8 +25,8 @@ def hyperfine_cell(sc: TimedResult, cell: Cell) -> dict[str, Any]:
         "mean": summary.mean,
         "stddev": summary.stdev if summary.n > 1 else None,  # hyperfine's null for one run
         "median": summary.median,
-        "user": metrics.cpu_mean(cell.samples, "user"),
-        "system": metrics.cpu_mean(cell.samples, "system"),
+        "user": exporter.cpu_mean(cell.samples, "user"),
+        "system": exporter.cpu_mean(cell.samples, "system"),
         "min": summary.min,
         "max": summary.max,
         "times": times,

@@ -28,7 +28,7 @@ from patchbench.measure import mounttrace
 from patchbench.measure.mounttrace import MountCounts
 from patchbench.measure.oci_image import OciImage
 from patchbench.runtimes.containerd import mountsys
-from patchbench.util import cleanup, command, procguard
+from patchbench.util import cleanup, cmd, procguard
 from patchbench.util.files import sha256_file, write_json_atomic
 
 CONFIG_TEMPLATE = Path(__file__).resolve().with_name("config.toml")
@@ -249,7 +249,7 @@ class ContainerdDaemon:
         self.start_timeout = start_timeout
         self.proc = proc
         self.mountinfo = mountinfo
-        self._daemon: command.Background | None = None
+        self._daemon: cmd.Background | None = None
         self.container_ids: set[str] = set()  # every id a caller ran, for the shim sockets
 
     # -- paths and commands -------------------------------------------------------------------
@@ -273,8 +273,8 @@ class ContainerdDaemon:
         return [str(self.bin_dir / "ctr"), "--address", str(self.socket), "--namespace",
                 self.namespace, *args]
 
-    def ctr(self, *args: str, timeout: float = 60.0, check: bool = True) -> command.Result:
-        return command.run(self.ctr_argv(*args), env=self.env(), timeout=timeout, check=check,
+    def ctr(self, *args: str, timeout: float = 60.0, check: bool = True) -> cmd.Result:
+        return cmd.run(self.ctr_argv(*args), env=self.env(), timeout=timeout, check=check,
                            error=BenchmarkError, what=f"ctr {' '.join(args[:2])}")
 
     def run_argv(self, image: OciImage | str, container_id: str, args: Sequence[str] = ("true",), *,
@@ -324,7 +324,7 @@ class ContainerdDaemon:
                 sock.parent.unlink()
             sock.parent.symlink_to(p.base)
         p.config.write_text(render_config(p, sock))
-        self._daemon = command.Background(
+        self._daemon = cmd.Background(
             [self.bin_dir / "containerd", "--config", p.config], env=self.env(), log=p.log)
         # a daemon outlives every command on purpose: out of the run's escape guard (its shims
         # follow it); what it leaves is this module's to count (host_leftovers)
@@ -340,15 +340,15 @@ class ContainerdDaemon:
             if code is not None:
                 self._daemon = None
                 raise BenchmarkError(f"containerd exited with code {code} while starting",
-                                     detail=command.tail(p.log.read_text(errors="replace")))
-            res = command.run(self.ctr_argv("version"), env=self.env(), timeout=10, check=False)
+                                     detail=cmd.tail(p.log.read_text(errors="replace")))
+            res = cmd.run(self.ctr_argv("version"), env=self.env(), timeout=10, check=False)
             if res.returncode == 0 and "Server:" in res.stdout:
                 return
             if time.monotonic() > deadline:
                 self.stop()
                 raise BenchmarkError(
                     f"containerd did not answer within {self.start_timeout:g} s",
-                    detail=command.tail(p.log.read_text(errors="replace")))
+                    detail=cmd.tail(p.log.read_text(errors="replace")))
             time.sleep(0.1)
 
     def stop(self, grace: float = 15.0) -> int | None:
@@ -531,7 +531,7 @@ def clean_stale(
 
 def runc_record(runc: Path) -> dict[str, str]:
     """The one runc every variant uses, for the manifest: its path, sha256 and version."""
-    res = command.run([runc, "--version"], timeout=30, error=RequirementError,
+    res = cmd.run([runc, "--version"], timeout=30, error=RequirementError,
                       what="runc --version")
     return {"path": str(runc), "sha256": sha256_file(runc.resolve()),
             "version": res.stdout.strip()}
@@ -549,7 +549,7 @@ def probe_idmapped_overlay(directory: Path, timeout: float = 60.0) -> dict[str, 
     # mountsys.py needs only the standard library: run as a script, not with -m (which would
     # import this package first and warn that it found mountsys already imported)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    res = command.run([sys.executable, str(Path(mountsys.__file__).resolve()), "probe-idmap",
+    res = cmd.run([sys.executable, str(Path(mountsys.__file__).resolve()), "probe-idmap",
                        str(directory)],
                       env=env, timeout=timeout, check=False)
     try:
@@ -557,7 +557,7 @@ def probe_idmapped_overlay(directory: Path, timeout: float = 60.0) -> dict[str, 
     except (IndexError, json.JSONDecodeError):
         raise RequirementError(
             "the idmapped-overlay probe gave no result",
-            detail=command.tail(res.stdout + res.stderr)) from None
+            detail=cmd.tail(res.stdout + res.stderr)) from None
     if res.returncode != 0 or not record.get("ok"):
         raise RequirementError(
             f"idmapped mounts on overlayfs lower directories do not work here "
@@ -597,8 +597,8 @@ class ContainerdRuntime:
         with tempfile.TemporaryDirectory(prefix="pb-idmap-probe-") as tmp:
             probe_idmapped_overlay(Path(tmp))
         mounttrace.check()
-        command.which("runc")
-        command.which("busybox")
+        cmd.which("runc")
+        cmd.which("busybox")
 
     def prepare(self, workdir: Path, project: object, comparison: object, dry_run: bool,
                 bin_dir: Path | None = None, variants: Sequence[object] = ()) -> None:
@@ -606,13 +606,13 @@ class ContainerdRuntime:
         if dry_run:
             return
         self.probe = probe_idmapped_overlay(workdir / "idmap-probe")
-        self.runc = Path(command.which("runc")).resolve()
+        self.runc = Path(cmd.which("runc")).resolve()
         stale = [b for run in sorted(workdir.parent.iterdir())
                  if run != workdir and run.is_dir()
                  for b in sorted((run / self.DIRNAME).glob("*"))]
         removed = clean_stale(stale, cgroup_base=self.cgroup_base)
         if removed:
-            command.say("removed what a killed earlier run left: " + "; ".join(removed))
+            cmd.say("removed what a killed earlier run left: " + "; ".join(removed))
 
     def namespace(self, variant: str) -> str:
         return _namespace(self.token, variant)

@@ -1,19 +1,43 @@
-"""Every metric of a saved run in the export formats, each in its unit:
-CSV columns, benchstat's extra value/unit pairs on each line, Bencher's measures, and the mean
-user/system time of hyperfine's own format.
-
-A run of results version 6 keeps each metric per run (``Samples.metrics``, aligned with
-``times``); an older run has none of them (or only user/system), and its exports are as they
-were."""
+"""What every export format shares: the ``Exporter`` interface (hyperfine's ``Exporter`` trait),
+the files an export writes, the cells of a run that have timing samples, and every metric besides
+wall time in each format's unit (a run before results version 6 has none, and exports as it did)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import re
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 from patchbench.analysis import metrics as mx
 from patchbench.analysis import stats
 from patchbench.results import Cell, Results, Samples, TimedResult
+
+Files = dict[str, str]  # a file's name, relative to the export folder -> its text
+
+
+class Exporter(Protocol):
+    """One export format, registered by name in ``patchbench.runs.export.FORMATS``."""
+
+    # it exports timed cells: a run without any (a stress-only run) is refused before it is asked
+    timed: bool
+
+    def files(self, results: Results) -> Files:
+        """The files this format writes for ``results``."""
+
+
+def timed_cells(results: Results) -> Iterator[tuple[TimedResult, Cell]]:
+    """Every cell with timing samples, with its scenario, in the run's order."""
+    for sc in results.scenarios:
+        if isinstance(sc, TimedResult):  # the kinds with cells (the others have no timing)
+            for cell in sc.cells:
+                yield sc, cell
+
+
+def safe_name(name: str) -> str:
+    """A file-name-safe spelling of a scenario or cell label."""
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_") or "_"
+
 
 # benchstat's units (Go's benchmark format): ``ns/op`` is the wall time; benchstat shows a unit
 # ending in ``ns/op`` in seconds and one ending in ``-B`` in binary bytes

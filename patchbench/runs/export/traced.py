@@ -11,7 +11,7 @@ from typing import Any
 
 from patchbench.errors import ReportError
 from patchbench.results import Results, RunInput, as_results
-from patchbench.runs.export.base import Files
+from patchbench.runs.export.exporter import Files
 from patchbench.scenarios.profile import Profile
 from patchbench.scenarios.scans import ScanResult
 from patchbench.util.escape import csv_cell

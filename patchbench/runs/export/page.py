@@ -4,16 +4,16 @@ report folder held one)."""
 from __future__ import annotations
 
 from patchbench import gate
-from patchbench.report.html import render_html
 from patchbench.results import Results
-from patchbench.runs.export.base import Files
+from patchbench.runs import document
+from patchbench.runs.export.exporter import Files
 
 
 class HtmlExporter:
     timed = False  # every run has a report, timed cells or not
 
     def files(self, results: Results) -> Files:
-        return {"report.html": render_html(results, gate=gate.failures(results))}
+        return {"report.html": document.html(results, gate=gate.failures(results))}
 
 
 EXPORTER = HtmlExporter()

@@ -25,7 +25,7 @@ from typing import Any
 
 from patchbench.analysis import metrics as mx
 from patchbench.errors import BenchmarkError, PatchbenchError, RequirementError
-from patchbench.util import command
+from patchbench.util import cmd
 
 MIN_VERSION = (2, 0, 0)
 INSTALL = ("cargo install hyperfine --version 2.0.0 --locked --ignore-rust-version "
@@ -45,7 +45,7 @@ def version() -> tuple[int, ...] | None:
     if shutil.which("hyperfine") is None:
         return None
     try:
-        out = command.run(["hyperfine", "--version"], timeout=30, check=False)
+        out = cmd.run(["hyperfine", "--version"], timeout=30, check=False)
     except PatchbenchError:
         return None
     return parse_version(out.stdout or out.stderr)
@@ -75,7 +75,7 @@ def available(name: str) -> bool:
     argv = ["hyperfine", "-N", "--style", "none", "--runs", "1", "--metrics", m.hyperfine,
             "--", PROBE_COMMAND]
     try:
-        out = command.run(argv, timeout=60, check=False)
+        out = cmd.run(argv, timeout=60, check=False)
     except PatchbenchError:
         return False
     return out.returncode == 0

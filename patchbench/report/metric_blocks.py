@@ -20,7 +20,7 @@ from typing import Any
 
 from patchbench.analysis import metrics as mx
 from patchbench.report import charts
-from patchbench.report.blocks import Block, Chart, Heading, bullets, table, text
+from patchbench.report.blocks import Block, Chart, bullets, heading, table, text
 from patchbench.report.numbers import (
     fmt_effect_in,
     fmt_in,
@@ -239,7 +239,7 @@ def metric_page(sc: Any) -> list[Block]:
     if not _judged(comps):
         return []
     data = sc.model_dump(mode="json")
-    return [Heading("Metrics"), *metric_blocks(sc),
+    return [heading("Metrics"), *metric_blocks(sc),
             Chart("metrics", partial(charts.metrics_chart, data),
                   "One panel per metric: every run of every cell (dots) and its mean (bar); "
                   "wall time first.")]

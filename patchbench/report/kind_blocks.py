@@ -1,6 +1,5 @@
-"""The report blocks several kinds share (patchbench.report.blocks; the formatters are
-report.markdown and report.html): the timed kinds' round-paired details, hangs, ``verify`` checks
-and charts, and the evidence lists of hung runs and instances."""
+"""The blocks several kinds show: the timed kinds' round-paired details, hangs, ``verify`` checks
+and charts, the k tables, and the evidence of hung runs and instances."""
 
 from __future__ import annotations
 
@@ -15,18 +14,18 @@ from patchbench.report.blocks import (
     Block,
     Chart,
     Code,
-    Heading,
     Inline,
     Link,
     Pre,
     Strong,
     bullets,
+    heading,
     table,
     text,
 )
+from patchbench.report.metric_blocks import metric_blocks
 from patchbench.report.numbers import fmt_p, fmt_ratio, fmt_time
 from patchbench.results import Cell, Check, Verdict
-from patchbench.scenarios.metric_views import metric_blocks
 
 
 def links(names: list[str], limit: int | None = None) -> list[Inline]:
@@ -196,7 +195,7 @@ def verify_page(checks: dict[str, Check] | None) -> list[Block]:
         passed: list[Inline] = [" ", Code(c.output[:500])] if c.passed else []
         items.append([Strong(v), f": {'passed' if c.passed else 'FAILED'} (exit {c.exit_code})",
                       *passed])
-    return [Heading("Check after measuring (verify)"), bullets(items, "verify"),
+    return [heading("Check after measuring (verify)"), bullets(items, "verify"),
             *_failed_output(checks)]
 
 
@@ -277,7 +276,7 @@ def k_tables(name: str, ks: list[int], cells: list[Cell], comparisons: list[Verd
                                fmt_time(ph.total_median)])
     if phase_rows and phases:
         names = phase_names or list(next(iter(next(iter(phases.values())).values())).median)
-        out += [Heading("Phases (medians over every instance)"),
+        out += [heading("Phases (medians over every instance)"),
                 table(["build", "k", *names, "total"], phase_rows, "phases")]
     return out
 
