@@ -37,7 +37,6 @@ if str(ROOT) not in sys.path:
 
 from patchbench.analysis import gating, paired, stalls, stats  # noqa: E402
 from patchbench.measure import bench  # noqa: E402
-from patchbench.results import PAIRED6_METHOD  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("stats_calibration",
                                                ROOT / "benchmarks" / "stats_calibration.py")
@@ -82,15 +81,16 @@ def run_gate(sim: calib.Sim, cap: int) -> tuple[gating.Call, int, int]:
 
 def run_gate_v7(sim: calib.Sim, cap: int) -> gating.Call:
     """The gate of results version 7 on the same replicate, for contrast: every run judged
-    (no stalls apart), by ``PAIRED6_METHOD``."""
+    (no stalls apart), the widened standard error without its degrees of freedom cut."""
     p = gating.plan(None, MARGIN, ALPHA, FIRST, cap, len(bench.williams(2)))
-    for done in p.looks:
-        bt, br, ct, cr, signs = calib._cut(sim, done)
-        v = paired.paired_verdict(bt, br, ct, cr, alpha=p.level, min_effect=MIN_EFFECT,
-                                  signs=signs, method=PAIRED6_METHOD)
-        c = gating.call(v.speedup, v.equivalence_low, v.equivalence_high, MARGIN).call
-        if c is not gating.Call.UNDECIDED:
-            return c
+    with calib.earlier("v7"):
+        for done in p.looks:
+            bt, br, ct, cr, signs = calib._cut(sim, done)
+            v = paired.paired_verdict(bt, br, ct, cr, alpha=p.level, min_effect=MIN_EFFECT,
+                                      signs=signs)
+            c = gating.call(v.speedup, v.equivalence_low, v.equivalence_high, MARGIN).call
+            if c is not gating.Call.UNDECIDED:
+                return c
     return gating.Call.UNDECIDED
 
 

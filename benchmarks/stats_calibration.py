@@ -11,6 +11,7 @@ explains. Models, columns and the recorded runs: docs/statistics.md ("Calibratio
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import multiprocessing
 import os
@@ -18,7 +19,7 @@ import platform
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,6 @@ if str(ROOT) not in sys.path:
 from patchbench.analysis import paired, sequential, stats  # noqa: E402
 from patchbench.analysis.paired import Verdict  # noqa: E402
 from patchbench.measure import bench  # noqa: E402
-from patchbench.results import (  # noqa: E402
-    PAIRED5_METHOD,
-    PAIRED5_SKEW_METHOD,
-    PAIRED6_METHOD,
-)
 
 BASE_MEDIAN = 0.126
 ALPHA = 0.05
@@ -53,14 +49,29 @@ REAL_MISS_P = 0.001
 # baseline times, rounds, candidate times, rounds, and the signs of the boundaries between
 # neighbouring rounds (paired.neighbour_signs) of the order the blocks ran in
 Sim = tuple[list[float], list[int], list[float], list[int], dict[int, int]]
-# --contrast: an earlier rule run on the same replicates (its method, how the report names it)
+# --contrast: an earlier rule run on the same replicates (how the report names it)
 CONTRASTS = {
-    "v7": (PAIRED6_METHOD, "the rule of results version 7 (`PAIRED6_METHOD`: no stalls apart, "
-                           "the widened standard error without its degrees of freedom cut)"),
-    "t": (PAIRED5_METHOD, "the plain t of the first schema-5 records (`PAIRED5_METHOD`)"),
-    "skew": (PAIRED5_SKEW_METHOD, "the skewness correction before the jackknife "
-                                  "(`PAIRED5_SKEW_METHOD`)"),
+    "v7": "the rule of results version 7 (the widened standard error without its degrees of "
+          "freedom cut)",
 }
+
+
+@contextlib.contextmanager
+def earlier(name: str) -> Iterator[None]:
+    """The live rule as it stood before a change (``name`` of :data:`CONTRASTS`), for a
+    contrast on the same replicates: version 7 took the widened standard error with R - 1
+    degrees of freedom."""
+    live = paired.widened
+
+    def v7(d: np.ndarray, ids: Sequence[int], signs: dict[int, int] | None
+           ) -> tuple[float, float]:
+        return live(d, ids, signs)[0], float(d.size - 1)
+
+    paired.widened = v7  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        paired.widened = live
 
 
 def lognormal_sigma(cv: float) -> float:
@@ -339,15 +350,15 @@ def tally(t: Tally, v: paired.PairedVerdict, truth: float, prefix: str = "",
 
 
 def live(bt: list[float], br: list[int], ct: list[float], cr: list[int], *, alpha: float,
-         signs: dict[int, int] | None, method: str = paired.METHOD) -> paired.PairedVerdict:
+         signs: dict[int, int] | None) -> paired.PairedVerdict:
     """The verdict of the live rule: every run judged (stalls are judged apart by the gate
     only, benchmarks/gate_calibration.py)."""
     return paired.paired_verdict(bt, br, ct, cr, alpha=alpha, min_effect=MIN_EFFECT,
-                                 signs=signs, method=method)
+                                 signs=signs)
 
 
 def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
-             old: bool, contrast: str = "t") -> Tally:
+             old: bool, contrast: str = "v7") -> Tally:
     fn = MODELS[model][0]
     rng = np.random.default_rng([seed, list(MODELS).index(model), rounds,
                                  FACTORS.index(factor)])
@@ -364,9 +375,9 @@ def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
         if v.mde is not None:
             t.mdes.append(v.mde)
         if old:  # an earlier rule (--contrast), on the same replicates
-            tally(t, paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT,
-                                           method=CONTRASTS[contrast][0]), truth, "t ",
-                  truth_s=truth_s)
+            with earlier(contrast):
+                tally(t, live(bt, br, ct, cr, alpha=ALPHA, signs=signs), truth, "t ",
+                      truth_s=truth_s)
     return t
 
 
@@ -549,8 +560,8 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
            stopping: dict[tuple[str, int, float, float], Tally] | None = None,
            load: tuple[Sequence[float], Sequence[float]] | None = None) -> tuple[str, bool]:
     rows, checks = evaluate(cells, models)
-    contrast = getattr(args, "contrast", "t")
-    old = CONTRASTS[contrast][1]
+    contrast = getattr(args, "contrast", "v7")
+    old = CONTRASTS[contrast]
     srows: list[list[str]] = []
     if stopping:
         srows, schecks = evaluate_stopping(stopping)
@@ -632,7 +643,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the markdown table to this file")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (1)")
     ap.add_argument("--no-stopping", action="store_true", help="leave out the stopping cells")
-    ap.add_argument("--contrast", choices=list(CONTRASTS), default="t",
+    ap.add_argument("--contrast", choices=list(CONTRASTS), default="v7",
                     help="the earlier rule run on the same replicates (t)")
     args = ap.parse_args(argv)
     if args.replicates < 1:

@@ -90,9 +90,10 @@ PAIRED7_METHOD = ("round-paired t on per-round mean log times (ratio of geometri
                   "widening; the effect in time from the ratio and the baseline's geometric mean; "
                   "beyond min_effect by a one-sided test, equivalent by TOST; the other metrics "
                   "called only when the gated ones changed (Holm among them)")
-# the skewness-corrected rules
-SKEW_METHODS = (PAIRED5_SKEW_METHOD, PAIRED5_JACK_METHOD, PAIRED6_METHOD, PAIRED7_METHOD)
-RULE5_METHODS = (PAIRED5_METHOD, *SKEW_METHODS)
+# the rules of results versions 1 to 7, which records made before version 8 name (``method``):
+# such a record is judged again by the live rule when read (patchbench.analysis.rejudge)
+EARLIER_METHODS = (POOLED_METHOD, PAIRED5_METHOD, PAIRED5_SKEW_METHOD, PAIRED5_JACK_METHOD,
+                   PAIRED6_METHOD)
 
 
 class _Rec(BaseModel):
@@ -373,11 +374,6 @@ class Verdict(_Rec):
     @property
     def paired(self) -> bool:
         return self.rounds is not None
-
-    @property
-    def rule5(self) -> bool:
-        """Judged by the rule of schema 5 (docs/statistics.md), not by an older one."""
-        return self.method in RULE5_METHODS
 
 
 class Rate(_Rec):

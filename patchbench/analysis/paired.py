@@ -2,9 +2,10 @@
 over rounds, skewness-corrected (Hall's transformation, the skewness jackknifed over rounds), its
 standard error widened for noise that neighbouring rounds share; the answers faster, slower,
 equivalent (TOST), inconclusive (with the minimum detectable effect) or withheld; the effect in
-seconds from the ratio; the mean and 90th percentile beside it when the shapes differ; a guard for
-zero spread. The rule, its reasons and its calibration: docs/statistics.md. Records judged by an
-earlier method recompute with their own rule."""
+seconds from the ratio (the change of the geometric-mean time); the mean and 90th percentile
+beside it when the shapes differ; a guard for zero spread. The one live rule (``METHOD``): its
+reasons and calibration are in docs/statistics.md; records judged by an earlier rule are judged
+again by it when read (patchbench.analysis.rejudge)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,7 @@ from typing import Any
 import numpy as np
 
 from patchbench.analysis import stats
-from patchbench.results import (
-    PAIRED5_METHOD,
-    PAIRED5_SKEW_METHOD,
-    PAIRED6_METHOD,
-    PAIRED7_METHOD,
-    RULE5_METHODS,
-)
+from patchbench.results import PAIRED7_METHOD
 
 METHOD = PAIRED7_METHOD  # the rule new comparisons are judged by
 POWER = 0.80  # the power the minimum detectable effect is quoted at
@@ -50,10 +45,13 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class PairedVerdict:
-    """One comparison under the schema-5 rule (see the module's docstring). Ratios are
-    baseline / candidate (above 1: the candidate is faster); ``effect_s`` is the mean over rounds
-    of geometric mean(candidate_r) - geometric mean(baseline_r) in seconds (above 0: the
-    candidate is slower), with its (1 - alpha) t interval."""
+    """One comparison under the live rule (see the module's docstring). Ratios are
+    baseline / candidate (above 1: the candidate is faster). ``effect_s`` is the change of the
+    geometric-mean time in seconds, L (1 / speedup - 1) with L the baseline's geometric mean over
+    the paired rounds, its interval the ratio's mapped alike (above 0: the candidate is slower).
+    It is not the change of the mean time: when the variants' spreads differ the two part (the
+    ratio of means is then shown too, ``also``). With zero spread it is the mean per-round
+    difference of the blocks' geometric means, with a t interval."""
 
     speedup: float
     ci_low: float | None
@@ -206,38 +204,6 @@ def decide_pivot(pv: Pivot, *, alpha: float, min_effect: float
     return _answer(alpha, p, p_slower, p_faster, p_equivalent)
 
 
-def skewness(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int],
-             d: np.ndarray) -> float:
-    """The skewness of the per-round d_r = mean ln base_r - mean ln cand_r: each variant's third
-    cumulant of log times from the runs within its blocks (unbiased per block of n >= 3:
-    E sum (x - mean)^3 = k3 (n-1)(n-2)/n), pooled; that of a round's d_r is
-    k3_base / n_base^2 - k3_cand / n_cand^2, averaged over rounds, over the larger of the variance
-    of d_r the within-block noise explains and the d_r's own variance, to the power 3/2. With
-    fewer than 3 runs in every block of a variant, the sample skewness of the d_r (0 with fewer
-    than 3 rounds)."""
-    k3: list[float] = []
-    var: list[float] = []
-    for g in (base, cand):
-        s3 = w3 = s2 = w2 = 0.0
-        for r in common:
-            x = np.log(g[r])
-            n = x.size
-            dev = x - x.mean()
-            s2 += float((dev * dev).sum())
-            w2 += n - 1
-            if n >= 3:
-                s3 += float((dev**3).sum())
-                w3 += (n - 1) * (n - 2) / n
-        if w3 == 0:
-            return _sample_skewness(d)
-        k3.append(s3 / w3)
-        var.append(s2 / w2)
-    kd = float(np.mean([k3[0] / base[r].size**2 - k3[1] / cand[r].size**2 for r in common]))
-    vw = float(np.mean([var[0] / base[r].size + var[1] / cand[r].size for r in common]))
-    denom = max(vw, float(d.var(ddof=1)))
-    return kd / denom**1.5 if denom > 0 else 0.0
-
-
 def _cumulant_sums(g: dict[int, np.ndarray], common: list[int]) -> np.ndarray | None:
     """Per round of ``common`` (columns): sum (x - mean)^3, its weight (n-1)(n-2)/n (0 when
     n < 3), sum (x - mean)^2, its weight n - 1, and n, for the log times of one variant; None
@@ -336,19 +302,15 @@ def paired_verdict(
     base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
     cand_rounds: Sequence[int], *, alpha: float, min_effect: float,
     min_rounds: int = stats.MIN_ROUNDS, drift_threshold: float = stats.DRIFT_ALPHA,
-    method: str = METHOD, signs: Mapping[int, int] | None = None, seed: int = 0,
-    unit: str = "s",
+    signs: Mapping[int, int] | None = None, seed: int = 0, unit: str = "s",
 ) -> PairedVerdict:
-    """Compare two variants round by round under the schema-5 rule. ``*_rounds`` give each run's
-    round number; rounds that only one variant has are left out. ``method`` picks the rule (an
-    older one recomputes the records judged by it). ``signs`` (:func:`neighbour_signs`, from the
+    """Compare two variants round by round by the live rule. ``*_rounds`` give each run's
+    round number; rounds that only one variant has are left out. ``signs`` (:func:`neighbour_signs`, from the
     order the blocks ran in) say how the noise of neighbouring rounds enters their d_r; without
     them every boundary is taken as the worst case. ``seed``: the bootstrap of the 90th
     percentile's interval, when the shapes differ. ``unit``: the values' unit ("s" for times;
     "B" and "count" are exact quantities, which only matters when every round gives the same
     ratio: :func:`_zero_spread`)."""
-    if method not in RULE5_METHODS:
-        raise ValueError(f"unknown rule {method!r}")
     if not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be between 0 and 0.5 (got {alpha})")
     if min_rounds < 2:
@@ -377,24 +339,10 @@ def paired_verdict(
             se_e = sd_e / math.sqrt(n)
             effect_ci = (effect - q * se_e, effect + q * se_e)
         sd = float(d.std(ddof=1))
-        dof: float | None = None
-        if sd > 0 and method == PAIRED6_METHOD:
-            sd = widened_sd(d, common, signs)
-        elif sd > 0 and method == PAIRED7_METHOD:
+        if sd > 0:
             sd, dof = widened(d, common, signs)
-        if sd > 0 and method == PAIRED5_METHOD:
             se = sd / math.sqrt(n)
-            ci = (math.exp(mean - q * se), math.exp(mean + q * se))
-            q2 = stats.t_ppf(1 - alpha, df)
-            eq = (math.exp(mean - q2 * se), math.exp(mean + q2 * se))
-            verdict, p, p_slower, p_faster, p_eq = decide(mean, se, df, alpha=alpha,
-                                                          min_effect=min_effect)
-            mde = detectable(se, df, alpha=alpha, min_effect=min_effect)
-        elif sd > 0:
-            se = sd / math.sqrt(n)
-            skew = (skewness(base, cand, common, d) if method == PAIRED5_SKEW_METHOD
-                    else skewness_jackknife(base, cand, common, d))
-            pv = Pivot(mean, sd, n, skew, dof)
+            pv = Pivot(mean, sd, n, skewness_jackknife(base, cand, common, d), dof)
             lo, hi = pv.interval(alpha)
             ci = (math.exp(lo), math.exp(hi))
             lo2, hi2 = pv.interval(2 * alpha)
@@ -411,15 +359,14 @@ def paired_verdict(
             if unit != "s" and ci is not None:  # an exact quantity: its one-sided bounds too
                 eq = ci
     also = None
-    if method in (PAIRED6_METHOD, PAIRED7_METHOD) and res is None:
+    if res is None:
         # the effect in time from the ratio and the baseline's level, so that it agrees with the
         # ratio and its interval covers as the ratio's does (a mean of per-round differences of
         # geometric means carries each variant's small-sample bias exp(sigma^2 / 2n))
         level = float(np.exp(np.mean(np.concatenate([np.log(base[r]) for r in common]))))
         effect = level * math.expm1(-mean)
         effect_ci = (level * (1 / ci[1] - 1), level * (1 / ci[0] - 1)) if ci else None
-        also = shapes(base, cand, common, alpha=alpha, signs=signs, seed=seed, ratio=ci,
-                      cut=method == PAIRED7_METHOD)
+        also = shapes(base, cand, common, alpha=alpha, signs=signs, seed=seed, ratio=ci)
     if n < min_rounds:
         verdict = Verdict.WITHHELD
         plural = "s" if n != 1 else ""
@@ -435,8 +382,7 @@ def paired_verdict(
         min_rounds=min_rounds, round_ids=tuple(common),
         round_ratios=tuple(float(x) for x in np.exp(d)),
         wilcoxon_p=stats.wilcoxon_signed_rank(d.tolist()) if n >= 6 else None,
-        drift=drift_check(base, cand, common, drift_threshold), note=note, method=method,
-        also=also,
+        drift=drift_check(base, cand, common, drift_threshold), note=note, also=also,
     )
 
 
@@ -490,7 +436,7 @@ def widened(d: np.ndarray, ids: Sequence[int], signs: Mapping[int, int] | None
 
 def shapes(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int], *,
            alpha: float, signs: Mapping[int, int] | None, seed: int,
-           ratio: tuple[float, float] | None, cut: bool = True) -> Also | None:
+           ratio: tuple[float, float] | None) -> Also | None:
     """:class:`Also` when the variants' within-round spreads of log time differ (by more than
     SHAPE_FACTOR in sd, and by an F test at SHAPE_ALPHA), else None. The ratio of means is judged
     round by round like the geometric means' (per-round log ratio of arithmetic means, the same
@@ -514,7 +460,7 @@ def shapes(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: lis
     mean_ci = None
     sd, dof = widened(dm, common, signs) if dm.std(ddof=1) > 0 else (0.0, n - 1.0)
     if sd > 0:
-        q = stats.t_ppf(1 - alpha / 2, dof if cut else n - 1) * sd / math.sqrt(n)
+        q = stats.t_ppf(1 - alpha / 2, dof) * sd / math.sqrt(n)
         mean_ci = (math.exp(dm.mean() - q), math.exp(dm.mean() + q))
     rng = np.random.default_rng([seed, n, 90])
     pick = rng.integers(0, n, (BOOTSTRAP, n))

@@ -1,9 +1,7 @@
-"""Statistics for A/B samples: summaries, ratio of medians with a bootstrap CI, Mann-Whitney U,
-and a verdict that says "no significant difference" when that is the truth.
-
-The verdict that holds under drift is :func:`paired_rounds` (per-round log ratios, a t interval
-with R-1 degrees of freedom, a drift check); :func:`compare` is the older pooled rule, which takes
-every run as independent and is kept because saved reports recompute from it exactly."""
+"""Statistics for A/B samples: summaries, the ratio of medians with a bootstrap CI, Mann-Whitney U
+(:func:`compare`: the pooled figures every comparison keeps as descriptive, every run taken as
+independent), Holm's adjustment, Fisher's exact test, the Wilcoxon signed-rank test, and Student's
+t and F distributions without scipy. The verdict itself is patchbench.analysis.paired's."""
 
 from __future__ import annotations
 
@@ -185,7 +183,7 @@ def compare(
 ) -> Comparison:
     """The pooled rule: every run taken as independent (Mann-Whitney U and a bootstrap CI of the
     ratio of medians). Runs of one round are consecutive, so drift between blocks makes this rule
-    too confident; :func:`paired_rounds` is the verdict that holds under drift."""
+    too confident; the verdict is the round-paired rule's (patchbench.analysis.paired)."""
     sb, sc = summarize(base), summarize(cand)
     speedup = sb.median / sc.median if sc.median else float("inf")
     ci = bootstrap_ratio_ci(base, cand, seed=seed, level=1 - alpha, resamples=resamples)
@@ -508,100 +506,3 @@ def drift_check(
     base = _by_round(base_times, base_rounds, "baseline")
     cand = _by_round(cand_times, cand_rounds, "candidate")
     return _drift(base, cand, sorted(set(base) & set(cand)), threshold)
-
-
-@dataclass(frozen=True)
-class PairedComparison:
-    """The round-paired verdict. Each round r gives d_r = ln median(baseline_r) -
-    ln median(candidate_r); ``speedup`` = exp(mean d_r) (above 1: the candidate is faster), its CI
-    the t interval on the mean of d_r with R-1 degrees of freedom, exponentiated; ``p_value`` the
-    two-sided one-sample t test of mean d_r = 0. A drift shared by a block cancels in the pairing
-    or shows in the spread of d_r, so the CI holds under drift. With fewer than ``min_rounds``
-    rounds the estimate is given but the verdict is "withheld"."""
-
-    speedup: float
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    verdict: str  # "faster" | "slower" | "no significant difference" | "withheld"
-    alpha: float
-    min_effect: float
-    rounds: int  # rounds with runs of both variants (the pairs used)
-    min_rounds: int
-    round_ids: tuple[int, ...]
-    round_ratios: tuple[float, ...]  # median(baseline_r) / median(candidate_r), per round
-    wilcoxon_p: float | None  # exact signed-rank p on the d_r (R >= 6), descriptive
-    drift: DriftCheck | None
-    note: str  # why the verdict is withheld; "" otherwise
-    method: str = "round-paired t on per-round log ratios of medians"
-
-    @property
-    def withheld(self) -> bool:
-        return self.verdict == "withheld"
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["round_ids"] = list(self.round_ids)
-        d["round_ratios"] = list(self.round_ratios)
-        return d
-
-
-def paired_rounds(
-    base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
-    cand_rounds: Sequence[int], *, alpha: float, min_effect: float, min_rounds: int = MIN_ROUNDS,
-    drift_threshold: float = DRIFT_ALPHA,
-) -> PairedComparison:
-    """Compare two variants round by round (see :class:`PairedComparison`). ``*_rounds`` give each
-    run's round number; rounds that only one variant has are left out. The verdict rule is the
-    pooled rule's: p < alpha, the (1 - alpha) CI excludes 1, and |speedup - 1| >= min_effect."""
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1 (got {alpha})")
-    if min_rounds < 2:
-        raise ValueError(f"min_rounds must be at least 2 (got {min_rounds})")
-    base = _by_round(base_times, base_rounds, "baseline")
-    cand = _by_round(cand_times, cand_rounds, "candidate")
-    common = sorted(set(base) & set(cand))
-    n_rounds = len(common)
-    if n_rounds == 0:
-        raise ValueError("no round has runs of both variants")
-    d = np.array([math.log(median(base[r])) - math.log(median(cand[r])) for r in common])
-    mean = float(d.mean())
-    speedup = math.exp(mean)
-    ci: tuple[float, float] | None = None
-    p: float | None = None
-    if n_rounds >= 2:
-        sd = float(d.std(ddof=1))
-        if sd > 0:
-            se = sd / math.sqrt(n_rounds)
-            q = t_ppf(1.0 - alpha / 2.0, n_rounds - 1)
-            ci = (math.exp(mean - q * se), math.exp(mean + q * se))
-            p = 2.0 * t_sf(abs(mean) / se, n_rounds - 1)
-        else:  # every round gave the same ratio: no spread to estimate
-            ci = (speedup, speedup)
-            p = 1.0 if mean == 0 else 0.0
-    note = ""
-    if n_rounds < min_rounds:
-        verdict = "withheld"
-        plural = "s" if n_rounds != 1 else ""
-        note = (f"verdict withheld: {n_rounds} round{plural} with runs of both variants, "
-                f"at least {min_rounds} needed for a round-paired verdict")
-    else:
-        assert p is not None and ci is not None
-        verdict = judge(speedup, ci, p, alpha=alpha, min_effect=min_effect)
-    return PairedComparison(
-        speedup=speedup,
-        ci_low=ci[0] if ci else None,
-        ci_high=ci[1] if ci else None,
-        p_value=p,
-        verdict=verdict,
-        alpha=alpha,
-        min_effect=min_effect,
-        rounds=n_rounds,
-        min_rounds=min_rounds,
-        round_ids=tuple(common),
-        round_ratios=tuple(float(x) for x in np.exp(d)),
-        wilcoxon_p=wilcoxon_signed_rank(d.tolist()) if n_rounds >= 6 else None,
-        drift=_drift(base, cand, common, drift_threshold),
-        note=note,
-    )
-

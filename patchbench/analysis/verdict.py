@@ -7,10 +7,9 @@ blocks, stalls).
 The record keeps the field names of schema 3 at the top (speedup, ci_low, ci_high, p_value,
 verdict, alpha, min_effect, rounds, min_rounds, round_ids, round_ratios, wilcoxon_p, drift, note,
 method) and adds schema 5's (p_slower, p_faster, p_equivalent, equivalence_low/high, mde,
-effect_s with its interval, resolution_s). The pooled Mann-Whitney p and bootstrap CI stay, under
-``pooled``, as descriptive figures only, labelled as assuming independent runs. Records of
-schema 3 and 4 were judged by :func:`patchbench.analysis.stats.paired_rounds` (``method`` says
-which) and are shown as they were judged."""
+effect_s with its interval, resolution_s) and version 8's ``stalls``. The pooled Mann-Whitney p
+and bootstrap CI stay, under ``pooled``, as descriptive figures only, labelled as assuming
+independent runs."""
 
 from __future__ import annotations
 

@@ -72,9 +72,7 @@ def paired_blocks(comparisons: list[Verdict]) -> list[Block]:
         rows.append([c.candidate, str(c.rounds), " ".join(f"{x:.3f}" for x in c.round_ratios),
                      drift, fmt_p(c.wilcoxon_p), pooled])
     what = ("geometric mean baseline / geometric mean candidate in each round; the verdict is "
-            "the t interval on their logs, tested against ±min_effect" if all(c.rule5 for c in comps)
-            else "median baseline / median candidate in each round; the verdict is the t "
-            "interval on their logs")
+            "the t interval on their logs, tested against ±min_effect")
     out: list[Block] = [text(f"Per-round ratios ({what}). Pooled figures assume independent "
                              "runs: descriptive only."),
                         table(["candidate", "rounds", "per-round ratios", "drift between blocks",
