@@ -72,7 +72,8 @@ def write(paths: Sequence[Path]) -> list[Path]:
             md.write_text(text)
             changed.append(md)
         page = path.parent / "report.html"
-        if page.exists():
+        timed = any(isinstance(sc, TimedResult) and sc.comparisons for sc in res.scenarios)
+        if page.exists() and timed:  # what the rule shows; the rest is as it was rendered
             html = document.html(res, gate=res.gate_reasons(gate.failures))
             if page.read_text() != html:
                 page.write_text(html)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from patchbench import scenarios
 from patchbench.analysis import gating, stalls
 from patchbench.analysis import metrics as mx
+from patchbench.analysis.rejudge import rejudge
 from patchbench.report.numbers import fmt_effect_in
 from patchbench.results import MetricVerdict, Results, TimedResult, Verdict
 from patchbench.util import procguard
@@ -56,10 +57,10 @@ def gated(results: Results) -> list[Judged]:
     """The selection: every comparison's verdict of every gated metric (``Results.gate_metrics``:
     the comparison's ``gate`` or ``--gate-metric``; wall time before those existed). A
     comparison that lacks a gated metric other than wall time (every run of a cell hung, or an
-    older record) is judged on what it has. The run is read through the live rule
-    (patchbench.analysis.rejudge) by whoever loads it."""
+    older record) is judged on what it has. A record of an earlier rule is judged again by the
+    live one first (patchbench.analysis.rejudge)."""
     out = []
-    for name, c in _timed(results):
+    for name, c in _timed(rejudge(results)):
         for metric in results.gate_metrics or [mx.WALL]:
             if metric == mx.WALL:
                 out.append(_wall(name, c))

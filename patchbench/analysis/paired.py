@@ -204,6 +204,38 @@ def decide_pivot(pv: Pivot, *, alpha: float, min_effect: float
     return _answer(alpha, p, p_slower, p_faster, p_equivalent)
 
 
+def skewness(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int],
+             d: np.ndarray) -> float:
+    """The skewness of the per-round d_r = mean ln base_r - mean ln cand_r: each variant's third
+    cumulant of log times from the runs within its blocks (unbiased per block of n >= 3:
+    E sum (x - mean)^3 = k3 (n-1)(n-2)/n), pooled; that of a round's d_r is
+    k3_base / n_base^2 - k3_cand / n_cand^2, averaged over rounds, over the larger of the variance
+    of d_r the within-block noise explains and the d_r's own variance, to the power 3/2. With
+    fewer than 3 runs in every block of a variant, the sample skewness of the d_r (0 with fewer
+    than 3 rounds)."""
+    k3: list[float] = []
+    var: list[float] = []
+    for g in (base, cand):
+        s3 = w3 = s2 = w2 = 0.0
+        for r in common:
+            x = np.log(g[r])
+            n = x.size
+            dev = x - x.mean()
+            s2 += float((dev * dev).sum())
+            w2 += n - 1
+            if n >= 3:
+                s3 += float((dev**3).sum())
+                w3 += (n - 1) * (n - 2) / n
+        if w3 == 0:
+            return _sample_skewness(d)
+        k3.append(s3 / w3)
+        var.append(s2 / w2)
+    kd = float(np.mean([k3[0] / base[r].size**2 - k3[1] / cand[r].size**2 for r in common]))
+    vw = float(np.mean([var[0] / base[r].size + var[1] / cand[r].size for r in common]))
+    denom = max(vw, float(d.var(ddof=1)))
+    return kd / denom**1.5 if denom > 0 else 0.0
+
+
 def _cumulant_sums(g: dict[int, np.ndarray], common: list[int]) -> np.ndarray | None:
     """Per round of ``common`` (columns): sum (x - mean)^3, its weight (n-1)(n-2)/n (0 when
     n < 3), sum (x - mean)^2, its weight n - 1, and n, for the log times of one variant; None
