@@ -18,11 +18,13 @@ A/A over hosts with offsets is then called different far more often than alpha. 
   ±min_effect, or inconclusive). The offsets are in that spread, so the interval holds whatever
   they are; with few hosts it is wide, by design.
 
-The answer is the class's; where it is inconclusive and the hosts disagree (p < alpha) it is
-**host-dependent**: each host's own verdict is the answer for that host. A faster, slower or
-equivalent answer stands when the hosts disagree only in how much (a note says so). A false
-"faster" or "slower" needs the class's t test to err (at most alpha, whatever the offsets); a
-false "host-dependent" needs the F test to (at most alpha when the hosts agree).
+The answer is **host-dependent** when the hosts disagree beyond their noise (the F test at
+p < alpha) by more than the comparison's margin (the hosts' offsets, estimated from the two
+mean squares, spread by at least ln(1 + min_effect) in sd): each host's own verdict is then the
+answer for that host, and the class's estimate is shown beside it. Otherwise it is the class's,
+with a note when the hosts differ beyond their noise by less than that. A false "faster" or
+"slower" needs the class's t test to err (at most alpha, whatever the offsets); a false
+"host-dependent" needs the F test to (at most alpha when the hosts agree).
 
 Fewer than 2 hosts: withheld (the one host's own verdict is its answer). Classes are never
 pooled: each is judged on its own hosts. Calibrated in benchmarks/hosts_calibration.py;
@@ -130,12 +132,13 @@ def across(hosts: Mapping[str, Sequence[float]], *, alpha: float, min_effect: fl
     if het_p is not None and het_p < alpha:
         spread = (f"F test p = {het_p:.2g}; their offsets spread about "
                   f"{between * 100 if between else 0:.1f} % in sd")
-        if verdict == paired.Verdict.INCONCLUSIVE:
+        if between is not None and between >= paired.margin(min_effect):
+            note = (f"the hosts disagree beyond their noise, by more than ±{min_effect:.0%} "
+                    f"({spread}; over the class: {verdict}): each host's own verdict is its "
+                    "answer")
             verdict = HOST_DEPENDENT
-            note = (f"the hosts disagree beyond their noise ({spread}): each host's own verdict "
-                    "is its answer")
         else:
-            note = (f"{verdict} on this class, by an amount that differs between hosts beyond "
-                    f"their noise ({spread})")
+            note = (f"{verdict} on this class; the hosts differ beyond their noise by less than "
+                    f"±{min_effect:.0%} ({spread})")
     return ClassVerdict(verdict, shown, math.exp(mean), ci[0] if ci else None,
                         ci[1] if ci else None, p, het_p, between, alpha, min_effect, note)

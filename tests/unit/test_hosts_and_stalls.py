@@ -30,7 +30,7 @@ def runs(rng: np.random.Generator, rounds: int, level: float, cv: float = 0.03, 
     return Runs(t.tolist(), ids, {"cpu": (0.5 * t).tolist(), "peak-rss": [3e7] * t.size})
 
 
-def test_a_stall_is_counted_apart_and_left_out_of_every_figure() -> None:
+def test_a_stall_is_counted_and_the_gate_judges_the_runs_without_it() -> None:
     rng = np.random.default_rng(1)
     b, c = runs(rng, 20, 0.1, stall_at=(7,)), runs(rng, 20, 0.1, stall_at=(3, 50))
     st, kb, kc = stalls.count(b.times, c.times)
@@ -38,16 +38,21 @@ def test_a_stall_is_counted_apart_and_left_out_of_every_figure() -> None:
     assert st.threshold_s == pytest.approx(5 * float(np.median(b.times + c.times)))
     assert st.p_more is not None and st.p_more > 0.3  # 2 of 80 against 1 of 80: no evidence
     j = verdict.judge(b, c, alpha=0.05, min_effect=0.02, seed=0, metrics={"cpu": 0.02})
-    assert j.record is not None and j.record["stalls"]["candidate"] == 2
+    assert j.record["stalls"]["candidate"] == 2
     clean = paired.paired_verdict(stalls.pick(b.times, kb), stalls.pick(b.rounds, kb),
                                   stalls.pick(c.times, kc), stalls.pick(c.rounds, kc),
                                   alpha=0.05, min_effect=0.02)
-    assert j.record["speedup"] == pytest.approx(clean.speedup, rel=1e-12)
-    assert j.metrics["cpu"]["rounds"] == 20
-    assert any("stalled" in n for n in verdict.notes("s c", j.record))
-    # with every run kept, one stall at 10x widens the interval many times over
     every = paired.paired_verdict(b.times, b.rounds, c.times, c.rounds, alpha=0.05,
                                   min_effect=0.02)
+    # the verdict keeps every run (a patch that removes stalls is faster by them); the gate's
+    # bounds are of the runs that did not stall
+    assert j.record["speedup"] == pytest.approx(every.speedup, rel=1e-12)
+    assert j.stalls.speedup == pytest.approx(clean.speedup, rel=1e-12)
+    assert j.stalls.low == pytest.approx(clean.equivalence_low, rel=1e-12)
+    assert j.metrics["cpu"]["rounds"] == 20
+    assert any("stalled" in n and "judged apart by the gate" in n
+               for n in verdict.notes("s c", j.record))
+    # with every run kept, one stall at 10x widens the interval many times over
     assert every.ci_low is not None and every.ci_high is not None
     assert clean.ci_low is not None and clean.ci_high is not None
     assert math.log(every.ci_high / every.ci_low) > 5 * math.log(clean.ci_high / clean.ci_low)
@@ -69,7 +74,7 @@ def test_a_candidate_slower_in_every_run_is_judged_by_its_times_not_counted_as_s
     st, _, _ = stalls.count(b.times, c.times)
     assert not st.any
     j = verdict.judge(b, c, alpha=0.05, min_effect=0.02, seed=0)
-    assert j.record is not None and j.record["verdict"] == "slower"
+    assert j.record["verdict"] == "slower"
 
 
 def rec(verdict_: str, p: float = 0.001, side: float = 0.001, alpha: float = 0.05
@@ -129,6 +134,15 @@ def test_hosts_that_agree_give_one_verdict_and_a_host_alone_makes_it_host_depend
     assert "each host's own verdict" in m.note
     one = hosts.across({"h0": slow["h0"]}, alpha=0.05, min_effect=0.02)
     assert one.verdict == "withheld"
+
+
+def test_hosts_that_differ_only_a_little_keep_the_class_answer() -> None:
+    rng = np.random.default_rng(6)
+    near = {f"h{i}": np.exp(-math.log(1.08) + off + rng.normal(0, 0.002, 30)).tolist()
+            for i, off in enumerate((0.006, -0.004, 0.0, 0.002))}
+    v = hosts.across(near, alpha=0.05, min_effect=0.02)
+    assert v.heterogeneity_p is not None and v.heterogeneity_p < 0.001
+    assert v.verdict == "slower" and "by less than ±2%" in v.note
 
 
 def test_the_interval_over_hosts_holds_their_offsets() -> None:
