@@ -123,8 +123,9 @@ class ScenarioKind(Protocol[KindConfig, KindResult]):
         """Measure; return the typed result and the warnings for the report."""
 
     def gate(self, result: KindResult) -> list[str]:
-        """Why this scenario fails an A/B gate, beyond "significantly slower" (judged for all
-        kinds at once, Holm-adjusted); empty when it passes."""
+        """Why this scenario fails an A/B gate beyond its times (which patchbench.gate calls for
+        every kind against the margin, patchbench.analysis.gating): a failed check, hangs,
+        leftovers; empty when it passes."""
 
     def blocks(self, result: KindResult, view: View) -> list[Block]:
         """How this scenario is shown (pytest's report hooks): its part of report.md after its
