@@ -70,8 +70,9 @@ def run_gate(sim: calib.Sim, cap: int) -> tuple[gating.Call, int, int]:
         v = paired.paired_verdict(stalls.pick(bt, kb), stalls.pick(br, kb), stalls.pick(ct, kc),
                                   stalls.pick(cr, kc), alpha=p.level, min_effect=MIN_EFFECT,
                                   signs=signs)
-        if done == p.looks[0] and v.equivalence_low and v.equivalence_high:
-            sd = gating.sd_per_round(v.equivalence_low, v.equivalence_high, v.rounds, p.level)
+        if done == p.looks[0]:  # as the gate's first look says it (scenarios/budget.py)
+            d = np.log(np.asarray(v.round_ratios))
+            sd = paired.widened(d, list(v.round_ids), signs)[0] if d.std() > 0 else 0.0
             needed = gating.rounds_needed(sd, MARGIN, p.level) if sd else 0
         c = gating.call(v.speedup, v.equivalence_low, v.equivalence_high, MARGIN).call
         if c is not gating.Call.UNDECIDED:

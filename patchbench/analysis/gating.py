@@ -119,15 +119,6 @@ def stalls_more(st: stalls.Stalls | Mapping[str, Any] | None, level: float) -> b
     return p is not None and p < level
 
 
-def sd_per_round(low: float, high: float, rounds: int, level: float) -> float | None:
-    """The sd of the per-round log ratios that a one-sided (1 - ``level``) interval [low, high]
-    of ``rounds`` rounds implies (None when it says nothing)."""
-    if rounds < 2 or not (low > 0 and high > low):
-        return None
-    q = stats.t_ppf(1 - level, rounds - 1)
-    return math.log(high / low) / (2 * q) * math.sqrt(rounds)
-
-
 def rounds_needed(sd: float, margin: float, level: float, power: float = POWER) -> int:
     """The rounds at which an unchanged candidate's one-sided lower bound (at ``level``) clears
     the margin with probability ``power``, for per-round log ratios of sd ``sd``: the smallest R

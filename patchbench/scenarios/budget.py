@@ -16,7 +16,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from patchbench import results
 from patchbench.analysis import gating, paired, sequential, stalls, verdict
@@ -45,6 +47,7 @@ class Seen:
     low: float | None = None  # the 1 - 2 alpha interval's ends: one-sided bounds at alpha
     high: float | None = None
     rounds: int = 0
+    sd: float | None = None  # of the per-round log ratios, widened: what the rounds needed use
 
 
 def _judge(b: Samples, c: Samples, names: Sequence[str], *, alpha: float,
@@ -68,8 +71,20 @@ def _judge(b: Samples, c: Samples, names: Sequence[str], *, alpha: float,
                       rec["mde"], st.speedup if st else rec.get("speedup"),
                       st.low if st else rec.get("equivalence_low"),
                       st.high if st else rec.get("equivalence_high"),
-                      int(rec.get("rounds") or 0))
+                      int(rec.get("rounds") or 0), _sd(rec, signs))
     return out, j.stalls
+
+
+def _sd(rec: dict[str, Any], signs: dict[int, int] | None) -> float | None:
+    """The widened sd of a record's per-round log ratios (None with fewer than 2): from the
+    rounds themselves, not back from the interval, whose degrees of freedom the widening cuts."""
+    ratios = [r for r in rec.get("round_ratios") or [] if r > 0]
+    if len(ratios) < 2:
+        return None
+    d = np.log(np.asarray(ratios, float))
+    if float(d.std(ddof=1)) <= 0:
+        return None
+    return paired.widened(d, list(rec["round_ids"]), signs)[0]
 
 
 def _worst(values: Sequence[float | None]) -> float | None:
@@ -166,9 +181,8 @@ class Rule:
                 continue
             calls.append(gating.call(got.speedup, got.low, got.high, m).call
                          is not gating.Call.UNDECIDED)
-            sd = gating.sd_per_round(got.low, got.high, got.rounds, self.level)
-            if first and sd is not None:
-                needed.append(gating.rounds_needed(sd, m, self.level))
+            if first and got.sd is not None:
+                needed.append(gating.rounds_needed(got.sd, m, self.level))
         return _Pair(seen, all(calls), max(needed) if needed else None)
 
     def _say_needed(self, most: int) -> None:

@@ -169,3 +169,21 @@ def test_the_report_says_the_budget_the_half_widths_and_the_mde() -> None:
             "cpu ±2.0 %")
     assert said in md
     assert document.stopping_text(res) == [f"run: {said}"]
+
+
+def test_the_rounds_needed_come_from_the_rounds_not_back_from_the_interval() -> None:
+    """The first look's "needs about N rounds" takes the sd of the per-round log ratios
+    (widened as the verdict's); inverting the interval, whose degrees of freedom the widening
+    cuts, overstated it (a run on 2026-12-05 said 234,737 rounds and passed at 124)."""
+    import math
+
+    from patchbench.analysis import gating
+
+    rng = np.random.default_rng(3)
+    d = rng.normal(0, 0.02, 10)
+    rec = {"round_ratios": np.exp(d).tolist(), "round_ids": list(range(1, 11))}
+    sd = budget._sd(rec, None)
+    assert sd is not None and 0.999 * float(d.std(ddof=1)) <= sd < 2 * float(d.std(ddof=1))
+    assert budget._sd({"round_ratios": [1.0], "round_ids": [1]}, None) is None
+    assert gating.rounds_needed(sd, 0.02, 0.05 / 9) < 1000
+    assert math.isfinite(sd)
