@@ -179,8 +179,11 @@ class Rule:
             if m is None or got.low is None or got.high is None or got.speedup is None:
                 calls.append(True)  # nothing to call: more rounds do not change that
                 continue
-            calls.append(gating.call(got.speedup, got.low, got.high, m).call
-                         is not gating.Call.UNDECIDED)
+            # the gate's rule, as patchbench.gate calls the saved run (analysis/gating.py)
+            call, _ = gating.decide(gating.Gated(
+                got.verdict, got.speedup, got.low, got.high, m, self.level, got.rounds,
+                None, st if n == mx.WALL else None))
+            calls.append(call is not gating.Call.UNDECIDED)
             if first and got.sd is not None:
                 needed.append(gating.rounds_needed(got.sd, m, self.level))
         return _Pair(seen, all(calls), max(needed) if needed else None)
