@@ -19,6 +19,7 @@ from patchbench.measure import hyperfine2
 from patchbench.measure import machine as measure_machine
 from patchbench.runs import store as runstore
 from patchbench.scenarios import budget, harness
+from patchbench.scenarios.harness import Setup
 from patchbench.source import cache as source
 from patchbench.source import patching
 from patchbench.upstream import fetch, fetch_submodules, patch_check
@@ -46,23 +47,23 @@ def variants_of(comp: Comparison) -> list[build.Variant]:
     return out
 
 
-def comparison_for_series(project: Project, series: str) -> Comparison:
+def comparison_for_series(project: Project, series: str) -> str:
     """The first comparison that applies ``series`` (to its baseline or a candidate)."""
-    for comp in project.matrix.comparisons.values():
+    for name, comp in project.matrix.comparisons.items():
         if any(series in s for s in comp.candidates.values()) or series in comp.baseline:
-            return comp
+            return name
     raise PatchError(f"no comparison in {project.path.name} uses patch series {series!r}",
                      hint="known series: " + ", ".join(project.all_series()))
 
 
 def build_variants(project: Project, ws: Workspace, target: NamedTarget,
                    variants: list[build.Variant], overlays: list[str],
-                   comp: Comparison | None = None) -> list[build.Built]:
-    """Fetch the target, check that this machine can build it (and, for ``comp``, run it),
-    then build every variant from that one checkout with one toolchain. The fetch and the
-    series' check run anywhere, so they come first."""
+                   setup: Setup | None = None) -> list[build.Built]:
+    """Fetch the target, check that this machine can build it (and, for a comparison's
+    ``setup``, run it), then build every variant from that one checkout with one toolchain. The
+    fetch and the series' check run anywhere, so they come first."""
     checkout = fetch(project, ws, target)
-    check_machine(project, ws, target, variants, checkout, comp)
+    check_machine(project, ws, target, variants, checkout, setup)
     ovs = [patching.load_overlay(project.root, o) for o in overlays]
     try:
         pinned = fetch_submodules(ws, target, checkout)
@@ -82,7 +83,7 @@ def build_variants(project: Project, ws: Workspace, target: NamedTarget,
 
 def check_machine(project: Project, ws: Workspace, target: NamedTarget,
                   variants: list[build.Variant], checkout: source.Checkout,
-                  comp: Comparison | None) -> None:
+                  setup: Setup | None) -> None:
     """Stop before building when this machine cannot build or run the target; the fetch is done
     by then and the series are checked against the pinned commit, so the message says what was
     verified here."""
@@ -92,9 +93,8 @@ def check_machine(project: Project, ws: Workspace, target: NamedTarget,
         patching.load_series(project.root, name)
     try:
         runtimes.check_requirements(spec)
-        runtime = runtimes.get(config.runtime_of(comp, spec) if comp else spec.runtime)
-        if runtime is not None and comp is not None:
-            runtime.check(project, comp, spec)
+        if setup is not None and setup.runtime is not None:
+            setup.runtime.check(project, setup.comp, spec)
     except RequirementError as exc:
         checked = ""
         if series:
@@ -106,10 +106,10 @@ def check_machine(project: Project, ws: Workspace, target: NamedTarget,
 
 
 def build_for_patch(project: Project, ws: Workspace, series: str) -> list[build.Built]:
-    comp = comparison_for_series(project, series)
-    base = tuple(comp.baseline)
+    setup = Setup.of(project, comparison_for_series(project, series))
+    base = tuple(setup.comp.baseline)
     variants = [build.Variant("baseline", base), build.Variant(series, (*base, series))]
-    return build_variants(project, ws, project.target_of(comp), variants, comp.overlays)
+    return build_variants(project, ws, setup.target, variants, setup.comp.overlays)
 
 
 def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = None
@@ -120,8 +120,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     if sw.gate and (sw.aa or sw.aa_layout):  # an A/A's twin is never taken for a candidate
         raise ConfigError("--gate judges candidates; an A/A run (--aa, --aa-layout) has none",
                           hint="run the A/A without --gate: its verdict is the noise floor")
-    comp = project.comparison(name)
-    target = project.target_of(comp)
+    setup = Setup.of(project, name)
+    comp, target = setup.comp, setup.target
     chosen = [scenarios.for_run(s, sw) for s in comp.scenarios if not sw.only or s.name in sw.only]
     unknown = sorted(set(sw.only) - {s.name for s in comp.scenarios})
     if unknown:
@@ -133,11 +133,11 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
     for problem in config.gate_problems(gated, chosen):
         raise ConfigError(f"--gate-metric: {problem}")
     if sw.dry_run:
-        return None, plan.lines(project, ws, name, comp, target, variants, chosen), None
+        return None, plan.lines(setup, ws, variants, chosen), None
     hyperfine2.check_scenarios(chosen)  # hyperfine 2 and every metric asked for, before building
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     seed = next(s for s in (sw.seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
-    built = build_variants(project, ws, target, variants, comp.overlays, comp)
+    built = build_variants(project, ws, target, variants, comp.overlays, setup)
     built, aa_build = aa.pair(built, layout, sw.aa)
     workdir = ws.layout.new_run(name)
     say(f"measuring {name} (seed {seed}); raw hyperfine output in {workdir}")
@@ -160,9 +160,8 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             target=target_ci, max_rounds=sw.max_rounds or scenarios.UNTIL_BUDGET * sc.rounds,
             alpha=comp.alpha)
 
-    measured = harness.measure(project, comp, target.spec, chosen, built, workdir=workdir,
-                               layout=ws.layout, seed=seed, extra_files=extra_files, until=until,
-                               gated=gated)
+    measured = harness.measure(setup, chosen, built, workdir=workdir, layout=ws.layout,
+                               seed=seed, extra_files=extra_files, until=until, gated=gated)
     res = results.Results(
         tool=f"patchbench {__version__}", comparison=name, description=comp.description,
         target=target.name, url=target.spec.url, ref=target.spec.ref, commit=target.spec.commit,

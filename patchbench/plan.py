@@ -5,15 +5,17 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from patchbench import build, config, runtimes, scenarios
+from patchbench import build, runtimes, scenarios
 from patchbench.build import toolchains
-from patchbench.config import Comparison, NamedTarget, Project
 from patchbench.config.scenarios import ScenarioConfig
+from patchbench.scenarios.harness import Setup
 from patchbench.util.workspace import Workspace
 
 
-def lines(project: Project, ws: Workspace, name: str, comp: Comparison, named: NamedTarget,
-          variants: list[build.Variant], chosen: list[ScenarioConfig]) -> list[str]:
+def lines(setup: Setup, ws: Workspace, variants: list[build.Variant],
+          chosen: list[ScenarioConfig]) -> list[str]:
+    project, name, comp, named, runtime = (setup.project, setup.name, setup.comp, setup.target,
+                                           setup.runtime)
     target = named.spec
     url = ws.sources.get(named.name, target.url)
     out = [f"# plan for comparison {name!r} (dry run: nothing is fetched, built or run)",
@@ -36,7 +38,6 @@ def lines(project: Project, ws: Workspace, name: str, comp: Comparison, named: N
         from patchbench.build import docker as docker_backend
 
         out += docker_backend.plan_lines(target, ws.layout.builds)
-    runtime = runtimes.get(config.runtime_of(comp, target))
     fake = ws.layout.dry_run(name)
     fake_built = [build.Built(v, ws.layout.artifacts(named.name) / f"<{v.name}>",
                               {"target": named.name, "built_commit": "<not built>",

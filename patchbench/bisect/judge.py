@@ -1,16 +1,5 @@
 """How one commit compares with another in a measurement, and how a bisect step is classified.
-
-The scenario's kind judges its own results (its ``step`` rule, patchbench/scenarios/steps.py):
-time by the round-paired verdict ``compare`` uses, or events such as hangs by their counts; this
-module asks the registry for the rule (``record.step_rule``) and never names a kind.
-
-A step's commit is put on a side only from positive evidence, in the direction the ends differ
-(bad slower than good, say): *like good* when it is shown equivalent to good or faster than bad,
-*like bad* when it is shown equivalent to bad or slower than good, and not both; else it is
-*undecided* (an inconclusive comparison shows nothing; a commit beyond an end, slower than bad
-say, is no evidence for either side). "Faster" and "slower" here are the pair's ``way``: a
-difference of any size, one-sided; the ends have already shown one beyond min_effect.
-"""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
 """How a bisect spends alpha, so that its answer as a whole is wrong with probability at most
-alpha (docs/bisect.md, "Error control"):
-
-- **The ends** are tested first, at planned looks (1x, 2x, 4x ... up to the budget), each at
-  alpha / looks, as ``--until-ci`` spends alpha over its looks (patchbench.analysis.sequential).
-  Only when they differ is anything else tested: a fixed sequence, so the steps may spend alpha
-  again (when the ends do not differ the steps are never reached; when they do, the only wrong
-  answers left are a step put on the wrong side).
-- **The steps** share alpha: the planned ones (ceil(log2(commits - 1))) one share each, one more
-  share held back for steps beyond the plan (skipped commits move a probe off the middle; a merge
-  is followed into its branch): each such step takes half of what is held back. A step's share
-  is spent over its planned looks, and in each look over the comparisons that can put its
-  commit on the wrong side: two for time (a false "slower than good" or a false "equivalent to
-  bad"), one for counts (no equivalence).
-"""
+alpha (docs/bisect.md, "Error control"; details: docs/internals.md)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 """The versioned results file of a bisect or history run (``bisect.json`` / ``history.json``):
 the commits, every step or point, the builds' manifests and every measurement whole (the scenario
 kind's own result, as results.json holds it), so the classification can be checked again.
-
-``bisect.json`` keeps the rule it was judged by. Schema 1 (``BISECT1_METHOD``): every look of the
-ends and of a step at alpha, a step like good when it did not differ from good and differed from
-bad. Schema 2 (``BISECT2_METHOD``, patchbench/bisect/levels.py): alpha spent over the looks of the
-ends and over the planned steps and their looks (``spending``), a step put on a side only from
-positive evidence in the ends' direction (``reason``). A schema-1 file is read as it was written
-(:func:`parse_bisect`): its new fields stay unset and ``Bisect.rule`` names its rule."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 
@@ -97,9 +91,11 @@ class Spending(_Rec):
     power: str = ""  # the power of a step's first look, as estimated from the ends
 
 
-class Bisect(_Rec):
-    schema_version: Literal[1, 2] = SCHEMA_VERSION
-    kind: Literal["bisect"] = "bisect"
+class _Run(_Rec):
+    """What a bisect and a history record first: what ran, on what, judged how."""
+
+    schema_version: int
+    kind: str
     tool: str
     target: str
     comparison: str
@@ -107,6 +103,11 @@ class Bisect(_Rec):
     scenario_kind: str
     alpha: float
     min_effect: float
+
+
+class Bisect(_Run):
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
+    kind: Literal["bisect"] = "bisect"
     budget: int  # the largest runs/rounds multiplier an undecided step may reach
     seed: int
     started_at: str
@@ -165,16 +166,9 @@ class PointRec(_Rec):
     skipped_reason: str = ""
 
 
-class History(_Rec):
+class History(_Run):
     schema_version: Literal[1] = 1
     kind: Literal["history"] = "history"
-    tool: str
-    target: str
-    comparison: str
-    scenario: str
-    scenario_kind: str
-    alpha: float
-    min_effect: float
     seed: int
     started_at: str
     finished_at: str = ""

@@ -132,21 +132,6 @@ def bisect_blocks(rec: Bisect, view: View) -> list[Block]:
     return [*out, text("The chart (value by commit along the chain) is in report.html.")]
 
 
-def bisect_markdown(rec: Bisect) -> str:
-    return md_format.document(bisect_blocks(rec, View.REPORT))
-
-
-def bisect_html(rec: Bisect) -> str:
-    return html_format.page(f"bisect: {rec.target}, {rec.comparison}:{rec.scenario}",
-                            bisect_blocks(rec, View.PAGE))
-
-
-def bisect_printed(rec: Bisect) -> str:
-    """What ``bisect`` prints: the headline and the steps."""
-    table_text = ["", md_format.table(step_table(rec), "simple")] if rec.steps else []
-    return "\n".join([*headline(rec), *table_text])
-
-
 # --- history ------------------------------------------------------------------------------------
 
 
@@ -199,15 +184,28 @@ def history_blocks(rec: History, view: View) -> list[Block]:
         "report.html.")]
 
 
-def history_markdown(rec: History) -> str:
-    return md_format.document(history_blocks(rec, View.REPORT))
+# --- either ------------------------------------------------------------------------------------
 
 
-def history_html(rec: History) -> str:
-    return html_format.page(f"history: {rec.target}, {rec.comparison}:{rec.scenario}",
-                            history_blocks(rec, View.PAGE))
+def _blocks(rec: Bisect | History, view: View) -> list[Block]:
+    return bisect_blocks(rec, view) if isinstance(rec, Bisect) else history_blocks(rec, view)
 
 
-def history_printed(rec: History) -> str:
-    """What ``history`` prints: the headline and the commits."""
-    return "\n".join([*history_headline(rec), "", md_format.table(point_table(rec), "simple")])
+def markdown(rec: Bisect | History) -> str:
+    """report.md of a bisect or a history."""
+    return md_format.document(_blocks(rec, View.REPORT))
+
+
+def html(rec: Bisect | History) -> str:
+    """report.html of a bisect or a history."""
+    return html_format.page(f"{rec.kind}: {rec.target}, {rec.comparison}:{rec.scenario}",
+                            _blocks(rec, View.PAGE))
+
+
+def printed(rec: Bisect | History) -> str:
+    """What ``bisect`` and ``history`` print: the headline and the table."""
+    if isinstance(rec, Bisect):
+        lines, t = headline(rec), step_table(rec) if rec.steps else None
+    else:
+        lines, t = history_headline(rec), point_table(rec)
+    return "\n".join([*lines, *(["", md_format.table(t, "simple")] if t else [])])

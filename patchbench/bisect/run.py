@@ -1,15 +1,5 @@
 """``bisect`` and ``history``: which commit of a target changed a scenario's time (or brought
-its hangs), and how the scenario moved across several commits.
-
-bisect: the two ends are measured first, interleaved; if they do not differ, even with twice
-the runs and rounds and again up to ``budget`` times the scenario's, the bisect stops and says
-so. Then the first-parent chain between them is bisected (patchbench.bisect.search):
-each step builds its commit (cached by commit) and measures it interleaved with both ends;
-an undecided step is measured again with twice the runs and rounds, up to ``budget`` times the
-scenario's, and then the answer is the range that is left. Every look is judged at the level
-patchbench.bisect.levels spends alpha at, so that the answer as a whole errs with probability
-at most alpha. Commits that do not build are skipped and named. history: the commits measured
-interleaved in one measurement, each against the first, round-paired."""
+its hangs), and how the scenario moved across several commits. Details: docs/internals.md."""
 
 from __future__ import annotations
 
@@ -33,8 +23,7 @@ from patchbench.bisect.record import (
     StepRec,
     step_rule,
 )
-from patchbench.bisect.session import Measurement, Session, now, scenario_of
-from patchbench.config import Project
+from patchbench.bisect.session import Measurement, Probe, Session, now
 from patchbench.errors import BuildError, ConfigError
 from patchbench.measure import hangs
 from patchbench.measure.machine import machine_info
@@ -58,35 +47,26 @@ def _mrec(s: Session, m: Measurement) -> MeasurementRec:
         "warnings": m.warnings, "result": m.result.model_dump(mode="json")}))
 
 
-def _seed(seed: int | None, project: Project, spec: str) -> int:
-    _, comp, _ = scenario_of(project, spec)
-    return next(s for s in (seed, comp.seed, secrets.randbelow(2**31)) if s is not None)
+def _seed(seed: int | None, probe: Probe) -> int:
+    return next(s for s in (seed, probe.setup.comp.seed, secrets.randbelow(2**31))
+                if s is not None)
 
 
-def _check_target(project: Project, target: str, spec: str) -> None:
-    project.target(target)
-    _, comp, _ = scenario_of(project, spec)
-    if comp.target != target:
-        raise ConfigError(f"--scenario {spec}: its comparison measures target {comp.target!r}, "
-                          f"not {target!r}", hint=f"give a comparison of {target}")
-
-
-def _chain(project: Project, ws: Workspace, target: str, good: str, bad: str
+def _chain(ws: Workspace, probe: Probe, good: str, bad: str
            ) -> tuple[list[history.Commit], Any]:
-    checkout = upstream.fetch(project, ws, project.named_target(target))
+    checkout = upstream.fetch(probe.setup.project, ws, probe.setup.target)
     history.fetch_history(checkout, ws.builds)
     g, b = history.resolve(checkout, good), history.resolve(checkout, bad)
     return history.first_parent(checkout, g, b), checkout
 
 
-def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, spec: str,
-                budget: int, *, runs: int | None = None, rounds: int | None = None) -> list[str]:
+def plan_bisect(ws: Workspace, probe: Probe, good: str, bad: str, budget: int, *,
+                runs: int | None = None, rounds: int | None = None) -> list[str]:
     """--dry-run: the chain (its history is fetched, nothing is built or measured) and the
     number of steps, builds and runs the bisect expects."""
-    _check_target(project, target, spec)
-    _, comp, sc = scenario_of(project, spec)
-    sc = scenarios.override(sc, runs, rounds, None)
-    chain, _ = _chain(project, ws, target, good, bad)
+    comp, target, spec = probe.setup.comp, probe.target, probe.spec
+    sc = scenarios.override(probe.scenario, runs, rounds, None)
+    chain, _ = _chain(ws, probe, good, bad)
     steps = search.expected_steps(len(chain))
     factors = sum(2 ** k for k in range(budget.bit_length()) if 2 ** k <= budget)
     rule, looks = step_rule(sc.kind), levels.looks(1, budget)
@@ -112,17 +92,17 @@ def plan_bisect(project: Project, ws: Workspace, target: str, good: str, bad: st
             "bisect.json)"]
 
 
-def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, spec: str, *,
-           seed: int | None = None, budget: int = DEFAULT_BUDGET, runs: int | None = None,
+def bisect(ws: Workspace, probe: Probe, good: str, bad: str, *, seed: int | None = None,
+           budget: int = DEFAULT_BUDGET, runs: int | None = None,
            rounds: int | None = None) -> tuple[Bisect, Path]:
     """Run the bisect; return its record and the report folder it was saved in."""
-    _check_target(project, target, spec)
-    s = Session.open(project, ws, spec, _seed(seed, project, spec), runs=runs, rounds=rounds)
+    target = probe.target
+    s = Session.open(ws, probe, _seed(seed, probe), runs=runs, rounds=rounds)
     started = now()
     g, b = s.commit(good), s.commit(bad)
     chain = history.first_parent(s.checkout, g.sha, b.sha)
     sc = s.scenario
-    rec = Bisect(tool=f"patchbench {__version__}", target=target, comparison=s.comparison,
+    rec = Bisect(tool=f"patchbench {__version__}", target=target, comparison=s.setup.name,
                  scenario=sc.name, scenario_kind=sc.kind, alpha=s.comp.alpha,
                  min_effect=s.comp.min_effect, budget=budget, seed=s.seed, started_at=started,
                  good=_crec(g), bad=_crec(b), chain=len(chain),
@@ -134,90 +114,106 @@ def bisect(project: Project, ws: Workspace, target: str, good: str, bad: str, sp
         if s.build_at(c.sha) is None:
             raise BuildError(f"bisect: the {role} end {c.sha[:12]} does not build: "
                              f"{s.failed[c.sha]}")
-    alpha, min_effect = s.comp.alpha, s.comp.min_effect
-    rule = step_rule(sc.kind)
-    ends_looks = levels.looks(1, budget)
-    rec.spending = spent = Spending(ends_looks=ends_looks,
-                                    ends_level=levels.per_comparison(alpha, ends_looks, 1))
-    made: list[Measurement] = []
-
-    def look_at_ends(factor: int) -> judge.Pair:  # measured again, as a step is, while unclear
-        if made:
-            say(f"ends: no difference yet; measuring again with {factor}x the runs and rounds")
-        made.append(s.measure("ends", [g.sha, b.sha], factor))
-        return judge.pair(made[-1], g.sha, b.sha, spent.ends_level, min_effect)
-
-    pair, factor = judge.ends(look_at_ends, ends_looks)
-    ends = made[-1]
-    rec.ends = pair.text + (f" (at {factor}x the runs and rounds)" if factor > 1 else "")
-    shares = levels.StepShares(alpha)
+    pair, ends = _ends(s, rec, g.sha, b.sha, budget)
+    shares = levels.StepShares(rec.alpha)
     share = shares.plan(rec.expected_steps)
-    direction: judge.Direction = "more" if pair.shift == "more" else "less"
     differ = pair.differs is True and pair.shift in ("more", "less")
+    assert rec.spending is not None
     if differ:
-        spent.direction, spent.planned_steps = direction, rec.expected_steps
+        rec.spending.direction = "more" if pair.shift == "more" else "less"
+        rec.spending.planned_steps = rec.expected_steps
     if not differ:
         rec.outcome = "no-difference"
         shown = "are the same within min_effect" if pair.shift == "same" else "do not differ"
         rec.why = f"the ends {shown} ({pair.text}): there is no change to look for between them"
         say(f"bisect: {rec.why}")
-    elif (first := _first_look(rec, rule, ends, g.sha, b.sha, s.scenario.runs, budget,
+    elif (first := _first_look(rec, step_rule(sc.kind), ends, g.sha, b.sha, sc.runs, budget,
                                share)) is None:
         rec.outcome = "underpowered"
         say(f"bisect: {rec.why}")
     else:
-        spent.step_looks = step_looks = levels.looks(first, budget)
-        spent.comparisons = comparisons = 2 if rule.shows_same else 1
-        spent.step_level = levels.per_comparison(share, step_looks, comparisons)
-
-        def probe_commit(c: history.Commit, i: int, branch: str | None = None) -> search.Class:
-            step = len(rec.steps) + 1
-            if s.build_at(c.sha) is None:
-                rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
-                                         classification="skipped", value="-",
-                                         skipped_reason="does not build"))
-                return "skipped"
-            level = levels.per_comparison(shares.take(), step_looks, comparisons)
-            used: list[int] = []
-
-            def look(factor: int) -> tuple[judge.Pair, judge.Pair]:
-                if used:
-                    say(f"step {step} ({c.sha[:12]}): undecided; measuring again with "
-                        f"{factor}x the runs and rounds")
-                m = s.measure(f"step {step} ({c.sha[:12]})", [c.sha, g.sha, b.sha], factor)
-                used.append(len(s.measurements) - 1)
-                return (judge.pair(m, g.sha, c.sha, level, min_effect),
-                        judge.pair(m, b.sha, c.sha, level, min_effect))
-
-            j = judge.step(look, step_looks, direction, rule.ways)
-            rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
-                                     classification=j.cls,
-                                     value=judge.value(s.measurements[used[-1]], c.sha).text,
-                                     vs_good=j.vs_good.text, vs_bad=j.vs_bad.text,
-                                     factors=j.factors, measurements=used, level=level,
-                                     reason=j.why))
-            say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {j.cls} ({j.why})"
-                if j.cls != "undecided" else f"step {step}: {c.sha[:12]} undecided after "
-                f"{j.factors[-1]}x ({j.why})")
-            return j.cls
-
-        out = search.search(len(chain), lambda i: probe_commit(chain[i], i))
-        if out.found:
-            rec.outcome = "found"
-            rec.first_bad = _crec(chain[out.hi])
-            _descend(s, rec, probe_commit, shares)
-        else:
-            rec.why = out.why
-            rec.range = [_crec(c) for c in chain[out.lo + 1:out.hi + 1]]
-        rec.skipped = [_crec(chain[i]) for i in out.skipped()]
+        _steps(s, rec, chain, first, budget, shares, share)
     rec.builds = {sha: s.redacted(bl.manifest) for sha, bl in s.builds.items()}
     rec.built_fresh = s.built_fresh
     rec.build_failures = dict(s.redacted(s.failed))
     rec.measurements = [_mrec(s, m) for m in s.measurements]
     rec.finished_at = now()
     folder = _save(s, ws, f"bisect-{target}", "bisect.json", rec.model_dump(mode="json"),
-                   render.bisect_markdown(rec), render.bisect_html(rec))
+                   render.markdown(rec), render.html(rec))
     return rec, folder
+
+
+def _ends(s: Session, rec: Bisect, good: str, bad: str, budget: int
+          ) -> tuple[judge.Pair, Measurement]:
+    """The ends against each other, measured again with more runs and rounds while unclear:
+    the answer and its last measurement (``rec.spending`` says the ends' looks)."""
+    ends_looks = levels.looks(1, budget)
+    rec.spending = spent = Spending(ends_looks=ends_looks,
+                                    ends_level=levels.per_comparison(rec.alpha, ends_looks, 1))
+    made: list[Measurement] = []
+
+    def look_at_ends(factor: int) -> judge.Pair:  # measured again, as a step is, while unclear
+        if made:
+            say(f"ends: no difference yet; measuring again with {factor}x the runs and rounds")
+        made.append(s.measure("ends", [good, bad], factor))
+        return judge.pair(made[-1], good, bad, spent.ends_level, rec.min_effect)
+
+    pair, factor = judge.ends(look_at_ends, ends_looks)
+    rec.ends = pair.text + (f" (at {factor}x the runs and rounds)" if factor > 1 else "")
+    return pair, made[-1]
+
+
+def _steps(s: Session, rec: Bisect, chain: list[history.Commit], first: int, budget: int,
+           shares: levels.StepShares, share: float) -> None:
+    """The bisect between the ends that differ: each step's commit against both ends, looked at
+    again while undecided, then the merged branch of the first bad commit, if any."""
+    spent, rule, g, b = rec.spending, step_rule(rec.scenario_kind), rec.good.sha, rec.bad.sha
+    assert spent is not None and spent.direction is not None
+    direction: judge.Direction = spent.direction
+    spent.step_looks = step_looks = levels.looks(first, budget)
+    spent.comparisons = comparisons = 2 if rule.shows_same else 1
+    spent.step_level = levels.per_comparison(share, step_looks, comparisons)
+
+    def probe_commit(c: history.Commit, i: int, branch: str | None = None) -> search.Class:
+        step = len(rec.steps) + 1
+        if s.build_at(c.sha) is None:
+            rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
+                                     classification="skipped", value="-",
+                                     skipped_reason="does not build"))
+            return "skipped"
+        level = levels.per_comparison(shares.take(), step_looks, comparisons)
+        used: list[int] = []
+
+        def look(factor: int) -> tuple[judge.Pair, judge.Pair]:
+            if used:
+                say(f"step {step} ({c.sha[:12]}): undecided; measuring again with "
+                    f"{factor}x the runs and rounds")
+            m = s.measure(f"step {step} ({c.sha[:12]})", [c.sha, g, b], factor)
+            used.append(len(s.measurements) - 1)
+            return (judge.pair(m, g, c.sha, level, rec.min_effect),
+                    judge.pair(m, b, c.sha, level, rec.min_effect))
+
+        j = judge.step(look, step_looks, direction, rule.ways)
+        rec.steps.append(StepRec(step=step, index=i, commit=_crec(c), branch=branch,
+                                 classification=j.cls,
+                                 value=judge.value(s.measurements[used[-1]], c.sha).text,
+                                 vs_good=j.vs_good.text, vs_bad=j.vs_bad.text,
+                                 factors=j.factors, measurements=used, level=level,
+                                 reason=j.why))
+        say(f"step {step}: {c.sha[:12]} {c.subject!r}: like {j.cls} ({j.why})"
+            if j.cls != "undecided" else f"step {step}: {c.sha[:12]} undecided after "
+            f"{j.factors[-1]}x ({j.why})")
+        return j.cls
+
+    out = search.search(len(chain), lambda i: probe_commit(chain[i], i))
+    if out.found:
+        rec.outcome = "found"
+        rec.first_bad = _crec(chain[out.hi])
+        _descend(s, rec, probe_commit, shares)
+    else:
+        rec.why = out.why
+        rec.range = [_crec(c) for c in chain[out.lo + 1:out.hi + 1]]
+    rec.skipped = [_crec(chain[i]) for i in out.skipped()]
 
 
 def _first_look(rec: Bisect, rule: StepRule, ends: Measurement, good: str, bad: str, runs: int,
@@ -288,7 +284,7 @@ def _descend(s: Session, rec: Bisect,
         rec.first_bad = _crec(side[out.hi])
 
 
-def history_run(project: Project, ws: Workspace, target: str, refs: list[str], spec: str, *,
+def history_run(ws: Workspace, probe: Probe, refs: list[str], *,
                 range_: str | None = None, every: int = 1, seed: int | None = None,
                 runs: int | None = None, rounds: int | None = None,
                 tags: str | None = None, budget: int = DEFAULT_BUDGET) -> tuple[History, Path]:
@@ -296,12 +292,12 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
     tags matching ``tags``, oldest version first) of ``target`` interleaved in one measurement,
     each against the first; the points it leaves undecided again, with the first, at 2x (and
     4x, up to ``budget``) the runs and rounds."""
-    _check_target(project, target, spec)
+    target = probe.target
     if sum(map(bool, (refs, range_, tags))) != 1:
         raise ConfigError("history: give one of REF..., --range A..B or --tags PATTERN",
                           hint="history demo v1.0.0 v1.1.0 --scenario ... or --range A..B or "
                           "--tags 'v1.*'")
-    s = Session.open(project, ws, spec, _seed(seed, project, spec), runs=runs, rounds=rounds)
+    s = Session.open(ws, probe, _seed(seed, probe), runs=runs, rounds=rounds)
     started = now()
     if range_:
         a, sep, b_ = range_.partition("..")
@@ -344,7 +340,7 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
                                ci=list(v.ci) if v.ci else None, hangs=v.hangs, runs=v.runs,
                                vs_first=p.text + again if p else "(the reference)",
                                differs=p.differs if p else None))
-    rec = History(tool=f"patchbench {__version__}", target=target, comparison=s.comparison,
+    rec = History(tool=f"patchbench {__version__}", target=target, comparison=s.setup.name,
                   scenario=s.scenario.name, scenario_kind=s.scenario.kind, alpha=s.comp.alpha,
                   min_effect=s.comp.min_effect, seed=s.seed, started_at=started,
                   points=points, machine=machine_info(),
@@ -352,7 +348,7 @@ def history_run(project: Project, ws: Workspace, target: str, refs: list[str], s
                   measurements=[_mrec(s, x) for x in measurements])
     rec.finished_at = now()
     folder = _save(s, ws, f"history-{target}", "history.json", rec.model_dump(mode="json"),
-                   render.history_markdown(rec), render.history_html(rec))
+                   render.markdown(rec), render.html(rec))
     return rec, folder
 
 

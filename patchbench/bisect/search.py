@@ -1,15 +1,7 @@
 """The bisect search itself, apart from building and measuring: a first-parent chain
 ``commits[0]`` (good) .. ``commits[-1]`` (bad), and a ``probe`` that says of one commit whether
 it is like good, like bad, undecided (after its whole budget of rounds) or unbuildable (skipped,
-like ``git bisect skip``).
-
-- Each step probes the untested commit nearest the middle of the open range (good, bad).
-- A skipped commit is left out and the next nearest to the middle is probed.
-- An undecided commit ends the search: the answer is the range that is left, never a guess.
-- The search ends with ``found`` when good and bad are neighbours in the chain with every
-  commit between them skipped or none; then the first bad commit is named (with the skipped
-  ones before it, the answer is a range: "one of these").
-"""
+like ``git bisect skip``). Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -18,16 +18,29 @@ from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import BuildError, ConfigError
 from patchbench.results import ScenarioResult
 from patchbench.scenarios import harness
+from patchbench.scenarios.harness import Setup
 from patchbench.source import cache as source
 from patchbench.source import history, patching
 from patchbench.util.progress import say
 from patchbench.util.workspace import Workspace
 
 
-def scenario_of(project: Project, spec: str) -> tuple[str, Comparison, ScenarioConfig]:
-    """``COMPARISON:SCENARIO`` (or a comparison with one scenario) to its parts."""
+@dataclass(frozen=True)
+class Probe:
+    """The scenario a bisect or history measures, resolved once from ``COMPARISON:SCENARIO``
+    (``spec``), and its comparison's target."""
+
+    setup: Setup
+    scenario: ScenarioConfig
+    spec: str
+    target: str
+
+
+def scenario_of(project: Project, spec: str) -> Probe:
+    """``COMPARISON:SCENARIO`` (or a comparison with one scenario), resolved."""
     name, _, sc_name = spec.partition(":")
-    comp = project.comparison(name)
+    setup = Setup.of(project, name)
+    comp = setup.comp
     if not sc_name:
         if len(comp.scenarios) != 1:
             raise ConfigError(f"--scenario {spec}: {name} has {len(comp.scenarios)} scenarios; "
@@ -44,7 +57,14 @@ def scenario_of(project: Project, spec: str) -> tuple[str, Comparison, ScenarioC
                   if kind.step is not None]
         raise ConfigError(f"--scenario {spec}: a {sc.kind} scenario cannot be bisected",
                           hint="the kinds a step judges: " + ", ".join(judged))
-    return name, comp, sc
+    return Probe(setup, sc, f"{name}:{sc.name}", setup.target.name)
+
+
+def check_target(probe: Probe, target: str | None) -> None:
+    """A TARGET given beside ``COMPARISON:SCENARIO`` must be the one its comparison measures."""
+    if target is not None and target != probe.target:
+        raise ConfigError(f"--scenario {probe.spec}: its comparison measures target "
+                          f"{probe.target!r}, not {target!r}", hint=f"give a comparison of {target}")
 
 
 @dataclass
@@ -61,11 +81,9 @@ class Measurement:
 
 @dataclass
 class Session:
-    project: Project
+    setup: Setup
+    scenario: ScenarioConfig  # with --runs and --rounds applied
     ws: Workspace
-    comparison: str
-    comp: Comparison
-    scenario: ScenarioConfig
     checkout: source.Checkout
     plan: build.BuildPlan
     workdir: Path
@@ -77,28 +95,27 @@ class Session:
     built_fresh: int = 0
 
     @property
-    def target_name(self) -> str:
-        return self.comp.target
+    def comp(self) -> Comparison:
+        return self.setup.comp
 
     @classmethod
-    def open(cls, project: Project, ws: Workspace, spec: str, seed: int, *,
-             runs: int | None = None, rounds: int | None = None) -> Session:
+    def open(cls, ws: Workspace, probe: Probe, seed: int, *, runs: int | None = None,
+             rounds: int | None = None) -> Session:
         """Fetch the target and its history; ``runs``/``rounds`` override the scenario's (as
         compare's --runs and --rounds do)."""
         from patchbench import pipeline, upstream
 
-        name, comp, sc = scenario_of(project, spec)
-        sc = scenarios.override(sc, runs, rounds, None)
-        target = project.target_of(comp)
-        checkout = upstream.fetch(project, ws, target)
-        pipeline.check_machine(project, ws, target, [build.Variant("baseline",
-                               tuple(comp.baseline))], checkout, comp)
-        say(f"fetching the history of {comp.target} from {checkout.url}")
+        setup = probe.setup
+        sc = scenarios.override(probe.scenario, runs, rounds, None)
+        checkout = upstream.fetch(setup.project, ws, setup.target)
+        pipeline.check_machine(setup.project, ws, setup.target, [build.Variant(
+            "baseline", tuple(setup.comp.baseline))], checkout, setup)
+        say(f"fetching the history of {probe.target} from {checkout.url}")
         history.fetch_history(checkout, ws.builds)
-        ovs = [patching.load_overlay(project.root, o) for o in comp.overlays]
-        plan = build.BuildPlan.prepare(project, target, checkout, ws.layout, ovs)
-        workdir = ws.layout.new_run(f"bisect-{comp.target}")
-        return cls(project, ws, name, comp, sc, checkout, plan, workdir, seed)
+        ovs = [patching.load_overlay(setup.project.root, o) for o in setup.comp.overlays]
+        plan = build.BuildPlan.prepare(setup.project, setup.target, checkout, ws.layout, ovs)
+        workdir = ws.layout.new_run(f"bisect-{probe.target}")
+        return cls(setup, sc, ws, checkout, plan, workdir, seed)
 
     def commit(self, ref: str) -> history.Commit:
         return history.describe(self.checkout, history.resolve(self.checkout, ref))
@@ -140,9 +157,9 @@ class Session:
         say(f"{label}: measuring {', '.join(s[:12] for s in shas)} interleaved "
             f"({chosen.runs} runs per commit" + (f", {chosen.rounds} rounds)" if rounds else ")"))
         extra: dict[str, Path] = {}
-        measured = harness.measure(self.project, self.comp, self.plan.target, [chosen], built,
-                                   workdir=workdir, layout=self.ws.layout, seed=seed,
-                                   extra_files=extra, announce=False)
+        measured = harness.measure(self.setup.again(), [chosen], built, workdir=workdir,
+                                   layout=self.ws.layout, seed=seed, extra_files=extra,
+                                   announce=False)
         (out,), warnings = measured.scenarios, measured.warnings
         prefix = f"m{len(self.measurements):02d}-"
         self.extra_files.update({prefix + k: v for k, v in extra.items()})
@@ -153,7 +170,7 @@ class Session:
     def redacted(self, obj: Any) -> Any:
         return redact.tree(redact.paths(obj, {
             str(self.workdir): "<run>", str(self.ws.builds): "<builds>",
-            str(self.project.root): "<project>"}))
+            str(self.setup.project.root): "<project>"}))
 
 
 def now() -> str:

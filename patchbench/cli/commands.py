@@ -128,24 +128,24 @@ def do_build(ws: Workspace, patch: str | None, target: str | None) -> int:
         for name in [target] if target else list(project.matrix.targets):
             built += pipeline.build_variants(project, ws, project.named_target(name),
                                              [Variant("baseline", ())], [])
-    from tabulate import tabulate
+    from patchbench.report.markdown import md_table
 
     rows = [[b.manifest["target"], b.variant.name, b.manifest["built_commit"][:12],
              "cached" if b.cached else f"built in {b.manifest['duration_s']:.1f} s",
              ", ".join(f"{k} {v['sha256'][:12]}" for k, v in b.manifest["artifacts"].items()),
              str(b.path)] for b in built]
-    print(tabulate(rows, headers=["target", "variant", "commit", "build", "artifacts", "path"]))
+    print(md_table(["target", "variant", "commit", "build", "artifacts", "path"], rows, "simple",
+                   numparse=True))
     return 0
 
 
 def do_patch_check(ws: Workspace, series: list[str]) -> int:
     project = load_project(ws)
-    from tabulate import tabulate
-
     from patchbench import upstream
+    from patchbench.report.markdown import md_table
 
     rows = upstream.patch_check(project, ws, series)
-    print(tabulate(rows, headers=["series", "target", "result"]))
+    print(md_table(["series", "target", "result"], rows, "simple", numparse=True))
     return 0
 
 
@@ -160,21 +160,20 @@ def do_fetch(ws: Workspace, target: str) -> int:
 
 
 def do_list(ws: Workspace) -> int:
-    from tabulate import tabulate
-
     from patchbench import scenarios  # noqa: F401  (a matrix is read with the kinds)
+    from patchbench.report.markdown import md_table
 
     m = config.load(ws.matrix).matrix
     # at most about 100 columns: long cells wrap inside their column
-    print(tabulate([[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
-                     ", ".join(t.requires) or "-"] for n, t in m.targets.items()],
-                   headers=["target", "url", "ref", "commit", "toolchain", "requires"],
-                   maxcolwidths=[16, 30, 12, 12, 14, 12]))
+    print(md_table(["target", "url", "ref", "commit", "toolchain", "requires"],
+                   [[n, t.url, t.ref, t.commit[:12], f"{t.toolchain.kind} {t.toolchain.version}",
+                     ", ".join(t.requires) or "-"] for n, t in m.targets.items()], "simple",
+                   numparse=True, widths=[16, 30, 12, 12, 14, 12]))
     print()
-    print(tabulate([[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
+    print(md_table(["comparison", "target", "candidates", "scenarios", "description"],
+                   [[n, c.target, ", ".join(c.candidates), ", ".join(s.name for s in c.scenarios),
                      " ".join(c.description.split())] for n, c in m.comparisons.items()],
-                   headers=["comparison", "target", "candidates", "scenarios", "description"],
-                   maxcolwidths=[22, 14, 22, 16, 34]))
+                   "simple", numparse=True, widths=[22, 14, 22, 16, 34]))
     return 0
 
 

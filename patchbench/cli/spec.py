@@ -98,6 +98,12 @@ _TEMPLATE_OPTS = (
         metavar="VERSION", default="go.mod's toolchain (else the installed Go if it meets the go "
         "line), rust-toolchain.toml's release, the C compiler found"))
 RUNS_SHARED = ("project", "matrix", "reports")
+# bisect's and history's runs and rounds per commit
+COMMIT_RUNS = (
+    Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
+        metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
+    Opt("rounds", "interleaved rounds of the scenario", kind="int", metavar="N", minimum=1,
+        maximum=MAX_SAMPLES, default="matrix.yaml's"))
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command(
@@ -273,15 +279,13 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "bisect", "Find the first commit of a target between a good and a bad ref that changed a "
         "scenario's time (a command scenario) or brought its hangs (a soak scenario): the ends "
         "are measured first, then each step's commit interleaved with both (docs/bisect.md).",
-        (Pos("target", "the target whose history is bisected"),),
+        (Pos("target", "the target whose history is bisected (its comparison's, which is "
+             "checked; may be left out)", required=False),),
         (Opt("good", "the older ref (tag, branch or SHA): the behaviour before", metavar="REF"),
          Opt("bad", "the newer ref: the behaviour after", metavar="REF"),
          Opt("scenario", "COMPARISON:SCENARIO that measures it", kind="list",
              metavar="COMPARISON:SCENARIO"),
-         Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
-             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
-         Opt("rounds", "interleaved rounds of the scenario", kind="int", metavar="N", minimum=1,
-             maximum=MAX_SAMPLES, default="matrix.yaml's"),
+         *COMMIT_RUNS,
          Opt("budget", "an undecided step is measured again with twice the runs and rounds, up "
              "to N times the scenario's", kind="int", metavar="N", minimum=1,
              maximum=MAX_SAMPLES, default="4"),
@@ -305,10 +309,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              metavar="PATTERN"),
          Opt("scenario", "COMPARISON:SCENARIO that measures them", kind="list",
              metavar="COMPARISON:SCENARIO"),
-         Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
-             metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
-         Opt("rounds", "interleaved rounds of the scenario", kind="int", metavar="N", minimum=1,
-             maximum=MAX_SAMPLES, default="matrix.yaml's"),
+         *COMMIT_RUNS,
          Opt("budget", "a commit undecided against the first is measured again with it, at "
              "twice the runs and rounds, up to N times the scenario's", kind="int", metavar="N",
              minimum=1, maximum=MAX_SAMPLES, default="4"),

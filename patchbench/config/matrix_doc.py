@@ -3,12 +3,7 @@ models' JSON schema: one section per model reachable from ``Matrix`` (targets, t
 recipes, images, comparisons, every scenario kind's model, conditions), each a table
 ``key | type | default | description``. The descriptions are the models' ``Field(description=...)``
 and their docstrings: the one source, so the reference cannot drift from the code.
-
-The scenario kinds' config models are those registered (patchbench.config.scenarios): this
-module sits in the config package, below the kinds, so ``python3 -m patchbench.cli.reference``
-(which imports the kinds first) writes the file; ``--check`` exits 1 when it is stale. Not on any
-hot path.
-"""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

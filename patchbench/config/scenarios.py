@@ -81,8 +81,9 @@ class ScenarioConfig(StrictModel):
         return self
 
     def shown_command(self) -> str:
-        """The measured command as the report shows it."""
-        return ""
+        """The measured command as the report shows it (a kind's ``command``, if it has one)."""
+        argv = getattr(self, "command", None)
+        return shlex.join(argv) if isinstance(argv, list) else ""
 
     def plan_detail(self) -> str:
         """What ``--dry-run`` adds to the scenario's line (", k = [1, 8]", ...)."""
@@ -141,6 +142,16 @@ Metrics = Annotated[list[Annotated[MetricSpec, BeforeValidator(_named)]], Field(
 
 
 
+class RoundsConfig(ScenarioConfig):
+    """The keys of a kind whose rounds each run every variant once (stress, ctrstress)."""
+
+    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description="Not used by this kind.")
+    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
+        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
+    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
+        "Rounds; each runs every variant once, in a seeded random order."))
+
+
 class TimedConfig(ScenarioConfig):
     """Keys of the kinds timed by hyperfine in interleaved rounds (the command kind and those
     built on it): the measured command and what runs around it."""
@@ -196,9 +207,6 @@ class TimedConfig(ScenarioConfig):
         """Metric ``name``'s min_effect: its own, else ``default`` (the comparison's)."""
         own = next((m.min_effect for m in self.metrics if m.name == name), None)
         return default if own is None else own
-
-    def shown_command(self) -> str:
-        return shlex.join(self.command)
 
     def plan_detail(self) -> str:
         if self.conditioned:

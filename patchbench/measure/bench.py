@@ -1,28 +1,5 @@
 """Measuring: interleaved hyperfine rounds over cells (a cell is a variant, plus parameters such as
-k for a burst).
-
-Every round runs every cell once, in an order drawn from a seeded generator, so baseline and
-candidate alternate through the whole measurement and never run as all-A-then-all-B. hyperfine does
-the timing (``-N``, warmup, prepare, cleanup, ``--export-json``, ``--metrics``); this module keeps
-every run's time, every other metric the cell asks for (CPU, user and system time, peak memory:
-measure/hyperfine2.py reads hyperfine 2's export), exit code and round, and reports a failing run with
-its round and exit code.
-
-Per-run deadlines: the kinds run each command under patchbench's launcher with ``-deadline``
-(``Invocation.deadline``), which kills a run past it after saving its evidence and exits 124. Such a
-run is a hang: it is kept apart (``hung_times``, ``hung_rounds``), never timed, and the measurement
-goes on. The timeout of a whole hyperfine call stays as a backstop for the launcher itself.
-
-One hyperfine call per round: when the round's cells can share one (no setup or
-teardown lists, the same environment, wrap and cleanup, and a prepare for all or none), the round
-runs as one hyperfine call with one command per cell in the round's order, each read back from the
-one export JSON; otherwise (and once an escaped process was found after a shared call, see
-:func:`_run_round`) each cell gets its own call as before. After the first measured round, the
-rounds that follow run several to a call (:func:`_run_rounds`): as many as take about
-BATCH_SECONDS by the last call's time, each round's cells its commands in the round's order, so
-the order of the runs is the same and hyperfine's start-up and export are paid once a batch, not
-once a round; the progress lines follow each call.
-"""
+k for a burst). Details: docs/internals.md."""
 
 from __future__ import annotations
 
@@ -328,23 +305,11 @@ def measure(
 ) -> tuple[dict[Cell, Samples], list[list[str]]]:
     """Run the scenario named ``scenario`` over ``cells`` in ``rounds`` interleaved rounds of
     ``runs // rounds`` runs per cell; ``timeout`` is seconds per run. Returns samples and the order
-    used.
-
-    ``more`` (``--until-ci``, ``--budget``) is asked, after the last round planned so far, for
-    more rounds given the samples, the rounds done and the order run so far: a :class:`Plan` of
-    how many rounds to add (0: stop) and which cells go on (the others are decided and stop
-    being measured; the baseline always goes on). The order goes on as the seeded balanced order
-    of the cells that go on would (``schedule`` of more rounds begins with that of fewer), so the
-    caller keeps blocks whole by asking for whole blocks.
-
-    Two kinds of warm-up. ``warmup`` runs once per cell, unrecorded (hyperfine's ``--warmup``),
-    before its first round. ``block_warmup`` runs begin *every* block (each cell in each round):
-    the first run after another cell pays for following it (its binary's pages, the kernel's
-    caches, the CPU's predictors) and pays a different amount per variant, so with short blocks
-    it would weigh on the estimate; a block's warm-ups are run, recorded apart
-    (``Samples.warmup_*``) and never timed, so the timed runs of a block of any length measure
-    the same warm state and short blocks cancel the machine's drift without changing what is
-    measured (docs/statistics.md, "The schedule")."""
+    used. ``more`` (``--until-ci``, ``--budget``) is asked after the last round planned so far
+    for a :class:`Plan`: rounds to add (0: stop) and the cells that go on (the baseline always
+    does), in the seeded balanced order those cells would have. ``warmup`` runs once per cell
+    before its first round, unrecorded; ``block_warmup`` runs begin every block, recorded apart
+    and never timed (docs/statistics.md, "The schedule")."""
     workdir.mkdir(parents=True, exist_ok=True)
     order = schedule(cells, rounds, seed)
     per_round = runs // rounds
@@ -383,18 +348,23 @@ def measure(
         if r == len(order) and more is not None:
             plan = more(samples, r, [[c.label for c in rc] for rc in order])
             if plan.rounds > 0:
-                keep = set(live if plan.cells is None else plan.cells)
-                if any(c not in keep for c in live):  # decided cells stop: a new order begins
-                    live, since = [c for c in live if c in keep], r
-                # the seeded balanced order of the cells measured since ``since`` goes on
-                # (``schedule`` of more rounds begins with that of fewer); with every cell it
-                # is the whole scenario's, as one planned that long would run
-                n = r - since
-                order = [*order, *schedule(live, n + plan.rounds, seed + since)[n:]]
-                rounds = len(order)
-                shown.total = rounds
+                order, live, since = _go_on(order, live, since, plan, seed)
+                rounds = shown.total = len(order)
     shown.finish()
     return samples, [[c.label for c in rc] for rc in order]
+
+
+def _go_on(order: list[list[Cell]], live: list[Cell], since: int, plan: Plan, seed: int
+           ) -> tuple[list[list[Cell]], list[Cell], int]:
+    """The order with ``plan``'s rounds added, the cells still measured, and the round since
+    which they are: decided cells stop, and a new order begins; the seeded balanced order of the
+    cells measured since then goes on (``schedule`` of more rounds begins with that of fewer),
+    with every cell the whole scenario's, as one planned that long would run."""
+    keep = set(live if plan.cells is None else plan.cells)
+    if any(c not in keep for c in live):
+        live, since = [c for c in live if c in keep], len(order)
+    n = len(order) - since
+    return [*order, *schedule(live, n + plan.rounds, seed + since)[n:]], live, since
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,5 @@
 """A sampled CPU profile of a process tree with perf: where a start spends its CPU.
-
-``record(argv, workdir)`` runs ``argv`` under ``perf record -e cpu-clock -F FREQ -g`` (the
-software clock: a VM without a hardware PMU has no ``cycles``; children are followed) and folds
-``perf script``'s samples into stacks (``fold``): ``comm;outermost;...;innermost`` -> samples,
-as Brendan Gregg's stackcollapse does, function names without offsets or modules. A start of a
-few tens of milliseconds gives a few samples per run at 99 Hz, so the default frequency is
-higher; the profile is made in its own runs after measuring, never beside a timed run.
-"""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

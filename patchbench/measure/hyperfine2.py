@@ -1,18 +1,5 @@
 """The timing engine, hyperfine 2: its version, the metrics this machine can give, the
-``--metrics`` option, and its export read back.
-
-hyperfine 2 records every run's wall-clock, CPU, user and system time and peak resident memory,
-and the hardware counters where the kernel exposes a PMU (its JSON export, schema 2: per result
-a ``measurements`` list, each run ``{METRIC: {value, unit}, ..., exit_code}``, values in base
-units). New measurements need it: an older hyperfine (Debian's 1.15 records per run only the wall
-time) is refused with exit 16 and the command that installs 2.0. Results of hyperfine 1.x (``times``,
-``exit_codes``, per-call mean ``user``/``system``) are still read: saved runs keep them as
-hyperfine wrote them, and the test doubles of this module's callers speak that form.
-
-What changed from 1.x that patchbench keeps as it was: benchmark commands run without a shell
-(``-N``, now hyperfine's default, still passed). What it cannot keep: hyperfine 2 runs
-``--prepare`` and ``--cleanup`` in ``sh`` always, where 1.x under ``-N`` split them into words
-without a shell; the matrix documents them as shell commands."""
+``--metrics`` option, and its export read back. Details: docs/internals.md."""
 
 from __future__ import annotations
 
@@ -163,17 +150,6 @@ def kept(result: dict[str, Any]) -> dict[str, Any]:
     if "measurements" not in result:
         return result
     return {k: v for k, v in result.items() if k != "measurements"}
-
-
-def median(result: dict[str, Any]) -> float:
-    """The median wall time of one result (0.0 when it has no runs)."""
-    if "measurements" not in result:
-        return float(result.get("median") or 0.0)
-    times = sorted(runs(result).times)
-    if not times:
-        return 0.0
-    mid = len(times) // 2
-    return times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
 
 
 def total(result: dict[str, Any]) -> float:

@@ -8,7 +8,6 @@ traced command is moved back into the caller's (``nsenter``)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import threading
@@ -17,9 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchbench.errors import BenchmarkError, RequirementError
+from patchbench.errors import BenchmarkError
 from patchbench.measure import syscalls
 from patchbench.measure.hangs import HANG_EXIT_CODE
+from patchbench.measure.syscalls import (
+    bpftrace_argv,
+    bpftrace_check,
+    bpftrace_dir,
+    bpftrace_docs,
+    bpftrace_env,
+)
 from patchbench.util import cmd
 
 # syscall name -> its tracepoint name (umount2 is SYSCALL_DEFINE2(umount, ...) in the kernel)
@@ -33,8 +39,6 @@ SYSCALLS: dict[str, str] = {
 # every syscall a trace may name (SYSCALLS, the default, plus the new mount API's other calls)
 TRACEPOINTS: dict[str, str] = {**SYSCALLS, "fsopen": "fsopen", "fsconfig": "fsconfig",
                                "fsmount": "fsmount", "fspick": "fspick"}
-TRACEFS_PATHS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
-MAP_KEYS_MAX = 65536
 
 
 @dataclass(frozen=True)
@@ -93,14 +97,7 @@ def parse(output: str, exit_code: int, syscalls: Sequence[str] = tuple(SYSCALLS)
     ``"tracepoint:syscalls:sys_enter_mount,containerd"``."""
     by_tp = {tp: name for name, tp in TRACEPOINTS.items()}
     maps: dict[str, dict[str, dict[str, int]]] = {"@calls": {}, "@errors": {}}
-    for line in output.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for doc in bpftrace_docs(output):
         if doc.get("type") != "map":
             continue
         for map_name, entries in doc.get("data", {}).items():
@@ -117,22 +114,9 @@ def parse(output: str, exit_code: int, syscalls: Sequence[str] = tuple(SYSCALLS)
     return MountCounts(maps["@calls"], maps["@errors"], exit_code, tuple(syscalls))
 
 
-def tracefs_mounted(mountinfo: Path = Path("/proc/self/mountinfo")) -> bool:
-    try:
-        text = mountinfo.read_text()
-    except OSError:
-        return False
-    return any(line.split(" - ", 1)[-1].startswith("tracefs ") for line in text.splitlines())
-
-
 def check() -> None:
     """RequirementError unless bpftrace can run here (root, bpftrace, nsenter/unshare)."""
-    if os.geteuid() != 0:
-        raise RequirementError("counting mount syscalls with bpftrace needs root")
-    cmd.which("bpftrace")
-    if not tracefs_mounted():
-        cmd.which("unshare")
-        cmd.which("nsenter")
+    bpftrace_check("mount syscalls", hint=None)
 
 
 def trace(
@@ -148,34 +132,17 @@ def trace(
     descendants. ``argv``'s output goes to ``workdir/command.log``; its exit code is in the result.
     """
     check()
-    workdir.mkdir(parents=True, exist_ok=True)
-    wd = workdir.resolve()
-    if any(c.isspace() for c in str(wd)):
-        raise BenchmarkError(f"the trace directory {wd} contains whitespace (bpftrace -c splits)")
+    wd = bpftrace_dir(workdir)
     prog = wd / "mounts.bt"
     prog.write_text(script(roots, syscalls))
     status = wd / "command.status"
     status.unlink(missing_ok=True)
     out = wd / "bpftrace.json"
     out.unlink(missing_ok=True)
-    inner = shlex.join(str(a) for a in argv)
-    if not tracefs_mounted():
-        # back into the caller's mount namespace: the traced command must not see the tracer's
-        inner = f"nsenter --mount=/proc/{os.getpid()}/ns/mnt -- {inner}"
-    wrapper = wd / "run.sh"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f"{inner} >{shlex.quote(str(wd / 'command.log'))} 2>&1\n"
-        f"echo $? >{shlex.quote(str(status))}\n"
-    )
-    bt = ["bpftrace", "-f", "json", "-o", str(out), "-c", f"/bin/sh {wrapper}", str(prog)]
-    if not tracefs_mounted():
-        bt = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-              "mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"", "sh", *bt]
-    run_env = dict(env if env is not None else os.environ)
-    run_env.setdefault("BPFTRACE_MAP_KEYS_MAX", str(MAP_KEYS_MAX))
-    cmd.run(bt, env=run_env, timeout=timeout, log=wd / "bpftrace.log",
-                error=BenchmarkError, what="bpftrace (mount syscall count)")
+    bt, _ = bpftrace_argv(wd, prog, out, argv, then=f"echo $? >{shlex.quote(str(status))}")
+    run_env = bpftrace_env(env)
+    cmd.run(bt, env=run_env, timeout=timeout, log=wd / "bpftrace.log", error=BenchmarkError,
+            what="bpftrace (mount syscall count)")
     try:
         code = int(status.read_text().strip())
     except (OSError, ValueError):

@@ -1,13 +1,5 @@
 """Deterministic OCI image archives with L layers, made locally (no registry).
-
-Layer 1 is a busybox root filesystem (the host's static busybox, its applet links, ``/etc/passwd``
-and ``/etc/group``); layers 2..L each add one small file, ``/layers/NNN``. Layers are uncompressed
-tars (``application/vnd.oci.image.layer.v1.tar``) with fixed mtimes, uid/gid 0 and sorted entries,
-and the JSON documents are written with sorted keys, so the same busybox binary and the same L
-always give the same manifest digest. The archive is an OCI image layout in a tar (``oci-layout``,
-``index.json``, ``blobs/sha256/...``), which ``ctr images import`` reads; its index names the image
-with both the OCI ``ref.name`` and containerd's ``io.containerd.image.name`` annotations.
-"""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
 """A reaper around each hyperfine call: ``python3 -I -S reaper.py -- hyperfine ...``.
-
-A measured command may leave an orphan: ``runc exec -d`` returns while the process it started
-in the container still runs, and that process's parent is ``runc exec``, outside the
-container's PID namespace. An orphan goes to the nearest child subreaper among its ancestors,
-else to the machine's init, and it stays a zombie until one of them reaps it. While it does, the
-container's init cannot finish dying, so tearing the container down waits for the machine's init:
-on a machine whose init reaps lazily (about a second, as on the VMs these figures come from)
-every teardown after ``exec -d`` took 1.2-1.8 s, more than the runs of a block. This script
-becomes a child subreaper, runs the command, reaps every orphan as it exits, waits at most
-GRACE_S for orphans still running once the command is done, and exits with the command's
-status. Standard library only, run with ``-I -S``: nothing of the caller's environment is
-imported."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

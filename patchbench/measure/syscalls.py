@@ -1,23 +1,5 @@
-"""Every syscall of a process tree, counted by name, with strace: why a start got slower.
-
-``trace(argv, workdir)`` runs ``argv`` under ``strace -f -q -Y -ttt -T -e signal=none`` and reads
-the output back (``parse``): per syscall the calls, the calls that failed, and the wall time spent
-in them (``-T``; blocking calls such as ``futex`` and ``wait4`` hold most of it), per process
-name (``-Y``) too; and the process events of the tree (process-creating clones, execs, exits)
-with their timestamps (``-ttt``), from which ``phases`` splits an OCI runtime CLI's start into
-its steps. ptrace slows every syscall, so the counts are exact but the times are the traced
-run's, not the timed runs'; the traced runs are made apart from them (after measuring).
-
-``trace_bpftrace`` counts the same in the kernel (``raw_syscalls`` tracepoints, the names from
-the kernel headers' syscall table): no ptrace, so the traced run runs at nearly its own speed and
-what depends on its length (a Go runtime's ``nanosleep`` and ``futex`` calls) is not inflated by
-the tracer; it needs root and bpftrace, and names the execs by the file the kernel ran.
-
-A traced run that fails keeps its exit code; one past its ``timeout`` is killed with its group
-and kept too (``exit_code`` None) with what strace wrote until then, so that a hang under the
-tracer is reported, not hidden. The mount-syscall counts of the ``mounts`` kind under strace are
-a selection of this profile (``patchbench.measure.mounttrace.strace_trace``).
-"""
+"""Every syscall of a process tree, counted by name (strace or bpftrace): why a start got
+slower. Details: docs/internals.md."""
 
 from __future__ import annotations
 
@@ -25,9 +7,10 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchbench.errors import BenchmarkError, RequirementError
 from patchbench.util import cmd
@@ -154,17 +137,15 @@ def parse(output: str, exit_code: int | None = 0) -> Trace:
     return t
 
 
-def trace(
-    argv: Sequence[str | os.PathLike[str]],
-    workdir: Path,
-    *,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300.0,
-    only: Sequence[str] = (),
-) -> Trace:
-    """Run ``argv`` under strace (every syscall, or ``only`` those) with all its descendants and
-    return its Trace. ``argv``'s output goes to ``workdir/command.log``, strace's to
-    ``workdir/strace.txt``; a run past ``timeout`` is killed with its group (exit_code None)."""
+def trace(argv: Sequence[str | os.PathLike[str]], workdir: Path, *, tracer: str = "strace",
+          env: Mapping[str, str] | None = None, timeout: float = 300.0,
+          only: Sequence[str] = ()) -> Trace:
+    """Run ``argv`` under ``tracer`` (strace: every syscall, or ``only`` those; bpftrace:
+    ``trace_bpftrace``) with all its descendants and return its Trace. ``argv``'s output goes to
+    ``workdir/command.log``, strace's to ``workdir/strace.txt``; a run past ``timeout`` is killed
+    with its group (exit_code None)."""
+    if tracer == "bpftrace":
+        return trace_bpftrace(argv, workdir, env, timeout)
     cmd.which("strace")
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / "strace.txt"
@@ -239,7 +220,6 @@ UNISTD = (Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"), Path("/usr/incl
           Path("/usr/include/aarch64-linux-gnu/asm/unistd.h"), Path("/usr/include/asm-generic/unistd.h"))
 _NR = re.compile(r"^#define __NR_([a-z0-9_]+)\s+(\d+)\s*$")
 BPFTRACE_SHOWN = "bpftrace -c COMMAND (raw_syscalls tracepoints: every syscall of the tree, in the kernel)"
-TRACEFS_PATHS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 CLONE_THREAD = 0x00010000
 KILLED = -1  # bpftrace: the command ended without exit_group (a signal); its code is unknown
 
@@ -287,23 +267,29 @@ def bpftrace_script(nth: int) -> str:
     )
 
 
+def bpftrace_docs(output: str) -> Iterator[dict[str, Any]]:
+    """The JSON documents of bpftrace's ``-f json`` output (other lines are passed over)."""
+    import json
+
+    for line in output.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(doc, dict):
+                yield doc
+
+
 def parse_bpftrace(output: str, exit_code: int | None, names: Mapping[int, str]) -> Trace:
     """bpftrace's ``-f json`` output of ``bpftrace_script`` -> a Trace (its times from the
     command's exec, the first the script counted, to the root's exit; a runtime that re-executes
     itself, as youki does, execs again after it)."""
-    import json
-
     t = Trace(exit_code=exit_code)
     execs: list[Event] = []
     status_seen = False
-    for line in output.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for doc in bpftrace_docs(output):
         if doc.get("type") == "printf":
             words = str(doc.get("data", "")).split(maxsplit=3)
             if len(words) < 3 or not words[1].lstrip("-").isdigit() or not words[2].isdigit():
@@ -354,52 +340,67 @@ def tracefs_mounted(mountinfo: Path = Path("/proc/self/mountinfo")) -> bool:
     return any(line.split(" - ", 1)[-1].startswith("tracefs ") for line in text.splitlines())
 
 
-def bpftrace_check() -> None:
+def bpftrace_check(what: str = "syscalls", hint: str | None = "or use the strace tracer") -> None:
     """RequirementError unless bpftrace can run here (root, bpftrace, nsenter/unshare)."""
     if os.geteuid() != 0:
-        raise RequirementError("counting syscalls with bpftrace needs root",
-                               hint="or use the strace tracer")
+        raise RequirementError(f"counting {what} with bpftrace needs root", hint=hint)
     cmd.which("bpftrace")
     if not tracefs_mounted():
         cmd.which("unshare")
         cmd.which("nsenter")
 
 
-def trace_bpftrace(
-    argv: Sequence[str | os.PathLike[str]],
-    workdir: Path,
-    *,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300.0,
-) -> Trace:
+def bpftrace_dir(workdir: Path) -> Path:
+    """The trace's folder, made and resolved (bpftrace's -c splits its command at whitespace)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    wd = workdir.resolve()
+    if any(c.isspace() for c in str(wd)):
+        raise BenchmarkError(f"the trace directory {wd} contains whitespace (bpftrace -c splits)")
+    return wd
+
+
+def bpftrace_argv(wd: Path, program: Path, out: Path, argv: Sequence[str | os.PathLike[str]],
+                  *, exec_: bool = False, then: str = "") -> tuple[list[str], bool]:
+    """bpftrace running ``program`` with ``argv`` (its output to wd/command.log; ``exec_``: the
+    shell execs it, so that it is the ``cpid``; ``then``: a shell line after it) as its command;
+    where tracefs is not mounted, in a private mount namespace that mounts it, with ``argv``
+    moved back into the caller's by nsenter (True: the nsenter is there)."""
+    moved = not tracefs_mounted()
+    line = shlex.join(str(a) for a in argv)
+    if moved:  # back into the caller's mount namespace: the command must not see the tracer's
+        line = f"{cmd.which('nsenter')} --mount=/proc/{os.getpid()}/ns/mnt -- {line}"
+    wrapper = wd / "run.sh"
+    wrapper.write_text(f"#!/bin/sh\n{'exec ' if exec_ else ''}{line} "
+                       f">{shlex.quote(str(wd / 'command.log'))} 2>&1\n" + (then and then + "\n"))
+    bt = ["bpftrace", "-f", "json", "-o", str(out), "-c", f"/bin/sh {wrapper}", str(program)]
+    if moved:
+        bt = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+              "mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"", "sh", *bt]
+    return bt, moved
+
+
+def bpftrace_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    out = dict(env if env is not None else os.environ)
+    out.setdefault("BPFTRACE_MAP_KEYS_MAX", "65536")
+    return out
+
+
+def trace_bpftrace(argv: Sequence[str | os.PathLike[str]], workdir: Path,
+                   env: Mapping[str, str] | None = None, timeout: float = 300.0) -> Trace:
     """Run ``argv`` under bpftrace (``bpftrace_script``) and return its Trace; the command runs
     as the script's ``cpid`` itself (a shell that execs it, into the caller's mount namespace
     when tracefs had to be mounted in a private one). A run past ``timeout`` is killed with its
     group (exit_code None)."""
     bpftrace_check()
     names = syscall_names()
-    workdir.mkdir(parents=True, exist_ok=True)
-    wd = workdir.resolve()
-    if any(c.isspace() for c in str(wd)):
-        raise BenchmarkError(f"the trace directory {wd} contains whitespace (bpftrace -c splits)")
+    wd = bpftrace_dir(workdir)
     program = os.path.abspath(cmd.which(str(argv[0])))
     out = wd / "bpftrace.json"
     out.unlink(missing_ok=True)
-    inner = shlex.join([program, *(str(a) for a in argv[1:])])
-    nth = 2  # the wrapper (sh), then the command
-    if not tracefs_mounted():  # back into the caller's mount namespace (nsenter execs, no fork)
-        inner = f"{cmd.which('nsenter')} --mount=/proc/{os.getpid()}/ns/mnt -- {inner}"
-        nth = 3
     prog = wd / "syscalls.bt"
-    prog.write_text(bpftrace_script(nth))
-    wrapper = wd / "run.sh"
-    wrapper.write_text(f"#!/bin/sh\nexec {inner} >{shlex.quote(str(wd / 'command.log'))} 2>&1\n")
-    bt = ["bpftrace", "-f", "json", "-o", str(out), "-c", f"/bin/sh {wrapper}", str(prog)]
-    if not tracefs_mounted():
-        bt = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-              "mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"", "sh", *bt]
-    run_env = dict(env if env is not None else os.environ)
-    run_env.setdefault("BPFTRACE_MAP_KEYS_MAX", "65536")
+    bt, moved = bpftrace_argv(wd, prog, out, [program, *argv[1:]], exec_=True)
+    prog.write_text(bpftrace_script(3 if moved else 2))  # the wrapper (sh), [nsenter,] the command
+    run_env = bpftrace_env(env)
     with cmd.Background(bt, env=run_env, log=wd / "bpftrace.log") as bg:
         code = bg.wait(timeout)
         if code is None:

@@ -28,33 +28,32 @@ MARKDOWN = (View.REPORT, View.BRIEF)  # report.md's part of a scenario, whole or
 
 
 @dataclass(frozen=True)
-class Code:
+class Span:
+    """A piece of inline text of one style (the subclasses; pieces of two styles never equal)."""
+
     text: str
 
 
-@dataclass(frozen=True)
-class Strong:
-    text: str
+class Code(Span):
+    pass
+
+
+class Strong(Span):
+    pass
+
+
+class Output(Span):
+    """A line a program printed (a process's command line, a container's name)."""
+
+
+class Escaped(Span):
+    """Text from a file (a name, a label, a gate's reason) on a line or in a table cell."""
 
 
 @dataclass(frozen=True)
 class Link:
     label: str
     href: str
-
-
-@dataclass(frozen=True)
-class Output:
-    """A line a program printed (a process's command line, a container's name)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Escaped:
-    """Text from a file (a name, a label, a gate's reason) on a line or in a table cell."""
-
-    text: str
 
 
 Inline = str | Code | Strong | Link | Output | Escaped
@@ -120,18 +119,18 @@ class Chart:
 
 
 @dataclass(frozen=True)
+class Pre:
+    """A program's own output, shown as it is."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Data:
     """Data shown as it is (JSON), folded under a title."""
 
     title: str
     value: Any
-
-
-@dataclass(frozen=True)
-class Pre:
-    """A program's own output, shown as it is."""
-
-    text: str
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -599,6 +599,26 @@ def burst_chart(sc: dict[str, Any]) -> bytes | None:
     return svg.done()
 
 
+def _stacked(panel: Panel, rows: Sequence[str], parts: Sequence[str],
+             value: Callable[[str, str], float], tip: Callable[[str, str, float], str],
+             label: Callable[[str, float], str]) -> None:
+    """One horizontal bar per row, stacked from its parts (class ``bar``, coloured by part),
+    with ``label(row, its end)`` after it."""
+    band = panel.h / (len(rows) + 0.2)
+    for y_i, r in enumerate(rows):
+        at, y = 0.0, panel.py(y_i)
+        for i, p in enumerate(parts):
+            v = value(r, p)
+            if v > 0:
+                panel.svg.rect(panel.px(at), y - 0.4 * band, panel.px(at + v) - panel.px(at),
+                               0.8 * band, fill=COLORS[i % len(COLORS)], cls="bar",
+                               tip=tip(r, p, v))
+            at += v
+        x = panel.px(at) + 8
+        text = label(r, at)
+        panel.svg.text(x, y, _fit(text, 11, WIDTH - x - 4), size=11, full=text)
+
+
 def stress_chart(sc: dict[str, Any]) -> bytes | None:
     """Per build, how every launched instance ended, as stacked bars (``sc``: a stress
     scenario, as results.json holds it)."""
@@ -621,21 +641,11 @@ def stress_chart(sc: dict[str, Any]) -> bytes | None:
                   Scale(-0.6, len(builds) - 0.4), invert_y=True)
     panel.axes(yticks=[(i, str(b)) for i, b in enumerate(builds)], xlabel="launched instances",
                title=title)
-    band = panel.h / (len(builds) + 0.2)
-    for y_i, b in enumerate(builds):
-        at = 0.0
-        y = panel.py(y_i)
-        for i, o in enumerate(outcomes):
-            v = float(per_build[b].get("outcomes", {}).get(o, 0))
-            if v:
-                svg.rect(panel.px(at), y - 0.4 * band, panel.px(at + v) - panel.px(at),
-                         0.8 * band, fill=COLORS[i % len(COLORS)], cls="bar", tip=f"{b}: {o} {v:g}")
-            at += v
-        pb = per_build[b]
-        note = (f"hangs {pb['hangs']}, leftovers {pb['leftovers']}, "
-                f"fresh failed {pb['fresh_failures']}, kill errors {pb['kill_errors']}")
-        x = panel.px(at) + 8
-        svg.text(x, y, _fit(note, 11, WIDTH - x - 4), size=11, full=note)
+    _stacked(panel, builds, outcomes, lambda b, o: float(per_build[b].get("outcomes", {}).get(o, 0)),
+             lambda b, o, v: f"{b}: {o} {v:g}",
+             lambda b, _: f"hangs {per_build[b]['hangs']}, leftovers {per_build[b]['leftovers']}, "
+             f"fresh failed {per_build[b]['fresh_failures']}, kill errors "
+             f"{per_build[b]['kill_errors']}")
     legend(svg, [("bar", COLORS[i % len(COLORS)], str(o)) for i, o in enumerate(outcomes)],
            WIDTH / 2, height - legend_h - 8, frame=False, anchor="middle")
     return svg.done()
@@ -806,18 +816,8 @@ def phases_chart(medians: dict[str, dict[str, float]], phases: list[str]) -> byt
                   Scale(-0.6, len(cells) - 0.4), invert_y=True)
     panel.axes(yticks=[(i, c) for i, c in enumerate(cells)], xlabel=f"time ({unit})",
                title=title)
-    band = panel.h / (len(cells) + 0.2)
-    for y_i, c in enumerate(cells):
-        at = 0.0
-        y = panel.py(y_i)
-        for i, p in enumerate(phases):
-            v = medians[c].get(p, 0.0) * scale
-            if v > 0:
-                svg.rect(panel.px(at), y - 0.4 * band, panel.px(at + v) - panel.px(at),
-                         0.8 * band, fill=COLORS[i % len(COLORS)], cls="bar",
-                         tip=f"{c}: {p} {v:.3g} {unit}")
-            at += v
-        svg.text(panel.px(at) + 8, y, f"{at:.3g} {unit}", size=11)
+    _stacked(panel, cells, phases, lambda c, p: medians[c].get(p, 0.0) * scale,
+             lambda c, p, v: f"{c}: {p} {v:.3g} {unit}", lambda c, at: f"{at:.3g} {unit}")
     legend(svg, [("bar", COLORS[i % len(COLORS)], p) for i, p in enumerate(phases)],
            WIDTH / 2, height - legend_h - 4, ncols=len(phases), frame=False, anchor="middle")
     return svg.done()

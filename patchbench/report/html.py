@@ -11,28 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from patchbench.report.blocks import (
-    Across,
-    Block,
-    Bullets,
-    Cell,
-    Chart,
-    Code,
-    Data,
-    Escaped,
-    Fold,
-    Gate,
-    Heading,
-    Image,
-    Inline,
-    Link,
-    Output,
-    Pre,
-    Section,
-    Strong,
-    Table,
-    Text,
-)
+from patchbench.report import blocks as rb
 
 CSS = """
 :root { color-scheme: light; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --bg2: #f6f8fa; }
@@ -84,11 +63,11 @@ def cell_class(style: str, value: str) -> str:
     return style
 
 
-def _text(value: Cell) -> str:
-    return value.text if isinstance(value, Escaped) else value
+def _text(value: rb.Cell) -> str:
+    return value.text if isinstance(value, rb.Escaped) else value
 
 
-def table(t: Table) -> str:
+def table(t: rb.Table) -> str:
     """An HTML table; every value is escaped."""
     out = [f'<table class="{esc(t.name)}"><thead><tr>']
     out += [f"<th>{esc(_text(h))}</th>" for h in t.headers]
@@ -123,69 +102,69 @@ def json_block(data: Any) -> str:
     return f"<pre>{esc(json.dumps(data, indent=2, ensure_ascii=False))}</pre>"
 
 
-def inline(parts: Sequence[Inline]) -> str:
+def inline(parts: Sequence[rb.Inline]) -> str:
     out = []
     for p in parts:
-        if isinstance(p, Code):
+        if isinstance(p, rb.Code):
             out.append(f"<code>{esc(p.text)}</code>")
-        elif isinstance(p, Strong):
+        elif isinstance(p, rb.Strong):
             out.append(f"<b>{esc(p.text)}</b>")
-        elif isinstance(p, Link):
+        elif isinstance(p, rb.Link):
             out.append(f'<a href="{esc(p.href)}">{esc(p.label)}</a>')
-        elif isinstance(p, Output | Escaped):
+        elif isinstance(p, rb.Output | rb.Escaped):
             out.append(esc(p.text))
         else:
             out.append(esc(p))
     return "".join(out)
 
 
-def _gate(b: Gate) -> str:
+def _gate(b: rb.Gate) -> str:
     items = "".join(f"<li>{esc(r)}</li>" for r in b.reasons)
     return (f'<div class="gate {"passed" if b.passed else "failed"}" id="gate">{esc(b.line)}'
             + (f": {esc(b.note)}" if b.note else "") + (f"<ul>{items}</ul>" if items else "")
             + "</div>")
 
 
-def block(b: Block) -> str:
+def block(b: rb.Block) -> str:
     """One block as HTML (a chart with nothing to draw: nothing)."""
-    if isinstance(b, Text):
+    if isinstance(b, rb.Text):
         return f"<p>{inline(b.parts)}</p>"
-    if isinstance(b, Heading):
+    if isinstance(b, rb.Heading):
         ident = f' id="{esc(b.id)}"' if b.id else ""
         return f"<h{b.level}{ident}>{inline(b.parts)}</h{b.level}>"
-    if isinstance(b, Bullets):
+    if isinstance(b, rb.Bullets):
         items = "".join(f"<li>{inline(item)}</li>" for item in b.items)
         return f'<ul class="{esc(b.name)}">{items}</ul>' if b.name else f"<ul>{items}</ul>"
-    if isinstance(b, Table):
+    if isinstance(b, rb.Table):
         return table(b)
-    if isinstance(b, Chart):
+    if isinstance(b, rb.Chart):
         return chart(b.draw(), b.name, b.caption)
-    if isinstance(b, Image):
+    if isinstance(b, rb.Image):
         return f'<img src="{esc(b.src)}" alt="{esc(b.alt)}">'
-    if isinstance(b, Data):
+    if isinstance(b, rb.Data):
         return details(b.title, json_block(b.value))
-    if isinstance(b, Pre):
+    if isinstance(b, rb.Pre):
         return f"<pre>{esc(b.text)}</pre>"
-    if isinstance(b, Gate):
+    if isinstance(b, rb.Gate):
         return _gate(b)
-    if isinstance(b, Fold):
+    if isinstance(b, rb.Fold):
         return details(b.title, blocks(b.blocks))
-    if isinstance(b, Section):
+    if isinstance(b, rb.Section):
         if not b.name:
             return blocks(b.blocks)
         ident = f' id="{esc(b.id)}"' if b.id else ""
         return f'<div class="{esc(b.name)}"{ident}>{blocks(b.blocks)}</div>'
-    if isinstance(b, Across):
+    if isinstance(b, rb.Across):
         return table(b.table())
     raise TypeError(f"not a report block: {b!r}")
 
 
-def blocks(bs: Sequence[Block]) -> str:
+def blocks(bs: Sequence[rb.Block]) -> str:
     """Blocks as HTML, one after the other."""
     return "".join(block(b) for b in bs)
 
 
-def page(title: str, bs: Sequence[Block]) -> str:
+def page(title: str, bs: Sequence[rb.Block]) -> str:
     """A whole page: each top-level block on a line of its own."""
     body = "\n".join(h for h in (block(b) for b in bs) if h)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

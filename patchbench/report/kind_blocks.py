@@ -225,14 +225,15 @@ def timed_charts(data: dict[str, Any]) -> list[Block]:
     ]
 
 
-def round_evidence(rounds: list[tuple[str, list[str]]], summary: str | None) -> list[Block]:
-    """The hung instances of stress-like rounds, each with the evidence saved before its kill
-    (nothing when none hung)."""
-    seen = [[f"{label}: ", *links(names)] for label, names in rounds if names]
+def round_evidence(sc: Any) -> list[Block]:
+    """The hung instances of a stress-like kind's rounds (``rounds_detail``), each with the
+    evidence saved before its kill (nothing when none hung)."""
+    seen = [[f"{r.variant} round {r.round}: ", *links(r.evidence)] for r in sc.rounds_detail
+            if r.evidence]
     if not seen:
         return []
-    return [text("Hung instances, with the evidence saved before the kill:", *account(summary)),
-            bullets(seen)]
+    return [text("Hung instances, with the evidence saved before the kill:",
+                 *account(sc.evidence_summary)), bullets(seen)]
 
 
 def images_line(images: dict[str, str], runc: dict[str, str] | None) -> Block:

@@ -8,110 +8,91 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from patchbench.report.blocks import (
-    Across,
-    Block,
-    Bullets,
-    Cell,
-    Chart,
-    Code,
-    Data,
-    Escaped,
-    Fold,
-    Gate,
-    Heading,
-    Image,
-    Inline,
-    Link,
-    Output,
-    Pre,
-    Section,
-    Strong,
-    Table,
-    Text,
-)
+from patchbench.report import blocks as rb
 from patchbench.util.escape import md_cell, md_code, md_fence, md_plain, md_text
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], fmt: str = "github",
-             *, numparse: bool = False) -> str:
-    """The one markdown table: GitHub's pipes (``fmt``: tabulate's other formats, for a
-    terminal); cells as they are unless ``numparse`` (numbers aligned as numbers)."""
-    return tabulate(rows, headers=list(headers), tablefmt=fmt, disable_numparse=not numparse)
+             *, numparse: bool = False, widths: Sequence[int] | None = None) -> str:
+    """The one table writer: GitHub's pipes (``fmt``: tabulate's other formats, for a
+    terminal); cells as they are unless ``numparse`` (numbers aligned as numbers); ``widths``:
+    the most characters of each column (longer cells wrap)."""
+    return tabulate(rows, headers=list(headers), tablefmt=fmt, disable_numparse=not numparse,
+                    maxcolwidths=list(widths) if widths else None)
 
 
-def inline(parts: Sequence[Inline]) -> str:
+def inline(parts: Sequence[rb.Inline]) -> str:
     out = []
     for p in parts:
-        if isinstance(p, Code):
+        if isinstance(p, rb.Code):
             out.append(md_code(p.text))  # a backtick in it cannot close the span
-        elif isinstance(p, Output):
+        elif isinstance(p, rb.Output):
             out.append(md_text(p.text))
-        elif isinstance(p, Escaped):
+        elif isinstance(p, rb.Escaped):
             out.append(md_cell(p.text))
-        elif isinstance(p, Strong):
+        elif isinstance(p, rb.Strong):
             out.append(f"**{md_cell(p.text)}**")
-        elif isinstance(p, Link):
+        elif isinstance(p, rb.Link):
             out.append(f"[{p.label}]({p.href})")
         else:
             out.append(p)
     return "".join(out)
 
 
-def _text(value: Cell) -> str:
-    return value.text if isinstance(value, Escaped) else value
+def _text(value: rb.Cell) -> str:
+    return value.text if isinstance(value, rb.Escaped) else value
 
 
-def cell(value: Cell, plain: bool = False) -> str:
+def cell(value: rb.Cell, plain: bool = False) -> str:
     if plain:  # a program's text: no markup, nothing that splits the table
         return md_plain(_text(value))
-    return md_cell(value.text) if isinstance(value, Escaped) else value
+    return md_cell(value.text) if isinstance(value, rb.Escaped) else value
 
 
-def table(t: Table, fmt: str = "github") -> str:
-    return md_table([md_cell(_text(h)) if t.plain or isinstance(h, Escaped) else h
+def table(t: rb.Table, fmt: str = "github") -> str:
+    return md_table([md_cell(_text(h)) if t.plain or isinstance(h, rb.Escaped) else h
                      for h in t.headers],
                     [[cell(c, t.plain) for c in row] for row in t.rows], fmt, numparse=t.numbers)
 
 
-def block(b: Block) -> str | None:
+def block(b: rb.Block) -> str | None:
     """One block as markdown; None: it has no markdown form (a chart drawn for report.html)."""
-    if isinstance(b, Text):
+    if isinstance(b, rb.Text):
         return inline(b.parts)
-    if isinstance(b, Heading):
+    if isinstance(b, rb.Heading):
         return "#" * b.level + " " + inline(b.parts)
-    if isinstance(b, Bullets):
+    if isinstance(b, rb.Bullets):
         depths = b.depths or (0,) * len(b.items)
         return "\n".join(f"{'  ' * d}- {inline(item)}"
                          for d, item in zip(depths, b.items, strict=True))
-    if isinstance(b, Table):
+    if isinstance(b, rb.Table):
         return table(b)
-    if isinstance(b, Image):
+    if isinstance(b, rb.Image):
         return f"![{b.alt}]({b.src})"
-    if isinstance(b, Data):
+    if isinstance(b, rb.Data):
         return f"{b.title}:\n\n```json\n{json.dumps(b.value, indent=2, ensure_ascii=False)}\n```"
-    if isinstance(b, Chart):
+    if isinstance(b, rb.Chart):
         return None
-    if isinstance(b, Pre):  # a fence its content cannot close
+    if isinstance(b, rb.Pre):  # a fence its content cannot close
         return md_fence(b.text)
-    if isinstance(b, Gate):
+    if isinstance(b, rb.Gate):
         head = f"**{b.line}**" + (f" — {b.note}" if b.note else "")
         return head + ("\n\n" + "\n".join(f"- {md_cell(r)}" for r in b.reasons)
                        if b.reasons else "")
-    if isinstance(b, Fold):
+    if isinstance(b, rb.Fold):
         return f"<details><summary>{b.title}</summary>\n\n{document(b.blocks, '')}\n\n</details>"
-    if isinstance(b, Section):
+    if isinstance(b, rb.Section):
         return document(b.blocks, "") or None
-    if isinstance(b, Across):
+    if isinstance(b, rb.Across):
         return table(b.table())
     raise TypeError(f"not a report block: {b!r}")
 
 
-def blocks(bs: Sequence[Block]) -> list[str]:
+def blocks(bs: Sequence[rb.Block]) -> list[str]:
     """Blocks as markdown, one string each (a document puts an empty line between them)."""
     return [m for m in (block(b) for b in bs) if m is not None]
 
 
-def document(bs: Sequence[Block], end: str = "\n") -> str:
+def document(bs: Sequence[rb.Block], end: str = "\n") -> str:
     """A whole markdown document: the blocks with an empty line between them, then ``end``."""
     return "\n\n".join(blocks(bs)) + end

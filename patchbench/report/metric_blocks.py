@@ -1,15 +1,6 @@
 """What the metrics besides wall time say, as report blocks: each metric's verdict per candidate
 (report.md and report.html), a small multiple per metric (report.html), and the words.
-
-The words read wall time against CPU time (user + system), as a runtime engineer would: a change
-of wall time without one of CPU time is waiting (a sleep, I/O, a lock, another process) or work
-overlapped, not work removed; both changing by about as much is work removed (or added), which
-the part of the wall change CPU time does not account for decides (analysis/metrics.rest, with
-its interval); CPU time up while wall time goes down is more work done in parallel. Where the CPU
-change lies (user space or the kernel), and a change of peak memory beyond its own min_effect,
-are said too. Every statement comes from verdicts that are answers (faster, slower,
-equivalent), never from an inconclusive or withheld one: an inconclusive metric says nothing
-here."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

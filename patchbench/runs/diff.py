@@ -2,11 +2,7 @@
 at different times or on different machines (like pyperf's ``compare_to``), with the same
 statistics as a comparison inside one run. The statistics are one call, :func:`compare_samples`,
 so that the method can be swapped (for example for a round-paired one) in one place.
-
-For every candidate in both runs, the diff also compares the two runs' round-paired speedups
-(:func:`patchbench.analysis.paired.speedup_ratio`): drift and load that a run's variants
-share cancel within each run, so this ratio says whether the code's effect changed; a cell whose
-build is the same in both runs changed only with the machine, and the diff says so."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -13,9 +13,11 @@ from patchbench.report import html as html_format
 from patchbench.report import markdown as md_format
 from patchbench.report.blocks import (
     Block,
+    Cell,
     Code,
     Data,
     Escaped,
+    Fold,
     Gate,
     Image,
     Inline,
@@ -25,6 +27,7 @@ from patchbench.report.blocks import (
     Table,
     View,
     bullets,
+    escaped,
     heading,
     table,
     text,
@@ -356,6 +359,44 @@ def blocks(results: Results, view: View, gate: Sequence[str] | None = None) -> l
                     "settings": results.settings.model_dump(mode="json", exclude_none=True),
                     "seed": results.seed, "order": {sc.name: sc.order for sc in results.scenarios}})]
     return out
+
+
+def kind_tables(results: Results) -> list[Table]:
+    """The kinds' own tables of a job summary (their blocks for View.SUMMARY): the rows of every
+    scenario whose table has the same headers are one table, in the order they first appear.
+    Names and builds come from the file: every cell is escaped."""
+    rows: dict[tuple[Cell, ...], list[tuple[Cell, ...]]] = {}
+    for sc in results.scenarios:
+        for t in KINDS[sc.kind].blocks(sc, View.SUMMARY):
+            if isinstance(t, Table) and t.rows:
+                rows.setdefault(t.headers, []).extend(tuple(escaped(row)) for row in t.rows)
+    return [Table(headers, tuple(r)) for headers, r in rows.items()]
+
+
+def summary_blocks(results: Results, gate_reasons: Sequence[str] | None) -> list[Block]:
+    """One run's summary for a CI job page; ``gate_reasons`` None: made without --gate, so no
+    gate line."""
+    m = results.machine  # free-form (patchbench.measure.machine), as the run recorded it
+    title: list[Inline] = ["patchbench ", Code(results.comparison)]
+    title += [" — ", Code(results.run_dir)] if results.run_dir else []
+    aa: list[Inline] = [" — ", Strong("A/A run")] if results.aa else []
+    aa += [f" ({fmt_aa(results.aa_build)[0]})"] if results.aa_build is not None else []
+    out: list[Block] = [heading(*title), text(
+        Escaped(str(m.get("cpu_model"))), ", ", Escaped(str(m.get("cpu_count"))), " cores, kernel ",
+        Escaped(str(m.get("kernel"))), f"; seed {results.seed}", *aa)]
+    if any(isinstance(sc, TimedResult) and sc.comparisons for sc in results.scenarios):
+        out.append(summary_table(results))
+    out += kind_tables(results)
+    out += [gate_box(gate_reasons)] if gate_reasons is not None else []
+    if results.warnings:
+        out.append(Fold(f"{len(results.warnings)} warnings",
+                        (bullets([[Escaped(w)] for w in results.warnings]),)))
+    return out
+
+
+def job_summary(run: RunInput, gate_reasons: Sequence[str] | None) -> str:
+    """One run's summary for a CI job page, as markdown (an empty line after it)."""
+    return md_format.document(summary_blocks(as_results(run), gate_reasons), "\n\n")
 
 
 def summary_text(results: Results, fmt: str = "simple") -> str:

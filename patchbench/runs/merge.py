@@ -1,17 +1,6 @@
 """``invoke merge``: runs of one comparison made on several machines, put side by side.
-
-- per-machine columns, each machine described by its own machine info;
-- for every comparison (scenario, parameters, candidate): each machine's speedup, CI and
-  verdict, and whether the verdicts agree across machines;
-- the machines grouped into classes (by their fingerprint: CPU model, microcode, kernel, NUMA
-  nodes, CPU count, instance type; or by the classes the user names, ``--class``), and per class
-  one verdict across its hosts (patchbench.analysis.hosts: the host is the unit, "host-dependent"
-  when the hosts disagree beyond their noise; never pooled across classes);
-- the builds: the same inputs (commit, series, overlays, toolchain fingerprint, recipe) must give
-  the same artifact sha256 on every machine. When they do not, the merge is refused (or, when
-  allowed, the report opens with a "builds differ" section) naming the fields that differ.
-  Builds from different inputs are reported in the same section, with the fields that differ.
-"""
+Per class of machines (by fingerprint, or ``--class``) one verdict across its hosts
+(patchbench.analysis.hosts). Details: docs/internals.md."""
 
 from __future__ import annotations
 
@@ -27,29 +16,11 @@ from patchbench.analysis.metrics import METRICS
 from patchbench.analysis.rejudge import rejudge
 from patchbench.errors import ReportError
 from patchbench.measure import machine as machine_info
+from patchbench.report import blocks as rb
 from patchbench.report import charts as report_charts
 from patchbench.report import html as html_format
 from patchbench.report import markdown as md_format
-from patchbench.report.blocks import (
-    Across,
-    Block,
-    Bullets,
-    Chart,
-    Code,
-    Data,
-    Escaped,
-    Gate,
-    Inline,
-    Section,
-    Strong,
-    Table,
-    View,
-    bullets,
-    escaped,
-    heading,
-    table,
-    text,
-)
+from patchbench.report.blocks import Block, View, bullets, heading, table, text
 from patchbench.report.numbers import (
     fmt_delta,
     fmt_metric_answer,
@@ -406,13 +377,13 @@ def kind_sections(m: Merged) -> list[KindRows]:
     """The kinds' own sections (their blocks for View.MERGE), e.g. per stress scenario and build:
     hangs / leftovers / failed fresh runs on each machine. Rows in the order they first appear,
     grouped by scenario; "-": not in that run."""
-    first: dict[str, Across] = {}
+    first: dict[str, rb.Across] = {}
     keys: dict[str, list[tuple[str, ...]]] = {}
     per_run: list[dict[str, dict[tuple[str, ...], str]]] = []
     for run in m.runs:
         cells: dict[str, dict[tuple[str, ...], str]] = {}
         for a in (b for sc in run.results.scenarios for b in KINDS[sc.kind].blocks(sc, View.MERGE)
-                  if isinstance(b, Across)):
+                  if isinstance(b, rb.Across)):
             first.setdefault(a.title, a)
             seen = keys.setdefault(a.title, [])
             for key, value in a.cells:
@@ -448,49 +419,49 @@ def build_rows(m: Merged) -> list[list[str]]:
 def _alert(m: Merged) -> list[Block]:
     if not m.build_differences:
         return []
-    items = [[Strong(d.describe()) if d.same_inputs else Escaped(d.describe())]
+    items = [[rb.Strong(d.describe()) if d.same_inputs else rb.Escaped(d.describe())]
              for d in m.build_differences]
-    return [Section((heading("⚠ Builds differ", level=2), bullets(items)), "alert",
+    return [rb.Section((heading("⚠ Builds differ", level=2), bullets(items)), "alert",
                     "builds-differ")]
 
 
-def gate_lines(m: Merged) -> Bullets:
+def gate_lines(m: Merged) -> rb.Bullets:
     """Each machine's gate, and the machines whose run ended in an error."""
-    items: list[list[Inline]] = [[Strong(e)] for e in m.errors]
+    items: list[list[rb.Inline]] = [[rb.Strong(e)] for e in m.errors]
     depths = [0] * len(items)
     for run in m.runs:
         if run.gate:
-            items.append([Strong(f"{run.label}: gate FAILED")])
-            items += [[Escaped(g)] for g in run.gate]
+            items.append([rb.Strong(f"{run.label}: gate FAILED")])
+            items += [[rb.Escaped(g)] for g in run.gate]
             depths += [0, *[1] * len(run.gate)]
         else:
-            items.append([Escaped(f"{run.label}: gate passed")])
+            items.append([rb.Escaped(f"{run.label}: gate passed")])
             depths.append(0)
     return bullets(items, depths=depths)
 
 
-def gate_box(m: Merged) -> Gate:
+def gate_box(m: Merged) -> rb.Gate:
     reasons = [f"{r.label}: {g}" for r in m.runs for g in r.gate] + m.errors
-    return Gate(False, "Gate: FAILED", reasons=tuple(reasons)) if reasons else \
-        Gate(True, "Gate: passed on every machine")
+    return rb.Gate(False, "Gate: FAILED", reasons=tuple(reasons)) if reasons else \
+        rb.Gate(True, "Gate: passed on every machine")
 
 
-def _labels(m: Merged) -> list[Escaped]:
-    return escaped(m.labels)
+def _labels(m: Merged) -> list[rb.Escaped]:
+    return rb.escaped(m.labels)
 
 
-def _escaped(rows: list[list[str]]) -> list[list[Escaped]]:
+def _escaped(rows: list[list[str]]) -> list[list[rb.Escaped]]:
     """Cells from the artifacts (names, labels): escaped."""
-    return [escaped(row) for row in rows]
+    return [rb.escaped(row) for row in rows]
 
 
-def summary_table(m: Merged) -> Table:
+def summary_table(m: Merged) -> rb.Table:
     n = len(m.labels)
     return table(["comparison", *_labels(m), "verdicts agree"], _escaped(summary_rows(m)),
                  "summary", styles=["", *["verdict"] * n, "agreement"])
 
 
-def kind_table(m: Merged, sec: KindRows) -> Table:
+def kind_table(m: Merged, sec: KindRows) -> rb.Table:
     return table([*sec.headers, *_labels(m)], _escaped(sec.rows), sec.name)
 
 
@@ -505,30 +476,30 @@ def blocks(m: Merged, view: View) -> list[Block]:
     if m.rows:
         said = ("speedup = median(baseline) / median(candidate) on each machine, 95% CI, verdict"
                 + ("." if page else "; the last column says whether the machines agree."))
-        out += [Section((heading("Summary", level=2, id="summary" if page else ""), text(said))),
+        out += [rb.Section((heading("Summary", level=2, id="summary" if page else ""), text(said))),
                 summary_table(m)]
-        out += ([Chart("merge", partial(report_charts.merge_chart, [
+        out += ([rb.Chart("merge", partial(report_charts.merge_chart, [
             (r.name, list(_entries(r).items())) for r in m.rows]),
             "Speedup with its 95% CI on each machine.")] if page else
             [text(f"{len(m.rows) - len(disagree)} of {len(m.rows)} comparisons agree on every "
                   "machine." if disagree else "The verdicts agree on every machine.")])
         out += class_blocks(m)
-        out.append(Section((heading("Medians (baseline → candidate)", level=2),
+        out.append(rb.Section((heading("Medians (baseline → candidate)", level=2),
                             table(["comparison", *labels], _escaped(median_rows(m)), "medians"))))
         if metric_rows(m):
-            out.append(Section((heading("Other metrics", level=2), text(METRICS_NOTE),
+            out.append(rb.Section((heading("Other metrics", level=2), text(METRICS_NOTE),
                                 table(["comparison", "metric", *labels], _escaped(metric_rows(m)),
                                       "metrics", styles=["", "", *["verdict"] * len(labels)]))))
-    out += [Section((heading(sec.title, level=2), text(f"{sec.note}."), kind_table(m, sec)))
+    out += [rb.Section((heading(sec.title, level=2), text(f"{sec.note}."), kind_table(m, sec)))
             for sec in kind_sections(m)]
     out += [] if page else [heading("Gate", level=2), gate_lines(m)]
-    out.append(Section((heading("Machines", level=2, id="machines" if page else ""),
+    out.append(rb.Section((heading("Machines", level=2, id="machines" if page else ""),
                         table(["", *labels], _escaped(machine_rows(m)), "machines"))))
-    out += [Data(f"machine.json of {r.label}", r.results.machine) for r in m.runs] if page else []
-    out.append(Section((heading("Builds (artifact sha256)", level=2, id="builds" if page else ""),
+    out += [rb.Data(f"machine.json of {r.label}", r.results.machine) for r in m.runs] if page else []
+    out.append(rb.Section((heading("Builds (artifact sha256)", level=2, id="builds" if page else ""),
                         table(["variant", *labels, "across machines"], _escaped(build_rows(m)),
                               "builds"))))
-    out += [Data(f"manifest of {v} on {r.label}", man)
+    out += [rb.Data(f"manifest of {v} on {r.label}", man)
             for r in m.runs for v, man in r.results.builds.items()] if page else []
     return out
 
@@ -560,7 +531,7 @@ def class_blocks(m: Merged) -> list[Block]:
         return []
     classes = [[c.name, "fingerprint" if c.by == "fingerprint" else "--class", c.what,
                 ", ".join(c.hosts)] for c in m.classes]
-    return [Section((heading("Verdicts across hosts", level=2), text(CLASS_NOTE),
+    return [rb.Section((heading("Verdicts across hosts", level=2), text(CLASS_NOTE),
                      table(["comparison", "class", "hosts", "each host's speedup",
                             "speedup over hosts [95% CI]", "answer", "hosts differ (F test p)",
                             "spread of the hosts' offsets", "note"],
@@ -580,7 +551,7 @@ def render_html(m: Merged) -> str:
 
 def summary_blocks(m: Merged) -> list[Block]:
     """The merged result for a CI job summary: the table, agreement, builds and the gate."""
-    out: list[Block] = [heading("patchbench ", Code(m.comparison), f" on {len(m.runs)} machines"),
+    out: list[Block] = [heading("patchbench ", rb.Code(m.comparison), f" on {len(m.runs)} machines"),
                         *_alert(m)]
     out += [summary_table(m)] if m.rows else []
     for sec in kind_sections(m):

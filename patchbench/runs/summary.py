@@ -1,5 +1,5 @@
-"""The CI job summary: the summary table and the gate's reasons as markdown, appended to a file
-(``--summary FILE``, or ``$GITHUB_STEP_SUMMARY`` when GitHub Actions sets it)."""
+"""The CI job summary (runs/document.py writes it) appended to a file: ``--summary FILE``, or
+``$GITHUB_STEP_SUMMARY`` when GitHub Actions sets it."""
 
 from __future__ import annotations
 
@@ -7,26 +7,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from patchbench.report.blocks import (
-    Block,
-    Cell,
-    Code,
-    Escaped,
-    Fold,
-    Inline,
-    Strong,
-    Table,
-    View,
-    bullets,
-    escaped,
-    heading,
-    text,
-)
-from patchbench.report.markdown import document as document_md
-from patchbench.report.numbers import fmt_aa
-from patchbench.results import Results, RunInput, TimedResult, as_results
+from patchbench.results import RunInput
 from patchbench.runs import document
-from patchbench.scenarios import KINDS
 
 
 def summary_path(explicit: str | os.PathLike[str] | None,
@@ -36,44 +18,6 @@ def summary_path(explicit: str | os.PathLike[str] | None,
         return Path(explicit)
     value = (os.environ if env is None else env).get("GITHUB_STEP_SUMMARY", "")
     return Path(value) if value else None
-
-
-def kind_tables(results: Results) -> list[Table]:
-    """The kinds' own tables of a job summary (their blocks for View.SUMMARY): the rows of every
-    scenario whose table has the same headers are one table, in the order they first appear.
-    Names and builds come from the file: every cell is escaped."""
-    rows: dict[tuple[Cell, ...], list[tuple[Cell, ...]]] = {}
-    for sc in results.scenarios:
-        for t in KINDS[sc.kind].blocks(sc, View.SUMMARY):
-            if isinstance(t, Table) and t.rows:
-                rows.setdefault(t.headers, []).extend(tuple(escaped(row)) for row in t.rows)
-    return [Table(headers, tuple(r)) for headers, r in rows.items()]
-
-
-def blocks(results: Results, gate_reasons: Sequence[str] | None) -> list[Block]:
-    """One run's summary for a CI job page; ``gate_reasons`` None: made without --gate, so no
-    gate line."""
-    m = results.machine  # free-form (patchbench.measure.machine), as the run recorded it
-    title: list[Inline] = ["patchbench ", Code(results.comparison)]
-    title += [" — ", Code(results.run_dir)] if results.run_dir else []
-    aa: list[Inline] = [" — ", Strong("A/A run")] if results.aa else []
-    aa += [f" ({fmt_aa(results.aa_build)[0]})"] if results.aa_build is not None else []
-    out: list[Block] = [heading(*title), text(
-        Escaped(str(m.get("cpu_model"))), ", ", Escaped(str(m.get("cpu_count"))), " cores, kernel ",
-        Escaped(str(m.get("kernel"))), f"; seed {results.seed}", *aa)]
-    if any(isinstance(sc, TimedResult) and sc.comparisons for sc in results.scenarios):
-        out.append(document.summary_table(results))
-    out += kind_tables(results)
-    out += [document.gate_box(gate_reasons)] if gate_reasons is not None else []
-    if results.warnings:
-        out.append(Fold(f"{len(results.warnings)} warnings",
-                        (bullets([[Escaped(w)] for w in results.warnings]),)))
-    return out
-
-
-def summary_markdown(run: RunInput, gate_reasons: Sequence[str] | None) -> str:
-    """One run's summary for a CI job page, as markdown (an empty line after it)."""
-    return document_md(blocks(as_results(run), gate_reasons), "\n\n")
 
 
 def append_text(path: Path, text: str) -> None:
@@ -101,4 +45,4 @@ def append_text(path: Path, text: str) -> None:
 
 def append_summary(results: RunInput, gate_reasons: Sequence[str] | None, path: Path) -> None:
     """Append one run's summary table and gate reasons, as markdown, to ``path``."""
-    append_text(path, summary_markdown(results, gate_reasons))
+    append_text(path, document.job_summary(results, gate_reasons))

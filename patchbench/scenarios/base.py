@@ -32,7 +32,7 @@ from patchbench.util.layout import Layout
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
     from patchbench.build import Built
     from patchbench.runtimes import Runtime
-    from patchbench.runtimes.containerd import ContainerdRuntime
+    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
 
 # a context is of one kind's config model (covariant: a helper that reads only the keys every
 # kind has takes a ScenarioContext[ScenarioConfig])
@@ -89,6 +89,10 @@ class ScenarioContext(Generic[ConfigT]):
             v.update(self.extra(cell))
         return v
 
+    def each_build(self) -> list[tuple[Built, dict[str, str]]]:
+        """Every build with its placeholders (of a cell without parameters)."""
+        return [(b, self.values(b, Cell(b.variant.name))) for b in self.built]
+
     def expand(self: ScenarioContext[TimedConfig], cell: Cell) -> Invocation:
         """A command-style scenario's invocation for one cell, placeholders filled."""
         sc = self.scenario
@@ -109,7 +113,7 @@ class ScenarioKind(Protocol[KindConfig, KindResult]):
     model (patchbench.config.scenarios) and its result model (defined in its module, registered
     for results.json by patchbench.scenarios.register)."""
 
-    name: str
+    name: ClassVar[str]
     config: ClassVar[type[ScenarioConfig]]
     result: ClassVar[type[ScenarioResult]]  # registered for results.json's ``kind`` (results.register)
     # how a bisect or history step judges its results, commit against commit (scenarios/steps.py);
@@ -133,6 +137,22 @@ class ScenarioKind(Protocol[KindConfig, KindResult]):
         and hangs (what ``compare`` prints), its part of report.html, its table rows of a CI job
         summary (Table blocks; the rows of all scenarios with the same headers are one table),
         its cells of a merged report (Across blocks); an empty list: nothing."""
+
+
+class Kind:
+    """What each kind's class declares in its class line (``class X(Kind, name=..., ...)``):
+    its name, its config and result models, and its step rule (None: bisect and history do not
+    judge it)."""
+
+    name: ClassVar[str]
+    config: ClassVar[type[ScenarioConfig]]
+    result: ClassVar[type[ScenarioResult]]
+    step: ClassVar[StepRule | None]
+
+    def __init_subclass__(cls, *, name: str, config: type[ScenarioConfig],
+                          result: type[ScenarioResult], step: StepRule | None = None) -> None:
+        super().__init_subclass__()
+        cls.name, cls.config, cls.result, cls.step = name, config, result, step
 
 
 # --- shared helpers -------------------------------------------------------------------------
@@ -253,6 +273,13 @@ def output_tail(stdout: str, stderr: str) -> str:
     return ("…\n" if len(tail) < len(lines) else "") + "\n".join(tail)
 
 
+def plan_steps(tag: str, steps: Sequence[tuple[str, Sequence[str]]], vals: Mapping[str, str],
+               where: str) -> list[str]:
+    """Dry-run lines: each step's label and its command, placeholders filled."""
+    return [f"{tag} {label + ':':<9} {shlex.join(bench.fill_argv(list(argv), dict(vals), where))}"
+            for label, argv in steps]
+
+
 def plan_invocation(ctx: ScenarioContext[TimedConfig], cell: Cell, verify: list[str] | None = None
                     ) -> list[str]:
     """Dry-run lines of one command-style cell: setup, measure, prepare, cleanup, teardown."""
@@ -275,15 +302,28 @@ def plan_invocation(ctx: ScenarioContext[TimedConfig], cell: Cell, verify: list[
 # --- per-run deadlines: evidence and the gate rule (command, burst, soak) ---------------------
 
 
-def containerd_runtime(ctx: ScenarioContext[ScenarioConfig], kind: str) -> ContainerdRuntime:
-    """The context's runtime, which the containerd kinds (layers, ctrstress) need."""
+def needs_runtime(ctx: ScenarioContext[ScenarioConfig], name: str, what: str,
+                  hint: str | None = None) -> Runtime:
+    """The context's runtime, which ``what`` needs to be ``name`` (ConfigError otherwise); by
+    name, not isinstance, so that a stand-in of the same name (a unit test's fake) serves too."""
     rt = ctx.runtime
-    if rt is None or rt.name != "containerd":
-        raise ConfigError(f"scenario {ctx.scenario.name}: the {kind} kind needs a target with "
-                          "'runtime: containerd'")
-    # the runtime registered as containerd is a ContainerdRuntime; by name, not isinstance, so
-    # that a stand-in of the same name (the unit tests' fake daemon) runs the kind too
-    return cast("ContainerdRuntime", rt)
+    if rt is None or rt.name != name:
+        raise ConfigError(f"scenario {ctx.scenario.name}: {what} needs a target with "
+                          f"'runtime: {name}'", hint=hint)
+    return rt
+
+
+def containerd_runtime(ctx: ScenarioContext[ScenarioConfig]) -> ContainerdRuntime:
+    """The runtime the containerd kinds (layers, ctrstress) need."""
+    return cast("ContainerdRuntime",
+                needs_runtime(ctx, "containerd", f"the {ctx.scenario.kind} kind"))
+
+
+def planned_daemons(ctx: ScenarioContext[ScenarioConfig]) -> list[tuple[Built, ContainerdDaemon]]:
+    """Each build with the containerd daemon the runtime gives it (for ``--dry-run``: not
+    started)."""
+    rt = containerd_runtime(ctx)
+    return [(b, rt.daemon_for(b.variant.name, b.bin)) for b in ctx.built]
 
 
 def redacted_copy(src: Path, dest: Path, ctx: ScenarioContext[ScenarioConfig]) -> None:

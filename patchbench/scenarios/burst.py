@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from patchbench import results
 from patchbench.analysis import stats
-from patchbench.config.scenarios import ScenarioConfig, TimedConfig
+from patchbench.config.scenarios import TimedConfig
 from patchbench.errors import BenchmarkError
 from patchbench.measure import bench, launcher
 from patchbench.measure.bench import Cell, Invocation
@@ -28,11 +28,11 @@ from patchbench.results import (
     Figure,
     Instances,
     Record,
-    ScenarioResult,
     ScenarioUpgrade,
     TimedResult,
 )
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     hang_gate,
@@ -45,7 +45,6 @@ from patchbench.scenarios.command import (
     timed_results,
     with_deadline,
 )
-from patchbench.scenarios.steps import StepRule
 from patchbench.util import cmd, progress
 from patchbench.util.models import Name, StrictModel
 
@@ -133,12 +132,7 @@ def _lat_file(ctx: ScenarioContext[BurstConfig], cell: Cell) -> Path:
     return ctx.workdir / f"{ctx.scenario.name}-latencies" / f"{cell.variant}-k{cell.param('k')}.jsonl"
 
 
-class BurstKind:
-    name = "burst"
-    config: ClassVar[type[ScenarioConfig]] = BurstConfig
-    result: ClassVar[type[ScenarioResult]] = BurstResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
-
+class BurstKind(Kind, name="burst", config=BurstConfig, result=BurstResult):
     def plan(self, ctx: ScenarioContext[BurstConfig]) -> list[str]:
         sc: BurstConfig = ctx.scenario
         lines = []
@@ -238,6 +232,7 @@ def report(result: BurstResult, *, details: bool) -> list[Block]:
         out += [text("Median phase times (every instance of every run):"),
                 table(["build", "k", *names, "total"], prows)]
     return out
+
 
 def page(result: BurstResult) -> list[Block]:
     """The k table (a "-" where a cell is missing), the slopes, the phases; the charts."""

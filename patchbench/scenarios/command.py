@@ -1,19 +1,13 @@
 """The ``command`` kind (the default): one command per variant, timed by hyperfine in
 interleaved rounds, compared with the baseline; an optional ``verify`` check after measuring.
-
-Every measured run has its own deadline (``timeout``, seconds): hyperfine runs the command under
-patchbench's launcher (``-k 1 -deadline``), which kills a run past it after saving its evidence
-(process tree, signal masks, wchan, zombies). Such a run is counted as a hang ("hangs: N of M" per
-cell, Fisher's exact p against the baseline), left out of the timing, and the scenario goes on;
-under ``--gate`` any candidate hang fails. With ``conditions`` (patchbench.measure.conditions), each
-condition runs as its own set of interleaved cells, named by a ``condition`` parameter."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -24,10 +18,11 @@ from patchbench.measure.bench import Cell, Expander, Invocation, Samples
 from patchbench.report.blocks import Across, Block, View
 from patchbench.report.kind_blocks import timed_blocks, timed_charts, verify_blocks, verify_page
 from patchbench.report.metric_blocks import metric_page, said
-from patchbench.results import AppliedCondition, Check, ScenarioResult, TimedResult, Verdict
+from patchbench.results import AppliedCondition, Check, TimedResult, Verdict
 from patchbench.results import Cell as CellResult
 from patchbench.scenarios import command_bundle, profile, scans
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     cell_hangs,
@@ -46,7 +41,7 @@ from patchbench.scenarios.base import (
 from patchbench.scenarios.command_bundle import BundleConfig
 from patchbench.scenarios.profile import Profile
 from patchbench.scenarios.scans import ScanConfig, ScanResult
-from patchbench.scenarios.steps import ByTime, StepRule
+from patchbench.scenarios.steps import ByTime
 from patchbench.scenarios.stopping import precision_rule
 from patchbench.util import progress
 
@@ -174,12 +169,9 @@ def timed_results(ctx: ScenarioContext[ScenarioConfig], cells: list[Cell], sampl
     return cell_results, comparisons, evidence_summary(ctx, summary), warnings
 
 
-class CommandKind:
-    name = "command"
-    config: ClassVar[type[ScenarioConfig]] = CommandConfig
-    result: ClassVar[type[ScenarioResult]] = CommandResult
-    step: ClassVar[StepRule | None] = ByTime()  # a bisect finds the commit that changed its time
-
+# a bisect finds the commit that changed its time
+class CommandKind(Kind, name="command", config=CommandConfig, result=CommandResult,
+                  step=ByTime()):
     def plan(self, ctx: ScenarioContext[CommandConfig]) -> list[str]:
         sc: CommandConfig = ctx.scenario
         lines = []

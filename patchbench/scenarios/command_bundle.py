@@ -16,7 +16,7 @@ from patchbench.config.scenarios import ScenarioConfig
 from patchbench.errors import ConfigError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
-from patchbench.scenarios.base import ScenarioContext
+from patchbench.scenarios.base import ScenarioContext, needs_runtime
 from patchbench.util.models import StrictModel
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the runtimes
@@ -108,11 +108,9 @@ def spec(settings: BundleConfig, values: Mapping[str, str], where: str) -> Bundl
 
 
 def runtime(ctx: ScenarioContext[ScenarioConfig]) -> RuncRuntime:
-    rt = ctx.runtime
-    if rt is None or rt.name != "runc":
-        raise ConfigError(f"scenario {ctx.scenario.name}: 'bundle' needs a target with "
-                          "'runtime: runc' (an OCI runtime CLI: runc, crun, youki)")
-    return cast("RuncRuntime", rt)
+    """The OCI runtime CLI's (runc, crun, youki) a scenario's own bundle needs."""
+    return cast("RuncRuntime", needs_runtime(ctx, "runc", "'bundle'",
+                                             hint="an OCI runtime CLI: runc, crun, youki"))
 
 
 def placeholders(ctx: ScenarioContext[ScenarioConfig], settings: BundleConfig,

@@ -19,11 +19,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from patchbench.config.scenarios import ScenarioConfig
+from patchbench.config.scenarios import RoundsConfig
 from patchbench.errors import PatchbenchError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
@@ -33,21 +33,21 @@ from patchbench.report.kind_blocks import images_line, round_evidence
 from patchbench.results import Record, ScenarioResult
 from patchbench.scenarios import stress
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     containerd_runtime,
     evidence_summary,
     header,
+    planned_daemons,
     report_evidence,
     wait_or_capture,
 )
-from patchbench.scenarios.steps import StepRule
 from patchbench.util import cmd, progress
 from patchbench.util.cmd import Background
-from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
-    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
+    from patchbench.runtimes.containerd import ContainerdDaemon
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -55,16 +55,11 @@ if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd ru
 Action = Literal["kill", "delete", "restart"]
 
 
-class CtrStressConfig(ScenarioConfig):
+class CtrStressConfig(RoundsConfig):
     """``rounds`` rounds, each running every variant once; ``runs`` is not used (keep it equal
     to ``rounds``)."""
 
     kind: Literal["ctrstress"] = Field(default="ctrstress", description="`ctrstress`.")
-    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description="Not used by this kind.")
-    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
-        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
-    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
-        "Rounds; each runs every variant once, in a seeded random order."))
     layers: list[Annotated[int, Field(ge=1, le=500)]] = Field(min_length=1, description=(
         "Layer counts of the images; each round draws one."))
     k: int = Field(default=8, ge=1, le=256, description="Containers started at once per round.")
@@ -504,22 +499,11 @@ def gate_failures(name: str, per_variant: dict[str, dict[str, int]]) -> list[str
     return out
 
 
-def _runtime(ctx: ScenarioContext[CtrStressConfig]) -> ContainerdRuntime:
-    return containerd_runtime(ctx, "ctrstress")
-
-
-class CtrStressKind:
-    name = "ctrstress"
-    config: ClassVar[type[ScenarioConfig]] = CtrStressConfig
-    result: ClassVar[type[ScenarioResult]] = CtrStressResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
-
+class CtrStressKind(Kind, name="ctrstress", config=CtrStressConfig, result=CtrStressResult):
     def plan(self, ctx: ScenarioContext[CtrStressConfig]) -> list[str]:
         sc: CtrStressConfig = ctx.scenario
-        rt = _runtime(ctx)
         lines = []
-        for b in ctx.built:
-            d = rt.daemon_for(b.variant.name, b.bin)
+        for b, d in planned_daemons(ctx):
             v = b.variant.name
             argv = d.run_argv(image_name(max(sc.layers)), f"{d.namespace}-rR-{{i}}", sc.args)
             lines += [f"  [{v}] launch:   {sc.k} x {shlex.join(argv)}",
@@ -534,7 +518,7 @@ class CtrStressKind:
 
     def run(self, ctx: ScenarioContext[CtrStressConfig]) -> tuple[CtrStressResult, list[str]]:
         sc: CtrStressConfig = ctx.scenario
-        rt = _runtime(ctx)
+        rt = containerd_runtime(ctx)
         images = {n: rt.image(n) for n in sc.layers}
         daemons: dict[str, ContainerdDaemon] = {}
         for b in ctx.built:
@@ -598,6 +582,7 @@ class CtrStressKind:
             return page(result)
         return report(result, details=view is View.REPORT) if view in MARKDOWN else []
 
+
 def report(result: CtrStressResult, *, details: bool = True) -> list[Block]:
     """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures; then
     every round with its draw and what each variant left."""
@@ -657,9 +642,8 @@ def report(result: CtrStressResult, *, details: bool = True) -> list[Block]:
                  "containers):"),
             table(["round", "L", "action", "delay", "per variant"], rows),
             images_line(sc.images, sc.runc)]
-    return out + round_evidence(
-        [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
-        sc.evidence_summary)
+    return out + round_evidence(sc)
+
 
 def page(result: CtrStressResult) -> list[Block]:
     """Per variant: rounds, actions, hangs, leftovers by kind, fresh-start failures."""

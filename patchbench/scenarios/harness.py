@@ -8,14 +8,14 @@ Nothing here names a kind: each runs through the registry (``scenarios.get``).""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from patchbench import config, results, runtimes
-from patchbench.config import Comparison, Project, Target
+from patchbench.config import Comparison, NamedTarget, Project
 from patchbench.config.scenarios import ScenarioConfig
 from patchbench.scenarios import get
 from patchbench.scenarios.base import ScenarioContext
@@ -26,6 +26,29 @@ from patchbench.util.progress import say
 if TYPE_CHECKING:
     from patchbench.analysis.sequential import Budget, UntilCI
     from patchbench.build import Built
+    from patchbench.runtimes import Runtime
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A comparison resolved once and handed down, as cibuildwheel's platforms get one Options:
+    its project, name and config, its target and its runtime (None: plain commands)."""
+
+    project: Project
+    name: str
+    comp: Comparison
+    target: NamedTarget
+    runtime: Runtime | None
+
+    @classmethod
+    def of(cls, project: Project, name: str) -> Setup:
+        comp = project.comparison(name)
+        target = project.target_of(comp)
+        return cls(project, name, comp, target, runtimes.get(config.runtime_of(comp, target.spec)))
+
+    def again(self) -> Setup:
+        """The same with a runtime of its own (each measurement of a bisect prepares one)."""
+        return replace(self, runtime=runtimes.get(self.runtime.name) if self.runtime else None)
 
 
 @dataclass
@@ -40,16 +63,16 @@ class Measured:
     runtime: results.RuntimeRecord | None = None
 
 
-def measure(project: Project, comp: Comparison, target: Target,
-            chosen: Sequence[ScenarioConfig], built: list[Built], *, workdir: Path, layout: Layout, seed: int,
-            extra_files: dict[str, Path], until: Callable[[ScenarioConfig], UntilCI | Budget | None]
-            | None = None, announce: bool = True, gated: Sequence[str] = ()) -> Measured:
-    """Run ``chosen`` (scenarios of ``comp``, a comparison of ``target``) against ``built``
-    (scenario ``i`` with the seed ``seed + i``), their files under ``workdir``; ``announce`` says
-    each scenario's line before it runs; ``gated``: the gate's metrics (--gate-metric, else the
-    comparison's ``gate``), the first of the metrics' family."""
+def measure(setup: Setup, chosen: Sequence[ScenarioConfig], built: list[Built], *,
+            workdir: Path, layout: Layout, seed: int, extra_files: dict[str, Path],
+            until: Callable[[ScenarioConfig], UntilCI | Budget | None] | None = None,
+            announce: bool = True, gated: Sequence[str] = ()) -> Measured:
+    """Run ``chosen`` (scenarios of the comparison) against ``built`` (scenario ``i`` with the
+    seed ``seed + i``), their files under ``workdir``; ``announce`` says each scenario's line
+    before it runs; ``gated``: the gate's metrics (--gate-metric, else the comparison's
+    ``gate``), the first of the metrics' family."""
     out = Measured()
-    runtime = runtimes.get(config.runtime_of(comp, target))
+    project, comp, runtime = setup.project, setup.comp, setup.runtime
     if runtime is not None:
         runtime.prepare(workdir, project, comp, dry_run=False, bin_dir=built[0].bin,
                         variants=[runtimes.VariantBuild(b.variant.name, b.bin,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -34,22 +34,24 @@ from patchbench.report.kind_blocks import (
     verify_page,
 )
 from patchbench.report.numbers import fmt_ratio, fmt_time
-from patchbench.results import Check, Record, ScenarioResult, TimedResult
+from patchbench.results import Cell as CellResult
+from patchbench.results import Check, Record, TimedResult
 from patchbench.scenarios import burst
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     containerd_runtime,
     hang_gate,
     header,
+    planned_daemons,
 )
 from patchbench.scenarios.burst import _instances
 from patchbench.scenarios.command import timed_results, with_deadline
-from patchbench.scenarios.steps import StepRule
 from patchbench.util import cmd, progress
 
 if TYPE_CHECKING:  # types only: `invoke list` does not import the containerd runtime
-    from patchbench.runtimes.containerd import ContainerdDaemon, ContainerdRuntime
+    from patchbench.runtimes.containerd import ContainerdDaemon
 
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
@@ -115,10 +117,6 @@ SEED_FORMULA = ("2 × (1 + L + L) mount operations per container (100 × 2 × (1
                 "20,200 for 100 containers of 50 layers)")
 
 
-def _runtime(ctx: ScenarioContext[LayersConfig]) -> ContainerdRuntime:
-    return containerd_runtime(ctx, "layers")
-
-
 def _lat_file(ctx: ScenarioContext[LayersConfig], cell: Cell) -> Path:
     return (ctx.workdir / f"{ctx.scenario.name}-latencies"
             / f"{cell.variant}-L{cell.param('L')}-k{cell.param('k')}.jsonl")
@@ -130,18 +128,11 @@ def fit(xs: list[int], ys: list[int]) -> tuple[float, float] | None:
     return scaling.line(xs, ys)
 
 
-class LayersKind:
-    name = "layers"
-    config: ClassVar[type[ScenarioConfig]] = LayersConfig
-    result: ClassVar[type[ScenarioResult]] = LayersResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
-
+class LayersKind(Kind, name="layers", config=LayersConfig, result=LayersResult):
     def plan(self, ctx: ScenarioContext[LayersConfig]) -> list[str]:
         sc: LayersConfig = ctx.scenario
-        rt = _runtime(ctx)
         lines = []
-        for b in ctx.built:
-            d = rt.daemon_for(b.variant.name, b.bin)
+        for b, d in planned_daemons(ctx):
             lines.append(f"  [{b.variant.name}] daemon:  {b.bin / 'containerd'} --config "
                          f"{d.paths.config}")
             argv = d.run_argv(image_name(max(sc.layers)),
@@ -155,7 +146,7 @@ class LayersKind:
 
     def run(self, ctx: ScenarioContext[LayersConfig]) -> tuple[LayersResult, list[str]]:
         sc: LayersConfig = ctx.scenario
-        rt = _runtime(ctx)
+        rt = containerd_runtime(ctx)
         variants = [b.variant.name for b in ctx.built]
         images = {n: rt.image(n) for n in sc.layers}
         daemons: dict[str, ContainerdDaemon] = {}
@@ -164,22 +155,8 @@ class LayersKind:
             for img in images.values():
                 d.import_image(img)
             daemons[b.variant.name] = d
-        warnings: list[str] = []
-
-        counts: dict[str, dict[str, dict[str, int]]] = {}
-        by_comm: dict[str, dict[str, dict[str, int]]] = {}
-        if sc.count_mounts:
-            for v, d in daemons.items():
-                for n, img in images.items():
-                    mc = d.trace_run(img, f"{d.namespace}-trace-L{n}",
-                                     ctx.workdir / "mounttrace" / f"{v}-L{n}",
-                                     timeout=sc.timeout * 5)
-                    if mc.exit_code != 0:
-                        warnings.append(f"{sc.name} {v} L={n}: the traced start exited "
-                                        f"{mc.exit_code}")
-                    counts.setdefault(v, {})[str(n)] = mc.by_syscall()
-                    by_comm.setdefault(v, {})[str(n)] = mc.by_comm()
-                    progress.step(f"{v} L={n}", f"mount syscalls {mc.by_syscall()}")
+        counts, by_comm, warnings = (_count_mounts(ctx, daemons, images) if sc.count_mounts
+                                     else ({}, {}, []))
         fits = {v: {s: list(f) for s in SYSCALLS
                     if (f := fit(sc.layers, [counts[v][str(n)][s] for n in sc.layers]))}
                 for v in counts}
@@ -232,18 +209,7 @@ class LayersKind:
             res.instances = _instances(_lat_file(ctx, c))
         verify = {v: _verify(d, images[max(sc.layers)], sc.timeout) for v, d in daemons.items()}
 
-        medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)): r.summary.median
-                   for c, r in zip(cells, cell_results, strict=True)}  # NaN: every run hung
-        chart_names = []
-        time_chart = ctx.workdir / f"{sc.name}-time.svg"
-        charts.layers_time(time_chart, sc.layers, sc.k, variants, medians, sc.name)
-        chart_names.append(time_chart.name)
-        if counts:
-            mount_chart = ctx.workdir / f"{sc.name}-mounts.svg"
-            charts.layers_mounts(mount_chart, sc.layers, counts, SYSCALLS[:3], sc.name)
-            chart_names.append(mount_chart.name)
-        for name in chart_names:
-            ctx.extra_files[name] = ctx.workdir / name
+        chart_names = _charts(ctx, cells, cell_results, counts)
         result = LayersResult(
             **header(sc, sc.shown_command()), layers=sc.layers, k=sc.k, order=order,
             cells=cell_results, comparisons=comparisons, deadline_s=sc.timeout,
@@ -270,6 +236,7 @@ class LayersKind:
         if view is View.PAGE:
             return page(result)
         return report(result, details=view is View.REPORT) if view in MARKDOWN else []
+
 
 def report(result: LayersResult, *, details: bool = True) -> list[Block]:
     """Mount syscalls per start against L (with the fitted line and the seed's formula), the
@@ -322,6 +289,7 @@ def report(result: LayersResult, *, details: bool = True) -> list[Block]:
             *verify_blocks(sc.verify)]
     return out + [rb.Image(name, name) for name in sc.charts]
 
+
 def page(result: LayersResult) -> list[Block]:
     """The burst kind's table per k (for each variant and k, its last cell: the largest L;
     the page has no per-(L, k) table yet, report.md has), verify, this kind's data as it is,
@@ -333,6 +301,46 @@ def page(result: LayersResult) -> list[Block]:
             rb.Data(f"{sc.kind} data", {k: v for k, v in data.items()
                                         if k not in ("cells", "comparisons", "order")}),
             *timed_charts(data), k_chart(burst.KIND.name, data)]
+
+
+Counts = dict[str, dict[str, dict[str, int]]]  # variant -> L -> syscall (or comm) -> calls
+
+
+def _count_mounts(ctx: ScenarioContext[LayersConfig], daemons: dict[str, ContainerdDaemon],
+                  images: dict[int, OciImage]) -> tuple[Counts, Counts, list[str]]:
+    """One traced start per (variant, L): its mount syscalls, per syscall and per process name;
+    a start that failed is a warning."""
+    sc = ctx.scenario
+    counts: Counts = {}
+    by_comm: Counts = {}
+    warnings = []
+    for v, d in daemons.items():
+        for n, img in images.items():
+            mc = d.trace_run(img, f"{d.namespace}-trace-L{n}",
+                             ctx.workdir / "mounttrace" / f"{v}-L{n}", timeout=sc.timeout * 5)
+            if mc.exit_code != 0:
+                warnings.append(f"{sc.name} {v} L={n}: the traced start exited {mc.exit_code}")
+            counts.setdefault(v, {})[str(n)] = mc.by_syscall()
+            by_comm.setdefault(v, {})[str(n)] = mc.by_comm()
+            progress.step(f"{v} L={n}", f"mount syscalls {mc.by_syscall()}")
+    return counts, by_comm, warnings
+
+
+def _charts(ctx: ScenarioContext[LayersConfig], cells: list[Cell], cell_results: list[CellResult],
+            counts: Counts) -> list[str]:
+    """The time chart (and with mount counts, their chart), files for the report folder."""
+    sc = ctx.scenario
+    variants = list(dict.fromkeys(c.variant for c in cells))
+    medians = {(c.variant, int(c.param("L") or 1), int(c.param("k") or 1)): r.summary.median
+               for c, r in zip(cells, cell_results, strict=True)}  # NaN: every run hung
+    names = [f"{sc.name}-time.svg"]
+    charts.layers_time(ctx.workdir / names[0], sc.layers, sc.k, variants, medians, sc.name)
+    if counts:
+        names.append(f"{sc.name}-mounts.svg")
+        charts.layers_mounts(ctx.workdir / names[1], sc.layers, counts, SYSCALLS[:3], sc.name)
+    for name in names:
+        ctx.extra_files[name] = ctx.workdir / name
+    return names
 
 
 def _verify(d: ContainerdDaemon, image: OciImage, timeout: float) -> Check:

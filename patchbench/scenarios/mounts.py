@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import shlex
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -22,9 +22,8 @@ from patchbench.report import blocks as rb
 from patchbench.report.blocks import MARKDOWN, Across, Block, Table, View
 from patchbench.results import MAX_CELLS, Record, ScenarioResult
 from patchbench.scenarios import profile
-from patchbench.scenarios.base import ScenarioContext, ScenarioKind, header
+from patchbench.scenarios.base import Kind, ScenarioContext, ScenarioKind, header, plan_steps
 from patchbench.scenarios.profile import Profile, TracedRun
-from patchbench.scenarios.steps import StepRule
 from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_SAMPLES
 
@@ -67,9 +66,6 @@ class MountsConfig(ScenarioConfig):
         if len(set(names)) != len(names):
             raise ValueError("a syscall is listed twice")
         return names
-
-    def shown_command(self) -> str:
-        return shlex.join(self.command)
 
     def plan_detail(self) -> str:
         return f", {self.runs} traced starts per build ({self.tracer}), {', '.join(self.syscalls)}"
@@ -193,26 +189,19 @@ def exit_warnings(sc: MountsResult) -> list[str]:
             for s in sc.starts if s.exit_code != 0]
 
 
-class MountsKind:
-    name = "mounts"
-    config: ClassVar[type[ScenarioConfig]] = MountsConfig
-    result: ClassVar[type[ScenarioResult]] = MountsResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
-
+class MountsKind(Kind, name="mounts", config=MountsConfig, result=MountsResult):
     def plan(self, ctx: ScenarioContext[MountsConfig]) -> list[str]:
         sc: MountsConfig = ctx.scenario
         lines = []
-        for b in ctx.built:
-            vals = ctx.values(b, Cell(b.variant.name))
+        for b, vals in ctx.each_build():
             tag = f"[{b.variant.name}]"
-            lines += [f"  {tag} setup:    {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                      for a in sc.setup]
+            lines += plan_steps(f"  {tag}", [("setup", a) for a in sc.setup], vals, sc.name)
             lines.append(f"  {tag} traced:   {tracer_shown(sc)} "
                          f"{shlex.join(_fill(sc.command, vals, sc.name, '{i}', '{round}'))}")
             lines += [f"  {tag} after:    {shlex.join(_fill(a, vals, sc.name, '{i}', '{round}'))}"
                       for a in sc.after]
-            lines += [f"  {tag} teardown: {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                      for a in sc.teardown]
+            lines += plan_steps(f"  {tag}", [("teardown", a) for a in sc.teardown], vals,
+                                sc.name)
         lines.append(f"  {sc.warmup} untraced start(s), then {sc.runs} traced starts per build "
                      f"in {sc.rounds} rounds; counted: {', '.join(sc.syscalls)}")
         return lines
@@ -242,8 +231,7 @@ class MountsKind:
             argv = _fill(sc.command, vals[v], sc.name, i, rnd)
             where = ctx.workdir / f"{sc.name}-trace" / f"{v}-{i}"
             # the whole profile; the mount counts are a view of it
-            tracer = syscalls.trace if sc.tracer == "strace" else syscalls.trace_bpftrace
-            t = tracer(argv, where, timeout=sc.timeout)
+            t = syscalls.trace(argv, where, tracer=sc.tracer, timeout=sc.timeout)
             traced.append(profile.record(v, v, int(i), t, oci=True))
             return mounttrace.from_trace(t, sc.syscalls)
 
@@ -303,13 +291,11 @@ class MountsKind:
                 for v, n in bad.items()]
 
     def blocks(self, result: MountsResult, view: View) -> list[Block]:
-        if view is View.PAGE:
-            return page(result)
-        if view is View.SUMMARY:
-            return [summary(result)]
-        if view is View.MERGE:
-            return [across(result)]
-        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
+        if view in MARKDOWN:
+            return report(result, details=view is View.REPORT)
+        return page(result) if view is View.PAGE else [
+            summary(result) if view is View.SUMMARY else across(result)]
+
 
 def report(result: MountsResult, *, details: bool = True) -> list[Block]:
     """The table build × syscall (a range where the starts differ) and the change of each
@@ -327,11 +313,13 @@ def report(result: MountsResult, *, details: bool = True) -> list[Block]:
                     "change of the medians when a build's starts differ."),
             count_table(sc), *profile.blocks(sc.profile, sc.variants[0])]
 
+
 def page(result: MountsResult) -> list[Block]:
     data = result.model_dump(mode="json")
     return [count_table(result, "mounts"),
             rb.Data(f"{result.kind}: every traced start", data["starts"]),
             *profile.page(result.profile, result.variants[0])]
+
 
 def summary(result: MountsResult) -> Table:
     """The job summary's row per build: all mount syscalls of one start, and failed ones."""
@@ -339,6 +327,7 @@ def summary(result: MountsResult) -> Table:
     return rb.table(["mounts", "build", "mount syscalls per start", "failed"],
                     [[result.name, v, fmt_range(*f["all"]), fmt_range(*f["failed"])]
                      for v, f in per.items()])
+
 
 def across(result: MountsResult) -> Across:
     """A merged report's cell per build and machine: all mount syscalls (failed)."""

@@ -2,30 +2,19 @@
 an OCI runtime CLI's start, and where its CPU time goes, from runs of their own made after
 measuring (never among the timed runs). Shared by the kinds that trace (``command`` with
 ``profile:``, ``mounts``, whose mount counts are a view of the same traces) and read by the
-readers of saved runs (diff, merge, the exports).
-
-Every traced run runs the cell's command (without the launcher) under
-``patchbench.measure.syscalls`` (``strace -f`` or bpftrace: the whole process tree), the cells in
-a seeded order per run, each cell's ``setup``/``teardown`` around it and its ``prepare``/
-``cleanup`` before and after. A run that fails or hangs under the tracer is kept and shown, with
-its exit code. The report's table is per candidate against the baseline: each syscall's calls
-per start (the mean over the traced runs), the difference, whether every candidate run lies
-outside the baseline runs' range, the failed calls and each variant's share of the time spent in
-syscalls; the biggest changes first. ``profile: [cpu]`` samples more runs with perf
-(``patchbench.measure.cpuprofile``): the functions whose share changed most, and a differential
-flame graph."""
+readers of saved runs (diff, merge, the exports). Details: docs/internals.md."""
 
 from __future__ import annotations
 
 import random
 import re
-import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Annotated, Any
 
 from pydantic import Field
 
+from patchbench.analysis import stats
 from patchbench.measure import cpuprofile, syscalls
 from patchbench.measure.bench import Cell, Invocation
 from patchbench.report import charts
@@ -90,6 +79,34 @@ def record(variant: str, cell: str, index: int, t: syscalls.Trace, *, oci: bool)
 TRACERS = {"strace": syscalls.SHOWN, "bpftrace": syscalls.BPFTRACE_SHOWN}
 
 
+def _each_run(ctx: ScenarioContext[Any], cells: Sequence[Cell],
+              expand: Callable[[Cell], Invocation], runs: int, seed: int, what: str,
+              how: str) -> Iterator[tuple[int, Cell, Invocation]]:
+    """Every cell ``runs`` times, the cells in a seeded order each time, each run between its
+    setup and its teardown: (run, cell, invocation) while the caller runs it."""
+    sc = ctx.scenario
+    timeout = sc.timeout * TRACE_SLOWDOWN
+    log = ctx.workdir / f"{sc.name}.profile.log"
+    rng = random.Random(ctx.seed + seed)
+    for i in range(runs):
+        order = list(cells)
+        rng.shuffle(order)
+        for cell in order:
+            inv = expand(cell)
+            for argv in inv.setup:
+                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
+            try:
+                yield i, cell, inv
+            finally:
+                for argv in inv.teardown:
+                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
+        progress.step(sc.name, f"{what} run {i + 1}/{runs} of {len(cells)} cells ({how})")
+
+
+def _slug(cell: Cell, i: int) -> str:
+    return cell.label.replace(" ", "_").replace("=", "") + f"-{i}"
+
+
 def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
                 expand: Callable[[Cell], Invocation], runs: int, *, oci: bool,
                 tracer: str = "strace") -> tuple[Profile, list[str]]:
@@ -101,38 +118,22 @@ def trace_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
     sc = ctx.scenario
     timeout = sc.timeout * TRACE_SLOWDOWN
     log = ctx.workdir / f"{sc.name}.profile.log"
-    rng = random.Random(ctx.seed + 104729)
     out: list[TracedRun] = []
     warnings: list[str] = []
-    for i in range(runs):
-        order = list(cells)
-        rng.shuffle(order)
-        for cell in order:
-            inv = expand(cell)
-            slug = cell.label.replace(" ", "_").replace("=", "")
-            where = ctx.workdir / f"{sc.name}-profile" / f"{slug}-{i}"
-            for argv in inv.setup:
-                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
-            try:
-                if inv.prepare:
-                    cmd.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout,
-                                log=log, check=False)
-                t = (syscalls.trace_bpftrace if tracer == "bpftrace" else syscalls.trace)(
-                    inv.command, where, env=inv.env, timeout=timeout)
-                if inv.cleanup:
-                    cmd.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout,
-                                log=log, check=False)
-            finally:
-                for argv in inv.teardown:
-                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
-            run = record(cell.variant, cell.label, i, t, oci=oci)
-            out.append(run)
-            if run.exit_code is None:
-                warnings.append(f"{sc.name} {cell.label}: traced run {i} hung past {timeout:g} s "
-                                f"under {tracer} and was killed")
-            elif run.exit_code != 0:
-                warnings.append(f"{sc.name} {cell.label}: traced run {i} exited {run.exit_code}")
-        progress.step(sc.name, f"traced run {i + 1}/{runs} of {len(cells)} cells ({tracer})")
+    for i, cell, inv in _each_run(ctx, cells, expand, runs, 104729, "traced", tracer):
+        if inv.prepare:
+            cmd.run(["sh", "-c", inv.prepare], env=inv.env, timeout=timeout, log=log, check=False)
+        t = syscalls.trace(inv.command, ctx.workdir / f"{sc.name}-profile" / _slug(cell, i),
+                           tracer=tracer, env=inv.env, timeout=timeout)
+        if inv.cleanup:
+            cmd.run(["sh", "-c", inv.cleanup], env=inv.env, timeout=timeout, log=log, check=False)
+        run = record(cell.variant, cell.label, i, t, oci=oci)
+        out.append(run)
+        if run.exit_code is None:
+            warnings.append(f"{sc.name} {cell.label}: traced run {i} hung past {timeout:g} s "
+                            f"under {tracer} and was killed")
+        elif run.exit_code != 0:
+            warnings.append(f"{sc.name} {cell.label}: traced run {i} exited {run.exit_code}")
     return Profile(tracer=TRACERS[tracer], runs=out), warnings
 
 
@@ -145,33 +146,19 @@ def sample_cells(ctx: ScenarioContext[Any], cells: Sequence[Cell],
     """``runs`` runs of every cell under ``perf record`` (the cells in a seeded order each
     time), their stacks summed per cell; the profile and the warnings."""
     sc = ctx.scenario
-    timeout = sc.timeout * TRACE_SLOWDOWN
-    log = ctx.workdir / f"{sc.name}.profile.log"
-    rng = random.Random(ctx.seed + 130363)
     stacks: dict[str, dict[str, int]] = {c.label: {} for c in cells}
     failed: list[str] = []
-    for i in range(runs):
-        order = list(cells)
-        rng.shuffle(order)
-        for cell in order:
-            inv = expand(cell)
-            slug = cell.label.replace(" ", "_").replace("=", "")
-            for argv in inv.setup:
-                cmd.run(argv, env=inv.env, timeout=timeout, log=log)
-            try:
-                got = cpuprofile.record(inv.command, ctx.workdir / f"{sc.name}-cpu" / f"{slug}-{i}",
-                                        env=inv.env, timeout=timeout, frequency=frequency)
-            finally:
-                for argv in inv.teardown:
-                    cmd.run(argv, env=inv.env, timeout=timeout, log=log, check=False)
-            per = stacks[cell.label]
-            for key, n in got.stacks.items():
-                per[key] = per.get(key, 0) + n
-            if got.exit_code != 0:
-                failed.append(f"{cell.label} run {i}: " + (
-                    "hung under perf (killed)" if got.exit_code is None
-                    else f"exited {got.exit_code}"))
-        progress.step(sc.name, f"sampled run {i + 1}/{runs} of {len(cells)} cells (perf)")
+    for i, cell, inv in _each_run(ctx, cells, expand, runs, 130363, "sampled", "perf"):
+        got = cpuprofile.record(inv.command, ctx.workdir / f"{sc.name}-cpu" / _slug(cell, i),
+                                env=inv.env, timeout=sc.timeout * TRACE_SLOWDOWN,
+                                frequency=frequency)
+        per = stacks[cell.label]
+        for key, n in got.stacks.items():
+            per[key] = per.get(key, 0) + n
+        if got.exit_code != 0:
+            failed.append(f"{cell.label} run {i}: " + (
+                "hung under perf (killed)" if got.exit_code is None
+                else f"exited {got.exit_code}"))
     kept = {label: _capped(per) for label, per in stacks.items()}
     return (CpuProfile(command=cpuprofile.SHOWN.format(freq=frequency), event=cpuprofile.EVENT,
                        frequency=frequency, runs={c.label: runs for c in cells}, stacks=kept,
@@ -433,7 +420,7 @@ def phase_medians(profile: Profile, baseline: str = "") -> dict[str, dict[str, f
     """cell -> phase -> the median over its traced runs that show the phases, for the cells
     with at least MIN_PHASE_RUNS of them (a phase of one start moves by tens of per cent from
     run to run under the tracer: fewer runs say nothing about a cell's phases)."""
-    return {cell: {p: statistics.median(ph[p] for ph in shown) for p in syscalls.PHASES}
+    return {cell: {p: stats.median([ph[p] for ph in shown]) for p in syscalls.PHASES}
             for cell, shown in phase_runs(profile, baseline).items()
             if len(shown) >= MIN_PHASE_RUNS}
 

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -40,14 +40,9 @@ from patchbench.report.blocks import (
 from patchbench.report.kind_blocks import account, links, lost_sigchld
 from patchbench.report.numbers import fmt_p, fmt_time
 from patchbench.results import Record, ScenarioResult
-from patchbench.scenarios.base import (
-    ScenarioContext,
-    ScenarioKind,
-    evidence_summary,
-    header,
-    report_evidence,
-)
-from patchbench.scenarios.steps import ByCount, StepRule
+from patchbench.scenarios import base as common
+from patchbench.scenarios.base import Kind, ScenarioContext, ScenarioKind, plan_steps
+from patchbench.scenarios.steps import ByCount
 from patchbench.util import cmd, progress
 from patchbench.util.limits import MAX_TIMEOUT_S
 
@@ -91,9 +86,6 @@ class SoakConfig(ScenarioConfig):
         if len(set(names)) != len(names):
             raise ValueError("condition names must be unique")
         return self
-
-    def shown_command(self) -> str:
-        return shlex.join(self.command)
 
     def plan_detail(self) -> str:
         budget = f", at most {self.budget_s:g} s per condition" if self.budget_s else ""
@@ -227,12 +219,9 @@ def hangs_of(result: ScenarioResult, variant: str) -> tuple[int, int]:
     return sum(v.hangs for v in per), sum(v.runs for v in per)
 
 
-class SoakKind:
-    name = "soak"
-    config: ClassVar[type[ScenarioConfig]] = SoakConfig
-    result: ClassVar[type[ScenarioResult]] = SoakResult
-    step: ClassVar[StepRule | None] = ByCount(hangs_of)  # a bisect finds the commit that hangs
-
+# a bisect finds the commit that hangs
+class SoakKind(Kind, name="soak", config=SoakConfig, result=SoakResult,
+               step=ByCount(hangs_of)):
     def plan(self, ctx: ScenarioContext[SoakConfig]) -> list[str]:
         sc: SoakConfig = ctx.scenario
         lines = []
@@ -242,12 +231,10 @@ class SoakKind:
                 vals = {**ctx.values(b, Cell(b.variant.name)), "block": "<block>", "rep": "{rep}",
                         "condition": cond.name}
                 tag = f"    [{b.variant.name}]"
-                lines += [f"{tag} setup:    {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                          for a in sc.setup]
+                lines += plan_steps(tag, [("setup", a) for a in sc.setup], vals, sc.name)
                 lines.append(f"{tag} {sc.block} runs: launcher -deadline {sc.timeout:g}s -- "
                              f"{shlex.join(bench.fill_argv(sc.command, vals, sc.name))}")
-                lines += [f"{tag} teardown: {shlex.join(bench.fill_argv(a, vals, sc.name))}"
-                          for a in sc.teardown]
+                lines += plan_steps(tag, [("teardown", a) for a in sc.teardown], vals, sc.name)
         return lines
 
     def run(self, ctx: ScenarioContext[SoakConfig]) -> tuple[SoakResult, list[str]]:
@@ -288,7 +275,7 @@ class SoakKind:
                 hung = hangs.count_hangs(t.codes)
                 fails = Counter(str(c) for c in t.codes if c not in (0, hangs.HANG_EXIT_CODE))
                 ok_times = [x for x, c in zip(t.times, t.codes, strict=True) if c == 0]
-                names, lost = report_evidence(ctx, t.evidence, f"{sc.name}-{cond.name}-{v}",
+                names, lost = common.report_evidence(ctx, t.evidence, f"{sc.name}-{cond.name}-{v}",
                                               summary_lines)
                 per_variant[v] = SoakVariant(
                     runs=len(t.codes), hangs=hung, failures=sum(fails.values()),
@@ -314,9 +301,9 @@ class SoakKind:
                 name=cond.name, summary=cond.summary(), applied=applied.record(), blocks=blocks,
                 wall_s=round(wall, 3), stopped_by=stopped_by, per_variant=per_variant,
                 tests=tests))
-        ev_summary = evidence_summary(ctx, summary_lines)
+        ev_summary = common.evidence_summary(ctx, summary_lines)
         res = SoakResult(
-            **header(sc, sc.shown_command()), order=all_order, deadline_s=sc.timeout,
+            **common.header(sc, sc.shown_command()), order=all_order, deadline_s=sc.timeout,
             block=sc.block, budget_s=sc.budget_s, conditions=out_conditions,
             evidence_summary=ev_summary)
         return res, warnings
@@ -352,6 +339,7 @@ class SoakKind:
         if view is View.PAGE:
             return page(result)
         return report(result, details=view is View.REPORT) if view in MARKDOWN else []
+
 
 def report(result: SoakResult, *, details: bool = True) -> list[Block]:
     """Per condition and variant: hangs N of M with Fisher's p against the baseline,
@@ -393,6 +381,7 @@ def report(result: SoakResult, *, details: bool = True) -> list[Block]:
                 bullets(seen)]
     return [*out, text("Nothing was seen: no hang, leftover or escaped process under any "
                        "condition.")]
+
 
 def page(result: SoakResult) -> list[Block]:
     """Per condition and variant: hangs N of M with Fisher's p, failures, leftovers, escaped

@@ -1,23 +1,5 @@
 """How a bisect or history step judges a kind's result, commit against commit.
-
-A kind that can be bisected names its rule as ``step`` (the ``ScenarioKind`` interface); bisect
-and history reach it through the registry and never ask which kind they measured. Two rules:
-
-- :class:`ByTime`: the round-paired verdict of patchbench.analysis (the one ``compare`` uses),
-  for a kind with cells (``results.TimedResult``): "faster" or "slower" differ (beyond
-  min_effect), "equivalent" shows the two the same (within it), "inconclusive" and "withheld"
-  show nothing.
-- :class:`ByCount`: events the kind counts (hangs), summed over its conditions, by Fisher's exact
-  test: two-sided p < alpha differs. It has no test of equivalence: two counts are never shown
-  the same.
-
-Beside the verdict a pair says which way it shows a difference of any size: the one-sided p of
-the side the estimate is on (time: half the two-sided p of the verdict; counts: Fisher one-sided)
-below the level. A bisect step reads that, once its ends have shown a change beyond min_effect:
-which side of the change a commit is on needs no margin. A comparison is judged at the level it
-is given, for the pair as a whole (a bisect spends its alpha over its looks:
-patchbench/bisect/levels.py). A rule also says how a commit's value is shown, its point on the
-chart by commit, and (counts) how many runs a comparison needs."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

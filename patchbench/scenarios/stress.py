@@ -14,6 +14,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from patchbench.analysis import stats
-from patchbench.config.scenarios import Argv, ScenarioConfig
+from patchbench.config.scenarios import Argv, RoundsConfig
 from patchbench.errors import BenchmarkError, CommandError
 from patchbench.measure import bench
 from patchbench.measure.bench import Cell
@@ -32,18 +33,18 @@ from patchbench.report.numbers import fmt_time
 from patchbench.results import Record, ScenarioResult, ScenarioUpgrade
 from patchbench.scenarios import stress_signals
 from patchbench.scenarios.base import (
+    Kind,
     ScenarioContext,
     ScenarioKind,
     evidence_summary,
     header,
+    plan_steps,
     report_evidence,
     wait_or_capture,
 )
-from patchbench.scenarios.steps import StepRule
 from patchbench.scenarios.stress_signals import SignalCheck, SignalCount
 from patchbench.util import cmd, progress
 from patchbench.util.cmd import Background
-from patchbench.util.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor the runtimes
     from patchbench.build import Built
@@ -51,16 +52,11 @@ if TYPE_CHECKING:  # types only: `invoke list` imports neither the builds nor th
 # --- the config: the keys matrix.yaml gives this kind (registered by patchbench.scenarios) ---
 
 
-class StressConfig(ScenarioConfig):
+class StressConfig(RoundsConfig):
     """Each round launches `instances` copies of `launch`, waits a random delay, applies one of
     `actions` to all of them, then checks with `list` and `fresh`."""
 
     kind: Literal["stress"] = Field(default="stress", description="`stress`.")
-    warmup: int = Field(default=3, ge=0, le=MAX_SAMPLES, description="Not used by this kind.")
-    runs: int = Field(default=30, ge=1, le=MAX_SAMPLES, description=(
-        "Not used by this kind; keep it equal to `rounds` (it must be a multiple of it)."))
-    rounds: int = Field(default=5, ge=1, le=MAX_SAMPLES, description=(
-        "Rounds; each runs every variant once, in a seeded random order."))
     instances: int = Field(default=8, ge=1, description="Instances launched at once per round.")
     delay: tuple[float, float] = Field(default=(0.0, 1.2), description=(
         "[low, high] seconds: the seeded random delay before the action, drawn once per round "
@@ -288,11 +284,10 @@ def _host_left(ctx: ScenarioContext[StressConfig], b: Built, values: dict[str, s
 
 
 def _round(
-    ctx: ScenarioContext[StressConfig], b: Built, rnd: int, values: dict[str, str], where: str, action: str,
-    delay: float, log: Path, seen: set[str] | None, argv_for: Callable[[list[str], int], list[str]],
-    host: str | None = None,
+    ctx: ScenarioContext[StressConfig], b: Built, rnd: int, values: dict[str, str], where: str,
+    action: str, delay: float, log: Path, seen: set[str] | None,
+    argv_for: Callable[[list[str], int], list[str]], host: str | None = None,
 ) -> StressRound:
-
     sc: StressConfig = ctx.scenario
     check = sc.signals
     procs: list[Background] = []
@@ -337,25 +332,52 @@ def _round(
         for out, sent in zip(outputs, signalled, strict=True):
             got = stress_signals.received(out.read_text(errors="replace"), check.ready)
             signals = stress_signals.add(signals, stress_signals.count(check, got if sent else None))
+    after = _after_round(ctx, b, values, where, log, seen, argv_for, host)
+    return StressRound(
+        round=rnd, variant=b.variant.name, action=action, delay_s=round(delay, 4),
+        exit_codes=codes,
+        outcomes=dict(Counter(classify(action, c, sc.exit_labels) for c in codes)),
+        kill_errors=kill_errors,
+        hangs=sum(c is None for c in codes) + kill_hangs + int(after.listing_hang),
+        leftovers=after.leftovers, list_latency_s=after.list_latency, fresh_ok=after.fresh_ok,
+        host=host, signals=signals, not_ready=sum(not x for x in signalled), evidence=evidence)
+
+
+@dataclass(frozen=True)
+class _After:
+    """What a round left: whether the listing hung and how long it took, the leftovers, and
+    whether a fresh instance ran."""
+
+    listing_hang: bool
+    list_latency: float
+    leftovers: list[str]
+    fresh_ok: bool
+
+
+def _after_round(ctx: ScenarioContext[StressConfig], b: Built, values: dict[str, str],
+                 where: str, log: Path, seen: set[str] | None,
+                 argv_for: Callable[[list[str], int], list[str]], host: str | None) -> _After:
+    """After a round: the listing (timed), what is left (the runtime's look, deeper than the
+    listing, which also cleans up; with a host, after its teardown), a fresh instance."""
+    sc = ctx.scenario
     t0 = time.monotonic()
     listing_hang = False
     listed: list[str] = []
     try:
         res = cmd.run(bench.fill_argv(sc.list_cmd, values, where), timeout=sc.timeout,
-                          check=False)
+                      check=False)
         listed = res.stdout.split()
     except CommandError:
         listing_hang = True
     list_latency = time.monotonic() - t0
-    prefix = values["id"] + "-"
     if ctx.runtime is not None:
-        # the runtime looks deeper than the listing (state, cgroups) and can clean up
         leftovers = ctx.runtime.leftovers(b.variant.name, b.bin)
         if host is not None:
             leftovers = without_host(leftovers, host)
         if leftovers and host is None:  # with a host: after its teardown (_exec_round)
             ctx.runtime.cleanup(b.variant.name, b.bin)
     else:
+        prefix = values["id"] + "-"
         leftovers = [f"instance {x}" for x in listed if x.startswith(prefix) and x != host]
     if seen is not None:
         leftovers = [x for x in leftovers if x not in seen]
@@ -363,18 +385,11 @@ def _round(
     fresh_ok = False
     try:
         fresh = cmd.run(argv_for(sc.fresh, sc.instances), timeout=sc.timeout, check=False,
-                            log=log)
+                        log=log)
         fresh_ok = fresh.returncode == 0
     except CommandError:
         pass
-    return StressRound(
-        round=rnd, variant=b.variant.name, action=action, delay_s=round(delay, 4),
-        exit_codes=codes,
-        outcomes=dict(Counter(classify(action, c, sc.exit_labels) for c in codes)),
-        kill_errors=kill_errors,
-        hangs=sum(c is None for c in codes) + kill_hangs + int(listing_hang),
-        leftovers=leftovers, list_latency_s=list_latency, fresh_ok=fresh_ok, host=host,
-        signals=signals, not_ready=sum(not x for x in signalled), evidence=evidence)
+    return _After(listing_hang, list_latency, leftovers, fresh_ok)
 
 
 def evidence_dir_of(ctx: ScenarioContext[StressConfig], b: Built) -> Path:
@@ -382,17 +397,11 @@ def evidence_dir_of(ctx: ScenarioContext[StressConfig], b: Built) -> Path:
     return ctx.workdir / f"{ctx.scenario.name}-evidence" / b.variant.name
 
 
-class StressKind:
-    name = "stress"
-    config: ClassVar[type[ScenarioConfig]] = StressConfig
-    result: ClassVar[type[ScenarioResult]] = StressResult
-    step: ClassVar[StepRule | None] = None  # bisect and history do not judge it
-
+class StressKind(Kind, name="stress", config=StressConfig, result=StressResult):
     def plan(self, ctx: ScenarioContext[StressConfig]) -> list[str]:
         sc: StressConfig = ctx.scenario
         lines = []
-        for b in ctx.built:
-            vals = ctx.values(b, Cell(b.variant.name))
+        for b, vals in ctx.each_build():
             if sc.mode == "exec":
                 vals["host"] = host_name(vals["id"], "{round}")
             steps = [*[("setup", a) for a in sc.setup], *[("host", a) for a in sc.host],
@@ -401,9 +410,7 @@ class StressKind:
                      ("list", sc.list_cmd), ("fresh", sc.fresh),
                      *[("host down", a) for a in sc.host_teardown],
                      *[("teardown", a) for a in sc.teardown]]
-            for label, argv in steps:
-                lines.append(f"  [{b.variant.name}] {label + ':':<9} "
-                             f"{shlex.join(bench.fill_argv(argv, vals, sc.name))}")
+            lines += plan_steps(f"  [{b.variant.name}]", steps, vals, sc.name)
             if sc.signals is not None:
                 lines.append(f"  [{b.variant.name}] signals:  {', '.join(sc.signals.send)} to each "
                              f"launched process once it printed {sc.signals.ready!r}"
@@ -483,26 +490,29 @@ class StressKind:
                                         {v: pb.signals for v, pb in result.per_build.items()})
 
     def blocks(self, result: StressResult, view: View) -> list[Block]:
-        if view is View.PAGE:
-            return page(result)
-        if view is View.SUMMARY:
-            return [summary(result)]
-        if view is View.MERGE:
-            return [across(result)]
-        return report(result, details=view is View.REPORT) if view in MARKDOWN else []
+        if view in MARKDOWN:
+            return report(result, details=view is View.REPORT)
+        return page(result) if view is View.PAGE else [
+            summary(result) if view is View.SUMMARY else across(result)]
+
+
+def builds_table(sc: StressResult, view: View) -> Table:
+    """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes."""
+    page = view is View.PAGE
+    return table(["build", "rounds", "instances", "kill errors", "hangs", "leftovers",
+                  "fresh run failed", "list latency median / max",
+                  "outcomes" if page else "launched command outcomes"],
+                 [[v, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
+                   pb.fresh_failures,
+                   f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
+                   "; ".join(f"{k}: {n}" for k, n in sorted(pb.outcomes.items()))]
+                  for v, pb in sc.per_build.items()], "stress" if page else "")
+
 
 def report(result: StressResult, *, details: bool = True) -> list[Block]:
-    """Per build: rounds, kills, hangs, leftovers, fresh runs, list latency, outcomes; the
-    signal check; the hung instances with their evidence."""
+    """The builds' table; the signal check; the hung instances with their evidence."""
     sc = result
-    rows = [[v, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
-             pb.fresh_failures,
-             f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
-             "; ".join(f"{k}: {n}" for k, n in sorted(pb.outcomes.items()))]
-            for v, pb in sc.per_build.items()]
-    out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
-                               "leftovers", "fresh run failed", "list latency median / max",
-                               "launched command outcomes"], rows)]
+    out: list[Block] = [builds_table(sc, View.REPORT)]
     if any(pb.signals for pb in sc.per_build.values()):
         note = (f" {', '.join(sc.not_forwarded)}: the runtime does not forward it by design; "
                 "a missing one is shown apart and never fails the gate."
@@ -510,22 +520,14 @@ def report(result: StressResult, *, details: bool = True) -> list[Block]:
         out += [text("Signals sent to the launched process once the process inside said it "
                      "was ready, and whether it recorded them:" + note),
                 table(SIGNAL_HEADERS, signal_rows(sc))]
-    return out + round_evidence(
-        [(f"{r.variant} round {r.round}", r.evidence) for r in sc.rounds_detail],
-        sc.evidence_summary)
+    return out + round_evidence(sc)
+
 
 def page(result: StressResult) -> list[Block]:
     sc = result
     if not sc.per_build:
         return []
-    rows = [[build, pb.rounds, pb.instances_killed, pb.kill_errors, pb.hangs, pb.leftovers,
-             pb.fresh_failures,
-             f"{fmt_time(pb.list_latency_median_s)} / {fmt_time(pb.list_latency_max_s)}",
-             "; ".join(f"{o}: {n}" for o, n in sorted(pb.outcomes.items()))]
-            for build, pb in sc.per_build.items()]
-    out: list[Block] = [table(["build", "rounds", "instances", "kill errors", "hangs",
-                               "leftovers", "fresh run failed", "list latency median / max",
-                               "outcomes"], rows, "stress")]
+    out: list[Block] = [builds_table(sc, View.PAGE)]
     sig_rows = signal_rows(sc)
     if sig_rows:
         out += [heading("Signals sent once the process inside was ready"),
@@ -533,11 +535,13 @@ def page(result: StressResult) -> list[Block]:
     return [*out, Chart("stress", partial(charts.stress_chart, sc.model_dump(mode="json")),
                         "How every instance launched in the stress rounds ended, per build.")]
 
+
 def summary(result: StressResult) -> Table:
     """The job summary's row per build: hangs, leftovers, failed fresh runs, kill errors."""
     return table(["stress", "build", "hangs", "leftovers", "fresh run failed", "kill errors"],
                  [[result.name, build, pb.hangs, pb.leftovers, pb.fresh_failures,
                    pb.kill_errors] for build, pb in result.per_build.items()])
+
 
 def across(result: StressResult) -> Across:
     """A merged report's cell per build and machine: hangs / leftovers / failed fresh runs."""

@@ -1,13 +1,5 @@
 """The one wrapper for every external command (git, go, make, hyperfine, runc, docker, ...).
-
-Every call:
-- finds the tool with ``shutil.which`` and says what to install when it is missing;
-- logs ``+ command`` (to stderr when verbose, and to the log file when one is given);
-- runs in its own process group, so a timeout or Ctrl-C kills the whole tree;
-- enforces a timeout;
-- turns failure into one ``CommandError`` (or the error class the caller names) carrying the
-  tail of the output and the path of the full log.
-"""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

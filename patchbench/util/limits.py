@@ -1,14 +1,4 @@
-"""Every size patchbench bounds, in one place.
-
-What a saved run may hold is the results loader's limit (``patchbench.results`` refuses a file
-past it, exit 18). A run that would make more is refused up front, with exit 10 naming the key or
-option, when the matrix and the command line are validated, before anything is fetched or built
-(``patchbench.config``, ``patchbench.cli.spec``): so ``--runs``, a scenario's ``runs``, ``rounds``
-and ``warmup`` are bounded by the samples a cell may hold, a comparison's cells per scenario (its
-variants times a kind's cells per variant) by the cells a scenario may hold, and a ``history``
-range by the cells one measurement may hold. The rest bound time: no timeout is longer than a day.
-docs/security.md lists them all. This module imports nothing, so that the command line's parser
-reads it without loading anything heavy."""
+"""Every size patchbench bounds, in one place. Details: docs/internals.md."""
 
 from __future__ import annotations
 

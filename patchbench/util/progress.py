@@ -1,13 +1,5 @@
 """All progress output goes through here, on stderr: stdout is for results (tables, paths).
-
-- :func:`say` and :func:`step`: progress lines and warnings (always shown);
-- :class:`StatusLine`: one line, rewritten in place (only on a terminal);
-- :class:`BuildTicker`: while a build runs, ``building NAME · 42s · <last line of its log>``
-  (rewritten in place on a terminal, else a plain ``still building ...`` line every 30 s);
-- :class:`RoundProgress`: ``round r/R · elapsed · ETA`` during measurement.
-
-The terminal-only parts are quiet when stderr is not a terminal (CI logs, pipes) or with
-PATCHBENCH_NO_PROGRESS set."""
+Details: docs/internals.md."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
 """Bounded YAML: plain data only, with limits checked on the parser's event stream before any
-node or Python object is built.
-
-An alias bomb ("billion laughs") is a small document whose aliases all point at the same nodes;
-it only explodes when something walks it as a tree (constructing, validating, indexing lines).
-A document nested a hundred thousand levels deep crashes libyaml's composer (a segmentation
-fault, not an exception). So the events are read first, one at a time, keeping for each anchor
-the size of the tree it stands for: the document is refused as soon as its expanded size, its
-depth or its byte length passes a limit, or an alias refers to a node that contains it. Only a
-document within the limits is composed and constructed, with the safe loader (libyaml's when
-PyYAML has it).
-"""
+node or Python object is built. Details: docs/internals.md."""
 
 from __future__ import annotations
 

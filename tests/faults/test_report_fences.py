@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from patchbench.runs import document, summary
+from patchbench.runs import document
 from patchbench.runs.store import load_run
 from patchbench.util.escape import md_code, md_fence
 from tests.faults.trust_support import demo, save
@@ -64,7 +64,7 @@ def test_a_verify_output_cannot_close_its_fence(tmp_path: Path) -> None:
 def test_the_job_summary_keeps_names_in_spans(tmp_path: Path) -> None:
     data = demo()
     data["run_dir"] = "x` <img src=x onerror=alert(1)> `y"
-    text = summary.summary_markdown(data, None)
+    text = document.job_summary(data, None)
     assert "<img" not in live_html(text)
 
 

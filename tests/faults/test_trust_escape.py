@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbench.runs import summary
+from patchbench.runs import document
 from patchbench.util.escape import csv_cell, md_cell, terminal
 from tests.faults.trust_support import demo, diff, export, merge, save
 
@@ -61,7 +61,7 @@ def test_one_runs_job_summary_escapes_names_and_warnings() -> None:
     data["machine"]["cpu_model"] = f"{TAG} | x"
     data["warnings"] = [f"{TAG}|y"]
     data["scenarios"][0]["comparisons"][0]["params"] = PIPE
-    text = summary.summary_markdown(data, [f"gate {TAG}"])
+    text = document.job_summary(data, [f"gate {TAG}"])
     assert "<img src=x" not in text
     assert tables_intact(text)
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from patchbench import config
-from patchbench.bisect import record, run
+from patchbench.bisect import record, run, session
 from patchbench.util.workspace import Workspace
 from tests import support
 from tests.demo_history import DELAY_AT, LOST_WAKEUP_AT, DemoHistory, make_demo_history
@@ -85,6 +85,10 @@ def _project(ws: Workspace) -> config.Project:
     return config.load(ws.matrix)
 
 
+def _probe(project: config.Project, spec: str) -> session.Probe:
+    return session.scenario_of(project, spec)
+
+
 def _max_builds(chain: int) -> int:
     return math.ceil(math.log2(chain - 1)) + 2
 
@@ -104,7 +108,7 @@ def _check_report(folder: Path, rec: record.Bisect, ws: Workspace) -> None:
 
 def test_bisect_names_the_delay_commit_from_time(ws: Workspace,
                                                  demo_history: DemoHistory) -> None:
-    rec, folder = run.bisect(_project(ws), ws, "demo", "v1.0.0", "v1.1.0", "demo-time:start",
+    rec, folder = run.bisect(ws, _probe(_project(ws), "demo-time:start"), "v1.0.0", "v1.1.0",
                              seed=1)
     assert rec.outcome == "found", rec.why
     assert rec.first_bad is not None and rec.first_bad.sha == demo_history.delay
@@ -122,7 +126,7 @@ def test_bisect_names_the_delay_commit_from_time(ws: Workspace,
 
 def test_bisect_names_the_lost_wakeup_commit_from_hangs(ws: Workspace,
                                                         demo_history: DemoHistory) -> None:
-    rec, folder = run.bisect(_project(ws), ws, "demo", "v1.1.0", "main", "demo-hang:start-4",
+    rec, folder = run.bisect(ws, _probe(_project(ws), "demo-hang:start-4"), "v1.1.0", "main",
                              seed=2)
     assert rec.outcome == "found", rec.why
     assert rec.first_bad is not None and rec.first_bad.sha == demo_history.lost_wakeup
@@ -158,7 +162,7 @@ def test_a_bisect_whose_ends_do_not_differ_says_so_and_exits_19(
 def test_history_over_six_commits_shows_the_step(ws: Workspace,
                                                  demo_history: DemoHistory) -> None:
     picked = [0, 4, 8, 12, 16, 20]  # every 4th commit of the range, both ends
-    rec, folder = run.history_run(_project(ws), ws, "demo", [], "demo-time:start",
+    rec, folder = run.history_run(ws, _probe(_project(ws), "demo-time:start"), [],
                                   range_=f"v1.0.0..{demo_history.shas[20]}", every=4, seed=4,
                                   **HISTORY)
     assert [p.commit.sha for p in rec.points] == [demo_history.shas[i] for i in picked]
@@ -174,7 +178,7 @@ def test_history_over_six_commits_shows_the_step(ws: Workspace,
 def test_bisect_dry_run_prints_steps_builds_and_runs(ws: Workspace, demo_history: DemoHistory,
                                                      tmp_path: Path) -> None:
     ws = dataclasses.replace(ws, builds=tmp_path / "builds")  # not the shared one
-    lines = run.plan_bisect(_project(ws), ws, "demo", "v1.0.0", "main", "demo-time:start", 4)
+    lines = run.plan_bisect(ws, _probe(_project(ws), "demo-time:start"), "v1.0.0", "main", 4)
     text = "\n".join(lines)
     assert "34 commits" in text and "steps   6 " in text and "builds  8 variants" in text
     assert "each step: 3 x 30 " in text and "{" not in text
@@ -202,8 +206,7 @@ def test_bisect_descends_into_the_branch_a_merge_brought(tmp_path: Path, go_vers
                                       "scenarios": [TIME]}}})
     ws = Workspace(root=root, matrix=root / "matrix.yaml", builds=tmp_path / "builds",
                    reports=tmp_path / "reports")
-    rec, folder = run.bisect(config.load(ws.matrix), ws, "demo", "v1.0.0", "main",
-                             "demo-time:start", seed=5)
+    rec, folder = run.bisect(ws, _probe(config.load(ws.matrix), "demo-time:start"), "v1.0.0", "main", seed=5)
     assert rec.outcome == "found", rec.why
     assert rec.descended is not None and [m.sha for m in rec.descended] == [hist.merge]
     assert rec.first_bad is not None and rec.first_bad.sha == hist.delay
@@ -218,7 +221,7 @@ def git_sha(repo: Path, ref: str) -> str:
 
 
 def test_history_over_the_tags_matching_a_pattern(ws: Workspace, demo_history: DemoHistory) -> None:
-    rec, folder = run.history_run(_project(ws), ws, "demo", [], "demo-time:start",
+    rec, folder = run.history_run(ws, _probe(_project(ws), "demo-time:start"), [],
                                   tags="v1.*", seed=6, **HISTORY)
     assert [p.commit.sha for p in rec.points] == [demo_history.shas[0], demo_history.shas[16]]
     assert rec.points[1].differs is True  # v1.1.0 has the delay
@@ -227,4 +230,4 @@ def test_history_over_the_tags_matching_a_pattern(ws: Workspace, demo_history: D
     svg = support.page_charts(page)
     assert ">v1.0.0</text>" in svg and ">v1.1.0</text>" in svg  # releases labelled
     with pytest.raises(config.ConfigError, match="no tag of demo matches"):
-        run.history_run(_project(ws), ws, "demo", [], "demo-time:start", tags="v9.*", seed=6)
+        run.history_run(ws, _probe(_project(ws), "demo-time:start"), [], tags="v9.*", seed=6)

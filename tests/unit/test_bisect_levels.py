@@ -170,7 +170,7 @@ def a_bisect(**kw: Any) -> dict[str, Any]:
 def test_bisect_json_keeps_the_rule_it_was_judged_by() -> None:
     old = record.parse_bisect(a_bisect(schema_version=1))
     assert old.rule == record.BISECT1_METHOD and old.spending is None
-    assert "levels:" not in render.bisect_markdown(old)
+    assert "levels:" not in render.markdown(old)
     with pytest.raises(ValidationError, match="schema 1 has no"):
         record.parse_bisect(a_bisect(schema_version=1, method=record.BISECT2_METHOD))
     with pytest.raises(ValidationError, match="of schema 2"):
@@ -256,7 +256,13 @@ def test_an_underpowered_bisect_exits_10_with_the_runs_it_needs(
     rec = record.parse_bisect(a_bisect(
         outcome="underpowered", why="a step needs about 9000 runs of each commit",
         spending={"ends_looks": [1, 2, 4], "ends_level": 0.05 / 3}))
+    from types import SimpleNamespace
+
+    from patchbench.bisect import session
+
     monkeypatch.setattr(bisect_cmd, "load_project", lambda ws: None)
+    monkeypatch.setattr(session, "scenario_of",
+                        lambda project, spec: SimpleNamespace(target="t", spec=spec))
     monkeypatch.setattr(run, "bisect", lambda *a, **kw: (rec, tmp_path))
     with pytest.raises(ConfigError, match="a step needs about 9000 runs") as exc:
         bisect_cmd.do_bisect(None, "t", "a", "b", "c:s", seed=0, budget=4,  # type: ignore[arg-type]

@@ -194,3 +194,25 @@ def test_every_module_name_is_unique() -> None:
         if p.name != "__init__.py":
             seen.setdefault(p.name, []).append(str(p.relative_to(pkg)))
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+# Functions over 80 lines, each with why it is left so (the package's others are shorter).
+LONG_FUNCTIONS = {
+    "build/__init__.py:_build": "one build's steps in order; the build sandbox's rework splits it",
+    "analysis/paired.py:paired_verdict": "the round-paired rule, one derivation read top to "
+                                         "bottom; the verdict rule's rework owns it",
+    "cli/init.py:init": "the init command's steps in order; the scaffolding rework owns it",
+}
+
+
+def test_no_function_is_over_80_lines_without_a_reason() -> None:
+    import ast
+
+    pkg = REPO_ROOT / "patchbench"
+    long = set()
+    for p in pkg.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and \
+                    (node.end_lineno or node.lineno) - node.lineno + 1 > 80:
+                long.add(f"{p.relative_to(pkg).as_posix()}:{node.name}")
+    assert long <= set(LONG_FUNCTIONS), sorted(long - set(LONG_FUNCTIONS))

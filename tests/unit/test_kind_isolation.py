@@ -430,7 +430,7 @@ def test_bisect_judges_and_draws_a_kind_by_its_step_rule(toy: ToyKind,
     assert axis == "leftover rate"
     assert [(p.y, p.title) for p in points] == [
         (0.0, f"{GOOD[:12]} good: leftovers 0 of 10"), (0.9, f"{BAD[:12]} bad: leftovers 9 of 10")]
-    assert "leftover rate" in page_charts(render.bisect_html(rec))
+    assert "leftover rate" in page_charts(render.html(rec))
 
 
 def test_bisect_refuses_a_kind_without_a_step_rule_naming_those_with_one(toy: ToyKind) -> None:
@@ -442,6 +442,11 @@ def test_bisect_refuses_a_kind_without_a_step_rule_naming_those_with_one(toy: To
     class Project:
         def comparison(self, name: str) -> config.Comparison:
             return comp
+
+        def target_of(self, comp: config.Comparison) -> config.NamedTarget:
+            from types import SimpleNamespace
+
+            return config.NamedTarget("t", SimpleNamespace(runtime=None))  # type: ignore[arg-type]
 
     with pytest.raises(errors.ConfigError, match="a toy scenario cannot be bisected") as exc:
         scenario_of(Project(), "c:t")  # type: ignore[arg-type]

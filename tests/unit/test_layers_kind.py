@@ -165,6 +165,6 @@ def test_the_containerd_kinds_need_the_containerd_runtime(tmp_path: Path) -> Non
     for runtime in (None, SimpleNamespace(name="docker-run")):
         with pytest.raises(ConfigError, match="the layers kind needs a target with 'runtime: "
                                               "containerd'"):
-            containerd_runtime(context(tmp_path, runtime), "layers")
+            containerd_runtime(context(tmp_path, runtime))
     rt = ContainerdRuntime()
-    assert containerd_runtime(context(tmp_path, rt), "layers") is rt
+    assert containerd_runtime(context(tmp_path, rt)) is rt

@@ -152,10 +152,10 @@ def test_the_export_of_hyperfine_2_gives_every_run_of_every_metric() -> None:
     got = hyperfine2.runs(result, ["wall", "cpu", "peak-rss"])
     assert got.times == [0.01, 0.03, 0.02] and got.exit_codes == [0, -1, 0]
     assert got.values == {"cpu": [0.002, 0.004, 0.003], "peak-rss": [3e6] * 3}
-    assert hyperfine2.median(result) == 0.02 and hyperfine2.total(result) == pytest.approx(0.06)
+    assert hyperfine2.total(result) == pytest.approx(0.06)
     assert hyperfine2.kept({**result, "summary": {}}) == {"command": "x", "summary": {}}
     old = {"times": [0.01, 0.02], "exit_codes": [0, 0], "median": 0.015, "user": 0.001}
-    assert hyperfine2.runs(old, ["cpu"]).values == {} and hyperfine2.median(old) == 0.015
+    assert hyperfine2.runs(old, ["cpu"]).values == {} and hyperfine2.runs(old).times == [0.01, 0.02]
     broken = {"measurements": [{"time_wall_clock": {"value": 0.01}, "exit_code": 0}]}
     with pytest.raises(BenchmarkError, match="no cpu value for run 1"):
         hyperfine2.runs(broken, ["cpu"])

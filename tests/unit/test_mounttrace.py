@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from patchbench.errors import BenchmarkError
-from patchbench.measure import mounttrace
+from patchbench.measure import mounttrace, syscalls
 
 
 def test_script_follows_roots_and_counts_each_syscall() -> None:
@@ -72,10 +72,10 @@ def test_tracefs_detection(tmp_path: Path) -> None:
     info = tmp_path / "mountinfo"
     info.write_text("22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw\n"
                     "23 22 0:6 / /sys/kernel/debug rw - debugfs debugfs rw\n")
-    assert not mounttrace.tracefs_mounted(info)
+    assert not syscalls.tracefs_mounted(info)
     info.write_text(info.read_text() + "40 22 0:12 / /sys/kernel/tracing rw - tracefs nodev rw\n")
-    assert mounttrace.tracefs_mounted(info)
-    assert not mounttrace.tracefs_mounted(tmp_path / "missing")
+    assert syscalls.tracefs_mounted(info)
+    assert not syscalls.tracefs_mounted(tmp_path / "missing")
 
 
 def test_mount_table_sampler(tmp_path: Path) -> None:

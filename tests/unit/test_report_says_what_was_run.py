@@ -8,7 +8,7 @@ from pathlib import Path
 from patchbench import gate, results
 from patchbench.analysis.rejudge import rejudge
 from patchbench.runs import document
-from patchbench.runs.summary import summary_markdown
+from patchbench.runs.document import job_summary
 from tests.support import REPO_ROOT
 
 RUN = REPO_ROOT / "reports" / "demo" / "20261129T225457Z" / "results.json"
@@ -28,7 +28,7 @@ def test_without_gate_no_report_shows_one() -> None:
     assert res.gate_reasons(gate.failures) is None
     assert "## Gate" not in document.markdown(res, gate=None)
     assert "Gate:" not in _html(res)
-    assert "Gate:" not in summary_markdown(res.dump(), None)
+    assert "Gate:" not in job_summary(res.dump(), None)
 
 
 def test_with_gate_every_report_shows_it() -> None:
@@ -39,7 +39,7 @@ def test_with_gate_every_report_shows_it() -> None:
     assert "## Gate" in md
     assert ("**passed**" in md) == (not reasons)
     assert "Gate:" in _html(res)
-    assert "Gate:" in summary_markdown(res.dump(), reasons)
+    assert "Gate:" in job_summary(res.dump(), reasons)
 
 
 def test_an_old_run_renders_as_before(tmp_path: Path) -> None:

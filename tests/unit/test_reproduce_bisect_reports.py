@@ -48,8 +48,8 @@ def test_there_is_a_committed_bisect_report() -> None:
                                                for p in BISECTS])
 def test_a_committed_bisect_report_rerenders(path: Path) -> None:
     rec = record.parse_bisect(json.loads(path.read_text()))
-    assert (path.parent / "report.md").read_text() == render.bisect_markdown(rec)
-    assert (path.parent / "report.html").read_text() == render.bisect_html(rec)
+    assert (path.parent / "report.md").read_text() == render.markdown(rec)
+    assert (path.parent / "report.html").read_text() == render.html(rec)
     raw = upgraded(json.loads(path.read_text()))
     assert stored(rec.model_dump(mode="json"), raw) == raw
 
@@ -58,7 +58,7 @@ def test_a_committed_bisect_report_rerenders(path: Path) -> None:
                                                  for p in HISTORIES])
 def test_a_committed_history_report_rerenders(path: Path) -> None:
     rec = record.parse_history(json.loads(path.read_text()))
-    assert (path.parent / "report.md").read_text() == render.history_markdown(rec)
-    assert (path.parent / "report.html").read_text() == render.history_html(rec)
+    assert (path.parent / "report.md").read_text() == render.markdown(rec)
+    assert (path.parent / "report.html").read_text() == render.html(rec)
     raw = upgraded(json.loads(path.read_text()))
     assert stored(rec.model_dump(mode="json"), raw) == raw
