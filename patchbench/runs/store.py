@@ -94,7 +94,8 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
     from patchbench.runs import document
 
     run_dir = results_file.parent
-    res = results_mod.load(results_file)  # not UTF-8, not JSON, wrong shape: ReportError
+    # not UTF-8, not JSON, wrong shape: ReportError; an earlier rule's run: judged by the live one
+    res = load_run(results_file)
     comparison = res.comparison
     later = f"invoke report --from {run_dir.name}"
     text = render_checked(lambda r: document.markdown(
