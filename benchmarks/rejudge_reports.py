@@ -1,15 +1,17 @@
-"""Every committed reference report's round-paired comparisons, judged again by the rule of
-results schema 5 from their raw samples: the stored verdict beside the new one.
+"""Every committed reference report's comparisons, judged again by the live rule from their raw
+samples (patchbench.analysis.rejudge, the converter every saved run is read through): the stored
+verdict beside the live one, every changed answer marked.
 
-    python3 benchmarks/rejudge_reports.py [--out FILE]
+    python3 benchmarks/rejudge_reports.py [--out FILE] [--write]
 
-The reports themselves are not changed: a report keeps the verdict of the rule it was made with
-(its ``method``); this table shows where the new rule differs. Comparisons judged by the pooled
-rule (results version 1-2) are left out."""
+``--write`` renders each report's report.md (and report.html where it has one) again from the
+re-judged run, as ``invoke report`` shows it; the results.json files are left as they were
+made (their raw samples and their version are what the converter reads)."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,71 +20,96 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patchbench import results  # noqa: E402
-from patchbench.analysis import paired  # noqa: E402
-from patchbench.report.numbers import fmt_delta  # noqa: E402
-from patchbench.results import PAIRED5_METHOD  # noqa: E402
+from patchbench import gate, results, scenarios  # noqa: E402,F401
+from patchbench.analysis import rejudge  # noqa: E402
+from patchbench.results import TimedResult  # noqa: E402
+from patchbench.runs import document  # noqa: E402
+from tests.support import committed_reports  # noqa: E402
 
 
-def rows(reports: Path) -> list[list[str]]:
+def _ratio(speedup: float, lo: float | None, hi: float | None) -> str:
+    if math.isnan(speedup):
+        return "-"
+    ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else ""
+    return f"{speedup:.3f}{ci}"
+
+
+def rows(paths: Sequence[Path]) -> list[list[str]]:
     out = []
-    for path in sorted(reports.glob("*/*/results.json")):
-        data = results.load(path)
-        for sc in data.scenarios:
-            cells = {c.label: c for c in getattr(sc, "cells", [])}
-            for c in getattr(sc, "comparisons", []):
-                b, k = cells[c.baseline].samples, cells[c.candidate].samples
-                if not c.paired or not set(b.rounds) & set(k.rounds):
-                    continue
-                v = paired.paired_verdict(b.times, b.rounds, k.times, k.rounds, alpha=c.alpha,
-                                          min_effect=c.min_effect)
-                t = paired.paired_verdict(b.times, b.rounds, k.times, k.rounds, alpha=c.alpha,
-                                          min_effect=c.min_effect, method=PAIRED5_METHOD)
-                ci = f" [{v.ci_low:.3f}, {v.ci_high:.3f}]" if v.ci_low and v.ci_high else ""
-                effect = fmt_delta(v.effect_s)
-                if v.effect_ci_low_s is not None and v.effect_ci_high_s is not None:
-                    effect += f" [{fmt_delta(v.effect_ci_low_s)}, {fmt_delta(v.effect_ci_high_s)}]"
-                old_ci = f" [{c.ci_low:.3f}, {c.ci_high:.3f}]" if c.ci_low and c.ci_high else ""
-                same = {"no significant difference": ("equivalent", "inconclusive")}
-                differs = (c.verdict != v.verdict
-                           and v.verdict not in same.get(c.verdict, ()))
-                out.append([
-                    f"{path.parent.parent.name}/{path.parent.name}", sc.name,
-                    c.candidate + (f" {c.params}" if c.params and c.params not in c.candidate
-                                   else ""),
-                    str(c.rounds), f"{c.speedup:.3f}{old_ci}", c.verdict, f"{v.speedup:.3f}{ci}",
-                    effect, str(v.verdict), str(t.verdict),
-                    f"±{v.mde:.1%}" if v.mde is not None else "-",
-                    "**differs**" if differs else "",
-                ])
+    for path in paths:
+        old = results.load(path)
+        new = rejudge.rejudge(old)
+        for so, sn in zip(old.scenarios, new.scenarios, strict=True):
+            if not isinstance(so, TimedResult) or not isinstance(sn, TimedResult):
+                continue
+            for co, cn in zip(so.comparisons, sn.comparisons, strict=True):
+                what = [f"{path.parent.parent.name}/{path.parent.name}", so.name,
+                        co.candidate + (f" {co.params}" if co.params and co.params
+                                        not in co.candidate else "")]
+                stalled = (f"{cn.stalls.baseline}+{cn.stalls.candidate}" if cn.stalls else "0")
+                out.append([*what, "wall", str(cn.rounds), _ratio(co.speedup, co.ci_low,
+                                                                  co.ci_high),
+                            co.verdict, _ratio(cn.speedup, cn.ci_low, cn.ci_high), cn.verdict,
+                            stalled, "**changed**" if co.verdict != cn.verdict else ""])
+                for name, mo in (co.metrics or {}).items():
+                    mn = (cn.metrics or {})[name]
+                    out.append([*what, name, str(mn.rounds),
+                                _ratio(mo.speedup, mo.ci_low, mo.ci_high), mo.verdict,
+                                _ratio(mn.speedup, mn.ci_low, mn.ci_high), mn.verdict, "",
+                                "**changed**" if mo.verdict != mn.verdict else ""])
     return out
+
+
+def write(paths: Sequence[Path]) -> list[Path]:
+    """Render each report again from its re-judged run; the files that changed."""
+    changed = []
+    for path in paths:
+        res = rejudge.rejudge(results.load(path))
+        reasons = res.gate_reasons(gate.failures) if res.gate is True else None
+        md = path.parent / "report.md"
+        text = document.markdown(res, gate=reasons)
+        if md.read_text() != text:
+            md.write_text(text)
+            changed.append(md)
+        page = path.parent / "report.html"
+        timed = any(isinstance(sc, TimedResult) and sc.comparisons for sc in res.scenarios)
+        if page.exists() and timed:  # what the rule shows; the rest is as it was rendered
+            html = document.html(res, gate=res.gate_reasons(gate.failures))
+            if page.read_text() != html:
+                page.write_text(html)
+                changed.append(page)
+    return changed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reports", type=Path, default=ROOT / "reports")
     ap.add_argument("--out", type=Path, help="also write the markdown table to this file")
+    ap.add_argument("--write", action="store_true",
+                    help="render every committed report.md and report.html again")
     args = ap.parse_args(argv)
-    header = ["report", "scenario", "candidate", "R", "old speedup [CI]", "old verdict",
-              "new speedup [CI]", "new effect [CI]", "new verdict", "plain t verdict",
-              "could detect", ""]
-    body = rows(args.reports)
-    lines = ["# The committed reports under the verdict rule of schema 5 "
-             "(benchmarks/rejudge_reports.py)", "",
+    paths = committed_reports("*/*/results.json")
+    header = ["report", "scenario", "candidate", "metric", "R", "stored ratio [CI]",
+              "stored answer", "live ratio [CI]", "live answer", "stalls", ""]
+    body = rows(paths)
+    n_changed = sum(r[-1] == "**changed**" for r in body)
+    lines = ["# The committed reports under the live rule (benchmarks/rejudge_reports.py)", "",
              "Command: `python3 benchmarks/rejudge_reports.py"
-             + (" --out ..." if args.out else "") + "`", "",
-             "Old: the stored verdict (schema 3-4: per-round medians, min_effect on the ratio "
-             "scale). New: per-round means of logs, min_effect on the log scale tested with the "
-             "interval, TOST for equivalence, skewness-corrected (the t and Hall's "
-             "transformation must both reject; `paired.METHOD`); plain t: the same without the "
-             "correction (`PAIRED5_METHOD`, the first schema-5 records). \"No significant "
-             "difference\" now splits into equivalent and inconclusive; **differs** marks any "
-             "other change.", "",
+             + (" --out ..." if args.out else "") + (" --write" if args.write else "") + "`", "",
+             "Stored: the answer and ratio of the rule each run was judged by (its `method`: "
+             "the pooled rule of results version 1-2, per-round medians of 3-4, the rules of "
+             "5-7). Live: the same run read today, every comparison judged again from its raw "
+             "samples by the live rule (`patchbench.analysis.rejudge`): runs past 5x the median "
+             "counted apart (**stalls**: baseline+candidate), the widened standard error's "
+             "degrees of freedom cut, the other metrics called only when the gated ones "
+             "changed. \"No significant difference\" (results version 1-4) is split into "
+             "equivalent and inconclusive since version 5; it is marked changed too.", "",
              "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in body]
-    n_diff = sum(r[-1] == "**differs**" for r in body)
-    lines += ["", f"{len(body)} comparisons; the new rule differs from the stored verdict in "
-              f"{n_diff} (beyond splitting \"no significant difference\")."]
+    lines += ["", f"{len(body)} answers (wall time and every metric of every comparison); "
+              f"{n_changed} changed."]
+    if args.write:
+        changed = write(paths)
+        lines += ["", f"Rendered again: {len(changed)} files."]
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:

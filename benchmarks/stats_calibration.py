@@ -11,6 +11,7 @@ explains. Models, columns and the recorded runs: docs/statistics.md ("Calibratio
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import multiprocessing
 import os
@@ -18,7 +19,7 @@ import platform
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,6 @@ if str(ROOT) not in sys.path:
 from patchbench.analysis import paired, sequential, stats  # noqa: E402
 from patchbench.analysis.paired import Verdict  # noqa: E402
 from patchbench.measure import bench  # noqa: E402
-from patchbench.results import PAIRED5_METHOD, PAIRED5_SKEW_METHOD  # noqa: E402
 
 BASE_MEDIAN = 0.126
 ALPHA = 0.05
@@ -49,12 +49,29 @@ REAL_MISS_P = 0.001
 # baseline times, rounds, candidate times, rounds, and the signs of the boundaries between
 # neighbouring rounds (paired.neighbour_signs) of the order the blocks ran in
 Sim = tuple[list[float], list[int], list[float], list[int], dict[int, int]]
-# --contrast: an earlier rule run on the same replicates (its method, how the report names it)
+# --contrast: an earlier rule run on the same replicates (how the report names it)
 CONTRASTS = {
-    "t": (PAIRED5_METHOD, "the plain t of the first schema-5 records (`PAIRED5_METHOD`)"),
-    "skew": (PAIRED5_SKEW_METHOD, "the skewness correction before the jackknife "
-                                  "(`PAIRED5_SKEW_METHOD`)"),
+    "v7": "the rule of results version 7 (the widened standard error without its degrees of "
+          "freedom cut)",
 }
+
+
+@contextlib.contextmanager
+def earlier(name: str) -> Iterator[None]:
+    """The live rule as it stood before a change (``name`` of :data:`CONTRASTS`), for a
+    contrast on the same replicates: version 7 took the widened standard error with R - 1
+    degrees of freedom."""
+    live = paired.widened
+
+    def v7(d: np.ndarray, ids: Sequence[int], signs: dict[int, int] | None
+           ) -> tuple[float, float]:
+        return live(d, ids, signs)[0], float(d.size - 1)
+
+    paired.widened = v7  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        paired.widened = live
 
 
 def lognormal_sigma(cv: float) -> float:
@@ -189,6 +206,25 @@ def model_ar1_runs(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
     return _pack(BASE_MEDIAN * np.exp(b), BASE_MEDIAN * factor * np.exp(c), pos)
 
 
+def model_ar1_runs_08(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
+    """``ar1-runs`` at rho 0.8: the shared noise reaches over several blocks."""
+    b, c, pos = _sequence(rng, rounds, _ar1(0.8, lognormal_sigma(0.05)), per_run=True)
+    return _pack(BASE_MEDIAN * np.exp(b), BASE_MEDIAN * factor * np.exp(c), pos)
+
+
+STALL_RATE = 0.01
+STALL_FACTOR = 10.0
+
+
+def model_stalls(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
+    """``lognormal`` with rare stalls: 1 % of the runs of either variant take 10x as long."""
+    bt, br, ct, cr, signs = model_lognormal(rng, rounds, factor)
+    b, c = np.asarray(bt), np.asarray(ct)
+    b = np.where(rng.random(b.size) < STALL_RATE, STALL_FACTOR * b, b)
+    c = np.where(rng.random(c.size) < STALL_RATE, STALL_FACTOR * c, c)
+    return b.tolist(), br, c.tolist(), cr, signs
+
+
 def model_random_walk(rng: np.random.Generator, rounds: int, factor: float) -> Sim:
     """CV 5 %, the machine's speed a random walk over the blocks (steps of sd 2 %)."""
     b, c, pos = _sequence(rng, rounds, lambda z: np.cumsum(0.02 * z), per_run=False)
@@ -273,6 +309,8 @@ MODELS: dict[str, tuple[Model, tuple[int, ...], bool]] = {  # the full grid
     "t3": (model_t3, ROUNDS, True),
     "random-walk": (model_random_walk, ROUNDS, True),
     "ar1-runs": (model_ar1_runs, ROUNDS, True),
+    "ar1-runs-0.8": (model_ar1_runs_08, ROUNDS, True),
+    "stalls": (model_stalls, ROUNDS, True),
     "bimodal": (model_bimodal, ROUNDS, True),
     "cold-short": (model_cold_short, SHORT_ROUNDS, True),
     "cold-unwarmed": (model_cold_unwarmed, SHORT_ROUNDS, True),
@@ -283,7 +321,7 @@ RUNS_OF = {"cold-short": SHORT, "cold-unwarmed": SHORT}
 CONTRAST_MODELS = ("cold-unwarmed",)
 # models whose true effect in time is known at every factor (the baseline's geometric mean does
 # not drift): there the effect's interval is checked too; elsewhere at 1.00 (no effect) only
-MS_KNOWN = ("lognormal", "shape", "position", "shuffled", "t3", "bimodal")
+MS_KNOWN = ("lognormal", "shape", "position", "shuffled", "t3", "bimodal", "stalls")
 # (the cold models' baseline level drifts per block: the effect in time is checked at 1.00)
 
 
@@ -316,8 +354,16 @@ def tally(t: Tally, v: paired.PairedVerdict, truth: float, prefix: str = "",
               and v.effect_ci_low_s <= truth_s <= v.effect_ci_high_s)
 
 
+def live(bt: list[float], br: list[int], ct: list[float], cr: list[int], *, alpha: float,
+         signs: dict[int, int] | None) -> paired.PairedVerdict:
+    """The verdict of the live rule: every run judged (stalls are judged apart by the gate
+    only, benchmarks/gate_calibration.py)."""
+    return paired.paired_verdict(bt, br, ct, cr, alpha=alpha, min_effect=MIN_EFFECT,
+                                 signs=signs)
+
+
 def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
-             old: bool, contrast: str = "t") -> Tally:
+             old: bool, contrast: str = "v7") -> Tally:
     fn = MODELS[model][0]
     rng = np.random.default_rng([seed, list(MODELS).index(model), rounds,
                                  FACTORS.index(factor)])
@@ -327,17 +373,16 @@ def run_cell(model: str, rounds: int, factor: float, replicates: int, seed: int,
                else 0.0 if factor == 1.0 and MODELS[model][2] else None)
     for _ in range(replicates):
         bt, br, ct, cr, signs = fn(rng, rounds, factor)
-        v = paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT,
-                                  signs=signs)
+        v = live(bt, br, ct, cr, alpha=ALPHA, signs=signs)
         t.n += 1
         tally(t, v, truth, truth_s=truth_s)
         t.add("drift", v.drift is not None and v.drift.flagged)
         if v.mde is not None:
             t.mdes.append(v.mde)
         if old:  # an earlier rule (--contrast), on the same replicates
-            tally(t, paired.paired_verdict(bt, br, ct, cr, alpha=ALPHA, min_effect=MIN_EFFECT,
-                                           method=CONTRASTS[contrast][0]), truth, "t ",
-                  truth_s=truth_s)
+            with earlier(contrast):
+                tally(t, live(bt, br, ct, cr, alpha=ALPHA, signs=signs), truth, "t ",
+                      truth_s=truth_s)
     return t
 
 
@@ -362,8 +407,7 @@ def stop(sim: Sim, looks: Sequence[int], level: float, target: float
     """The verdict where ``--until-ci`` stops on this replicate (every look at ``level``)."""
     for done in looks:
         bt, br, ct, cr, signs = _cut(sim, done)
-        v = paired.paired_verdict(bt, br, ct, cr, alpha=level, min_effect=MIN_EFFECT,
-                                  signs=signs)
+        v = live(bt, br, ct, cr, alpha=level, signs=signs)
         d = sequential.decide(looks, done, [sequential.half_width(v.ci_low, v.ci_high)], target)
         if not d.add:
             return v, done, d.reason
@@ -521,8 +565,8 @@ def report(cells: dict[tuple[str, int, float], Tally], models: Models, args: arg
            stopping: dict[tuple[str, int, float, float], Tally] | None = None,
            load: tuple[Sequence[float], Sequence[float]] | None = None) -> tuple[str, bool]:
     rows, checks = evaluate(cells, models)
-    contrast = getattr(args, "contrast", "t")
-    old = CONTRASTS[contrast][1]
+    contrast = getattr(args, "contrast", "v7")
+    old = CONTRASTS[contrast]
     srows: list[list[str]] = []
     if stopping:
         srows, schecks = evaluate_stopping(stopping)
@@ -604,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the markdown table to this file")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (1)")
     ap.add_argument("--no-stopping", action="store_true", help="leave out the stopping cells")
-    ap.add_argument("--contrast", choices=list(CONTRASTS), default="t",
+    ap.add_argument("--contrast", choices=list(CONTRASTS), default="v7",
                     help="the earlier rule run on the same replicates (t)")
     args = ap.parse_args(argv)
     if args.replicates < 1:

@@ -161,7 +161,7 @@ def compare(project: Project, ws: Workspace, name: str, sw: Switches | None = No
             alpha=comp.alpha)
 
     measured = harness.measure(setup, chosen, built, workdir=workdir, layout=ws.layout,
-                               seed=seed, extra_files=extra_files, until=until)
+                               seed=seed, extra_files=extra_files, until=until, gated=gated)
     res = results.Results(
         tool=f"patchbench {__version__}", comparison=name, description=comp.description,
         target=target.name, url=target.spec.url, ref=target.spec.ref, commit=target.spec.commit,

@@ -33,7 +33,7 @@ from patchbench.util import limits
 from patchbench.util.files import is_sha256
 from patchbench.util.models import NAME_RE
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 SCHEMA_HISTORY = {
     1: "first version: per scenario, cells with raw samples (times, exit codes, rounds, "
     "hyperfine JSON) and baseline/candidate comparisons",
@@ -50,6 +50,10 @@ SCHEMA_HISTORY = {
     7: "short blocks: the runs that begin every block (block_warmup) recorded apart from the "
     "timed ones (warmup_times, warmup_metrics, warmup_rounds); --budget's candidates decided "
     "before the end (dropped)",
+    8: "one live rule (PAIRED7_METHOD): runs past 5x the median counted as stalls (stalls), "
+    "judged apart by the gate; the widened standard error's degrees of freedom cut; the other "
+    "metrics called only when the gated ones changed; older records re-judged by it at load; "
+    "the machine's fingerprint fields (microcode, numa_nodes, instance_type)",
 }
 
 # What a saved run may hold (docs/security.md) is util/limits.py's MAX_*: a file past them is
@@ -78,9 +82,17 @@ PAIRED6_METHOD = ("round-paired t on per-round mean log times (ratio of geometri
                   "must both reject), the standard error widened for noise shared by "
                   "neighbouring rounds; the effect in time from the ratio and the baseline's "
                   "geometric mean; beyond min_effect by a one-sided test, equivalent by TOST")
-# the skewness-corrected rules
-SKEW_METHODS = (PAIRED5_SKEW_METHOD, PAIRED5_JACK_METHOD, PAIRED6_METHOD)
-RULE5_METHODS = (PAIRED5_METHOD, *SKEW_METHODS)
+PAIRED7_METHOD = ("round-paired t on per-round mean log times (ratio of geometric means), "
+                  "skewness-corrected with a jackknifed skewness (t "
+                  "and Hall's transformation must both reject), the standard error widened for "
+                  "noise shared by neighbouring rounds and its degrees of freedom cut by the "
+                  "widening; the effect in time from the ratio and the baseline's geometric mean; "
+                  "beyond min_effect by a one-sided test, equivalent by TOST; the other metrics "
+                  "called only when the gated ones changed (Holm among them)")
+# the rules of results versions 1 to 7, which records made before version 8 name (``method``):
+# such a record is judged again by the live rule when read (patchbench.analysis.rejudge)
+EARLIER_METHODS = (POOLED_METHOD, PAIRED5_METHOD, PAIRED5_SKEW_METHOD, PAIRED5_JACK_METHOD,
+                   PAIRED6_METHOD)
 
 
 class _Rec(BaseModel):
@@ -247,6 +259,23 @@ class Also(_Rec):
     disagree: str
 
 
+class Stalls(_Rec):
+    """patchbench.analysis.stalls.Stalls (version 8): runs of a comparison at least ``factor``
+    times the median of both variants' runs, counted; the gate judges them apart (its call on
+    ``speedup``, ``low`` and ``high``, the runs that did not stall)."""
+
+    baseline: int
+    baseline_runs: int
+    candidate: int
+    candidate_runs: int
+    threshold_s: float
+    p_more: float | None
+    factor: float
+    speedup: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+
 class Pooled(_Rec):
     """The pooled rule's figures (patchbench.analysis.stats.compare), descriptive only since version 3."""
 
@@ -337,17 +366,13 @@ class Verdict(_Rec):
     effect_ci_high_s: float | None = None
     resolution_s: float | None = None
     also: Also | None = None  # PAIRED6_METHOD, when the variants' shapes differ
+    stalls: Stalls | None = None  # version 8: runs counted apart as stalls (None: none)
     # version 6: every metric other than wall time, judged alike; None: wall time only
     metrics: dict[MetricName, MetricVerdict] | None = None
 
     @property
     def paired(self) -> bool:
         return self.rounds is not None
-
-    @property
-    def rule5(self) -> bool:
-        """Judged by the rule of schema 5 (docs/statistics.md), not by an older one."""
-        return self.method in RULE5_METHODS
 
 
 class Rate(_Rec):
@@ -578,7 +603,7 @@ class Results(_Rec):
     # the scenario entries' schema is built at first use, from the kinds registered by then
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    schema_version: Literal[7] = 7
+    schema_version: Literal[8] = 8
     schema_history: dict[str, str] = Field(
         default_factory=lambda: {str(k): v for k, v in SCHEMA_HISTORY.items()})
     tool: str
@@ -723,8 +748,18 @@ def upgrade_v6(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade_v7(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 7 file as version 8: no stalls counted (``stalls`` null) and no machine
+    fingerprint beyond what ``machine`` holds; its verdicts keep the rule they were judged by
+    (``method``) until re-judged (patchbench.analysis.rejudge, at load)."""
+    out = dict(data)
+    out["schema_version"] = 8
+    out["schema_history"] = {str(k): v for k, v in SCHEMA_HISTORY.items()}
+    return out
+
+
 UPGRADES = {1: upgrade_v1, 2: upgrade_v2, 3: upgrade_v3, 4: upgrade_v4, 5: upgrade_v5,
-            6: upgrade_v6}
+            6: upgrade_v6, 7: upgrade_v7}
 
 
 def upgrade(data: dict[str, Any], version: int) -> dict[str, Any]:
@@ -762,6 +797,12 @@ def problems(res: Results) -> list[str]:
     if "cpu_count" in m and m["cpu_count"] is not None and not _number(
             m["cpu_count"], integer=True, low=1):
         out.append("machine.cpu_count: not a whole number of 1 or more")
+    if "numa_nodes" in m and m["numa_nodes"] is not None and not _number(
+            m["numa_nodes"], integer=True, low=1):
+        out.append("machine.numa_nodes: not a whole number of 1 or more")
+    for key in ("microcode", "instance_type", "class"):
+        if m.get(key) is not None and not (isinstance(m[key], str) and len(m[key]) <= 64):
+            out.append(f"machine.{key}: not a text of at most 64 characters")
     for variant, man in res.builds.items():
         arts = man.get("artifacts", {})
         if not isinstance(arts, dict):

@@ -1,17 +1,28 @@
-"""The A/B gate's rule for one comparison: non-inferiority against a margin. A candidate passes
-when its interval excludes a slowdown beyond the margin, fails when it lies wholly beyond it, and
-is undecided otherwise; undecided comparisons get more rounds (the looks of
-patchbench.analysis.sequential, alpha spent over them) until they are decided or the budget is
-spent. How many rounds a margin needs at a comparison's noise is said from its first look."""
+"""The A/B gate's rule, in one place: what the gate says of one gated metric of one comparison,
+at a look while measuring (scenarios/budget.py) and on the saved run (patchbench.gate, which only
+selects the gated metrics and adds each kind's own checks).
+
+Non-inferiority against a margin: a candidate **passes** when its one-sided bound of the slowdown
+at the look's level lies below the margin, **fails** when the other bound lies above it, and is
+**undecided** otherwise (more rounds at the planned looks, patchbench.analysis.sequential; at the
+last look it fails closed unless allowed). Wall time is called on the runs that did not stall
+(patchbench.analysis.stalls), and a candidate that stalls more often than the baseline (Fisher's
+exact test, one-sided, at the look's level) fails. A false pass needs a candidate's bound to be
+wrong at some look: at most alpha, whatever the number of candidates and metrics (the gate passes
+only when every one passes, an intersection-union test, so there is no multiplicity correction,
+and none is applied). How many rounds a margin needs at a comparison's noise is said from its
+first look."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from patchbench.analysis import stats
-from patchbench.results import PAIRED6_METHOD, Results, TimedResult
+from patchbench.analysis import stalls, stats
+from patchbench.results import Results
 
 POWER = 0.90  # the chance an unchanged candidate passes, that the rounds needed are quoted at
 # --gate without --max-rounds: looks up to this many times a scenario's configured rounds
@@ -63,13 +74,49 @@ def call(speedup: float, low: float | None, high: float | None, margin: float) -
     return GateCall(state, slow, bounds[0], bounds[1], margin)
 
 
-def sd_per_round(low: float, high: float, rounds: int, level: float) -> float | None:
-    """The sd of the per-round log ratios that a one-sided (1 - ``level``) interval [low, high]
-    of ``rounds`` rounds implies (None when it says nothing)."""
-    if rounds < 2 or not (low > 0 and high > low):
-        return None
-    q = stats.t_ppf(1 - level, rounds - 1)
-    return math.log(high / low) / (2 * q) * math.sqrt(rounds)
+@dataclass(frozen=True)
+class Gated:
+    """One gated metric of one comparison as the rule reads it: its verdict (withheld: too few
+    rounds), the ratio baseline / candidate and its one-sided bounds at the look's ``level``
+    (the 1 - 2 level interval; wall time's of the runs that did not stall), the margin (None:
+    none to call against) and, for wall time, the comparison's stalls."""
+
+    verdict: str
+    speedup: float
+    low: float | None
+    high: float | None
+    margin: float | None
+    level: float
+    rounds: int | None = None
+    min_rounds: int | None = None
+    stalls: stalls.Stalls | None = None
+
+
+def decide(g: Gated) -> tuple[Call, str]:
+    """The gate's call on ``g`` and why, in words."""
+    if g.verdict == "withheld":
+        return Call.UNDECIDED, (f"verdict withheld ({g.rounds} rounds, at least {g.min_rounds} "
+                                "needed)")
+    if g.stalls is not None and stalls_more(g.stalls, g.level):
+        return Call.FAIL, f"stalls more often than the baseline ({g.stalls.text()})"
+    if g.margin is None:
+        return Call.UNDECIDED, ("no margin to call against (min_effect 0 and no gate_margin): "
+                                "give the comparison a gate_margin")
+    c = call(g.speedup, g.low, g.high, g.margin)
+    if c.call is Call.FAIL:
+        return c.call, f"slower than the gate's margin ({c.text()}, one-sided at alpha {g.level:.2g})"
+    if c.call is Call.UNDECIDED:
+        return c.call, f"not shown within the gate's margin in {g.rounds} rounds ({c.text()})"
+    return c.call, f"shown within the gate's margin ({c.text()})"
+
+
+def stalls_more(st: stalls.Stalls | Mapping[str, Any] | None, level: float) -> bool:
+    """Whether the candidate stalls more often than the baseline (Fisher's exact test, one-sided,
+    at ``level``): the gate fails it then, whatever its times say (patchbench.analysis.stalls)."""
+    if st is None:
+        return False
+    p = st.p_more if isinstance(st, stalls.Stalls) else st.get("p_more")
+    return p is not None and p < level
 
 
 def rounds_needed(sd: float, margin: float, level: float, power: float = POWER) -> int:
@@ -113,19 +160,11 @@ def plan(sd: float | None, margin: float, alpha: float, first: int, cap: int, bl
 
 
 def passed_text(results: Results) -> str:
-    """Why a gate that found no failure passed, in a few words: by the margin when the run has
-    comparisons of the current rule (patchbench.gate calls those against it), else as the rule
-    of schema 5 says."""
+    """Why a gate that found no failure passed, in a few words."""
     st = results.settings
-    current = any(c.method == PAIRED6_METHOD for sc in results.scenarios
-                  if isinstance(sc, TimedResult) for c in sc.comparisons)
-    if current:
-        margin = f"the margin (+{st.gate_margin:.1%})" if st.gate_margin else "its margin"
-        if results.gate_allow_inconclusive:
-            return (f"no gated metric of any candidate shown slower than {margin}, every check "
-                    "passed; undecided ones let through (--gate-allow-inconclusive)")
-        return (f"every gated metric of every candidate shown slower by less than {margin}, "
-                "every check passed")
+    margin = f"the margin (+{st.gate_margin:.1%})" if st.gate_margin else "its margin"
     if results.gate_allow_inconclusive:
-        return "no candidate slower, every check passed"
-    return "no candidate slower, inconclusive or withheld, every check passed"
+        return (f"no gated metric of any candidate shown slower than {margin}, every check "
+                "passed; undecided ones let through (--gate-allow-inconclusive)")
+    return (f"every gated metric of every candidate shown slower by less than {margin}, "
+            "every check passed")

@@ -98,20 +98,20 @@ def round_means(values: Sequence[float], rounds: Sequence[int]) -> dict[int, flo
 
 def judge(name: str, base: Sequence[float], base_rounds: Sequence[int], cand: Sequence[float],
           cand_rounds: Sequence[int], *, alpha: float, min_effect: float,
-          min_rounds: int = stats.MIN_ROUNDS, method: str = paired.METHOD) -> dict[str, Any]:
+          min_rounds: int = stats.MIN_ROUNDS) -> dict[str, Any]:
     """Metric ``name`` of a candidate against the baseline (one value per run, with its round),
     as results.json's ``MetricVerdict`` holds it: the round-paired verdict of
     :func:`patchbench.analysis.paired.paired_verdict`, the effect in the metric's base unit
     (candidate minus baseline), and each side's mean per run. A ValueError when no round has runs
-    of both. ``method``: the rule (an older one recomputes a saved record judged by it). Metrics
-    are judged without the order's signs (each boundary taken as the worst case), at a look as in
-    the saved verdict."""
+    of both. Metrics are judged without the order's signs (each boundary taken as the worst
+    case), at a look as in the saved verdict; at the metric's own level: the family
+    (:func:`family`) then withdraws the calls it cannot make."""
     m = METRICS[name]
     head = {"metric": name, "unit": m.unit, "baseline": _mean(base), "candidate": _mean(cand),
             "estimand": PER_ROUND if m.round_means else PER_RUN}
     if not m.round_means:
         v = paired.paired_verdict(base, base_rounds, cand, cand_rounds, alpha=alpha,
-                                  min_effect=min_effect, min_rounds=min_rounds, method=method,
+                                  min_effect=min_effect, min_rounds=min_rounds,
                                   unit=m.unit)
         return {**head, **_fields(v)}
     bm, cm = round_means(base, base_rounds), round_means(cand, cand_rounds)
@@ -121,10 +121,10 @@ def judge(name: str, base: Sequence[float], base_rounds: Sequence[int], cand: Se
     zero = [r for r in common if not (bm[r] > 0 and cm[r] > 0)]
     if zero:
         return {**head, **_unjudged(m, bm, cm, common, zero, alpha=alpha, min_effect=min_effect,
-                                    min_rounds=min_rounds, method=method)}
+                                    min_rounds=min_rounds)}
     v = paired.paired_verdict([bm[r] for r in common], common, [cm[r] for r in common], common,
                               alpha=alpha, min_effect=min_effect, min_rounds=min_rounds,
-                              method=method, unit=m.unit)
+                              unit=m.unit)
     return {**head, **_fields(v)}
 
 
@@ -148,8 +148,8 @@ def _fields(v: paired.PairedVerdict) -> dict[str, Any]:
 
 
 def _unjudged(m: Metric, bm: Mapping[int, float], cm: Mapping[int, float], common: list[int],
-              zero: list[int], *, alpha: float, min_effect: float, min_rounds: int,
-              method: str = paired.METHOD) -> dict[str, Any]:
+              zero: list[int], *, alpha: float, min_effect: float, min_rounds: int
+              ) -> dict[str, Any]:
     """A metric with a round whose mean is 0 for a variant: no log ratio, so no verdict beyond
     inconclusive (withheld below ``min_rounds``); the effect (mean of the per-round differences)
     with its t interval, and the ratio of the overall means where both are positive."""
@@ -175,8 +175,73 @@ def _unjudged(m: Metric, bm: Mapping[int, float], cm: Mapping[int, float], commo
         "p_slower": None, "p_faster": None, "p_equivalent": None, "equivalence_low": None,
         "equivalence_high": None, "mde": None, "effect": effect, "effect_ci_low": lo,
         "effect_ci_high": hi, "resolution": None, "rounds": n, "min_rounds": min_rounds,
-        "round_ids": list(common), "round_ratios": [], "note": note, "method": method,
+        "round_ids": list(common), "round_ratios": [], "note": note, "method": paired.METHOD,
     }
+
+
+CHANGED = (paired.Verdict.FASTER, paired.Verdict.SLOWER)
+FAMILY = ("the gated metrics called at alpha (Holm among them when more than one); the other "
+          "metrics called faster or slower only when every gated metric changed, Holm among "
+          "them at alpha: at most alpha that a comparison calls any metric faster or slower "
+          "that did not change beyond its min_effect")
+
+
+FAMILY_SHORT = "at most alpha that any metric is called faster or slower when none changed"
+
+
+def claim_p(rec: Mapping[str, Any]) -> float:
+    """The p of a record's faster or slower call: the larger of the two-sided test's and the
+    one-sided test's beyond the margin (both must reject); 1 for any other verdict."""
+    side = {"slower": rec.get("p_slower"), "faster": rec.get("p_faster")}.get(rec["verdict"])
+    p = rec.get("p_value")
+    if side is None or p is None:
+        return 1.0
+    return max(float(p), float(side))
+
+
+def family(records: Mapping[str, dict[str, Any]], gated: Sequence[str]) -> list[str]:
+    """The calls of one comparison's metrics (``records``: name -> record, each judged at its
+    own alpha; changed in place) made a family whose chance of any false "faster" or "slower" is
+    at most alpha (:data:`FAMILY`; a serial gatekeeping procedure, a closed test): the gated
+    metrics (those of ``gated`` present; every metric when none is) keep their calls, Holm among
+    them when more than one; the others keep a faster or slower call only when every gated
+    metric is called faster or slower and the call survives Holm among the others. A call that
+    does not is inconclusive, with a note saying why; its estimate and interval stay.
+    "Equivalent" answers are each at alpha and stay. Returns the names whose call was
+    withdrawn."""
+    first = [n for n in gated if n in records] or list(records)
+    rest = [n for n in records if n not in first]
+    out = _holm(records, first, "gated metrics")
+    if all(records[n]["verdict"] in CHANGED for n in first):
+        out += _holm(records, rest, "the other metrics")
+        return out
+    for n in rest:
+        rec = records[n]
+        if rec["verdict"] in CHANGED:
+            _withdraw(rec, f"not called {rec['verdict']}: the other metrics are called only "
+                           f"when every gated metric ({', '.join(first)}) changed (one "
+                           "family-wise error rate)")
+            out.append(n)
+    return out
+
+
+def _holm(records: Mapping[str, dict[str, Any]], names: Sequence[str], what: str) -> list[str]:
+    if len(names) < 2:
+        return []
+    adjusted = stats.holm([claim_p(records[n]) for n in names])
+    out = []
+    for n, p_adj in zip(names, adjusted, strict=True):
+        rec = records[n]
+        if rec["verdict"] in CHANGED and not p_adj < rec["alpha"]:
+            _withdraw(rec, f"not called {rec['verdict']} after Holm across the {len(names)} "
+                           f"{what} (adjusted p {p_adj:.2g})")
+            out.append(n)
+    return out
+
+
+def _withdraw(rec: dict[str, Any], why: str) -> None:
+    rec["verdict"] = str(paired.Verdict.INCONCLUSIVE)
+    rec["note"] = f"{rec['note']}; {why}" if rec.get("note") else why
 
 
 DECIDED = (paired.Verdict.FASTER, paired.Verdict.SLOWER, paired.Verdict.EQUIVALENT)

@@ -2,9 +2,10 @@
 over rounds, skewness-corrected (Hall's transformation, the skewness jackknifed over rounds), its
 standard error widened for noise that neighbouring rounds share; the answers faster, slower,
 equivalent (TOST), inconclusive (with the minimum detectable effect) or withheld; the effect in
-seconds from the ratio; the mean and 90th percentile beside it when the shapes differ; a guard for
-zero spread. The rule, its reasons and its calibration: docs/statistics.md. Records judged by an
-earlier method recompute with their own rule."""
+seconds from the ratio (the change of the geometric-mean time); the mean and 90th percentile
+beside it when the shapes differ; a guard for zero spread. The one live rule (``METHOD``): its
+reasons and calibration are in docs/statistics.md; records judged by an earlier rule are judged
+again by it when read (patchbench.analysis.rejudge)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,9 @@ from typing import Any
 import numpy as np
 
 from patchbench.analysis import stats
-from patchbench.results import (
-    PAIRED5_METHOD,
-    PAIRED5_SKEW_METHOD,
-    PAIRED6_METHOD,
-    RULE5_METHODS,
-)
+from patchbench.results import PAIRED7_METHOD
 
-METHOD = PAIRED6_METHOD  # the rule new comparisons are judged by
+METHOD = PAIRED7_METHOD  # the rule new comparisons are judged by
 POWER = 0.80  # the power the minimum detectable effect is quoted at
 # what the rule compares, said in every report judged by it
 ESTIMAND = ("the ratio of the two variants' geometric means (the mean of log times), paired "
@@ -49,10 +45,13 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class PairedVerdict:
-    """One comparison under the schema-5 rule (see the module's docstring). Ratios are
-    baseline / candidate (above 1: the candidate is faster); ``effect_s`` is the mean over rounds
-    of geometric mean(candidate_r) - geometric mean(baseline_r) in seconds (above 0: the
-    candidate is slower), with its (1 - alpha) t interval."""
+    """One comparison under the live rule (see the module's docstring). Ratios are
+    baseline / candidate (above 1: the candidate is faster). ``effect_s`` is the change of the
+    geometric-mean time in seconds, L (1 / speedup - 1) with L the baseline's geometric mean over
+    the paired rounds, its interval the ratio's mapped alike (above 0: the candidate is slower).
+    It is not the change of the mean time: when the variants' spreads differ the two part (the
+    ratio of means is then shown too, ``also``). With zero spread it is the mean per-round
+    difference of the blocks' geometric means, with a t interval."""
 
     speedup: float
     ci_low: float | None
@@ -155,10 +154,11 @@ class Pivot:
     sd: float  # of the per-round d_r (> 0)
     n: int  # rounds
     gamma: float | None = None
+    dof: float | None = None  # the t's degrees of freedom when not n - 1 (:func:`widened`)
 
     @property
-    def df(self) -> int:
-        return self.n - 1
+    def df(self) -> float:
+        return self.n - 1 if self.dof is None else self.dof
 
     def values(self, mu0: float) -> list[float]:
         s = (self.mean - mu0) / self.sd
@@ -301,7 +301,7 @@ def _sample_skewness(d: np.ndarray) -> float:
     return float(float((dev**3).mean()) / m2**1.5 * math.sqrt(n * (n - 1)) / (n - 2))
 
 
-def detectable(se: float, df: int, *, alpha: float, min_effect: float,
+def detectable(se: float, df: float, *, alpha: float, min_effect: float,
                power: float = POWER) -> float:
     """The smallest change (a fraction) that this rule finds with probability ``power`` at this
     standard error: the estimate must pass max(delta + t_{1-alpha} se, t_{1-alpha/2} se) and the
@@ -334,19 +334,15 @@ def paired_verdict(
     base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
     cand_rounds: Sequence[int], *, alpha: float, min_effect: float,
     min_rounds: int = stats.MIN_ROUNDS, drift_threshold: float = stats.DRIFT_ALPHA,
-    method: str = METHOD, signs: Mapping[int, int] | None = None, seed: int = 0,
-    unit: str = "s",
+    signs: Mapping[int, int] | None = None, seed: int = 0, unit: str = "s",
 ) -> PairedVerdict:
-    """Compare two variants round by round under the schema-5 rule. ``*_rounds`` give each run's
-    round number; rounds that only one variant has are left out. ``method`` picks the rule (an
-    older one recomputes the records judged by it). ``signs`` (:func:`neighbour_signs`, from the
+    """Compare two variants round by round by the live rule. ``*_rounds`` give each run's
+    round number; rounds that only one variant has are left out. ``signs`` (:func:`neighbour_signs`, from the
     order the blocks ran in) say how the noise of neighbouring rounds enters their d_r; without
     them every boundary is taken as the worst case. ``seed``: the bootstrap of the 90th
     percentile's interval, when the shapes differ. ``unit``: the values' unit ("s" for times;
     "B" and "count" are exact quantities, which only matters when every round gives the same
     ratio: :func:`_zero_spread`)."""
-    if method not in RULE5_METHODS:
-        raise ValueError(f"unknown rule {method!r}")
     if not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be between 0 and 0.5 (got {alpha})")
     if min_rounds < 2:
@@ -375,28 +371,17 @@ def paired_verdict(
             se_e = sd_e / math.sqrt(n)
             effect_ci = (effect - q * se_e, effect + q * se_e)
         sd = float(d.std(ddof=1))
-        if sd > 0 and method == PAIRED6_METHOD:
-            sd = widened_sd(d, common, signs)
-        if sd > 0 and method == PAIRED5_METHOD:
+        if sd > 0:
+            sd, dof = widened(d, common, signs)
             se = sd / math.sqrt(n)
-            ci = (math.exp(mean - q * se), math.exp(mean + q * se))
-            q2 = stats.t_ppf(1 - alpha, df)
-            eq = (math.exp(mean - q2 * se), math.exp(mean + q2 * se))
-            verdict, p, p_slower, p_faster, p_eq = decide(mean, se, df, alpha=alpha,
-                                                          min_effect=min_effect)
-            mde = detectable(se, df, alpha=alpha, min_effect=min_effect)
-        elif sd > 0:
-            se = sd / math.sqrt(n)
-            skew = (skewness(base, cand, common, d) if method == PAIRED5_SKEW_METHOD
-                    else skewness_jackknife(base, cand, common, d))
-            pv = Pivot(mean, sd, n, skew)
+            pv = Pivot(mean, sd, n, skewness_jackknife(base, cand, common, d), dof)
             lo, hi = pv.interval(alpha)
             ci = (math.exp(lo), math.exp(hi))
             lo2, hi2 = pv.interval(2 * alpha)
             eq = (math.exp(lo2), math.exp(hi2))
             verdict, p, p_slower, p_faster, p_eq = decide_pivot(pv, alpha=alpha,
                                                                 min_effect=min_effect)
-            mde = detectable(se, df, alpha=alpha, min_effect=min_effect)
+            mde = detectable(se, pv.df, alpha=alpha, min_effect=min_effect)
         else:
             verdict, p, ci, effect_ci, res, note = _zero_spread(
                 base, cand, common, d, effect, alpha=alpha, delta=delta, unit=unit,
@@ -406,7 +391,7 @@ def paired_verdict(
             if unit != "s" and ci is not None:  # an exact quantity: its one-sided bounds too
                 eq = ci
     also = None
-    if method == PAIRED6_METHOD and res is None:
+    if res is None:
         # the effect in time from the ratio and the baseline's level, so that it agrees with the
         # ratio and its interval covers as the ratio's does (a mean of per-round differences of
         # geometric means carries each variant's small-sample bias exp(sigma^2 / 2n))
@@ -429,8 +414,7 @@ def paired_verdict(
         min_rounds=min_rounds, round_ids=tuple(common),
         round_ratios=tuple(float(x) for x in np.exp(d)),
         wilcoxon_p=stats.wilcoxon_signed_rank(d.tolist()) if n >= 6 else None,
-        drift=drift_check(base, cand, common, drift_threshold), note=note, method=method,
-        also=also,
+        drift=drift_check(base, cand, common, drift_threshold), note=note, also=also,
     )
 
 
@@ -448,26 +432,38 @@ def neighbour_signs(order: Sequence[Sequence[str]], base: str, cand: str) -> dic
 
 
 def widened_sd(d: np.ndarray, ids: Sequence[int], signs: Mapping[int, int] | None) -> float:
+    """:func:`widened`'s sd."""
+    return widened(d, ids, signs)[0]
+
+
+def widened(d: np.ndarray, ids: Sequence[int], signs: Mapping[int, int] | None
+            ) -> tuple[float, float]:
     """An sd of the per-round d_r such that sd / sqrt(R) is the standard error of their mean
-    allowing for noise that neighbouring rounds share: the machine's state carried from the
-    last block of one round into the first of the next. Each pair of consecutive rounds adds
-    s_r c to the covariance, s_r its sign (:func:`neighbour_signs`; +1 without an order) and c
-    one shared covariance estimated from the signed products of neighbouring deviations over the
-    boundaries that carry it (s_r not 0; with the bias that centring on the sample mean gives
-    them taken out). The variance of the mean
-    is s^2 / R + 2 c sum(s_r) / R^2, never below s^2 / R: a negative estimate or a design whose
-    boundaries mostly cancel leaves the plain standard error."""
+    allowing for noise that neighbouring rounds share, and the degrees of freedom of a t taken
+    with it. The machine's state carries from the last block of one round into the first of the
+    next: each pair of consecutive rounds adds s_r c to the covariance, s_r its sign
+    (:func:`neighbour_signs`; +1 without an order) and c one shared covariance estimated from the
+    signed products of neighbouring deviations over the boundaries that carry it (s_r not 0; with
+    the bias that centring on the sample mean gives them taken out). The variance of the mean is
+    V = s^2 / R + 2 c sum(s_r) / R^2, never below s^2 / R: a negative estimate or a design whose
+    boundaries mostly cancel leaves the plain standard error. c comes from R - 1 products and is
+    far noisier than s^2, so the t's degrees of freedom are cut by the widening:
+    (R - 1) (s^2 / (R V))^3, at least 1 (R - 1 when nothing is added). Calibrated under AR(1) noise of the
+    runs at rho 0.5 and 0.8 (docs/statistics.md): without the cut, the interval covered 93.4 %
+    at rho 0.8 and 10 rounds."""
     n = d.size
     s2 = float(d.var(ddof=1))
     pairs = [(i, signs.get(ids[i], 0) if signs is not None else 1)
              for i in range(n - 1) if ids[i + 1] == ids[i] + 1]
     total = sum(s for _, s in pairs)
     if not pairs or total <= 0 or s2 <= 0:
-        return math.sqrt(s2)
+        return math.sqrt(s2), float(n - 1)
     x = d - d.mean()
     shared = sum(abs(s) for _, s in pairs)  # the boundaries that carry the covariance
     c = (math.fsum(s * float(x[i] * x[i + 1]) for i, s in pairs) + total * s2 / n) / shared
-    return math.sqrt(s2 + 2 * max(0.0, c) * total / n)
+    var = s2 + 2 * max(0.0, c) * total / n
+    # at least 1; rounded down to 0.01 (a little wider, and t's quantiles cached)
+    return math.sqrt(var), max(1.0, math.floor(100 * (n - 1) * (s2 / var) ** 3) / 100)
 
 
 def shapes(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int], *,
@@ -494,9 +490,9 @@ def shapes(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: lis
     n = len(common)
     dm = np.array([math.log(float(base[r].mean()) / float(cand[r].mean())) for r in common])
     mean_ci = None
-    sd = widened_sd(dm, common, signs) if dm.std(ddof=1) > 0 else 0.0
+    sd, dof = widened(dm, common, signs) if dm.std(ddof=1) > 0 else (0.0, n - 1.0)
     if sd > 0:
-        q = stats.t_ppf(1 - alpha / 2, n - 1) * sd / math.sqrt(n)
+        q = stats.t_ppf(1 - alpha / 2, dof) * sd / math.sqrt(n)
         mean_ci = (math.exp(dm.mean() - q), math.exp(dm.mean() + q))
     rng = np.random.default_rng([seed, n, 90])
     pick = rng.integers(0, n, (BOOTSTRAP, n))

@@ -48,7 +48,7 @@ def expected_speedup(baseline_medians: Sequence[float], delay: float) -> float:
 
 
 class Judged(Protocol):
-    """What the check reads of a comparison: stats.PairedComparison and results.Comparison."""
+    """What the check reads of a comparison: paired.PairedVerdict and results.Verdict."""
 
     @property
     def speedup(self) -> float: ...

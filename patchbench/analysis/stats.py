@@ -1,9 +1,7 @@
-"""Statistics for A/B samples: summaries, ratio of medians with a bootstrap CI, Mann-Whitney U,
-and a verdict that says "no significant difference" when that is the truth.
-
-The verdict that holds under drift is :func:`paired_rounds` (per-round log ratios, a t interval
-with R-1 degrees of freedom, a drift check); :func:`compare` is the older pooled rule, which takes
-every run as independent and is kept because saved reports recompute from it exactly."""
+"""Statistics for A/B samples: summaries, the ratio of medians with a bootstrap CI, Mann-Whitney U
+(:func:`compare`: the pooled figures every comparison keeps as descriptive, every run taken as
+independent), Holm's adjustment, Fisher's exact test, the Wilcoxon signed-rank test, and Student's
+t and F distributions without scipy. The verdict itself is patchbench.analysis.paired's."""
 
 from __future__ import annotations
 
@@ -185,7 +183,7 @@ def compare(
 ) -> Comparison:
     """The pooled rule: every run taken as independent (Mann-Whitney U and a bootstrap CI of the
     ratio of medians). Runs of one round are consecutive, so drift between blocks makes this rule
-    too confident; :func:`paired_rounds` is the verdict that holds under drift."""
+    too confident; the verdict is the round-paired rule's (patchbench.analysis.paired)."""
     sb, sc = summarize(base), summarize(cand)
     speedup = sb.median / sc.median if sc.median else float("inf")
     ci = bootstrap_ratio_ci(base, cand, seed=seed, level=1 - alpha, resamples=resamples)
@@ -371,20 +369,28 @@ def f_sf(f: float, df1: float, df2: float) -> float:
     return betainc(df2 / 2.0, df1 / 2.0, df2 / (df2 + df1 * f))
 
 
-# --- Exact Wilcoxon signed-rank test ------------------------------------------------------------
+# --- Wilcoxon signed-rank test ----------------------------------------------------------------
+
+WILCOXON_EXACT_MAX = 200  # up to this many non-zero d: the exact distribution; beyond: normal
+
 
 def wilcoxon_signed_rank(d: Sequence[float]) -> float | None:
-    """Two-sided exact p-value of the Wilcoxon signed-rank test that ``d`` is centred on 0.
+    """Two-sided p-value of the Wilcoxon signed-rank test that ``d`` is centred on 0.
 
-    Zeros are dropped (scipy's ``zero_method="wilcox"``); tied |d| get their average rank and the
-    p-value is exact for the ranks as tied (the distribution of W+ over all 2^n sign patterns,
-    counted on doubled ranks so that half ranks stay integers). None when no d is non-zero."""
+    Zeros are dropped (scipy's ``zero_method="wilcox"``); tied |d| get their average rank. Up to
+    :data:`WILCOXON_EXACT_MAX` non-zero d the p-value is exact for the ranks as tied (the
+    distribution of W+ over all 2^n sign patterns, counted on doubled ranks so that half ranks
+    stay integers); beyond it, where 2^n sign patterns overflow a float from about 1,024, the
+    normal approximation with the tie and continuity corrections (scipy's ``method="approx"``,
+    ``correction=True``). None when no d is non-zero."""
     x = np.asarray(d, dtype=float)
     x = x[x != 0]
     n = x.size
     if n == 0:
         return None
-    ranks, _ = _ranks(np.abs(x))
+    ranks, ties = _ranks(np.abs(x))
+    if n > WILCOXON_EXACT_MAX:
+        return _wilcoxon_normal(float(ranks[x > 0].sum()), n, ties)
     doubled = [round(2 * r) for r in ranks]
     total = sum(doubled)
     counts = np.zeros(total + 1, dtype=float)  # counts[w] = sign patterns with 2*W+ = w
@@ -396,6 +402,18 @@ def wilcoxon_signed_rank(d: Sequence[float]) -> float | None:
     low = float(probs[: w + 1].sum())
     high = float(probs[w:].sum())
     return min(1.0, 2.0 * min(low, high))
+
+
+def _wilcoxon_normal(w_plus: float, n: int, ties: np.ndarray) -> float:
+    """The normal approximation of the signed-rank test's two-sided p for W+ = ``w_plus`` of
+    ``n`` non-zero values with groups of tied |d| of sizes ``ties``: mean n(n+1)/4, variance
+    n(n+1)(2n+1)/24 - sum(t^3 - t)/48, a continuity correction of 1/2 towards the mean."""
+    mean = n * (n + 1) / 4.0
+    var = n * (n + 1) * (2 * n + 1) / 24.0 - float((ties**3 - ties).sum()) / 48.0
+    if var <= 0:
+        return 1.0
+    z = max(0.0, abs(w_plus - mean) - 0.5) / math.sqrt(var)
+    return float(min(1.0, math.erfc(z / math.sqrt(2.0))))
 
 
 # --- Round-paired comparison --------------------------------------------------------------------
@@ -444,144 +462,3 @@ def _by_round(times: Sequence[float], rounds: Sequence[int], what: str) -> dict[
         groups.setdefault(int(r), []).append(float(t))
     # sorted, so that the order of the runs within a round cannot change a rounding
     return {r: np.sort(np.asarray(v)) for r, v in groups.items()}
-
-
-def _drift(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], common: list[int],
-           threshold: float) -> DriftCheck | None:
-    blocks = [np.log(g[r]) for r in common for g in (base, cand)]
-    df_within = sum(b.size - 1 for b in blocks)
-    if len(common) < 2 or df_within < 1:
-        return None
-    within = sum(float(((b - b.mean()) ** 2).sum()) for b in blocks) / df_within
-    e = np.array([np.log(base[r]).mean() - np.log(cand[r]).mean() for r in common])
-    observed = float(e.var(ddof=1))
-    expected = within * float(np.mean([1 / base[r].size + 1 / cand[r].size for r in common]))
-    if expected <= 0:  # every block constant (a coarse clock): no noise to compare with
-        return None
-    df_between = len(common) - 1
-    ratio = observed / expected
-    p = f_sf(ratio, df_between, df_within)
-    flagged = p < threshold
-    drift_sd = math.sqrt(max(0.0, observed - expected) / 2)
-    if flagged:
-        meaning = (f"The per-round ratios vary {math.sqrt(ratio):.1f}x more (in sd) than the noise "
-                   f"within rounds explains (F test p = {p:.2g}): the machine's speed changed "
-                   f"between blocks by about {drift_sd * 100:.1f} % (sd), so the runs of one "
-                   "block are not independent; the round-paired CI includes this, the pooled "
-                   "p-value and bootstrap CI do not.")
-    else:
-        meaning = (f"The per-round ratios vary no more than the noise within rounds explains "
-                   f"(F test p = {p:.2g}): no sign of drift between blocks.")
-    return DriftCheck(
-        flagged=flagged, ratio=ratio, p_value=p, observed_sd=math.sqrt(observed),
-        expected_sd=math.sqrt(expected), drift_sd=drift_sd, df_between=df_between,
-        df_within=df_within, threshold=threshold, meaning=meaning,
-    )
-
-
-def drift_check(
-    base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
-    cand_rounds: Sequence[int], *, threshold: float = DRIFT_ALPHA,
-) -> DriftCheck | None:
-    """:class:`DriftCheck` of two variants' runs; None with fewer than 2 common rounds, no block
-    of 2 or more runs, or no variation within any block (nothing to compare with)."""
-    base = _by_round(base_times, base_rounds, "baseline")
-    cand = _by_round(cand_times, cand_rounds, "candidate")
-    return _drift(base, cand, sorted(set(base) & set(cand)), threshold)
-
-
-@dataclass(frozen=True)
-class PairedComparison:
-    """The round-paired verdict. Each round r gives d_r = ln median(baseline_r) -
-    ln median(candidate_r); ``speedup`` = exp(mean d_r) (above 1: the candidate is faster), its CI
-    the t interval on the mean of d_r with R-1 degrees of freedom, exponentiated; ``p_value`` the
-    two-sided one-sample t test of mean d_r = 0. A drift shared by a block cancels in the pairing
-    or shows in the spread of d_r, so the CI holds under drift. With fewer than ``min_rounds``
-    rounds the estimate is given but the verdict is "withheld"."""
-
-    speedup: float
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    verdict: str  # "faster" | "slower" | "no significant difference" | "withheld"
-    alpha: float
-    min_effect: float
-    rounds: int  # rounds with runs of both variants (the pairs used)
-    min_rounds: int
-    round_ids: tuple[int, ...]
-    round_ratios: tuple[float, ...]  # median(baseline_r) / median(candidate_r), per round
-    wilcoxon_p: float | None  # exact signed-rank p on the d_r (R >= 6), descriptive
-    drift: DriftCheck | None
-    note: str  # why the verdict is withheld; "" otherwise
-    method: str = "round-paired t on per-round log ratios of medians"
-
-    @property
-    def withheld(self) -> bool:
-        return self.verdict == "withheld"
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["round_ids"] = list(self.round_ids)
-        d["round_ratios"] = list(self.round_ratios)
-        return d
-
-
-def paired_rounds(
-    base_times: Sequence[float], base_rounds: Sequence[int], cand_times: Sequence[float],
-    cand_rounds: Sequence[int], *, alpha: float, min_effect: float, min_rounds: int = MIN_ROUNDS,
-    drift_threshold: float = DRIFT_ALPHA,
-) -> PairedComparison:
-    """Compare two variants round by round (see :class:`PairedComparison`). ``*_rounds`` give each
-    run's round number; rounds that only one variant has are left out. The verdict rule is the
-    pooled rule's: p < alpha, the (1 - alpha) CI excludes 1, and |speedup - 1| >= min_effect."""
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1 (got {alpha})")
-    if min_rounds < 2:
-        raise ValueError(f"min_rounds must be at least 2 (got {min_rounds})")
-    base = _by_round(base_times, base_rounds, "baseline")
-    cand = _by_round(cand_times, cand_rounds, "candidate")
-    common = sorted(set(base) & set(cand))
-    n_rounds = len(common)
-    if n_rounds == 0:
-        raise ValueError("no round has runs of both variants")
-    d = np.array([math.log(median(base[r])) - math.log(median(cand[r])) for r in common])
-    mean = float(d.mean())
-    speedup = math.exp(mean)
-    ci: tuple[float, float] | None = None
-    p: float | None = None
-    if n_rounds >= 2:
-        sd = float(d.std(ddof=1))
-        if sd > 0:
-            se = sd / math.sqrt(n_rounds)
-            q = t_ppf(1.0 - alpha / 2.0, n_rounds - 1)
-            ci = (math.exp(mean - q * se), math.exp(mean + q * se))
-            p = 2.0 * t_sf(abs(mean) / se, n_rounds - 1)
-        else:  # every round gave the same ratio: no spread to estimate
-            ci = (speedup, speedup)
-            p = 1.0 if mean == 0 else 0.0
-    note = ""
-    if n_rounds < min_rounds:
-        verdict = "withheld"
-        plural = "s" if n_rounds != 1 else ""
-        note = (f"verdict withheld: {n_rounds} round{plural} with runs of both variants, "
-                f"at least {min_rounds} needed for a round-paired verdict")
-    else:
-        assert p is not None and ci is not None
-        verdict = judge(speedup, ci, p, alpha=alpha, min_effect=min_effect)
-    return PairedComparison(
-        speedup=speedup,
-        ci_low=ci[0] if ci else None,
-        ci_high=ci[1] if ci else None,
-        p_value=p,
-        verdict=verdict,
-        alpha=alpha,
-        min_effect=min_effect,
-        rounds=n_rounds,
-        min_rounds=min_rounds,
-        round_ids=tuple(common),
-        round_ratios=tuple(float(x) for x in np.exp(d)),
-        wilcoxon_p=wilcoxon_signed_rank(d.tolist()) if n_rounds >= 6 else None,
-        drift=_drift(base, cand, common, drift_threshold),
-        note=note,
-    )
-

@@ -137,7 +137,7 @@ def _merge(v: Values, project: str | None) -> int:
 
     return runs.do_merge([v["path"], *v["run"]], out=v["out"], summary=v["summary"],
                          gate=v["gate"], allow_differing_builds=v["allow_differing_builds"],
-                         reports=_ws(v, project).reports)
+                         reports=_ws(v, project).reports, classes=v["class_"])
 
 
 def _series(v: Values, project: str | None) -> int:

@@ -9,7 +9,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,10 +25,13 @@ GATE_FAILED_EXIT_CODE = 4
 
 
 def load(path: Path) -> Results:
-    """The one place that reads a saved run: any results version, as the typed results."""
+    """The one place that reads a saved run: any results version, as the typed results, every
+    comparison judged by the live rule (an older one's judged again from its raw samples:
+    patchbench.analysis.rejudge)."""
     from patchbench import results, scenarios  # noqa: F401  (the registry of the kinds' results)
+    from patchbench.analysis.rejudge import rejudge
 
-    return results.load(path)
+    return rejudge(results.load(path))
 
 
 def resolve_run(arg: str, reports: Path) -> Path:
@@ -155,8 +158,21 @@ def do_diff(run_a: str, run_b: str, reports: Path) -> int:
     return 0
 
 
+def parse_classes(given: Sequence[str]) -> dict[str, list[str]] | None:
+    """``--class NAME=LABEL,LABEL`` values as class -> labels (None without any)."""
+    out: dict[str, list[str]] = {}
+    for item in given:
+        name, sep, labels = item.partition("=")
+        members = [x for x in labels.split(",") if x]
+        if not sep or not name or not members or name in out:
+            raise ReportError(f"--class {item!r}: not NAME=LABEL,LABEL,... of a new class",
+                              hint="e.g. --class quiet=a,b --class busy=c")
+        out[name] = members
+    return out or None
+
+
 def do_merge(args: list[str], *, reports: Path, out: str | None, summary: str | None,
-             gate: bool, allow_differing_builds: bool) -> int:
+             gate: bool, allow_differing_builds: bool, classes: Sequence[str] = ()) -> int:
     from patchbench.runs import merge
     from patchbench.runs.store import reserve
     from patchbench.runs.summary import append_text, summary_path
@@ -170,8 +186,9 @@ def do_merge(args: list[str], *, reports: Path, out: str | None, summary: str | 
                           "(docs/security.md: limits)")
     loaded = [(label, load(path)) for label, path in found]
     where = "merge " + " ".join(args)
+    named = parse_classes(classes)
     merged = _checked(where, lambda: merge.merge_runs(
-        loaded, allow_differing_builds=allow_differing_builds))
+        loaded, allow_differing_builds=allow_differing_builds, classes=named))
     merged.errors.extend(errors)
     text = _checked(where, lambda: merge.render_markdown(merged))
     html = _checked(where, lambda: merge.render_html(merged))

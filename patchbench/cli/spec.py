@@ -232,10 +232,14 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("gate", "exit 4 if the gate failed on any machine (or a machine's run ended in an "
              "error)", kind="flag"),
          Opt("allow_differing_builds", "merge even when identical build inputs gave different "
-             "artifacts", kind="flag")),
+             "artifacts", kind="flag"),
+         Opt("class_", "NAME=LABEL,LABEL,...: a class of machines, by the runs' labels (every "
+             "run in one); one verdict across the hosts of each class", kind="list",
+             metavar="NAME=LABELS", default="by machine fingerprint")),
         RUNS_SHARED,
         ("merge runs/ --gate --summary \"$GITHUB_STEP_SUMMARY\"",
-         "merge m7i=reports/demo/20261129T225457Z --run m7a=/tmp/other/demo/20261130T0237Z")),
+         "merge m7i=reports/demo/20261129T225457Z --run m7a=/tmp/other/demo/20261130T0237Z",
+         "merge a=runs/a --run b=runs/b --run c=runs/c --class quiet=a,b --class busy=c")),
     Command(
         "series", "Make or extend a patch series. `series new` copies your own commits from a local "
         "clone as patches (git format-patch, DEP-3 fields filled from each commit); `series add` "

@@ -25,7 +25,7 @@ from patchbench.report.blocks import (
 )
 from patchbench.report.metric_blocks import metric_blocks
 from patchbench.report.numbers import fmt_p, fmt_ratio, fmt_time
-from patchbench.results import Cell, Check, Verdict
+from patchbench.results import Cell, Check, Stalls, Verdict
 
 
 def links(names: list[str], limit: int | None = None) -> list[Inline]:
@@ -72,14 +72,27 @@ def paired_blocks(comparisons: list[Verdict]) -> list[Block]:
         rows.append([c.candidate, str(c.rounds), " ".join(f"{x:.3f}" for x in c.round_ratios),
                      drift, fmt_p(c.wilcoxon_p), pooled])
     what = ("geometric mean baseline / geometric mean candidate in each round; the verdict is "
-            "the t interval on their logs, tested against ±min_effect" if all(c.rule5 for c in comps)
-            else "median baseline / median candidate in each round; the verdict is the t "
-            "interval on their logs")
+            "the t interval on their logs, tested against ±min_effect")
     out: list[Block] = [text(f"Per-round ratios ({what}). Pooled figures assume independent "
                              "runs: descriptive only."),
                         table(["candidate", "rounds", "per-round ratios", "drift between blocks",
                                "Wilcoxon p", "pooled ratio [CI], p (MWU)"], rows)]
+    stalled = [(c.candidate, c.stalls) for c in comps if c.stalls is not None]
+    if stalled:
+        out.append(bullets([stall_text(name, st) for name, st in stalled]))
     return out + estimand_blocks(comps)
+
+
+def stall_text(candidate: str, st: Stalls) -> str:
+    """A comparison's stalls in words: how many, the threshold, what the gate does with them."""
+    bounds = (f" ({_ratio_ci(st.speedup, st.low, st.high)}, its one-sided bounds)"
+              if st.speedup is not None else "")
+    fisher = (f" and asks whether the candidate stalls more (Fisher p {fmt_p(st.p_more)})"
+              if st.p_more is not None else "")
+    return (f"{candidate}: {st.baseline} of {st.baseline_runs} baseline and {st.candidate} of "
+            f"{st.candidate_runs} candidate runs stalled (at least {st.factor:g}× the median, "
+            f"{fmt_time(st.threshold_s)}): kept in the verdict; the gate calls wall time on the "
+            f"other runs{bounds}{fisher}")
 
 
 def _ratio_ci(ratio: float, low: float | None, high: float | None) -> str:

@@ -157,7 +157,7 @@ def where_cpu(c: Verdict) -> str | None:
 def words(c: Verdict, cells: Mapping[str, Cell] | None = None) -> list[str]:
     """What one comparison's metrics say together (empty without metric verdicts); ``cells``
     (label -> cell) give the runs that tell how much of wall time CPU time accounts for."""
-    if not c.metrics or not c.rule5:
+    if not c.metrics:
         return []
     out: list[str] = []
     cpu = c.metrics.get("cpu")

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from patchbench.results import AABuild, MetricVerdict, Pooled, Samples, Verdict
+    from patchbench.results import AABuild, MetricVerdict, Pooled, Verdict
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -133,46 +133,10 @@ def fmt_ratio(c: Verdict | Pooled) -> str:
 
 
 def fmt_verdict(c: Verdict) -> str:
-    """The verdict as stored; schema 5's inconclusive one says what the run could detect."""
-    if c.rule5 and c.verdict == "inconclusive" and c.mde is not None:
+    """The verdict as stored; an inconclusive one says what the run could detect."""
+    if c.verdict == "inconclusive" and c.mde is not None:
         return f"inconclusive (could detect ±{c.mde:.1%})"
     return str(c.verdict)
-
-
-OLD_RULE = "rule of schema 3–4"  # the round-paired rule of per-round medians
-
-
-def rejudged(c: Verdict, base: Samples, cand: Samples) -> str | None:
-    """A comparison judged by the round-paired rule of schema 3-4, judged again from its raw
-    samples by the rule of schema 5 as it stood when schema 6 arrived (``PAIRED5_JACK_METHOD``,
-    so that a saved report renders the same whichever rule is current): its verdict as text
-    where it differs from the recorded one, else None. "No significant difference" becoming
-    equivalent or inconclusive is a split of the old answer, not a difference; pooled records
-    (schema 1-2) and schema 5's are not judged again."""
-    if c.rule5 or not c.paired or not set(base.rounds) & set(cand.rounds):
-        return None
-    from patchbench.analysis import paired, stats
-    from patchbench.results import PAIRED5_JACK_METHOD
-
-    v = paired.paired_verdict(base.times, base.rounds, cand.times, cand.rounds, alpha=c.alpha,
-                              min_effect=c.min_effect, min_rounds=c.min_rounds or stats.MIN_ROUNDS,
-                              method=PAIRED5_JACK_METHOD)
-    now = str(v.verdict)
-    split = c.verdict == "no significant difference" and now in ("equivalent", "inconclusive")
-    if now == c.verdict or split:
-        return None
-    if now == "inconclusive" and v.mde is not None:
-        return f"inconclusive, could detect ±{v.mde:.1%}"
-    return now
-
-
-def fmt_verdict_now(c: Verdict, base: Samples, cand: Samples) -> str:
-    """``fmt_verdict``, and beside a verdict of an older rule the current rule's where they
-    differ: "faster (rule of schema 3–4); schema 5: inconclusive, could detect ±5.3%"."""
-    now = rejudged(c, base, cand)
-    if now is None:
-        return fmt_verdict(c)
-    return f"{fmt_verdict(c)} ({OLD_RULE}); schema 5: {now}"
 
 
 def fmt_p(p: float | None, *, exact: bool = False) -> str:

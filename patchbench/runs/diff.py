@@ -89,7 +89,7 @@ class RunDiff:
 
 def speedup_diffs(a: Results, b: Results, alpha: float, min_effect: float) -> list[SpeedupDiff]:
     """Every candidate comparison in both runs with rounds of both variants in each: the
-    round-paired speedups of the schema-5 rule, from the raw samples, and their ratio."""
+    round-paired speedups of the live rule, from the raw samples, and their ratio."""
     cells_a, cells_b = _cell_map(a), _cell_map(b)
     out = []
     for sc in _timed(a):

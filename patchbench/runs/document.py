@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from patchbench.analysis import gating, sequential
+from patchbench.analysis import metrics as mx
 from patchbench.analysis.sequential import fmt_duration
 from patchbench.report import html as html_format
 from patchbench.report import markdown as md_format
@@ -39,11 +40,9 @@ from patchbench.report.numbers import (
     fmt_ratio,
     fmt_series,
     fmt_time,
-    fmt_verdict_now,
+    fmt_verdict,
 )
 from patchbench.results import (
-    PAIRED6_METHOD,
-    SKEW_METHODS,
     Results,
     RunInput,
     ScenarioResult,
@@ -107,7 +106,7 @@ def summary_rows(results: Results) -> list[list[str]]:
             row = [sc.name + (f" {comp.params}" if comp.params else ""), comp.candidate_variant,
                    fmt_time(base.summary.median), fmt_time(cand.summary.median), fmt_ratio(comp),
                    fmt_p(comp.p_value, exact=results.report_format >= 2),
-                   fmt_verdict_now(comp, base.samples, cand.samples)]
+                   fmt_verdict(comp)]
             if sc.rate:
                 row[2] += f" ({sc.rate.count / base.summary.median:,.0f} {sc.rate.unit})"
                 row[3] += f" ({sc.rate.count / cand.summary.median:,.0f} {sc.rate.unit})"
@@ -158,28 +157,17 @@ def statistics_line(results: Results) -> str:
                 f"Mann–Whitney U two-sided, alpha {st.alpha}, minimum effect {st.min_effect:.0%}")
     comps = [c for sc in results.scenarios if isinstance(sc, TimedResult) for c in sc.comparisons]
     least = min(c.min_rounds or 0 for c in comps)
-    if any(c.rule5 for c in comps):
-        methods = {c.method for c in comps}
-        skew = bool(methods & set(SKEW_METHODS))
-        effect = ("the effect in time is the ratio applied to the baseline's geometric mean "
-                  "(candidate − baseline); the standard error allows for noise shared by "
-                  "neighbouring rounds" if PAIRED6_METHOD in methods else
-                  "the effect in time is the mean per-round difference (candidate − baseline)")
-        interval = ("skewness-corrected t interval (the t and Hall's transformation of it must "
-                    "both reject; " if skew else "t interval (")
-        # the results version whose rule judged them (schema 6 widened the standard error)
-        schema = 6 if PAIRED6_METHOD in methods else 5
-        return (f"statistics: round-paired (schema {schema}) — per round, the ratio of the geometric "
-                f"means; speedup = their geometric mean, with a {1 - st.alpha:.0%} {interval}"
-                f"R−1 degrees of freedom); faster/slower: significant and beyond "
-                f"±{st.min_effect:.0%} on the log scale (one-sided test at alpha {st.alpha}); "
-                f"equivalent: the {1 - 2 * st.alpha:.0%} interval within ±{st.min_effect:.0%} "
-                f"(TOST); otherwise inconclusive, with the change this run could detect; "
-                f"{effect}; no verdict with fewer than {least} rounds")
-    return (f"statistics: round-paired — per round, the ratio of the medians; speedup = their "
-            f"geometric mean, with a {1 - st.alpha:.0%} t interval on the mean log ratio (R−1 "
-            f"degrees of freedom) and a two-sided t test; alpha {st.alpha}, minimum effect "
-            f"{st.min_effect:.0%}; no verdict with fewer than {least} rounds")
+    return (f"statistics: round-paired — per round, the ratio of the geometric means; speedup = "
+            f"their geometric mean, with a {1 - st.alpha:.0%} skewness-corrected t interval (the "
+            "t and Hall's transformation of it must both reject), its standard error widened for "
+            "noise shared by neighbouring rounds and its degrees of freedom cut to match; "
+            f"faster/slower: significant and beyond ±{st.min_effect:.0%} on the log scale "
+            f"(one-sided test at alpha {st.alpha}); equivalent: the {1 - 2 * st.alpha:.0%} "
+            f"interval within ±{st.min_effect:.0%} (TOST); otherwise inconclusive, with the "
+            "change this run could detect; the effect in time is the change of the geometric-mean "
+            "time (the ratio applied to the baseline's geometric mean, candidate − baseline), not "
+            "of the mean time; the other metrics are called only when the gated ones changed "
+            f"(Holm among them: {mx.FAMILY_SHORT}); no verdict with fewer than {least} rounds")
 
 
 def _widths(s: Stopping) -> dict[str, float | None] | None:

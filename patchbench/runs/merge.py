@@ -1,16 +1,21 @@
 """``invoke merge``: runs of one comparison made on several machines, put side by side.
-Details: docs/internals.md."""
+Per class of machines (by fingerprint, or ``--class``) one verdict across its hosts
+(patchbench.analysis.hosts). Details: docs/internals.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from patchbench.analysis import hosts
 from patchbench.analysis.metrics import METRICS
+from patchbench.analysis.rejudge import rejudge
 from patchbench.errors import ReportError
+from patchbench.measure import machine as machine_info
 from patchbench.report import blocks as rb
 from patchbench.report import charts as report_charts
 from patchbench.report import html as html_format
@@ -82,6 +87,26 @@ class MergedRow:
         return self.agreement.startswith("yes")
 
 
+@dataclass(frozen=True)
+class MachineClass:
+    """A class of machines: its name, how it was formed (``fingerprint`` or ``label``: named by
+    the user), what its machines are, and the labels of its hosts."""
+
+    name: str
+    by: str
+    what: str
+    hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    """One comparison on one class: the verdict across its hosts."""
+
+    row: MergedRow
+    machine_class: MachineClass
+    verdict: hosts.ClassVerdict
+
+
 @dataclass
 class Merged:
     comparison: str
@@ -90,6 +115,8 @@ class Merged:
     build_differences: list[BuildDifference] = field(default_factory=list)
     identical_builds: dict[str, bool] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # machines whose run ended in an error
+    classes: list[MachineClass] = field(default_factory=list)
+    class_rows: list[ClassRow] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -177,6 +204,51 @@ def _rows(runs: Sequence[MachineRun]) -> list[MergedRow]:
             for k in keys]
 
 
+def machine_classes(runs: Sequence[MachineRun], named: Mapping[str, Sequence[str]] | None = None
+                    ) -> list[MachineClass]:
+    """The runs' machines in classes: ``named`` (class -> the labels of its hosts, every run in
+    exactly one), else by the fingerprint of each run's recorded machine info."""
+    labels = [r.label for r in runs]
+    if named:
+        seen = [label for members in named.values() for label in members]
+        unknown = sorted(set(seen) - set(labels))
+        twice = sorted({label for label in seen if seen.count(label) > 1})
+        left = [label for label in labels if label not in seen]
+        if unknown or twice or left:
+            raise ReportError(
+                "--class must put every run in exactly one class: "
+                + "; ".join(filter(None, [
+                    f"no run labelled {', '.join(unknown)}" if unknown else "",
+                    f"in two classes: {', '.join(twice)}" if twice else "",
+                    f"in no class: {', '.join(left)}" if left else ""])),
+                hint="--class NAME=LABEL,LABEL for each class; the runs' labels: "
+                     + ", ".join(labels))
+        return [MachineClass(name, "label", "named by the user", tuple(members))
+                for name, members in named.items()]
+    groups: dict[str, list[MachineRun]] = {}
+    for r in runs:
+        groups.setdefault(machine_info.fingerprint(r.results.machine), []).append(r)
+    return [MachineClass(fp, "fingerprint", machine_info.describe(members[0].results.machine),
+                         tuple(m.label for m in members)) for fp, members in groups.items()]
+
+
+def class_rows(rows: Sequence[MergedRow], classes: Sequence[MachineClass]) -> list[ClassRow]:
+    """Per comparison and class, the verdict across the class's hosts that measured it (each
+    host's per-round ratios, at its own alpha and min_effect: the first host's)."""
+    out = []
+    for row in rows:
+        for mc in classes:
+            got = {h: row.per_machine[h] for h in mc.hosts if row.per_machine.get(h) is not None}
+            measured = {h: c for h, c in got.items() if c is not None and c.round_ratios}
+            if not measured:
+                continue
+            first = next(iter(measured.values()))
+            v = hosts.across({h: c.round_ratios for h, c in measured.items()},
+                             alpha=first.alpha, min_effect=first.min_effect)
+            out.append(ClassRow(row, mc, v))
+    return out
+
+
 def _gate_reasons(results: Results) -> list[str]:
     from patchbench import gate
 
@@ -184,16 +256,19 @@ def _gate_reasons(results: Results) -> list[str]:
 
 
 def merge_runs(given: Sequence[tuple[str, RunInput]], *, allow_differing_builds: bool = False,
-               gate: Callable[[Results], list[str]] | None = None) -> Merged:
+               gate: Callable[[Results], list[str]] | None = None,
+               classes: Mapping[str, Sequence[str]] | None = None) -> Merged:
     """Merge runs of one comparison. Refuses runs of different comparisons, and (unless
-    ``allow_differing_builds``) runs whose identical build inputs gave different artifacts."""
+    ``allow_differing_builds``) runs whose identical build inputs gave different artifacts.
+    ``classes``: class name -> the labels of its hosts (default: by machine fingerprint). Each
+    run is read through the live rule (patchbench.analysis.rejudge)."""
     if len(given) < 1:
         raise ReportError("nothing to merge: no saved runs were given")
     labels = [label for label, _ in given]
     if len(set(labels)) != len(labels):
         raise ReportError(f"two runs have the same label: {', '.join(labels)}",
                           hint="name them LABEL=PATH")
-    runs = [(label, as_results(run, label)) for label, run in given]
+    runs = [(label, rejudge(as_results(run, label))) for label, run in given]
     comparison = require_same_comparison([r for _, r in runs], labels)
     gate_fn = gate or _gate_reasons
     machine_runs = [MachineRun(label, res, list(gate_fn(res))) for label, res in runs]
@@ -205,7 +280,10 @@ def merge_runs(given: Sequence[tuple[str, RunInput]], *, allow_differing_builds:
             hint="rebuild and compare the manifests; pass --allow-differing-builds to merge "
                  "anyway with a 'builds differ' section",
             detail="\n".join(d.describe() for d in unreproducible))
-    return Merged(comparison, machine_runs, _rows(machine_runs), diffs, identical)
+    rows = _rows(machine_runs)
+    found = machine_classes(machine_runs, classes)
+    return Merged(comparison, machine_runs, rows, diffs, identical, classes=found,
+                  class_rows=class_rows(rows, found))
 
 
 def machine_rows(m: Merged) -> list[list[str]]:
@@ -405,6 +483,7 @@ def blocks(m: Merged, view: View) -> list[Block]:
             "Speedup with its 95% CI on each machine.")] if page else
             [text(f"{len(m.rows) - len(disagree)} of {len(m.rows)} comparisons agree on every "
                   "machine." if disagree else "The verdicts agree on every machine.")])
+        out += class_blocks(m)
         out.append(rb.Section((heading("Medians (baseline → candidate)", level=2),
                             table(["comparison", *labels], _escaped(median_rows(m)), "medians"))))
         if metric_rows(m):
@@ -423,6 +502,43 @@ def blocks(m: Merged, view: View) -> list[Block]:
     out += [rb.Data(f"manifest of {v} on {r.label}", man)
             for r in m.runs for v, man in r.results.builds.items()] if page else []
     return out
+
+
+CLASS_NOTE = ("Per class of machines, one verdict across its hosts: each host's mean per-round log "
+              "ratio is one value, and their mean over hosts gets a t interval from their "
+              "spread (the host is the unit, the rounds sit within hosts), judged like a "
+              "comparison; host-dependent: the class answer is inconclusive and the hosts "
+              "disagree beyond their own noise (an F test of the hosts' means against their "
+              "rounds), so each host's own verdict is its answer. Classes are never pooled.")
+
+
+def class_table_rows(m: Merged) -> list[list[str]]:
+    out = []
+    for cr in m.class_rows:
+        v = cr.verdict
+        ci = (f" [{v.ci_low:.3f}, {v.ci_high:.3f}]" if v.ci_low is not None
+              and v.ci_high is not None else "")
+        het = f"{v.heterogeneity_p:.2g}" if v.heterogeneity_p is not None else "-"
+        spread = f"{100 * v.between_sd:.1f} %" if v.between_sd is not None else "-"
+        out.append([cr.row.name, cr.machine_class.name, str(len(v.hosts)),
+                    ", ".join(f"{h.host} {h.speedup:.3f}" for h in v.hosts),
+                    f"{v.speedup:.3f}×{ci}", v.verdict, het, spread, v.note or "-"])
+    return out
+
+
+def class_blocks(m: Merged) -> list[Block]:
+    if not m.class_rows:
+        return []
+    classes = [[c.name, "fingerprint" if c.by == "fingerprint" else "--class", c.what,
+                ", ".join(c.hosts)] for c in m.classes]
+    return [rb.Section((heading("Verdicts across hosts", level=2), text(CLASS_NOTE),
+                     table(["comparison", "class", "hosts", "each host's speedup",
+                            "speedup over hosts [95% CI]", "answer", "hosts differ (F test p)",
+                            "spread of the hosts' offsets", "note"],
+                           _escaped(class_table_rows(m)), "classes",
+                           styles=["", "", "", "", "", "verdict", "", "", ""]),
+                     table(["class", "formed by", "machines", "hosts"], _escaped(classes),
+                           "machine-classes")))]
 
 
 def render_markdown(m: Merged) -> str:
@@ -455,6 +571,11 @@ def to_json(m: Merged) -> dict[str, Any]:
         "rows": [{"scenario": r.scenario, "params": r.params, "candidate": r.candidate,
                   "agreement": r.agreement, "agrees": r.agrees,
                   "per_machine": _entries(r)} for r in m.rows],
+        "classes": [{"name": c.name, "by": c.by, "what": c.what, "hosts": list(c.hosts)}
+                    for c in m.classes],
+        "class_verdicts": [{"scenario": cr.row.scenario, "params": cr.row.params,
+                            "candidate": cr.row.candidate, "class": cr.machine_class.name,
+                            **dataclasses.asdict(cr.verdict)} for cr in m.class_rows],
         "build_differences": [d.describe() for d in m.build_differences],
         "identical_builds": m.identical_builds,
         "gate_failed": m.gate_failed,

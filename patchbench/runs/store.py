@@ -59,8 +59,11 @@ def save_complete(run_dir: Path, results: Results, extra_files: dict[str, Path])
 
 
 def load_run(path: Path) -> Results:
-    """A saved run (its folder or its results.json), of any results version patchbench knows."""
-    return results_mod.load(path)
+    """A saved run (its folder or its results.json), of any results version patchbench knows,
+    every comparison judged by the live rule (patchbench.analysis.rejudge)."""
+    from patchbench.analysis.rejudge import rejudge
+
+    return rejudge(results_mod.load(path))
 
 
 def latest_run(reports: Path, comparison: str | None) -> Path:
@@ -91,7 +94,8 @@ def publish(results_file: Path, reports: Path, stamp: str | None = None) -> Path
     from patchbench.runs import document
 
     run_dir = results_file.parent
-    res = results_mod.load(results_file)  # not UTF-8, not JSON, wrong shape: ReportError
+    # not UTF-8, not JSON, wrong shape: ReportError; an earlier rule's run: judged by the live one
+    res = load_run(results_file)
     comparison = res.comparison
     later = f"invoke report --from {run_dir.name}"
     text = render_checked(lambda r: document.markdown(

@@ -65,6 +65,9 @@ class ScenarioContext(Generic[ConfigT]):
     # --budget and --gate: the level of each set's looks, by condition ("" without conditions):
     # each set's comparisons are judged at the level its own looks were taken at
     alphas: dict[str, float] = field(default_factory=dict)
+    # the gate's metrics (the comparison's ``gate`` or --gate-metric): the first of the metrics'
+    # family (patchbench.analysis.metrics.family); empty: wall time
+    gate_metrics: tuple[str, ...] = ()
     # a kind's own placeholders of a cell, over the others (a scenario's bundle names {bundle})
     extra: Callable[[Cell], Mapping[str, str]] | None = None
 
@@ -124,8 +127,9 @@ class ScenarioKind(Protocol[KindConfig, KindResult]):
         """Measure; return the typed result and the warnings for the report."""
 
     def gate(self, result: KindResult) -> list[str]:
-        """Why this scenario fails an A/B gate, beyond "significantly slower" (judged for all
-        kinds at once, Holm-adjusted); empty when it passes."""
+        """Why this scenario fails an A/B gate beyond its times (which patchbench.gate calls for
+        every kind against the margin, patchbench.analysis.gating): a failed check, hangs,
+        leftovers; empty when it passes."""
 
     def blocks(self, result: KindResult, view: View) -> list[Block]:
         """How this scenario is shown (pytest's report hooks): its part of report.md after its
@@ -210,29 +214,17 @@ def compare_cells(base: Cell, cand: Cell, samples: dict[Cell, Samples], ctx: Sce
             hangs=hang_test(b, c) if deadline else None)
     signs = paired.neighbour_signs(order, base.label, cand.label) if order else None
     alpha = ctx.alphas.get(base.param("condition") or "", ctx.alpha)
-    rec = verdict.record(b.times, b.rounds, c.times, c.rounds, alpha=alpha,
-                         min_effect=ctx.min_effect, seed=ctx.seed, signs=signs)
+    sc = ctx.scenario
+    chosen = ({n: sc.metric_min_effect(n, ctx.min_effect) for n in sc.metric_names}
+              if isinstance(sc, TimedConfig) else None)
+    judged = verdict.judge(b, c, alpha=alpha, min_effect=ctx.min_effect, seed=ctx.seed,
+                           signs=signs, metrics=chosen, gated=ctx.gate_metrics or (metrics.WALL,))
+    mets = ({n: results.MetricVerdict(**m) for n, m in judged.metrics.items()}
+            if chosen is not None else None)
     return results.Verdict(baseline=base.label, candidate=cand.label,
                            candidate_variant=cand.variant, params=params,
                            hangs=hang_test(b, c) if deadline else None,
-                           metrics=metric_verdicts(b, c, ctx, alpha), **rec)
-
-
-def metric_verdicts(b: Samples, c: Samples, ctx: ScenarioContext[ScenarioConfig],
-                    alpha: float) -> dict[str, results.MetricVerdict] | None:
-    """Every metric the scenario records besides wall time, judged alike (each with its own
-    min_effect; patchbench.analysis.metrics); None for a scenario without a ``metrics`` key."""
-    sc = ctx.scenario
-    if not isinstance(sc, TimedConfig):
-        return None
-    out = {}
-    for name in sc.metric_names:
-        if name == metrics.WALL or name not in b.metrics or name not in c.metrics:
-            continue
-        out[name] = results.MetricVerdict(**metrics.judge(
-            name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=alpha,
-            min_effect=sc.metric_min_effect(name, ctx.min_effect)))
-    return out
+                           metrics=mets, **judged.record)
 
 
 def verdict_warnings(name: str, comparisons: list[Verdict]) -> list[str]:

@@ -16,10 +16,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from patchbench import results
-from patchbench.analysis import gating, paired, sequential
+from patchbench.analysis import gating, paired, sequential, stalls, verdict
 from patchbench.analysis import metrics as mx
 from patchbench.config.scenarios import ScenarioConfig, TimedConfig
 from patchbench.errors import ConfigError
@@ -45,23 +47,44 @@ class Seen:
     low: float | None = None  # the 1 - 2 alpha interval's ends: one-sided bounds at alpha
     high: float | None = None
     rounds: int = 0
+    sd: float | None = None  # of the per-round log ratios, widened: what the rounds needed use
 
 
-def _judge(name: str, b: Samples, c: Samples, *, alpha: float, min_effect: float,
-           signs: dict[int, int] | None) -> Seen:
-    """One metric of one comparison at a look."""
-    if name == mx.WALL:
-        v = paired.paired_verdict(b.times, b.rounds, c.times, c.rounds, alpha=alpha,
-                                  min_effect=min_effect, signs=signs)
-        return Seen(str(v.verdict), sequential.half_width(v.ci_low, v.ci_high), v.mde,
-                    v.speedup, v.equivalence_low, v.equivalence_high, v.rounds)
-    if name not in b.metrics or name not in c.metrics:
-        return Seen("inconclusive", None, None)
-    j = mx.judge(name, b.metrics[name], b.rounds, c.metrics[name], c.rounds, alpha=alpha,
-                 min_effect=min_effect)
-    return Seen(str(j["verdict"]), sequential.half_width(j["ci_low"], j["ci_high"]), j["mde"],
-                j.get("speedup"), j.get("equivalence_low"), j.get("equivalence_high"),
-                int(j.get("rounds") or 0))
+def _judge(b: Samples, c: Samples, names: Sequence[str], *, alpha: float,
+           min_effect: dict[str, float], signs: dict[int, int] | None
+           ) -> tuple[dict[str, Seen], stalls.Stalls]:
+    """The gated metrics of one comparison at a look, judged as the saved record will be
+    (patchbench.analysis.verdict.judge: the gated metrics one family; wall time's bounds for
+    the gate of the runs that did not stall), and the comparison's stalls."""
+    j = verdict.judge(b, c, alpha=alpha, min_effect=min_effect.get(mx.WALL, 0.0), seed=0,
+                      signs=signs, metrics={n: min_effect[n] for n in names if n != mx.WALL},
+                      gated=names)
+    out = {}
+    for n in names:
+        rec = j.record if n == mx.WALL else j.metrics.get(n)
+        if rec is None:
+            out[n] = Seen("inconclusive", None, None)
+            continue
+        # the gate calls wall time on the runs that did not stall (the verdict keeps them all)
+        st = j.stalls if n == mx.WALL and j.stalls.speedup is not None else None
+        out[n] = Seen(str(rec["verdict"]), sequential.half_width(rec["ci_low"], rec["ci_high"]),
+                      rec["mde"], st.speedup if st else rec.get("speedup"),
+                      st.low if st else rec.get("equivalence_low"),
+                      st.high if st else rec.get("equivalence_high"),
+                      int(rec.get("rounds") or 0), _sd(rec, signs))
+    return out, j.stalls
+
+
+def _sd(rec: dict[str, Any], signs: dict[int, int] | None) -> float | None:
+    """The widened sd of a record's per-round log ratios (None with fewer than 2): from the
+    rounds themselves, not back from the interval, whose degrees of freedom the widening cuts."""
+    ratios = [r for r in rec.get("round_ratios") or [] if r > 0]
+    if len(ratios) < 2:
+        return None
+    d = np.log(np.asarray(ratios, float))
+    if float(d.std(ddof=1)) <= 0:
+        return None
+    return paired.widened(d, list(rec["round_ids"]), signs)[0]
 
 
 def _worst(values: Sequence[float | None]) -> float | None:
@@ -144,21 +167,25 @@ class Rule:
             # on its hangs), so it holds no set back
             return _Pair({n: Seen("withheld", None, None) for n in self.names}, True)
         signs = paired.neighbour_signs(order, b.label, c.label)
-        seen = {n: _judge(n, sb, sk, alpha=self.level, min_effect=self.min_effect(n),
-                          signs=signs) for n in self.names}
+        seen, st = _judge(sb, sk, self.names, alpha=self.level,
+                          min_effect={n: self.min_effect(n) for n in self.names}, signs=signs)
         if not self.budget.gate:
             return _Pair(seen, sequential.decided([s.verdict for s in seen.values()]))
+        if gating.stalls_more(st, self.level):  # fails on its stalls: decided
+            return _Pair(seen, True)
         calls, needed = [], []
         for n, got in seen.items():
             m = self.margin(n)
             if m is None or got.low is None or got.high is None or got.speedup is None:
                 calls.append(True)  # nothing to call: more rounds do not change that
                 continue
-            calls.append(gating.call(got.speedup, got.low, got.high, m).call
-                         is not gating.Call.UNDECIDED)
-            sd = gating.sd_per_round(got.low, got.high, got.rounds, self.level)
-            if first and sd is not None:
-                needed.append(gating.rounds_needed(sd, m, self.level))
+            # the gate's rule, as patchbench.gate calls the saved run (analysis/gating.py)
+            call, _ = gating.decide(gating.Gated(
+                got.verdict, got.speedup, got.low, got.high, m, self.level, got.rounds,
+                None, st if n == mx.WALL else None))
+            calls.append(call is not gating.Call.UNDECIDED)
+            if first and got.sd is not None:
+                needed.append(gating.rounds_needed(got.sd, m, self.level))
         return _Pair(seen, all(calls), max(needed) if needed else None)
 
     def _say_needed(self, most: int) -> None:

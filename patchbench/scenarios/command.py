@@ -59,7 +59,7 @@ class CommandConfig(TimedConfig):
         "candidate's syscall diff and, for an OCI runtime CLI, the phases of its start; `cpu`, "
         "its call stacks sampled with perf (cpu-clock), with each candidate's functions by CPU "
         "share and a differential flame graph."))
-    profile_runs: int = Field(default=3, ge=1, le=100, description=(
+    profile_runs: int = Field(default=5, ge=1, le=100, description=(
         "Traced runs per cell with `profile`."))
     profile_tracer: Literal["strace", "bpftrace"] = Field(default="strace", description=(
         "`strace` (`strace -f`: no root needed; ptrace slows the run, so what grows with its "

@@ -66,10 +66,11 @@ class Measured:
 def measure(setup: Setup, chosen: Sequence[ScenarioConfig], built: list[Built], *,
             workdir: Path, layout: Layout, seed: int, extra_files: dict[str, Path],
             until: Callable[[ScenarioConfig], UntilCI | Budget | None] | None = None,
-            announce: bool = True) -> Measured:
+            announce: bool = True, gated: Sequence[str] = ()) -> Measured:
     """Run ``chosen`` (scenarios of the comparison) against ``built`` (scenario ``i`` with the
     seed ``seed + i``), their files under ``workdir``; ``announce`` says each scenario's line
-    before it runs."""
+    before it runs; ``gated``: the gate's metrics (--gate-metric, else the comparison's
+    ``gate``), the first of the metrics' family."""
     out = Measured()
     project, comp, runtime = setup.project, setup.comp, setup.runtime
     if runtime is not None:
@@ -86,7 +87,7 @@ def measure(setup: Setup, chosen: Sequence[ScenarioConfig], built: list[Built], 
                 scenario=sc, built=built, runtime=runtime, workdir=workdir, seed=seed + i,
                 layout=layout, project_root=project.root, alpha=comp.alpha,
                 min_effect=comp.min_effect, extra_files=extra_files,
-                until=until(sc) if until else None)
+                until=until(sc) if until else None, gate_metrics=tuple(gated or comp.gate))
             result, found = get(sc.kind).run(ctx)
             out.stopping += ctx.stops
             out.scenarios.append(result)

@@ -408,28 +408,50 @@ def ordered(cells: dict[str, list[TracedRun]], baseline: str) -> list[str]:
     return sorted(cells, key=key)
 
 
-def phase_medians(profile: Profile, baseline: str = "") -> dict[str, dict[str, float]]:
-    """cell -> phase -> the median over its traced runs that show the phases."""
-    out: dict[str, dict[str, float]] = {}
+MIN_PHASE_RUNS = 5  # traced runs that show the phases, per cell, before they are shown
+
+
+def phase_runs(profile: Profile, baseline: str = "") -> dict[str, list[dict[str, float]]]:
+    """cell -> the phases of each of its traced runs that show them."""
     cells = by_cell(profile)
-    for cell in ordered(cells, baseline):
-        runs = cells[cell]
-        shown = [r.phases for r in runs if r.phases]
-        if shown:
-            out[cell] = {p: stats.median([ph[p] for ph in shown]) for p in syscalls.PHASES}
-    return out
+    out = {cell: [r.phases for r in cells[cell] if r.phases] for cell in ordered(cells, baseline)}
+    return {cell: shown for cell, shown in out.items() if shown}
+
+
+def phase_medians(profile: Profile, baseline: str = "") -> dict[str, dict[str, float]]:
+    """cell -> phase -> the median over its traced runs that show the phases, for the cells
+    with at least MIN_PHASE_RUNS of them (a phase of one start moves by tens of per cent from
+    run to run under the tracer: fewer runs say nothing about a cell's phases)."""
+    return {cell: {p: stats.median([ph[p] for ph in shown]) for p in syscalls.PHASES}
+            for cell, shown in phase_runs(profile, baseline).items()
+            if len(shown) >= MIN_PHASE_RUNS}
 
 
 def phase_blocks(profile: Profile, baseline: str) -> list[Block]:
+    runs = phase_runs(profile, baseline)
+    if not runs:
+        return []
+    few = {cell: len(shown) for cell, shown in runs.items() if len(shown) < MIN_PHASE_RUNS}
+    left = (f"Phases of the start left out for {', '.join(f'{c} ({n})' for c, n in few.items())}"
+            f": fewer than {MIN_PHASE_RUNS} traced runs showed them (`profile_runs`).")
     med = phase_medians(profile, baseline)
     if not med:
-        return []
-    rows = [[cell, *[fmt_time(per[p]) for p in syscalls.PHASES],
+        return [text(left)]
+
+    def spread(cell: str, p: str) -> str:
+        xs = [ph[p] for ph in runs[cell]]
+        return f"{fmt_time(med[cell][p])} ({fmt_time(min(xs))}–{fmt_time(max(xs))})"
+
+    rows = [[cell, *[spread(cell, p) for p in syscalls.PHASES],
              fmt_time(sum(per.values()))] for cell, per in med.items()]
     what = "; ".join(f"{p}: {syscalls.PHASE_TEXT[p]}" for p in syscalls.PHASES)
-    return [text("Phases of the start under the tracer (the median over the traced runs, from "
-                 f"the syscalls' timestamps; the tracer slows every call): {what}."),
-            table(["cell", *syscalls.PHASES, "total"], rows, "phases", text=True)]
+    out: list[Block] = [
+        text("Phases of the start under the tracer (per cell, the median over its traced runs "
+             "with the lowest and highest in brackets, from the syscalls' timestamps; the tracer "
+             "slows every call, and a phase moves by tens of per cent from run to run): "
+             f"{what}."),
+        table(["cell", *syscalls.PHASES, "total of medians"], rows, "phases", text=True)]
+    return out + ([text(left)] if few else [])
 
 
 def page(profile: Profile | None, baseline: str) -> list[Block]:

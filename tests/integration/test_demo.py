@@ -75,7 +75,7 @@ def test_results_json_holds_the_raw_data(demo_run: tuple[dict[str, Any], Path],
     _, run_dir = demo_run
     saved = json.loads((run_dir / "results.json").read_text())
     assert saved == store.load_run(run_dir).dump()
-    assert saved["schema_version"] == results.SCHEMA_VERSION == 7
+    assert saved["schema_version"] == results.SCHEMA_VERSION == 8
     assert saved["comparison"] == "demo" and saved["aa"] is False and saved["seed"] == 7
     assert saved["commit"] == "d43fc88e35d5f75debf78106f2c3ebe3b4b13c57"
     (sc,) = saved["scenarios"]
@@ -246,7 +246,7 @@ def test_until_ci_adds_rounds_at_its_looks_and_says_why_it_stopped(
         assert stop.reason == "budget" and stop.stopped_at == 12
     (comp,) = data.scenarios[0].comparisons  # type: ignore[union-attr]
     assert comp.rounds == stop.stopped_at and comp.alpha == pytest.approx(0.05 / 3)
-    assert comp.method == results.PAIRED6_METHOD  # the rule of new runs
+    assert comp.method == results.PAIRED7_METHOD  # the live rule
     md = (run_dir / "report.md").read_text()
     assert f"stopped at round {stop.stopped_at}: " in md
     assert "(--until-ci)" in res.stderr or stop.stopped_at == 5

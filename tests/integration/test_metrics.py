@@ -102,9 +102,10 @@ def test_an_aa_finds_no_metric_faster_or_slower(tmp_path: Path) -> None:
     (comp,) = res["scenarios"][0]["comparisons"]
     answers = {"wall": comp["verdict"]} | {n: m["verdict"] for n, m in comp["metrics"].items()}
     assert set(answers) == set(mx.DEFAULT)
-    # five metrics, each judged at alpha 0.05 (false alarms 0-2.4 % a metric in the calibration):
-    # one false alarm in a run is within that rate (a CI run saw wall "faster" once); two are not
-    assert len({n for n, v in answers.items() if v in ("faster", "slower")}) <= 1, answers
+    # the five metrics are one family: the gated ones (wall and CPU time) Holm among themselves,
+    # the others called only when those changed, so that any false call has a chance of at most
+    # alpha (benchmarks/results/metrics_calibration.md): none is tolerated
+    assert not {n for n, v in answers.items() if v in ("faster", "slower")}, answers
 
 
 def test_a_counter_this_machine_lacks_stops_the_run_naming_it(tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def test_conditions_run_as_their_own_cells(project: Project, tmp_path: Path) -> 
     # every cell's 4 timed runs and the warm-up run that began each of its 2 blocks
     assert len(lines) == (4 + 2) * 6
     loaded = results.load(run_dir)
-    assert loaded.schema_version == 7
+    assert loaded.schema_version == 8
     md = (run_dir / "report.md").read_text()
     assert "Conditions (each its own set of interleaved cells)" in md
     assert "c condition=flagged" in md

@@ -214,3 +214,21 @@ def test_a_decided_candidate_stops_and_the_time_goes_to_the_undecided_one(
     assert f"decided earlier and no longer measured: fix at round {at}" in \
         budget.describe(stop.stopped_at, stop.reason, stop.seconds, stop.budget_s, stop.mde,
                         stop.looks[-1].widths, stop.dropped)
+
+
+def test_the_rounds_needed_come_from_the_rounds_not_back_from_the_interval() -> None:
+    """The first look's "needs about N rounds" takes the sd of the per-round log ratios
+    (widened as the verdict's); inverting the interval, whose degrees of freedom the widening
+    cuts, overstated it (a run on 2026-12-05 said 234,737 rounds and passed at 124)."""
+    import math
+
+    from patchbench.analysis import gating
+
+    rng = np.random.default_rng(3)
+    d = rng.normal(0, 0.02, 10)
+    rec = {"round_ratios": np.exp(d).tolist(), "round_ids": list(range(1, 11))}
+    sd = budget._sd(rec, None)
+    assert sd is not None and 0.999 * float(d.std(ddof=1)) <= sd < 2 * float(d.std(ddof=1))
+    assert budget._sd({"round_ratios": [1.0], "round_ids": [1]}, None) is None
+    assert gating.rounds_needed(sd, 0.02, 0.05 / 9) < 1000
+    assert math.isfinite(sd)

@@ -259,7 +259,7 @@ def test_a_version_5_file_reads_its_user_and_system_arrays_as_metrics() -> None:
     cell["samples"]["user"] = [0.001] * n
     cell["samples"]["system"] = [0.002] * n
     res = results.parse(data, "t")
-    assert res.schema_version == 7
+    assert res.schema_version == 8
     got = res.scenarios[0].cells[0].samples.metrics  # type: ignore[attr-defined]
     assert got["user"] == [0.001] * n and got["system"] == [0.002] * n
     assert got["cpu"] == pytest.approx([0.003] * n)

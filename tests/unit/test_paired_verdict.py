@@ -11,7 +11,6 @@ import pytest
 
 from patchbench.analysis import paired, stats
 from patchbench.analysis.paired import Verdict
-from patchbench.results import PAIRED5_JACK_METHOD, PAIRED6_METHOD, RULE5_METHODS
 
 
 def rounds(R: int, n: int, factor: float, *, seed: int, cv: float = 0.01, base: float = 0.1
@@ -56,8 +55,6 @@ def test_the_minimum_effect_is_tested_with_the_interval_not_the_point_estimate()
     assert v.p_value is not None and v.p_value < 0.05 and v.speedup < 1 / 1.02
     assert v.equivalence_high is not None and v.equivalence_high > 1 / 1.02
     assert v.verdict is Verdict.INCONCLUSIVE
-    old = stats.paired_rounds(bt, br, ct, cr, alpha=0.05, min_effect=0.02)
-    assert old.verdict == "slower"
 
 
 def test_equivalent_needs_the_interval_within_the_margin() -> None:
@@ -81,7 +78,9 @@ def test_the_minimum_detectable_effect_shrinks_with_rounds_and_is_found_at_its_p
     mde = paired.detectable(se, R - 1, alpha=0.05, min_effect=0.02)
     found = sum(judge(*rounds(R, n, 1 + mde, seed=100 + s, cv=cv)).verdict is Verdict.SLOWER
                 for s in range(300))
-    assert 0.68 <= found / 300 <= 0.90
+    # the widening adds a term in about half of such runs and cuts their degrees of freedom,
+    # which the normal-theory MDE (R - 1 degrees of freedom) leaves out: some power is lost
+    assert 0.55 <= found / 300 <= 0.90
 
 
 def test_the_effect_in_seconds_is_the_ratio_applied_to_the_baseline_level() -> None:
@@ -102,21 +101,6 @@ def test_the_effect_in_seconds_is_the_ratio_applied_to_the_baseline_level() -> N
     assert v.effect_ci_high_s == pytest.approx(level * (1 / v.ci_low - 1), rel=1e-12)
 
 
-def test_older_rules_keep_the_mean_difference_of_the_round_centres() -> None:
-    rng = np.random.default_rng(11)
-    ids = [r for r in range(12) for _ in range(5)]
-    bt = 0.05 * np.exp(rng.normal(0, 0.02, 60))
-    ct = 0.05 * np.exp(rng.normal(0, 0.02, 60)) + 0.005
-    by_hand = np.mean([math.exp(np.log(ct[r * 5:(r + 1) * 5]).mean())
-                       - math.exp(np.log(bt[r * 5:(r + 1) * 5]).mean()) for r in range(12)])
-    for method in RULE5_METHODS:
-        if method == paired.METHOD:
-            continue
-        v = paired.paired_verdict(bt.tolist(), ids, ct.tolist(), list(ids), alpha=0.05,
-                                  min_effect=0.02, method=method)
-        assert v.effect_s == pytest.approx(by_hand, rel=1e-12)
-
-
 def test_equal_geometric_means_of_different_spread_give_no_effect_in_time() -> None:
     """Each round's geometric mean of n runs carries a factor of about exp(sigma^2 / 2n), which
     differs between variants of different spread: the mean of per-round differences saw an
@@ -130,10 +114,10 @@ def test_equal_geometric_means_of_different_spread_give_no_effect_in_time() -> N
         ct = 0.1 * np.exp(rng.normal(0, 0.30, R * n))
         new = paired.paired_verdict(bt.tolist(), ids, ct.tolist(), ids, alpha=0.05,
                                     min_effect=0.02)
-        old = paired.paired_verdict(bt.tolist(), ids, ct.tolist(), ids, alpha=0.05,
-                                    min_effect=0.02, method=PAIRED5_JACK_METHOD)
+        # the old definition: the mean over rounds of the blocks' geometric means' difference
         effects_new.append(new.effect_s)
-        effects_old.append(old.effect_s)
+        effects_old.append(float(np.mean(np.exp(np.log(ct.reshape(R, n)).mean(1))
+                                          - np.exp(np.log(bt.reshape(R, n)).mean(1)))))
     bias = 0.1 * math.expm1(0.30**2 / (2 * n))  # what the old definition adds (about 1.1 ms)
     assert abs(np.mean(effects_new)) < bias / 3  # its standard error here: about bias / 10
     assert np.mean(effects_old) == pytest.approx(bias, rel=0.3)
@@ -145,8 +129,6 @@ def test_zero_spread_gives_neither_p_zero_nor_a_zero_width_interval() -> None:
     R = 6
     ids = [r for r in range(R) for _ in range(3)]
     bt, ct = [0.010] * (3 * R), [0.011] * (3 * R)
-    old = stats.paired_rounds(bt, ids, ct, ids, alpha=0.05, min_effect=0.02)
-    assert old.p_value == 0.0 and old.ci_low == old.ci_high
     v = judge(bt, ids, ct, list(ids))
     assert v.p_value == pytest.approx(2 / 2**R)
     assert v.resolution_s == pytest.approx(0.001)
@@ -219,18 +201,15 @@ def test_per_round_means_of_logs_have_no_shape_bias_where_medians_do() -> None:
     se = 0.2 / math.sqrt(n * R * sims)
     assert abs(np.mean(logmean)) < 4 * se
     assert np.mean(med) > 0.02  # the median of 4 skewed runs sits below their geometric mean
-    # and so the schema-5 rule keeps its false alarms where the old one does not
-    alarms_new = alarms_old = 0
+    # and so the rule keeps its false alarms down
+    alarms_new = 0
     for s in range(100):
         b, c = skewed(R, n, np.random.default_rng(1000 + s))
         ids = [r for r in range(R) for _ in range(n)]
         new = paired.paired_verdict(b.ravel().tolist(), ids, c.ravel().tolist(), ids,
                                     alpha=0.05, min_effect=0.0)
-        old = stats.paired_rounds(b.ravel().tolist(), ids, c.ravel().tolist(), ids,
-                                  alpha=0.05, min_effect=0.0)
         alarms_new += new.verdict in (Verdict.FASTER, Verdict.SLOWER)
-        alarms_old += old.verdict in ("faster", "slower")
-    assert alarms_new <= 12 and alarms_old >= 30
+    assert alarms_new <= 12
 
 
 def test_the_verdict_is_a_str_enum_and_the_record_is_json_ready() -> None:
@@ -253,10 +232,10 @@ def test_too_few_rounds_withhold_and_bad_input_is_a_value_error() -> None:
 
 
 def test_the_drift_check_allows_each_variant_its_own_noise() -> None:
-    """CV 2 % against 20 % and no drift: the equal-variance F test (schema 3-4) overstates its
-    degrees of freedom and fires at about 3 % against its nominal 1 %; the per-variant check
+    """CV 2 % against 20 % and no drift: an equal-variance F test overstates its degrees of
+    freedom and fired at about 3 % against its nominal 1 %; the per-variant check
     (Satterthwaite's degrees of freedom) stays near 1 %."""
-    old = new = 0
+    new = 0
     sims, R, n = 1500, 10, 2
     common = list(range(R))
     for s in range(sims):
@@ -264,11 +243,10 @@ def test_the_drift_check_allows_each_variant_its_own_noise() -> None:
         b, c = rng.normal(0, 0.02, (R, n)), rng.normal(0, 0.20, (R, n))
         base = {r: np.sort(np.exp(b[r])) for r in common}
         cand = {r: np.sort(np.exp(c[r])) for r in common}
-        v, o = paired.drift_check(base, cand, common, 0.01), stats._drift(base, cand, common, 0.01)
-        assert v is not None and o is not None
+        v = paired.drift_check(base, cand, common, 0.01)
+        assert v is not None
         new += v.flagged
-        old += o.flagged
-    assert new / sims <= 0.018 and old / sims >= 0.022
+    assert new / sims <= 0.018
 
 
 def test_the_drift_check_still_finds_drift() -> None:
@@ -282,26 +260,7 @@ def test_the_drift_check_still_finds_drift() -> None:
     assert v.drift.drift_sd == pytest.approx(0.05, rel=0.4)
 
 
-# --- the skewness correction (PAIRED5_SKEW_METHOD, the shape miss) ---------------------------
-
-
-def test_records_of_the_first_schema5_rule_recompute_with_the_plain_t() -> None:
-    bt, br, ct, cr = rounds(8, 4, 1.01, seed=21, cv=0.03)
-    old = paired.paired_verdict(bt, br, ct, cr, alpha=0.05, min_effect=0.02,
-                                method=paired.PAIRED5_METHOD)
-    d = np.log(np.array(old.round_ratios))
-    se = float(d.std(ddof=1)) / math.sqrt(d.size)
-    want = paired.decide(float(d.mean()), se, d.size - 1, alpha=0.05, min_effect=0.02)
-    assert old.verdict == want[0]
-    assert (old.p_value, old.p_slower, old.p_faster, old.p_equivalent) == pytest.approx(
-        want[1:], rel=1e-9)
-    q = stats.t_ppf(0.975, d.size - 1)
-    assert old.ci_low == pytest.approx(math.exp(d.mean() - q * se), rel=1e-12)
-    assert old.method == paired.PAIRED5_METHOD
-    new = paired.paired_verdict(bt, br, ct, cr, alpha=0.05, min_effect=0.02)
-    assert new.method == paired.METHOD == PAIRED6_METHOD != old.method
-    with pytest.raises(ValueError, match="unknown rule"):
-        paired.paired_verdict(bt, br, ct, cr, alpha=0.05, min_effect=0.02, method="median")
+# --- the skewness correction (the shape miss) ------------------------------------------------
 
 
 def test_without_skewness_the_pivot_is_the_t_test_and_with_it_both_must_reject() -> None:
@@ -341,50 +300,6 @@ def test_the_skewness_of_the_round_ratios_is_estimated_from_the_runs_within_roun
     d2 = np.array([np.log(two[r]).mean() - np.log(c[r][:2]).mean() for r in ids[:10]])
     assert paired.skewness(two, {r: c[r][:2] for r in ids[:10]}, ids[:10], d2) == \
         pytest.approx(paired._sample_skewness(d2))
-
-
-def test_a_right_skewed_candidate_no_longer_makes_false_speedups() -> None:
-    """The shape miss of the first schema-5 rule: at a true speedup of exactly min_effect, the
-    plain t says "faster" far more often than 5 % at 5 rounds of 4; the corrected rule does not
-    (exploratory simulation, 10^4 replicates: 9.3 % and 4.4 %)."""
-    rng = np.random.default_rng(22)
-    R, n, sims = 5, 4, 600
-    ids = [r for r in range(R) for _ in range(n)]
-    found = {paired.METHOD: 0, paired.PAIRED5_METHOD: 0}
-    for _ in range(sims):
-        b, c = skewed(R, n, rng)
-        c = c / 1.02  # the candidate exactly min_effect faster
-        for method in found:
-            v = paired.paired_verdict(b.ravel().tolist(), ids, c.ravel().tolist(), ids,
-                                      alpha=0.05, min_effect=0.02, method=method)
-            found[method] += v.verdict is Verdict.FASTER
-    assert found[paired.PAIRED5_METHOD] / sims > 0.07
-    assert found[paired.METHOD] / sims < 0.065
-
-
-# --- the jackknifed skewness (PAIRED5_JACK_METHOD, the residual shape miss) -----------------
-
-
-def test_records_of_the_first_skewness_rule_recompute_without_the_jackknife() -> None:
-    rng = np.random.default_rng(31)
-    b, c = skewed(10, 4, rng)
-    ids = [r for r in range(10) for _ in range(4)]
-    bt, ct = b.ravel().tolist(), (c / 1.02).ravel().tolist()
-    rec = paired.paired_verdict(bt, ids, ct, ids, alpha=0.05, min_effect=0.02,
-                                method=paired.PAIRED5_SKEW_METHOD)
-    base = {r: b[r] for r in range(10)}
-    cand = {r: c[r] / 1.02 for r in range(10)}
-    d = np.log(np.array(rec.round_ratios))
-    for skew, method in ((paired.skewness, paired.PAIRED5_SKEW_METHOD),
-                         (paired.skewness_jackknife, PAIRED5_JACK_METHOD)):
-        pv = paired.Pivot(float(d.mean()), float(d.std(ddof=1)), d.size,
-                          skew(base, cand, list(range(10)), d))
-        v = paired.paired_verdict(bt, ids, ct, ids, alpha=0.05, min_effect=0.02, method=method)
-        assert v.method == method
-        assert v.p_faster == pytest.approx(pv.p_above(math.log1p(0.02)), rel=1e-9)
-        assert v.ci_low == pytest.approx(math.exp(pv.interval(0.05)[0]), rel=1e-9)
-    assert paired.skewness_jackknife(base, cand, list(range(10)), d) != \
-        paired.skewness(base, cand, list(range(10)), d)
 
 
 def test_the_jackknife_is_the_leave_one_round_out_bias_correction() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from patchbench.analysis import planted, stats
+from patchbench.analysis import paired, planted
 from patchbench.errors import CommandError
 
 
@@ -24,14 +24,14 @@ def test_expected_speedup_of_a_delay() -> None:
         planted.expected_speedup([0.1, 0.0], 0.005)
 
 
-def simulated(delay: float, seed: int) -> tuple[stats.PairedComparison, list[float]]:
+def simulated(delay: float, seed: int) -> tuple[paired.PairedVerdict, list[float]]:
     rng = np.random.default_rng(seed)
     R, n = 10, 4
     base = 0.126 * np.exp(rng.normal(0, 0.01, (R, n)))
     cand = 0.126 * np.exp(rng.normal(0, 0.01, (R, n))) + delay
     ids = [r for r in range(1, R + 1) for _ in range(n)]
-    p = stats.paired_rounds(list(base.ravel()), ids, list(cand.ravel()), ids, alpha=0.05,
-                            min_effect=0.02)
+    p = paired.paired_verdict(list(base.ravel()), ids, list(cand.ravel()), ids, alpha=0.05,
+                              min_effect=0.02)
     return p, [float(np.median(row)) for row in base]
 
 

@@ -1,35 +1,43 @@
-"""benchmarks/rejudge_reports.py: the committed reports' comparisons beside the rule of schema 5
-(the reports themselves keep their verdicts)."""
+"""One live rule: every saved run is read through patchbench.analysis.rejudge, and
+benchmarks/rejudge_reports.py lists what it changes in the committed reports."""
 
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import sys
-from pathlib import Path
 
+from patchbench import results
+from patchbench.analysis import paired, rejudge
 from patchbench.analysis.paired import Verdict
+from patchbench.results import TimedResult
 from tests.support import REPO_ROOT, committed_reports
 
 
-def test_every_paired_comparison_gets_a_new_answer_beside_its_old_one(tmp_path: Path) -> None:
+def test_every_committed_comparison_is_judged_by_the_live_rule_when_read() -> None:
+    for path in committed_reports("*/*/results.json"):
+        old = results.load(path)
+        new = rejudge.rejudge(old)
+        comps = [c for sc in new.scenarios if isinstance(sc, TimedResult)
+                 for c in sc.comparisons]
+        assert all(c.method == paired.METHOD for c in comps), path
+        assert not rejudge.stale(new)
+        assert rejudge.rejudge(new) is new  # a run of the live rule is left as it is
+        olds = [c for sc in old.scenarios if isinstance(sc, TimedResult) for c in sc.comparisons]
+        for o, n in zip(olds, comps, strict=True):  # the run's own settings are kept
+            assert (n.alpha, n.min_effect, n.candidate, n.hangs) == (
+                o.alpha, o.min_effect, o.candidate, o.hangs)
+            assert (n.metrics is None) == (o.metrics is None)
+
+
+def test_the_table_marks_every_changed_answer() -> None:
     path = REPO_ROOT / "benchmarks" / "rejudge_reports.py"
     spec = importlib.util.spec_from_file_location("rejudge_reports", path)
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     sys.modules["rejudge_reports"] = mod
     spec.loader.exec_module(mod)
-    # the committed runs only (a local `invoke compare` may have added others under reports/)
-    for src in committed_reports("*/*/results.json"):
-        dest = tmp_path / src.relative_to(REPO_ROOT)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dest)
-    rows = mod.rows(tmp_path / "reports")
+    rows = mod.rows(committed_reports("*/*/results.json"))
     assert len(rows) >= 30
     assert {r[8] for r in rows} <= {str(v) for v in Verdict}
-    assert "no significant difference" not in {r[8] for r in rows}
-    for r in rows:  # a split of "no significant difference" is not a difference
-        if r[5] == "no significant difference" and r[8] in ("equivalent", "inconclusive"):
-            assert r[-1] == ""
-        if r[-1]:
-            assert r[5] != r[8]
+    for r in rows:
+        assert (r[-1] == "**changed**") == (r[6] != r[8])

@@ -10,6 +10,7 @@ import pytest
 
 from patchbench import redact
 from patchbench import results as results_mod
+from patchbench.analysis.rejudge import rejudge
 from patchbench.errors import ReportError
 from patchbench.report import numbers
 from patchbench.results import Results
@@ -62,7 +63,8 @@ def test_publish_writes_a_complete_folder(tmp_path: Path) -> None:
         "results.json"]
     data = runstore.load_run(run)
     assert data.run_dir == f"fx/{run.name}"
-    assert data == results().model_copy(update={"run_dir": f"fx/{run.name}"})
+    # read through the live rule (patchbench.analysis.rejudge), as every saved run is
+    assert data == rejudge(results().model_copy(update={"run_dir": f"fx/{run.name}"}))
     assert runstore.latest_run(tmp_path, "fx") == run
     assert [p.name for p in (tmp_path / "fx").iterdir()] == [run.name]
 

@@ -106,7 +106,8 @@ def test_merge_of_two_machines_that_agree() -> None:
     assert m.identical_builds == {"baseline": True, "per-sandbox-lock": True}
     assert not m.build_differences
     md = merge.render_markdown(m)
-    assert "| start-8 per-sandbox-lock | 7.07× [7.02, 7.15] faster" in md
+    # read through the live rule: the pooled record of 2026-11-29 judged again round by round
+    assert "| start-8 per-sandbox-lock | 7.05× [6.83, 7.22], -107.80 ms faster" in md
     assert "Other CPU" in md and "Intel(R) Xeon(R) Processor" in md
     assert "The verdicts agree on every machine." in md
 
@@ -114,9 +115,10 @@ def test_merge_of_two_machines_that_agree() -> None:
 def test_merge_says_when_verdicts_disagree() -> None:
     a = load(DEMO)
     b = copy.deepcopy(a)
-    b["scenarios"][0]["comparisons"][0]["verdict"] = "no significant difference"
+    cells = b["scenarios"][0]["cells"]  # on m2 the candidate ran as the baseline did
+    cells[1]["samples"] = copy.deepcopy(cells[0]["samples"])
     m = merge.merge_runs([("m1", a), ("m2", b)], gate=no_gate)
-    assert m.rows[0].agreement == "NO: faster on m1, no significant difference on m2"
+    assert m.rows[0].agreement == "NO: faster on m1, inconclusive on m2"
     assert "0 of 1 comparisons agree" in merge.render_markdown(m)
 
 

@@ -94,7 +94,7 @@ def test_a_quick_run_prints_the_table(calib: ModuleType, tmp_path: Path,
     assert [r.split(" | ")[1] for r in rows] == ["5x4", "10x4"]
     assert "(--quick: a smoke run" in text
     assert f"Rule calibrated (`method`): {calib.paired.METHOD}." in text
-    assert "| t false | t faster@edge |" in text and "\nLoad (`/proc/loadavg`, 1/5/15 min) at" in text
+    assert "| v7 false | v7 faster@edge |" in text and "\nLoad (`/proc/loadavg`, 1/5/15 min) at" in text
     # --until-ci: the stopping cells, with the looks planned up to the quick run's budget
     assert "| shape (until-ci) | 5..20 | 5% | 5, 8, 12, 18, 20 | " in text
     assert str(tmp_path) not in text  # the command line shown leaves out absolute paths
@@ -118,10 +118,10 @@ def test_the_calibration_can_fail(calib: ModuleType) -> None:
     assert "- shape R=30: false @1.00: 190 of 1000" in text
     text, passed = calib.report(cells(50), models, args, "cmd", 1.0)
     assert passed and "**Calibration passed**" in text
-    args.contrast = "skew"  # the earlier rule on the same replicates, named in the table
+    args.contrast = "v7"  # the earlier rule on the same replicates, named in the table
     text, _ = calib.report(cells(50), models, args, "cmd", 1.0)
-    assert "| skew false | skew faster@edge | skew slower@edge | skew coverage |" in text
-    assert "`PAIRED5_SKEW_METHOD`" in text
+    assert "| v7 false | v7 faster@edge | v7 slower@edge | v7 coverage |" in text
+    assert "the rule of results version 7" in text
     assert calib.binom_sf(66, 1000, 0.05) < calib.MISS_P < calib.binom_sf(50, 1000, 0.05)
     assert calib.binom_quantile(100, 0.05, 0.95) == 9
 

@@ -92,7 +92,7 @@ def test_scan_config() -> None:
         {"name": "s", "command": ["x", "{envs}"], "scan": {"name": "envs", "values": [0, 10]},
          "profile": ["syscalls"], "bundle": {"env": "{envs}", "binaries": ["env"]}})
     assert isinstance(sc, CommandConfig) and sc.scan is not None and sc.profile == ["syscalls"]
-    assert sc.profile_runs == 3 and sc.profile_tracer == "strace"
+    assert sc.profile_runs == 5 and sc.profile_tracer == "strace"
     with pytest.raises(ValidationError):
         TypeAdapter(AnyScenario).validate_python({"name": "s", "command": ["x"],
                                                   "profile": ["perf"]})
@@ -146,10 +146,10 @@ def run(variant: str, i: int, cell: str = "", code: int | None = 0, **calls: int
                      phases={"cli": 0.01, "create": 0.05, "process": 0.001, "exit": 0.002})
 
 
-def a_profile(code: int | None = 0) -> Profile:
+def a_profile(code: int | None = 0, n: int = 3) -> Profile:
     return Profile(tracer="strace -f", runs=[
-        *[run("baseline", i) for i in range(3)],
-        *[run("stat", i, newfstatat=1000, code=code if i == 2 else 0) for i in range(3)]])
+        *[run("baseline", i) for i in range(n)],
+        *[run("stat", i, newfstatat=1000, code=code if i == 2 else 0) for i in range(n)]])
 
 
 def test_the_syscall_diff_biggest_change_first() -> None:
@@ -164,7 +164,14 @@ def test_profile_blocks_show_failed_runs_and_phases() -> None:
     prof = a_profile(code=None)
     text = "\n".join(str(b) for b in profile.blocks(prof, "baseline"))
     assert "stat run 2: hung under the tracer (killed)" in text
-    assert profile.phase_medians(prof)["stat"]["create"] == pytest.approx(0.05)
+    # three traced runs say nothing about a phase's spread: left out, and said so
+    assert profile.phase_medians(prof) == {}
+    assert "left out for baseline (3), stat (3): fewer than 5 traced runs" in text
+    five = a_profile(n=5)
+    five.runs[0].phases = {"cli": 0.01, "create": 0.09, "process": 0.001, "exit": 0.002}
+    assert profile.phase_medians(five)["stat"]["create"] == pytest.approx(0.05)
+    shown = "\n".join(str(b) for b in profile.blocks(five, "baseline"))
+    assert "50.00 ms (50.00 ms–90.00 ms)" in shown and "left out" not in shown
     assert profile.summary_text(prof, "baseline")[1] == (
         "stat", "1,015.3 syscalls per start; biggest change newfstatat +1,000")
 
@@ -216,8 +223,8 @@ def a_result() -> CommandResult:
     cells = scan_cells()
     comps: list[results.Verdict] = []
     prof = Profile(tracer="strace -f", runs=[
-        *[run("baseline", i, "baseline n=16") for i in range(3)],
-        *[run("fix", i, "fix n=16", newfstatat=1000) for i in range(3)],
+        *[run("baseline", i, "baseline n=16") for i in range(5)],
+        *[run("fix", i, "fix n=16", newfstatat=1000) for i in range(5)],
         *[run(v, 0, f"{v} n=1") for v in ("baseline", "fix")]])
     res = CommandResult(name="scan", command="x", runs=10, rounds=5, warmup=0, cells=cells,
                         comparisons=comps, profile=prof,
