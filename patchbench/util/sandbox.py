@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchbench.errors import RequirementError
+from patchbench.errors import BuildError, RequirementError
 from patchbench.util import cmd, progress
 
 SWITCH = "PATCHBENCH_BUILD_SANDBOX"  # "off": build unconfined, with a warning each time
@@ -408,6 +408,48 @@ def wrap(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None,
     return Wrapped(out, inside_env, [(i, h) for h, i in shown] + [(b.at, b.host) for b in binds])
 
 
+# the user's own folders and caches: a build never writes them (a build cache it could write is
+# one it could poison for the user's other builds), so none is ever given to the build uid
+USERS_CACHE_VARIABLES = ("GOPATH", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME",
+                         "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "CCACHE_DIR")
+USERS_HOME_FOLDERS = ("go", ".cache", ".cargo", ".rustup", ".config", ".local", ".ssh")
+
+
+def users_own() -> tuple[list[Path], list[Path]]:
+    """The user's own folders: (each home, ``HOME`` and the account's: never given itself; a
+    project under it is fine), (the caches under a home and every folder the caller's
+    environment names as a cache: never given, nor anything in them)."""
+    homes = {os.path.expanduser("~")}
+    try:
+        import pwd
+
+        homes.add(pwd.getpwuid(os.geteuid()).pw_dir)
+    except (ImportError, KeyError):
+        pass
+    homes = {h for h in homes if h and h != "/"}
+    caches = {Path(h) / name for h in homes for name in USERS_HOME_FOLDERS}
+    for key in USERS_CACHE_VARIABLES:
+        for entry in (os.environ.get(key) or "").split(os.pathsep):
+            if entry and os.path.isabs(entry):
+                caches.add(Path(entry))
+    return ([Path(os.path.realpath(h)) for h in sorted(homes)],
+            [Path(os.path.realpath(c)) for c in sorted(caches)])
+
+
+def _never_the_users(top: Path) -> None:
+    """Stop before ``give`` hands the build uid a home, a user's cache, anything in such a cache
+    or a folder holding one (``give`` walks it)."""
+    here = Path(os.path.realpath(top))
+    homes, caches = users_own()
+    for own in [*homes, *caches]:
+        inside = own in caches and here.is_relative_to(own)
+        if here == own or inside or own.is_relative_to(here):
+            raise BuildError(f"a build was to be given {top}, which is or holds the user's own "
+                             f"{own}; a build writes only patchbench's folders",
+                             hint="do not point a target's cache variables (build.env, "
+                             "PATCHBENCH_GO_CACHE) at your own caches or home")
+
+
 def give(paths: Sequence[Path], *, walk: bool = True) -> None:
     """What a build may write (its worktree, its caches) made the build uid's, as root: every
     entry under each path that is not yet, without following a link (``walk`` False: a folder
@@ -416,6 +458,8 @@ def give(paths: Sequence[Path], *, walk: bool = True) -> None:
     uid)."""
     if os.geteuid() != 0:
         return
+    for top in paths:
+        _never_the_users(top)
     uid, gid = build_ids()
     for top in paths:
         try:

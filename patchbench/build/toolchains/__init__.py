@@ -76,6 +76,7 @@ def build_env(target: Target, source_date_epoch: int) -> dict[str, str]:
 
 
 GO_CACHE_VARIABLE = "PATCHBENCH_GO_CACHE"  # where upstream builds keep Go's build cache
+GO_CACHE_KEYS = ("GOPATH", "GOMODCACHE", "GOCACHE")
 
 
 def cache_env(target: Target, env: dict[str, str], builds: Path) -> dict[str, str]:
@@ -84,8 +85,8 @@ def cache_env(target: Target, env: dict[str, str], builds: Path) -> dict[str, st
     builds/sources/go, shared by every Go target, and its build cache per Go release under
     builds/go-cache (or ``PATCHBENCH_GO_CACHE``). Paths: not in the fingerprint."""
     tc = target.toolchain
-    if not isinstance(tc, GoToolchain):
-        return env
+    if not isinstance(tc, GoToolchain):  # the caller's Go caches are not a C or Rust build's
+        return {k: v for k, v in env.items() if k not in GO_CACHE_KEYS}
     gopath = builds / "sources" / "go"
     cache_root = Path(os.environ.get(GO_CACHE_VARIABLE) or builds / "go-cache")
     return {**env, "GOPATH": str(gopath), "GOMODCACHE": str(gopath / "pkg" / "mod"),
