@@ -119,6 +119,8 @@ _SCENARIO_OPTS = (
 )
 
 # bisect's and history's runs and rounds per commit
+SEED = Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
+           metavar="N", minimum=0, default="matrix.yaml's, else random")
 COMMIT_RUNS = (
     Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
         metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
@@ -135,8 +137,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "shuffled): the noise floor including build-to-build layout effects; falls back to "
              "--aa, with a warning, where the toolchain has no such build", kind="flag"),
          Opt("dry_run", "print every step the comparison would take, and stop", kind="flag"),
-         Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
-             metavar="N", minimum=0, default="matrix.yaml's, else random"),
+         SEED,
          Opt("runs", "runs per cell of every scenario (a multiple of --rounds)", kind="int",
              metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),
          Opt("rounds", "interleaved rounds of every scenario", kind="int", metavar="N", minimum=1,
@@ -336,8 +337,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("budget", "an undecided step is measured again with twice the runs and rounds, up "
              "to N times the scenario's", kind="int", metavar="N", minimum=1,
              maximum=MAX_SAMPLES, default="4"),
-         Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
-             metavar="N", minimum=0, default="matrix.yaml's, else random"),
+         SEED,
          Opt("dry_run", "fetch the history and print the steps, builds and runs expected",
              kind="flag")),
         (*BUILD_SHARED, "backend"),
@@ -360,8 +360,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("budget", "a commit undecided against the first is measured again with it, at "
              "twice the runs and rounds, up to N times the scenario's", kind="int", metavar="N",
              minimum=1, maximum=MAX_SAMPLES, default="4"),
-         Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
-             metavar="N", minimum=0, default="matrix.yaml's, else random")),
+         SEED),
         (*BUILD_SHARED, "backend"),
         ("history demo v1.0.0 v1.1.0 v1.2.0 --scenario demo:start-8",
          "history demo --range v1.0.0..main --every 5 --scenario demo:start-8",
@@ -393,8 +392,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Opt("budget", "a candidate's A/B and its bisect measure again with twice the runs and "
              "rounds while undecided, up to N times the scenario's", kind="int", metavar="N",
              minimum=1, maximum=MAX_SAMPLES, default="4"),
-         Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
-             metavar="N", minimum=0, default="matrix.yaml's, else random")),
+         SEED),
         (*BUILD_SHARED, "backend"),
         ("track demo", "track demo --range v1.0.0..main --every 2",
          "track runc-signal --db postgresql://bench@db.example/patchbench")),

@@ -177,19 +177,12 @@ def engine(
     """
     env = os.environ if environ is None else environ
     if not own and not extra_args:
-        host = env.get("DOCKER_HOST")
-        if host:  # named on purpose: it must answer, no silent fallback
-            client = _connect(host)
+        # DOCKER_HOST, named on purpose, must answer (no silent fallback); else the system's
+        address = env.get("DOCKER_HOST") or reachable({})
+        if address:
+            client = _connect(address)
             try:
-                yield Engine(client, host, own=False, version=_versions(client))
-            finally:
-                client.close()
-            return
-        system = reachable({})
-        if system is not None:
-            client = _connect(system)
-            try:
-                yield Engine(client, system, own=False, version=_versions(client))
+                yield Engine(client, address, own=False, version=_versions(client))
             finally:
                 client.close()
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,22 +93,25 @@ def record(argv: Sequence[str | os.PathLike[str]], workdir: Path, *,
 
 def self_share(stacks: Mapping[str, int]) -> dict[str, float]:
     """function -> its share of the samples as the innermost frame (its own time)."""
+    return _shares(stacks, lambda key: [key.rsplit(";", 1)[-1]])
+
+
+def total_share(stacks: Mapping[str, int]) -> dict[str, float]:
+    """function -> its share of the samples anywhere on the stack (itself and what it called)."""
+    return _shares(stacks, lambda key: set(key.split(";")[1:]))
+
+
+def _shares(stacks: Mapping[str, int], names: Callable[[str], Iterable[str]]
+            ) -> dict[str, float]:
+    """function -> the share of the samples whose stack ``names`` it among."""
     total = sum(stacks.values())
     out: dict[str, float] = {}
     if not total:
         return out
     for key, n in stacks.items():
-        leaf = key.rsplit(";", 1)[-1]
-        out[leaf] = out.get(leaf, 0.0) + n / total
+        for name in names(key):
+            out[name] = out.get(name, 0.0) + n / total
     return out
-
-
-def total_share(stacks: Mapping[str, int]) -> dict[str, float]:
-    """function -> its share of the samples anywhere on the stack (itself and what it called)."""
-    total = sum(stacks.values())
-    out: dict[str, float] = {}
-    if not total:
-        return out
     for key, n in stacks.items():
         for name in set(key.split(";")[1:]):
             out[name] = out.get(name, 0.0) + n / total
