@@ -72,6 +72,15 @@ class BenchmarkError(PatchbenchError):
     kind = "benchmark error"
 
 
+class RunsFailed(BenchmarkError):
+    """Measured runs of one variant exited with an error (``variant``: whose)."""
+
+    def __init__(self, message: str, *, variant: str, hint: str | None = None,
+                 detail: str | None = None):
+        super().__init__(message, hint=hint, detail=detail)
+        self.variant = variant
+
+
 class RequirementError(PatchbenchError):
     """The machine lacks something the comparison needs (root, Linux, macOS, a package)."""
 

@@ -152,7 +152,10 @@ class Session:
         built = [replace(b, variant=replace(b.variant, name=s[:12])) for b, s in zip(
             built, shas, strict=True)]
         seed = self.seed + 104729 * len(self.measurements)
-        workdir = self.workdir / f"m{len(self.measurements):02d}"
+        n = len(self.measurements)
+        while (self.workdir / f"m{n:02d}").exists():  # one whose runs failed keeps its folder
+            n += 1
+        workdir = self.workdir / f"m{n:02d}"
         workdir.mkdir(parents=True)
         say(f"{label}: measuring {', '.join(s[:12] for s in shas)} interleaved "
             f"({chosen.runs} runs per commit" + (f", {chosen.rounds} rounds)" if rounds else ")"))
@@ -161,7 +164,7 @@ class Session:
                                    layout=self.ws.layout, seed=seed, extra_files=extra,
                                    announce=False)
         (out,), warnings = measured.scenarios, measured.warnings
-        prefix = f"m{len(self.measurements):02d}-"
+        prefix = f"{workdir.name}-"
         self.extra_files.update({prefix + k: v for k, v in extra.items()})
         m = Measurement(label, list(shas), factor, seed, out, warnings)
         self.measurements.append(m)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchbench.errors import BenchmarkError, ConfigError
+from patchbench.errors import BenchmarkError, ConfigError, RunsFailed
 from patchbench.measure import hangs, hyperfine2, reaper
 from patchbench.util import cmd, procguard
 from patchbench.util.progress import RoundProgress, estimate_left, round_text, step
@@ -424,7 +424,8 @@ def _run_rounds(
     done: list[dict[Cell, float]] = [{} for _ in batch]
     for (r, cell), inv, name, res in zip(plan, invs, names, got, strict=True):
         # the first failed round: raised
-        done[r - first][cell] = _take(samples[cell], res, r, inv, name, export, block_warmup)
+        done[r - first][cell] = _take(samples[cell], res, r, inv, name, export, cell.variant,
+                                      block_warmup)
     return done
 
 
@@ -456,7 +457,7 @@ def _run_round(
     def took(cell: Cell, result: dict[str, Any], export: Path) -> None:
         # a failure: raised
         medians[cell] = _take(samples[cell], result, r, invs[cell], names[cell], export,
-                              block_warmup)
+                              cell.variant, block_warmup)
         if on_round:
             on_round(r, cell, result)
 
@@ -521,22 +522,22 @@ def _shared_call(
 
 
 def _take(s: Samples, result: dict[str, Any], r: int, inv: Invocation, name: str,
-          export: Path, warm: int = 0) -> float:
+          export: Path, variant: str, warm: int = 0) -> float:
     """Add one cell's hyperfine result of round ``r`` to its samples (its first ``warm`` runs
     are the block's warm-ups) and return the median of its timed runs (0.0 for none); a failed
     run (not a hang under a deadline) is a BenchmarkError naming the cell, the round and the
-    exit codes."""
+    exit codes (RunsFailed: ``variant``'s)."""
     before = len(s.times)
     failed = s.add(result, r, deadline=inv.deadline is not None, metrics=inv.metrics,
                    warm=warm)
     if failed:
         codes = hyperfine2.runs(result).exit_codes
-        raise BenchmarkError(
+        raise RunsFailed(
             f"{name}: {len(failed)} of {len(codes)} runs failed "
             f"(exit codes {sorted(set(failed))})",
             hint="run the command by hand (invoke compare NAME --dry-run prints it)",
             detail=f"command: {shlex.join(inv.command)}\nhyperfine JSON: {export}",
-        )
+            variant=variant)
     timed = sorted(s.times[before:])
     if not timed:
         return 0.0

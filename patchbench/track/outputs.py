@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class Dashboard:
     commits: dict[str, CommitRow]
     generated_at: str
     new: frozenset[int] = frozenset()  # ids of the changes this run found
+    failed: dict[str, str] = field(default_factory=dict)  # sha -> why: no build, failing runs
 
 
 def label(metric: str) -> str:
@@ -102,7 +103,8 @@ def changes_document(d: Dashboard) -> dict[str, Any]:
         "reference": d.track.reference, "database": d.database, "generated_at": d.generated_at,
         "commits_measured": len({p.commit.sha for p in d.points}),
         "changes": [change_json(c) for c in d.changes if c.status == "confirmed"],
-        "not_confirmed": [change_json(c) for c in d.changes if c.status != "confirmed"]}
+        "not_confirmed": [change_json(c) for c in d.changes if c.status != "confirmed"],
+        "not_measured": [{"commit": sha, "why": why} for sha, why in sorted(d.failed.items())]}
 
 
 # --- the series chart ---------------------------------------------------------------------------
@@ -240,6 +242,14 @@ def blocks(d: Dashboard, *, charts_too: bool = True) -> list[Block]:
                           f"{title}, by commit, against the reference "
                           f"{t.reference[:12]}")]
     out += [heading("Latest commits"), table(*_latest(d, groups), "latest")]
+    if d.failed:
+        rows = [[sha[:12], d.commits[sha].subject[:60] if sha in d.commits else "", why[:300]]
+                for sha, why in sorted(d.failed.items(), key=lambda kv: (
+                    d.commits[kv[0]].depth if kv[0] in d.commits else 0, kv[0]))]
+        out += [heading("Commits not measured"),
+                text("They do not build with the pinned toolchain, or their runs fail: each is "
+                     "recorded and skipped by later runs."),
+                table(("commit", "subject", "why"), rows, "failed")]
     return out
 
 

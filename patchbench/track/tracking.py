@@ -132,7 +132,7 @@ def track(project: Project, ws: Workspace, name: str, *, range_: str | None = No
             new_ids = frozenset(c.id for c in out.changes if c.run_id == run_id and c.id)
             outputs.write(out.folder, outputs.Dashboard(
                 tr, name, _database_shown(store, ws), store.series(tr), out.changes,
-                store.commits(tr), now(), new_ids))
+                store.commits(tr), now(), new_ids, store.build_failures(tr)))
             say(f"track {name}: wrote {out.folder} (changes.json, summary.md, index.html)")
             return out
     finally:

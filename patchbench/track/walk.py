@@ -24,7 +24,7 @@ from patchbench.analysis import metrics
 from patchbench.bisect.record import step_rule
 from patchbench.bisect.session import Measurement, Session
 from patchbench.config.scenarios import ScenarioConfig
-from patchbench.errors import BuildError, ConfigError
+from patchbench.errors import BuildError, ConfigError, RunsFailed
 from patchbench.results import Cell, TimedResult
 from patchbench.scenarios.steps import ByCount
 from patchbench.source import history
@@ -169,7 +169,7 @@ class Walked:
 
     measured: list[tuple[str, str]] = field(default_factory=list)  # (scenario, sha)
     skipped: int = 0  # points already in the database
-    failed: dict[str, str] = field(default_factory=dict)  # sha -> why it did not build
+    failed: dict[str, str] = field(default_factory=dict)  # sha -> why: no build, failing runs
 
 
 def walk(s: Session, store: Store, track: Track, run_id: int, commits: list[history.Commit],
@@ -200,7 +200,18 @@ def walk(s: Session, store: Store, track: Track, run_id: int, commits: list[hist
             failed[c.sha] = out.failed[c.sha] = reason
             continue
         ss = for_scenario(s, sc)
-        m = ss.measure(f"[{n}/{len(todo)}] {sc.name} at {c.short}", [ref, c.sha])
+        try:
+            m = ss.measure(f"[{n}/{len(todo)}] {sc.name} at {c.short}", [ref, c.sha])
+        except RunsFailed as exc:
+            # a commit whose runs fail (an upstream bug, as asv records a failing benchmark):
+            # recorded, said, skipped from now on; the reference failing stops the track
+            if exc.variant != c.sha[:12]:
+                raise
+            reason = f"its runs failed ({sc.name}): {exc}"
+            say(f"track: {sc.name} at {c.short}: {reason}; recorded, and the track goes on")
+            store.add_build_failure(track, c.sha, reason)
+            failed[c.sha] = out.failed[c.sha] = reason
+            continue
         vals = values_of(m, ref, c.sha, alpha=s.comp.alpha, min_effect=s.comp.min_effect)
         result: dict[str, Any] = s.redacted(m.result.model_dump(mode="json"))
         point = store.add_point(track, run_id, scenario=sc.name, sha=c.sha, kind=sc.kind,
