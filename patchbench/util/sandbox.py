@@ -409,10 +409,12 @@ def wrap(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None,
 
 
 # the user's own folders and caches: a build never writes them (a build cache it could write is
-# one it could poison for the user's other builds), so none is ever given to the build uid
+# one it could poison for the user's other builds), so none is ever given to the build uid; a
+# folder of patchbench's own beside them (PATCHBENCH_GO_CACHE=~/.cache/pb-go) may be
 USERS_CACHE_VARIABLES = ("GOPATH", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME",
-                         "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "CCACHE_DIR")
-USERS_HOME_FOLDERS = ("go", ".cache", ".cargo", ".rustup", ".config", ".local", ".ssh")
+                         "CCACHE_DIR")
+USERS_HOME_FOLDERS = ("go", ".cache/go-build", ".cache/ccache", ".ccache", ".cargo", ".rustup",
+                      ".config", ".local", ".ssh")
 
 
 def users_own() -> tuple[list[Path], list[Path]]:
@@ -428,6 +430,9 @@ def users_own() -> tuple[list[Path], list[Path]]:
         pass
     homes = {h for h in homes if h and h != "/"}
     caches = {Path(h) / name for h in homes for name in USERS_HOME_FOLDERS}
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):  # where Go and ccache keep theirs by default
+        caches |= {Path(xdg) / "go-build", Path(xdg) / "ccache"}
     for key in USERS_CACHE_VARIABLES:
         for entry in (os.environ.get(key) or "").split(os.pathsep):
             if entry and os.path.isabs(entry):

@@ -60,7 +60,13 @@ def test_give_refuses_the_users_caches_and_what_holds_them(
     mine.mkdir(parents=True)
     sandbox.give([mine])
     assert _owner(mine) == sandbox.build_ids()
-    # a project may live in the home: its builds/ are patchbench's
+    # patchbench's own folder among the caches, and a project in the home, are patchbench's
+    own_cache = home / ".cache" / "patchbench-go"
+    own_cache.mkdir(parents=True)
+    sandbox.give([own_cache])
+    assert _owner(own_cache) == sandbox.build_ids()
+    with pytest.raises(BuildError, match="the user's own"):
+        sandbox.give([home / ".cache"])  # it holds the user's go-build
     project = home / "project" / "builds" / "worktree"
     project.mkdir(parents=True)
     sandbox.give([project])
