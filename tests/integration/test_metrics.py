@@ -70,10 +70,15 @@ def test_the_planted_effects_are_found_in_their_metrics_and_said_in_words(
     cpu = spin["metrics"]["cpu"]
     assert cpu["verdict"] == "slower" and 2 * MS <= cpu["effect"] <= 7.5 * MS, seen
 
-    sleep = comps["demo-sleep-5ms"]  # a sleep: wall slower, CPU time never slower
+    sleep = comps["demo-sleep-5ms"]  # a sleep: wall slower by the 5 ms, CPU time not by them
     assert sleep["verdict"] == "slower" and 2.5 * MS <= sleep["effect_s"] <= 10 * MS, seen
-    # CPU time equivalent, or (at a high load, within the budget) not decided: never slower
-    assert sleep["metrics"]["cpu"]["verdict"] in ("equivalent", "inconclusive"), seen
+    # CPU time equivalent, or (at a high load, within the budget) not decided; or slower by a
+    # small part of the wall time's change: a Go program that lives 5 ms longer keeps its
+    # runtime's threads (sysmon, timers) waking meanwhile, and with over 3,000 runs a variant
+    # that shows (+0.51 ms [+0.40, +0.63] of 4.1 ms at load 1, 2026-12-05), a real change
+    sleep_cpu = sleep["metrics"]["cpu"]
+    assert sleep_cpu["verdict"] in ("equivalent", "inconclusive") or (
+        sleep_cpu["verdict"] == "slower" and sleep_cpu["effect"] <= 0.25 * sleep["effect_s"]), seen
 
     alloc = comps["demo-alloc-64mib"]  # 64 MiB touched: peak memory larger by about that
     rss = alloc["metrics"]["peak-rss"]
@@ -82,7 +87,8 @@ def test_the_planted_effects_are_found_in_their_metrics_and_said_in_words(
     assert run_dir is not None
     md = (run_dir / "report.md").read_text()
     slept = [line for line in md.splitlines() if "demo-sleep-5ms: wall time +" in line]
-    assert any("is waiting" in line for line in slept), slept  # equivalent CPU, or the rest
+    # the extra time is waiting: all of it (CPU equivalent), or the rest beside the CPU's part
+    assert any("is waiting" in line or line.rstrip().endswith(") waiting") for line in slept), slept
     spun = [line for line in md.splitlines() if "demo-spin-5ms: " in line]
     # a busy-wait is work added; Go's runtime may add a little in parallel threads (sysmon), so
     # CPU time may rise by a little more than wall time ("part of it work that runs in parallel")
