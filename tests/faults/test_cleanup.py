@@ -122,6 +122,11 @@ def test_sigkill_of_a_guarded_run_leaves_a_cgroup_the_next_run_sweeps() -> None:
                              stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None
     path = Path(child.stdout.readline().strip())
+    # procguard.popen returns once the shell joined the cgroup, before it execs the sleep: a
+    # process in the middle of execve shows an empty command line for a moment
+    deadline = time.monotonic() + 5
+    while not processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert path.is_dir() and processes_with(f"sleep {marker}")
     # no other test process's run sweeps this cgroup first (a worker beside this one once did:
     # the sleep was gone before this sweep looked)
