@@ -151,10 +151,10 @@ class Session:
         built = [self.builds[s] for s in shas]
         built = [replace(b, variant=replace(b.variant, name=s[:12])) for b, s in zip(
             built, shas, strict=True)]
-        seed = self.seed + 104729 * len(self.measurements)
         n = len(self.measurements)
         while (self.workdir / f"m{n:02d}").exists():  # one whose runs failed keeps its folder
             n += 1
+        seed = self.seed + 104729 * n
         workdir = self.workdir / f"m{n:02d}"
         workdir.mkdir(parents=True)
         say(f"{label}: measuring {', '.join(s[:12] for s in shas)} interleaved "

@@ -118,9 +118,10 @@ _SCENARIO_OPTS = (
         maximum=MAX_SAMPLES),
 )
 
-# bisect's and history's runs and rounds per commit
+# every measuring command's seed
 SEED = Opt("seed", "the seed of the interleaving order (always recorded)", kind="int",
            metavar="N", minimum=0, default="matrix.yaml's, else random")
+# bisect's and history's runs and rounds per commit
 COMMIT_RUNS = (
     Opt("runs", "runs per commit of the scenario (a multiple of --rounds)", kind="int",
         metavar="N", minimum=1, maximum=MAX_SAMPLES, default="matrix.yaml's"),

@@ -112,7 +112,3 @@ def _shares(stacks: Mapping[str, int], names: Callable[[str], Iterable[str]]
         for name in names(key):
             out[name] = out.get(name, 0.0) + n / total
     return out
-    for key, n in stacks.items():
-        for name in set(key.split(";")[1:]):
-            out[name] = out.get(name, 0.0) + n / total
-    return out

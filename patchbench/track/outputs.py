@@ -220,12 +220,12 @@ def blocks(d: Dashboard, *, charts_too: bool = True) -> list[Block]:
          + (f"; {len(other)} candidate(s) not confirmed" if other else ""),)], name="meta"),
         heading("Confirmed changes")]
     if confirmed:
-        out.append(table(CHANGE_HEADERS, _change_rows(confirmed), "changes"))
+        out.append(table(CHANGE_HEADERS, _change_rows(confirmed), "changes", text=True))
     else:
         out.append(text("No change confirmed."))
     if other:
         out += [heading("Candidates not confirmed"),
-                table(CHANGE_HEADERS, _change_rows(other), "not-confirmed")]
+                table(CHANGE_HEADERS, _change_rows(other), "not-confirmed", text=True)]
     groups = _groups(d.points)
     if charts_too:
         for (scenario, series, metric), pts in groups.items():
@@ -241,7 +241,7 @@ def blocks(d: Dashboard, *, charts_too: bool = True) -> list[Block]:
                     Chart(f"track-{scenario}-{metric}", draw,
                           f"{title}, by commit, against the reference "
                           f"{t.reference[:12]}")]
-    out += [heading("Latest commits"), table(*_latest(d, groups), "latest")]
+    out += [heading("Latest commits"), table(*_latest(d, groups), "latest", text=True)]
     if d.failed:
         rows = [[sha[:12], d.commits[sha].subject[:60] if sha in d.commits else "", why[:300]]
                 for sha, why in sorted(d.failed.items(), key=lambda kv: (
@@ -249,7 +249,7 @@ def blocks(d: Dashboard, *, charts_too: bool = True) -> list[Block]:
         out += [heading("Commits not measured"),
                 text("They do not build with the pinned toolchain, or their runs fail: each is "
                      "recorded and skipped by later runs."),
-                table(("commit", "subject", "why"), rows, "failed")]
+                table(("commit", "subject", "why"), rows, "failed", text=True)]
     return out
 
 

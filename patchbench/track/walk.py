@@ -195,7 +195,7 @@ def walk(s: Session, store: Store, track: Track, run_id: int, commits: list[hist
             continue
         store.add_commit(track, c.sha, c.subject, c.author_date, depth(s, c.sha))
         if s.build_at(c.sha) is None:
-            reason = s.failed.get(c.sha, "does not build")
+            reason = str(s.redacted(s.failed.get(c.sha, "does not build")))
             store.add_build_failure(track, c.sha, reason)
             failed[c.sha] = out.failed[c.sha] = reason
             continue
@@ -207,7 +207,7 @@ def walk(s: Session, store: Store, track: Track, run_id: int, commits: list[hist
             # recorded, said, skipped from now on; the reference failing stops the track
             if exc.variant != c.sha[:12]:
                 raise
-            reason = f"its runs failed ({sc.name}): {exc}"
+            reason = str(s.redacted(f"its runs failed ({sc.name}): {exc}"))
             say(f"track: {sc.name} at {c.short}: {reason}; recorded, and the track goes on")
             store.add_build_failure(track, c.sha, reason)
             failed[c.sha] = out.failed[c.sha] = reason

@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchbench.errors import BuildError, RequirementError
+from patchbench.errors import ConfigError, RequirementError
 from patchbench.util import cmd, progress
 
 SWITCH = "PATCHBENCH_BUILD_SANDBOX"  # "off": build unconfined, with a warning each time
@@ -411,10 +411,12 @@ def wrap(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None,
 # the user's own folders and caches: a build never writes them (a build cache it could write is
 # one it could poison for the user's other builds), so none is ever given to the build uid; a
 # folder of patchbench's own beside them (PATCHBENCH_GO_CACHE=~/.cache/pb-go) may be
-USERS_CACHE_VARIABLES = ("GOPATH", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME",
-                         "CCACHE_DIR")
-USERS_HOME_FOLDERS = ("go", ".cache/go-build", ".cache/ccache", ".ccache", ".cargo", ".rustup",
-                      ".config", ".local", ".ssh")
+USERS_CACHE_VARIABLES = ("GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME", "CCACHE_DIR")
+# a GOPATH's caches (a project may live in its src/, as Go projects long did)
+GOPATH_CACHES = ("pkg", "bin")
+USERS_HOME_FOLDERS = (*(f"go/{p}" for p in GOPATH_CACHES), ".cache/go-build", ".cache/ccache",
+                      ".ccache", ".cargo", ".rustup", ".config", ".local/bin", ".local/lib",
+                      ".ssh", ".gnupg", ".docker", ".kube")
 
 
 def users_own() -> tuple[list[Path], list[Path]]:
@@ -426,6 +428,8 @@ def users_own() -> tuple[list[Path], list[Path]]:
         import pwd
 
         homes.add(pwd.getpwuid(os.geteuid()).pw_dir)
+        if os.environ.get("SUDO_USER"):  # under sudo: the user who ran it, too
+            homes.add(pwd.getpwnam(os.environ["SUDO_USER"]).pw_dir)
     except (ImportError, KeyError):
         pass
     homes = {h for h in homes if h and h != "/"}
@@ -437,6 +441,9 @@ def users_own() -> tuple[list[Path], list[Path]]:
         for entry in (os.environ.get(key) or "").split(os.pathsep):
             if entry and os.path.isabs(entry):
                 caches.add(Path(entry))
+    for entry in (os.environ.get("GOPATH") or "").split(os.pathsep):
+        if entry and os.path.isabs(entry):
+            caches |= {Path(entry) / p for p in GOPATH_CACHES}
     return ([Path(os.path.realpath(h)) for h in sorted(homes)],
             [Path(os.path.realpath(c)) for c in sorted(caches)])
 
@@ -449,10 +456,11 @@ def _never_the_users(top: Path) -> None:
     for own in [*homes, *caches]:
         inside = own in caches and here.is_relative_to(own)
         if here == own or inside or own.is_relative_to(here):
-            raise BuildError(f"a build was to be given {top}, which is or holds the user's own "
-                             f"{own}; a build writes only patchbench's folders",
-                             hint="do not point a target's cache variables (build.env, "
-                             "PATCHBENCH_GO_CACHE) at your own caches or home")
+            raise ConfigError(f"a build was to be given {top}, which is or holds the user's "
+                              f"own {own}; a build writes only patchbench's folders",
+                              hint="keep builds/ (--builds, PATCHBENCH_BUILDS) and the cache "
+                              "variables (a target's build.env, PATCHBENCH_GO_CACHE) out of your "
+                              "own caches and home")
 
 
 def give(paths: Sequence[Path], *, walk: bool = True) -> None:

@@ -3,8 +3,8 @@ build's uid (util/sandbox.give); once, the Go caches a user's environment names 
 GOPATH) reached a C build's environment and were handed over with it: a C build of a pull
 request could then write the user's Go build cache (poison it) and the user's caches ended up
 owned by uid 65533. Now a C or Rust build gets none of the caller's Go caches, and ``give``
-refuses a home, a cache under it, a cache the environment names, anything in one or a folder
-holding one."""
+refuses (exit 10) a home, a cache under it, a cache the environment names, anything in one or a
+folder holding one; a project in the home, even in a GOPATH's src/, is patchbench's."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from patchbench import build, config
-from patchbench.errors import BuildError
+from patchbench.errors import ConfigError
 from patchbench.util import sandbox
 from patchbench.util.workspace import Workspace
 from tests import support
@@ -46,31 +46,32 @@ def _users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 def test_give_refuses_the_users_caches_and_what_holds_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"  # this test's own: it hands folders in it to the build uid
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SUDO_USER", raising=False)
     caches = _users(tmp_path, monkeypatch)
-    home = Path(os.environ["HOME"])
-    (home / ".cache" / "go-build").mkdir(parents=True, exist_ok=True)
-    for path in [caches["GOCACHE"], caches["GOPATH"] / "pkg", caches["GOCACHE"] / "entry",
-                 tmp_path / "user", home, home / ".cache" / "go-build"]:
-        with pytest.raises(BuildError, match="the user's own"):
-            sandbox.give([path])
-        with pytest.raises(BuildError, match="the user's own"):
-            sandbox.give([path], walk=False)
+    (home / ".cache" / "go-build").mkdir(parents=True)
+    (home / "go" / "pkg" / "mod").mkdir(parents=True)
+    link = tmp_path / "a-link-to-the-cache"
+    link.symlink_to(caches["GOCACHE"])
+    refused = [caches["GOCACHE"], caches["GOPATH"], caches["GOPATH"] / "pkg",
+               caches["GOCACHE"] / "entry", tmp_path / "user", home, home / ".cache",
+               home / ".cache" / "go-build", home / "go", home / "go" / "pkg" / "mod", link,
+               Path(str(caches["GOCACHE"]) + "/"), tmp_path]
+    for path in refused:
+        for walk in (True, False):
+            with pytest.raises(ConfigError, match="the user's own"):
+                sandbox.give([path], walk=walk)
     assert all(_owner(p) == (0, 0) for c in caches.values() for p in (c, c / "entry"))
-    mine = tmp_path / "builds" / "go-cache"  # patchbench's own: handed over
-    mine.mkdir(parents=True)
-    sandbox.give([mine])
-    assert _owner(mine) == sandbox.build_ids()
-    # patchbench's own folder among the caches, and a project in the home, are patchbench's
-    own_cache = home / ".cache" / "patchbench-go"
-    own_cache.mkdir(parents=True)
-    sandbox.give([own_cache])
-    assert _owner(own_cache) == sandbox.build_ids()
-    with pytest.raises(BuildError, match="the user's own"):
-        sandbox.give([home / ".cache"])  # it holds the user's go-build
-    project = home / "project" / "builds" / "worktree"
-    project.mkdir(parents=True)
-    sandbox.give([project])
-    assert _owner(project) == sandbox.build_ids()
+    # patchbench's own: its builds/ (also in the home, also in a GOPATH's src/) and its cache
+    # folder beside the user's under ~/.cache
+    given = [tmp_path / "builds" / "go-cache", home / "project" / "builds" / "worktree",
+             home / "go" / "src" / "example.com" / "bench" / "builds" / "tmp",
+             caches["GOPATH"] / "src" / "bench" / "builds", home / ".cache" / "patchbench-go"]
+    for path in given:
+        path.mkdir(parents=True)
+        sandbox.give([path])
+        assert _owner(path) == sandbox.build_ids(), path
 
 
 MAIN_C = '#include <stdio.h>\nint main(void) { puts("hello"); return 0; }\n'

@@ -86,7 +86,8 @@ def cache_env(target: Target, env: dict[str, str], builds: Path) -> dict[str, st
     builds/go-cache (or ``PATCHBENCH_GO_CACHE``). Paths: not in the fingerprint."""
     tc = target.toolchain
     if not isinstance(tc, GoToolchain):  # the caller's Go caches are not a C or Rust build's
-        return {k: v for k, v in env.items() if k not in GO_CACHE_KEYS}
+        return {k: v for k, v in env.items()
+                if k not in GO_CACHE_KEYS or k in target.build.env}
     gopath = builds / "sources" / "go"
     cache_root = Path(os.environ.get(GO_CACHE_VARIABLE) or builds / "go-cache")
     return {**env, "GOPATH": str(gopath), "GOMODCACHE": str(gopath / "pkg" / "mod"),
