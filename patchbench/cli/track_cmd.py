@@ -19,7 +19,7 @@ def do_track(ws: Workspace, name: str, *, range_: str | None, every: int, db: st
                          only=only, runs=runs, rounds=rounds, seed=seed, budget=budget)
     w = out.walked
     print(f"\ntrack {name}: {len(w.measured)} point(s) measured now, {w.skipped} already in the "
-          "database" + (f", {len(w.failed)} commit(s) not measured: they do not build or their "
+          "database" + (f", {len(w.failed)} commit(s) failing: they do not build or their "
                        "runs fail" if w.failed else ""))
     for c in out.new:
         state = ("confirmed: " + outputs.culprit_text(c) if c.status == "confirmed"

@@ -104,7 +104,7 @@ def changes_document(d: Dashboard) -> dict[str, Any]:
         "commits_measured": len({p.commit.sha for p in d.points}),
         "changes": [change_json(c) for c in d.changes if c.status == "confirmed"],
         "not_confirmed": [change_json(c) for c in d.changes if c.status != "confirmed"],
-        "not_measured": [{"commit": sha, "why": why} for sha, why in sorted(d.failed.items())]}
+        "failing": [{"commit": sha, "why": why} for sha, why in sorted(d.failed.items())]}
 
 
 # --- the series chart ---------------------------------------------------------------------------
@@ -246,7 +246,7 @@ def blocks(d: Dashboard, *, charts_too: bool = True) -> list[Block]:
         rows = [[sha[:12], d.commits[sha].subject[:60] if sha in d.commits else "", why[:300]]
                 for sha, why in sorted(d.failed.items(), key=lambda kv: (
                     d.commits[kv[0]].depth if kv[0] in d.commits else 0, kv[0]))]
-        out += [heading("Commits not measured"),
+        out += [heading("Failing commits"),
                 text("They do not build with the pinned toolchain, or their runs fail: each is "
                      "recorded and skipped by later runs."),
                 table(("commit", "subject", "why"), rows, "failed", text=True)]

@@ -315,7 +315,7 @@ def test_a_commit_whose_measurement_was_cut_short_is_measured_by_the_next_run(
 def test_a_commit_whose_runs_fail_is_recorded_and_the_track_goes_on(
         tmp_path: Path, history: TrackHistory, builds: Path, go_version: str) -> None:
     """A commit of the branch whose program fails its runs (upstream runc failed 1-2 % of its
-    starts for a while on this machine) is recorded with the error, listed as not measured, and
+    starts for a while on this machine) is recorded with the error, listed as failing, and
     the track measures the commits after it; a second run does not measure it again."""
     from tests.faults.scaffold_support import run_cli
 
@@ -336,9 +336,9 @@ def test_a_commit_whose_runs_fail_is_recorded_and_the_track_goes_on(
     code, out, err = run_cli(argv)
     assert code in (0, 4), out + err
     assert f"start at {broken[:12]}: its runs failed" in err, err
-    assert "1 commit(s) not measured" in out, out
+    assert "1 commit(s) failing" in out, out
     data = json.loads((ws.reports / "track" / "demo-track" / "changes.json").read_text())
-    [failed] = data["not_measured"]
+    [failed] = data["failing"]
     assert failed["commit"] == broken and "runs failed" in failed["why"]
     assert "exit codes [3]" in failed["why"]
     db = track_store.open_store(None, ws.reports / "track" / "track.db")
@@ -349,7 +349,7 @@ def test_a_commit_whose_runs_fail_is_recorded_and_the_track_goes_on(
     finally:
         db.close()
     summary = (ws.reports / "track" / "demo-track" / "summary.md").read_text()
-    assert "## Commits not measured" in summary and broken[:12] in summary
+    assert "## Failing commits" in summary and broken[:12] in summary
     code, out, err = run_cli(argv)  # again: nothing measured, the broken commit not retried
     assert code in (0, 4), out + err
     assert "0 point(s) measured now" in out and f"start at {broken[:12]}: its" not in err, out
