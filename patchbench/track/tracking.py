@@ -20,7 +20,7 @@ from patchbench import __version__, redact, scenarios
 from patchbench.bisect.session import Session, scenario_of
 from patchbench.config import Project
 from patchbench.config.scenarios import ScenarioConfig
-from patchbench.errors import ConfigError
+from patchbench.errors import ConfigError, RunsFailed
 from patchbench.source import history
 from patchbench.track import confirm, detect, outputs, walk
 from patchbench.track.database import ChangeRow, SeriesPoint, Store, Track, now, open_store
@@ -181,7 +181,13 @@ def find_and_confirm(project: Project, ws: Workspace, s: Session, store: Store, 
             continue  # measured before, so built before: only a damaged cache gets here
         say(f"confirm: {scenario} between {before[:12]} and {after[:12]} ("
             + ", ".join(f"{outputs.label(c.metric)} {c.direction}" for c in cands) + ")")
-        judged, made = confirm.ab(ss, cands, budget)
+        try:
+            judged, made = confirm.ab(ss, cands, budget)
+        except RunsFailed as exc:  # both were measured in the walk: a flake; judged next run
+            say(str(s.redacted(f"confirm: {scenario} between {before[:12]} and {after[:12]}: "
+                               f"runs failed ({exc}); not judged now, the next run tries "
+                               "again")))
+            continue
         ab_file = confirm.save_ab(ss, folder, cands[0], made)
         shown = [c for c in cands if judged[(c.series, c.metric)].confirmed]
         bis: dict[str, object] = {}
@@ -192,8 +198,12 @@ def find_and_confirm(project: Project, ws: Workspace, s: Session, store: Store, 
                 bis = {"outcome": "not needed",
                        "why": "the two commits are neighbours on the first-parent chain"}
             elif any(confirm.bisectable(by_name[scenario].kind, c.metric) for c in shown):
-                bis = confirm.bisect(project, ws, ss, shown[0], seed=seed + 7919 * (k + 1),
-                                     budget=budget, runs=runs, rounds=rounds)
+                try:
+                    bis = confirm.bisect(project, ws, ss, shown[0], seed=seed + 7919 * (k + 1),
+                                         budget=budget, runs=runs, rounds=rounds)
+                except RunsFailed as exc:  # the change stands, its commit is not named
+                    bis = {"outcome": "failed",
+                           "why": str(s.redacted(f"runs of {exc.variant} failed: {exc}"))}
                 first_bad = bis.get("first_bad")
                 culprit = first_bad if isinstance(first_bad, str) else None
             else:

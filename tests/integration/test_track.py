@@ -353,3 +353,41 @@ def test_a_commit_whose_runs_fail_is_recorded_and_the_track_goes_on(
     code, out, err = run_cli(argv)  # again: nothing measured, the broken commit not retried
     assert code in (0, 4), out + err
     assert "0 point(s) measured now" in out and f"start at {broken[:12]}: its" not in err, out
+
+
+def test_a_confirmation_whose_runs_failed_is_tried_again_by_the_next_run(
+        tmp_path: Path, history: TrackHistory, builds: Path, go_version: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs that fail in the A/B that confirms a change (both commits ran in the walk: a flake)
+    leave the change unjudged, not stored, and the track writes its outputs; the next run
+    confirms it."""
+    from patchbench.errors import RunsFailed
+    from patchbench.track import confirm
+    from tests.faults.scaffold_support import run_cli
+
+    root = tmp_path / "project"
+    _project(root, history, go_version)
+    ws = Workspace(root=root, matrix=root / "matrix.yaml", builds=builds,
+                   reports=tmp_path / "reports")
+    argv = _argv(ws, "--range", f"{history.shas[2]}..{history.shas[20]}", "--every", "2",
+                 "--seed", "7")
+    calls: list[str] = []
+
+    def failing(ss: Any, cands: list[Any], budget: int) -> Any:
+        calls.append(cands[0].after.sha)
+        raise RunsFailed("start round 1/6: 1 of 4 runs failed (exit codes [1])",
+                         variant=cands[0].after.sha[:12])
+
+    monkeypatch.setattr(confirm, "ab", failing)
+    code, out, err = run_cli(argv)
+    assert code == 0, out + err
+    assert calls == [history.slowdown], (calls, err)
+    assert "runs failed" in err and "the next run tries again" in err, err
+    folder = ws.reports / "track" / "demo-track"
+    data = json.loads((folder / "changes.json").read_text())
+    assert data["changes"] == [] and data["not_confirmed"] == [] and data["failing"] == []
+    monkeypatch.undo()
+    code, out, err = run_cli(argv)
+    assert code == 4, out + err  # the slowdown, confirmed now
+    data = json.loads((folder / "changes.json").read_text())
+    assert [c["commit"] for c in data["changes"] if c["metric"] == "wall"] == [history.slowdown]
