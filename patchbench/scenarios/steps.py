@@ -3,6 +3,7 @@ Details: docs/internals.md."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
@@ -145,19 +146,30 @@ def judged_pair(judged: Sequence[tuple[str | None, Mapping[str, Any]]]) -> Pair:
         if rec["verdict"] == "withheld":
             return Pair(None, f"withheld: {rec['note']}")
         shifts.append(SHIFTS.get(rec["verdict"]))
-        # speedup = median(ref) / median(other): other's time relative to ref's is 1/speedup
-        lo, hi = rec["ci_low"], rec["ci_high"]
+        # speedup = median(ref) / median(other): other's time relative to ref's is 1/speedup;
+        # a metric without a ratio (none, or 0: a metric that was 0 in every run) has none
+        sp, p = _positive(rec.get("speedup")), _finite(rec.get("p_value"))
+        lo, hi = _positive(rec.get("ci_low")), _positive(rec.get("ci_high"))
         ci = f" [{1.0 / hi:.3f}, {1.0 / lo:.3f}]" if lo and hi else ""
-        texts.append((f"{cond}: " if cond else "") + f"{1.0 / rec['speedup']:.3f}x{ci}, "
-                     f"p {rec['p_value']:.2g} ({rec['verdict']})")
-        p = rec["p_value"]
+        texts.append((f"{cond}: " if cond else "")
+                     + (f"{1.0 / sp:.3f}x{ci}" if sp else "no ratio")
+                     + (f", p {p:.2g}" if p is not None else "") + f" ({rec['verdict']})")
         if rec.get("resolution_s") is not None:
-            if shifts[-1] in ("more", "less"):
+            if shifts[-1] in ("more", "less") and p is not None:
                 ways.append((shifts[-1], p / 2))
-        elif p is not None and p / 2 < rec["alpha"] and rec["speedup"] != 1.0:
-            ways.append(("more" if rec["speedup"] < 1.0 else "less", p / 2))
+        elif p is not None and sp and p / 2 < rec["alpha"] and sp != 1.0:
+            ways.append(("more" if sp < 1.0 else "less", p / 2))
     return Pair(any(x in ("more", "less") for x in shifts), "; ".join(texts),
                 _one(shifts, all(x == "same" for x in shifts)), *_way(ways))
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _positive(x: Any) -> float | None:
+    f = _finite(x)
+    return f if f is not None and f > 0 else None
 
 
 def _one(shown: Sequence[Shift | None], same: bool) -> Shift | None:

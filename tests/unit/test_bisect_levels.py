@@ -141,6 +141,12 @@ def test_a_time_comparison_over_conditions() -> None:
     assert steps.judged_pair([("a", same), ("b", unclear)]).shift is None
     held = steps.judged_pair([("a", slower), ("b", verdict("withheld"))])
     assert held.differs is None and held.text == "withheld: too few rounds"
+    # a metric without a ratio (0 in every run: no speedup, no p) is said, never formatted as one
+    bare = {**unclear, "speedup": None, "ci_low": None, "ci_high": None, "p_value": None}
+    none = steps.judged_pair([(None, bare)])
+    assert none.text == "no ratio (inconclusive)" and none.way is None and none.shift is None
+    nan = steps.judged_pair([(None, {**bare, "speedup": float("nan"), "p_value": float("nan")})])
+    assert nan.text == "no ratio (inconclusive)" and nan.way is None
 
 
 def test_a_time_comparison_shows_a_way_without_the_margin() -> None:
