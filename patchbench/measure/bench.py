@@ -104,7 +104,9 @@ class Samples:
             self.rounds.append(rnd)
             for name, values in got.values.items():
                 self.metrics.setdefault(name, []).append(values[n])
-        self.hyperfine.append(hyperfine2.kept(result))
+        k = hyperfine2.kept(result)
+        if k is result or not self.hyperfine or self.hyperfine[-1] != k:  # 1.x: every call's
+            self.hyperfine.append(k)
         hung = {hangs.HANG_EXIT_CODE} if deadline else set()
         return [c for c in codes if c != 0 and c not in hung]
 

@@ -142,14 +142,18 @@ def _value(run: dict[str, Any], name: str, i: int) -> float:
     return float(value)
 
 
+# a 2.x result's parts made again from the cell's samples and rounds: per-run ``measurements``
+# (about 330 bytes a run), their ``summary`` (about 900 bytes a call) and the call's ``name``
+DERIVED = ("measurements", "summary", "name")
+
+
 def kept(result: dict[str, Any]) -> dict[str, Any]:
-    """What results.json keeps of one result of hyperfine's export: all of it but schema 2's
-    per-run ``measurements`` (about 330 bytes a run, ten times the rest), whose every value the
-    cell's samples hold (times, exit codes, the metrics it records); hyperfine's own summary per
-    metric stays. A 1.x result is kept whole."""
+    """What results.json keeps of one result of hyperfine's export: a 2.x result's command (a
+    cell keeps it once while it does not change: with short blocks a cell is hundreds of
+    calls); a 1.x result whole."""
     if "measurements" not in result:
         return result
-    return {k: v for k, v in result.items() if k != "measurements"}
+    return {k: v for k, v in result.items() if k not in DERIVED}
 
 
 def total(result: dict[str, Any]) -> float:
