@@ -104,9 +104,10 @@ def test_a_history_range_past_the_cell_limit_needs_every(project: Project) -> No
                          ids=["no --every", "--every 50"])
 def test_a_history_of_more_points_than_one_run_builds_is_refused_up_front(
         project: Project, args: list[str]) -> None:
-    """10,000 first-parent commits fit in a saved run, but each is a build (issue 44: 22
-    builds in 46 s, and on); more points than ``limits.MAX_HISTORY_POINTS`` are refused before
-    anything is built, with the --every that fits."""
+    """10,000 first-parent commits fit in a saved run, but each is a build (10,000 commits
+    without --every started building: 22 builds in 46 s, and on); more points than
+    ``limits.MAX_HISTORY_POINTS`` are refused before anything is built, with the --every that
+    fits."""
     _long_history(project, limits.MAX_CELLS - 2)  # the chain: v1 and 9,999 more
     try:
         res = patchbench(project, "history", TARGET, *args, "--scenario", "fx:run", timeout=60)

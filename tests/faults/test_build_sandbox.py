@@ -1,7 +1,7 @@
 """A build runs what a patch series brings (its Makefile), so it is given its inputs, its worktree
 and nothing else (util/sandbox.py, docs/security.md "Builds"). A fixture upstream whose recipe is
 ``make``, as runc's is, and a series such as a pull request brings: it patches the Makefile to run
-a script that tries each attack issue 44 saw succeed, writes down what happened, and the build
+a script that tries each attack that once succeeded, writes down what happened, and the build
 still succeeds. Each attack must be refused or find nothing:
 
 - it runs as uid 0, reads /etc/shadow, lists /root/.ssh;
@@ -40,7 +40,7 @@ MAKEFILE = "hello:\n\tgo build -o hello .\n\ttouch attacks.txt\n"
 PACKAGE = REPO_ROOT / "patchbench"
 
 ATTACK = r"""#!/bin/sh
-# what a hostile series runs in the build (issue 44); each line: "attack: outcome"
+# what a hostile series runs in the build; each line: "attack: outcome"
 T=@TOKEN@
 say() { printf '%s: %s\n' "$1" "$2"; }
 try() { name=$1; shift; if ( "$@" ) >/dev/null 2>&1; then say "$name" done; else say "$name" refused; fi; }

@@ -2,8 +2,8 @@
 is the file the package pins: its sha256 is in patchbench/measure/launcher/pins.py, not in a stamp
 beside it, and the file is hashed again before each use. A wrapper put in its place (by root or
 another user, world-writable or not, with a stamp beside it that names the wrapper's hash: what a
-build running as root did in issue 44) or a link is built again with a warning; a folder in its
-place is one line and exit 15. The wrapper never runs. The pin is what Go builds from the
+build running as root did before builds were sandboxed) or a link is built again with a warning;
+a folder in its place is one line and exit 15. The wrapper never runs. The pin is what Go builds from the
 package's sources (the real build here must match it)."""
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def replaced(exe: Path, marker: Path) -> None:
 
 
 def replaced_and_restamped(exe: Path, marker: Path) -> None:
-    """What a build running as root could do (issue 44): a wrapper of root's, mode 0755, with a
-    stamp beside it that names the wrapper's own hash."""
+    """What a build running as root could do before builds were sandboxed: a wrapper of root's,
+    mode 0755, with a stamp beside it that names the wrapper's own hash."""
     wrapper(exe, marker)
     restamp(exe)
 

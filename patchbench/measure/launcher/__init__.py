@@ -8,11 +8,11 @@ The launcher runs as root on every measurement, so what runs is pinned in the pa
 sources, the Go release it is built with (``GOTOOLCHAIN``) and, per platform, the sha256 of the
 binary that gives (``pins.py``; Go builds it byte for byte the same anywhere). It is built into
 ``builds/tools/burst-<first 16 digits of the pin>``, a folder no build can see (builds run in a
-sandbox that is given only their own worktree, util/sandbox.py), and before every use the file
-is hashed again, never through a link, and must match the pin: a file in its place that does not
-(a wrapper, with or without a stamp beside it: issue 44) is built again, with a warning, and the
-build is used only when it hashes to the pin. ``python3 -m patchbench.measure.launcher pin``
-writes pins.py after the sources or the Go release change."""
+sandbox that is given only their own worktree, util/sandbox.py), and before every use the file is
+hashed again, never through a link, and must match the pin: a file in its place that does not (a
+wrapper, with or without a stamp beside it: what a build running as root once planted) is built
+again, with a warning, and the build is used only when it hashes to the pin. ``python3 -m
+patchbench.measure.launcher pin`` writes pins.py after the sources or the Go release change."""
 
 from __future__ import annotations
 
