@@ -4,8 +4,8 @@ and nothing else (util/sandbox.py, docs/security.md "Builds"). A fixture upstrea
 a script that tries each attack that once succeeded, writes down what happened, and the build
 still succeeds. Each attack must be refused or find nothing:
 
-- it runs as uid 0, reads /etc/shadow, lists /root/.ssh;
-- it creates files in /root and /usr/local/bin;
+- it runs as uid 0, reads /etc/shadow, lists root's ~/.ssh;
+- it creates files in root's home and /usr/local/bin;
 - it writes into patchbench's own package and into reports/;
 - it unmounts /run, which uncovered the host's, and connects to a host socket there;
 - it plants a program under builds/tools/ with a stamp beside it.
@@ -15,6 +15,7 @@ The script runs inside the real sandbox (bubblewrap), so these need root, bubble
 from __future__ import annotations
 
 import os
+import pwd
 import secrets
 import shutil
 import socket
@@ -38,6 +39,7 @@ pytestmark = [
 
 MAKEFILE = "hello:\n\tgo build -o hello .\n\ttouch attacks.txt\n"
 PACKAGE = REPO_ROOT / "patchbench"
+ROOT_HOME = Path(pwd.getpwuid(0).pw_dir)  # root's home, where a build as root would write
 
 ATTACK = r"""#!/bin/sh
 # what a hostile series runs in the build; each line: "attack: outcome"
@@ -47,8 +49,8 @@ try() { name=$1; shift; if ( "$@" ) >/dev/null 2>&1; then say "$name" done; else
 say uid "$(id -u)"
 grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs):' /proc/self/status | tr -d '\t' | sed 's/:/: /'
 if head -c 200 /etc/shadow 2>/dev/null | grep -q '^root:'; then say shadow read; else say shadow refused; fi
-if ls -a /root/.ssh >/dev/null 2>&1; then say ssh listed; else say ssh refused; fi
-try write-root touch "/root/pwned-$T"
+if ls -a "@ROOTHOME@/.ssh" >/dev/null 2>&1; then say ssh listed; else say ssh refused; fi
+try write-root touch "@ROOTHOME@/pwned-$T"
 try write-usr-local-bin touch "/usr/local/bin/pwned-$T"
 try write-package touch "@PACKAGE@/pwned-$T"
 try write-reports sh -c 'mkdir -p "$0" && touch "$0/pwned-$1"' "@REPORTS@" "$T"
@@ -98,7 +100,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory, go_version: str, run_sock
     root, builds, reports = tmp_path / "project", tmp_path / "builds", tmp_path / "reports"
     script = (ATTACK.replace("@TOKEN@", token).replace("@PACKAGE@", str(PACKAGE))
               .replace("@REPORTS@", str(reports)).replace("@TOOLS@", str(builds / "tools"))
-              .replace("@SOCKET@", str(run_socket)))
+              .replace("@SOCKET@", str(run_socket)).replace("@ROOTHOME@", str(ROOT_HOME)))
     (repo / "attack.sh").write_text(script)
     (repo / "Makefile").write_text("hello:\n\tgo build -o hello .\n\tsh ./attack.sh > attacks.txt\n")
     hostile = support._commit_all(repo, "build: faster", "a pull request's series").strip()
@@ -111,7 +113,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory, go_version: str, run_sock
     write_matrix(root, data)
     go_cache = Path(toolchains.cache_env(config.load(root / "matrix.yaml").target(TARGET), {},
                                          builds)["GOCACHE"])
-    planted = [Path(f"/root/pwned-{token}"), Path(f"/usr/local/bin/pwned-{token}"),
+    planted = [ROOT_HOME / f"pwned-{token}", Path(f"/usr/local/bin/pwned-{token}"),
                PACKAGE / f"pwned-{token}", reports / f"pwned-{token}",
                builds / "tools" / f"burst-{token}", builds / "tools" / f"burst-{token}.sha256",
                go_cache / f"pwned-{token}"]
