@@ -4,6 +4,7 @@ is exactly the generated text."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,13 @@ def test_a_key_without_a_description_stops_the_generation(monkeypatch: pytest.Mo
     assert main(["--check", "--out", str(DOC)]) == 1
 
 
+def squeezed(text: str) -> str:
+    """The reference with each table's column padding (report.markdown's tables) taken out."""
+    return re.sub(r" {2,}", " ", text)
+
+
 def test_every_model_and_scenario_kind_has_a_section() -> None:
-    text = matrix_doc.render()
+    text = squeezed(matrix_doc.render())
     for name in matrix_doc.models():
         assert f"\n## {name}\n" in text, name
     for kind in scenarios.KINDS.values():
@@ -55,7 +61,7 @@ def test_every_model_and_scenario_kind_has_a_section() -> None:
 
 
 def test_types_defaults_and_constraints_are_rendered() -> None:
-    text = matrix_doc.render()
+    text = squeezed(matrix_doc.render())
     assert "| `alpha` | number (> 0, < 1) | `0.05` |" in text
     assert ("| `toolchain` | [GoToolchain](#gotoolchain) or [SwiftToolchain](#swifttoolchain) "
             "or [CToolchain](#ctoolchain) or [RustToolchain](#rusttoolchain) (by `kind`)") in text
