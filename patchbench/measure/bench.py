@@ -104,9 +104,7 @@ class Samples:
             self.rounds.append(rnd)
             for name, values in got.values.items():
                 self.metrics.setdefault(name, []).append(values[n])
-        k = hyperfine2.kept(result)
-        if k is result or not self.hyperfine or self.hyperfine[-1] != k:  # 1.x: every call's
-            self.hyperfine.append(k)
+        self.hyperfine.append(hyperfine2.kept(result, self.hyperfine))
         hung = {hangs.HANG_EXIT_CODE} if deadline else set()
         return [c for c in codes if c != 0 and c not in hung]
 

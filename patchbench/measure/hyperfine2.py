@@ -142,18 +142,23 @@ def _value(run: dict[str, Any], name: str, i: int) -> float:
     return float(value)
 
 
-# a 2.x result's parts made again from the cell's samples and rounds: per-run ``measurements``
-# (about 330 bytes a run), their ``summary`` (about 900 bytes a call) and the call's ``name``
-DERIVED = ("measurements", "summary", "name")
+# a 2.x result's parts made again from the cell's samples: per-run ``measurements`` (about 330
+# bytes a run) and their ``summary`` (about 900 bytes a call)
+DERIVED = ("measurements", "summary")
 
 
-def kept(result: dict[str, Any]) -> dict[str, Any]:
-    """What results.json keeps of one result of hyperfine's export: a 2.x result's command (a
-    cell keeps it once while it does not change: with short blocks a cell is hundreds of
-    calls); a 1.x result whole."""
+CMD = "command"  # hyperfine's key for a call's command line
+
+
+def kept(result: dict[str, Any], before: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """What results.json keeps of one result of hyperfine's export after the cell's ``before``:
+    a 2.x result's name, and its command unless it is the last one kept (with short blocks a
+    cell is hundreds of calls of one command); a 1.x result whole."""
     if "measurements" not in result:
         return result
-    return {k: v for k, v in result.items() if k not in DERIVED}
+    last = next((h[CMD] for h in reversed(before) if CMD in h), None)
+    return {k: v for k, v in result.items()
+            if k not in DERIVED and not (k == CMD and v == last)}
 
 
 def total(result: dict[str, Any]) -> float:

@@ -39,6 +39,7 @@ ALLOWED = {
     ("patchbench/docker/images.py", "layers"): "the OCI image config's rootfs type",
     ("patchbench/measure/oci_image.py", "layers"): "the OCI image layout's words",
     ("patchbench/measure/launcher/__init__.py", "burst"): "the launcher binary's file name",
+    ("patchbench/measure/hyperfine2.py", "command"): "hyperfine's JSON key of a call's command",
     ("patchbench/scenarios/ctrstress.py", "mounts"): "a census counts leftover mounts",
 }
 

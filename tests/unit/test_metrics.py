@@ -153,7 +153,7 @@ def test_the_export_of_hyperfine_2_gives_every_run_of_every_metric() -> None:
     assert got.times == [0.01, 0.03, 0.02] and got.exit_codes == [0, -1, 0]
     assert got.values == {"cpu": [0.002, 0.004, 0.003], "peak-rss": [3e6] * 3}
     assert hyperfine2.total(result) == pytest.approx(0.06)
-    assert hyperfine2.kept({**result, "summary": {}, "name": "n"}) == {"command": "x"}
+    assert hyperfine2.kept({**result, "summary": {}, "name": "n"}) == {"command": "x", "name": "n"}
     old = {"times": [0.01, 0.02], "exit_codes": [0, 0], "median": 0.015, "user": 0.001}
     assert hyperfine2.runs(old, ["cpu"]).values == {} and hyperfine2.runs(old).times == [0.01, 0.02]
     broken = {"measurements": [{"time_wall_clock": {"value": 0.01}, "exit_code": 0}]}
